@@ -1,0 +1,4 @@
+#ifndef GATTEMU_CDBUS_SHIM_H
+#define GATTEMU_CDBUS_SHIM_H
+#include <dbus/dbus.h>
+#endif

@@ -1,0 +1,4 @@
+import Testing
+@testable import Emulator
+
+@Test func EmulatorModuleLoads() { #expect(Bool(true)) }

@@ -1,0 +1,4 @@
+import Testing
+@testable import Profile
+
+@Test func ProfileModuleLoads() { #expect(Bool(true)) }
