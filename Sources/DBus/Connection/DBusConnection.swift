@@ -1,0 +1,160 @@
+import CDBus
+import Synchronization
+
+/// A private connection to a message bus, served by its own event-loop thread.
+///
+/// All methods may be called from any thread or task; handlers given to it (signal handlers,
+/// caller policies, property getters) run on the connection's thread and must not block.
+/// A connection lives, with its thread, until ``close()`` or until the bus drops it.
+///
+/// `@unchecked Sendable`: the libdbus connection and every mutable field except `state` (a mutex) are
+/// touched only on `loop`'s thread; public methods hop there with `loop.submit`.
+public final class DBusConnection: @unchecked Sendable {
+    let loop: DBusEventLoop
+    let pointer: OpaquePointer
+    /// The unique bus name assigned by the bus, e.g. `:1.42`.
+    public let uniqueName: String
+
+    var signalSubscriptions: [UInt64: SignalSubscription] = [:]
+    var nextSubscriptionID: UInt64 = 1
+    var objects = DBusObjectRegistry()
+    private let state = Mutex(State())
+
+    struct State {
+        var isConnected = true
+        var disconnectHandlers: [@Sendable () -> Void] = []
+    }
+
+    /// Connects to `bus` and registers with it.
+    public static func connect(to bus: DBusBus) async throws(DBusError) -> DBusConnection {
+        // libdbus is thread-safe only after this call; it is idempotent.
+        dbus_threads_init_default()
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        let connection: OpaquePointer?
+        switch bus {
+        case .system:
+            connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session:
+            connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .address(let address):
+            connection = dbus_connection_open_private(address, &error)
+            if let connection, dbus_bus_register(connection, &error) == 0 {
+                dbus_connection_close(connection)
+                dbus_connection_unref(connection)
+                throw .connectionFailed(Self.message(of: error))
+            }
+        }
+        guard let connection else { throw .connectionFailed(Self.message(of: error)) }
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        let uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
+        do {
+            return try DBusConnection(pointer: connection, uniqueName: uniqueName)
+        } catch {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw error
+        }
+    }
+
+    private init(pointer: OpaquePointer, uniqueName: String) throws(DBusError) {
+        self.pointer = pointer
+        self.uniqueName = uniqueName
+        self.loop = try DBusEventLoop()
+        // libdbus holds a reference to us until the connection is finalized (close() or loss of the bus).
+        let context = Unmanaged.passRetained(self).toOpaque()
+        dbus_connection_add_filter(pointer, { _, message, data in
+            guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            let connection = Unmanaged<DBusConnection>.fromOpaque(data).takeUnretainedValue()
+            return connection.filter(DBusMessage(retaining: message))
+        }, context, { data in
+            guard let data else { return }
+            Unmanaged<DBusConnection>.fromOpaque(data).release()
+        })
+        loop.start(connection: pointer, name: "dbus \(uniqueName)")
+    }
+
+    static func message(of error: CDBus.DBusError) -> String {
+        guard let text = error.message else { return "unknown error" }
+        return String(cString: text)
+    }
+
+    /// Whether the connection is still open.
+    public var isConnected: Bool { state.withLock { $0.isConnected } }
+
+    /// Calls `handler` once when the bus connection is lost (not on ``close()``).
+    public func onDisconnect(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { $0.disconnectHandlers.append(handler) }
+    }
+
+    /// Closes the connection after every message queued before this call has been written.
+    public func close() async {
+        guard state.withLock({ state in
+            defer { state.isConnected = false; state.disconnectHandlers = [] }
+            return state.isConnected
+        }) else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            shutDown { continuation.resume() }
+        }
+    }
+
+    /// Flushes, closes and releases the libdbus connection, then stops the loop thread.
+    private func shutDown(then done: @escaping @Sendable () -> Void) {
+        loop.stop { [self] in
+            dbus_connection_flush(pointer)
+            dbus_connection_close(pointer)
+            dbus_connection_unref(pointer)
+            done()
+        }
+    }
+
+    /// Runs `body` on the connection thread and returns its result.
+    func onLoop<T: Sendable>(_ body: @escaping @Sendable () throws(DBusError) -> T) async throws(DBusError) -> T {
+        guard isConnected else { throw .disconnected }
+        let result: Result<T, DBusError> = await withCheckedContinuation { continuation in
+            loop.submit {
+                do throws(DBusError) {
+                    continuation.resume(returning: .success(try body()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Queues `message` for sending; on the loop thread only.
+    func send(_ message: DBusMessage) throws(DBusError) {
+        guard dbus_connection_send(pointer, message.pointer, nil) != 0 else {
+            throw .invalidArgument("out of memory sending a message")
+        }
+    }
+
+    /// Every incoming message passes here, on the loop thread.
+    private func filter(_ message: DBusMessage) -> DBusHandlerResult {
+        if message.isSignal {
+            if message.interface == "org.freedesktop.DBus.Local", message.member == "Disconnected" {
+                connectionLost()
+                return DBUS_HANDLER_RESULT_HANDLED
+            }
+            deliverSignal(message)
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+        if message.isMethodCall {
+            dispatchMethodCall(message)
+            return DBUS_HANDLER_RESULT_HANDLED
+        }
+        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    }
+
+    private func connectionLost() {
+        let (wasConnected, handlers) = state.withLock { state in
+            defer { state.isConnected = false; state.disconnectHandlers = [] }
+            return (state.isConnected, state.disconnectHandlers)
+        }
+        guard wasConnected else { return }
+        for handler in handlers { handler() }
+        shutDown {}
+    }
+}

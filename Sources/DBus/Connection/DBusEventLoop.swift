@@ -1,0 +1,170 @@
+import CDBus
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The thread that owns one libdbus connection: every libdbus call on it runs here, in submission order.
+///
+/// It waits in `poll(2)` on libdbus's watches and an eventfd for submitted jobs; no polling loop, no sleeps.
+/// `@unchecked Sendable`: `watches`, `timeouts` and `stopped` are touched only on the loop thread
+/// (libdbus calls the watch and timeout callbacks from inside calls made on it); `jobs` is a mutex.
+final class DBusEventLoop: @unchecked Sendable {
+    typealias Job = @Sendable () -> Void
+
+    private let jobs = Mutex<[Job]>([])
+    private let wakeDescriptor: Int32
+    private var watches: [OpaquePointer] = []
+    private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
+    private var stopped = false
+    private var connection: OpaquePointer?
+    private let threadID = Mutex<pthread_t?>(nil)
+
+    init() throws(DBusError) {
+        let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard descriptor >= 0 else { throw .system("eventfd", errno: errno) }
+        wakeDescriptor = descriptor
+    }
+
+    deinit { close(wakeDescriptor) }
+
+    /// Whether the caller runs on the loop thread.
+    var isCurrent: Bool {
+        threadID.withLock { id in id.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Runs `job` on the loop thread, after the jobs submitted before it.
+    func submit(_ job: @escaping Job) {
+        jobs.withLock { $0.append(job) }
+        wake()
+    }
+
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, 8)
+    }
+
+    /// Installs the watch and timeout callbacks on `connection` and starts the thread.
+    func start(connection: OpaquePointer, name: String) {
+        self.connection = connection
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_set_watch_functions(connection, { watch, data in
+            guard let watch, let data else { return 0 }
+            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().watches.append(watch)
+            return 1
+        }, { watch, data in
+            guard let watch, let data else { return }
+            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().watches.removeAll { $0 == watch }
+        }, { _, data in
+            // Enabled flags are read on every iteration; nothing to store.
+            _ = data
+        }, context, nil)
+        dbus_connection_set_timeout_functions(connection, { timeout, data in
+            guard let timeout, let data else { return 0 }
+            let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
+            loop.timeouts[timeout] = .now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+            return 1
+        }, { timeout, data in
+            guard let timeout, let data else { return }
+            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().timeouts[timeout] = nil
+        }, { timeout, data in
+            guard let timeout, let data else { return }
+            let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
+            loop.timeouts[timeout] = .now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+        }, context, nil)
+        dbus_connection_set_wakeup_main_function(connection, { data in
+            guard let data else { return }
+            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().wake()
+        }, context, nil)
+        let thread = Thread { [self] in
+            threadID.withLock { $0 = pthread_self() }
+            run()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Stops the loop after the jobs already submitted; `then` runs last, on the loop thread.
+    func stop(then finalJob: @escaping Job) {
+        submit { [self] in
+            finalJob()
+            stopped = true
+        }
+    }
+
+    private func run() {
+        // The loop keeps itself alive until stopped.
+        withExtendedLifetime(self) {
+            while !stopped {
+                runJobs()
+                if stopped { break }
+                dispatchQueuedMessages()
+                if !jobs.withLock({ $0.isEmpty }) { continue }
+                waitAndHandle()
+                dispatchQueuedMessages()
+            }
+        }
+    }
+
+    private func runJobs() {
+        let pending = jobs.withLock { queue -> [Job] in
+            let taken = queue
+            queue.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for job in pending {
+            job()
+            if stopped { return }
+        }
+    }
+
+    private func dispatchQueuedMessages() {
+        guard let connection else { return }
+        while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+    }
+
+    private func waitAndHandle() {
+        let active = watches.filter { dbus_watch_get_enabled($0) != 0 }
+        var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        for watch in active {
+            let flags = dbus_watch_get_flags(watch)
+            var events: Int16 = 0
+            if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+            if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+            descriptors.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+        }
+        let result = poll(&descriptors, nfds_t(descriptors.count), pollTimeout())
+        if result < 0 { return }  // EINTR: go round again.
+        if descriptors[0].revents != 0 {
+            var counter: UInt64 = 0
+            _ = read(wakeDescriptor, &counter, 8)
+        }
+        for (index, watch) in active.enumerated() {
+            let revents = descriptors[index + 1].revents
+            guard revents != 0, watches.contains(watch) else { continue }
+            var flags: UInt32 = 0
+            if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
+            if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
+            if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+            if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
+            dbus_watch_handle(watch, flags)
+        }
+        let now = ContinuousClock.now
+        for (timeout, deadline) in timeouts where deadline <= now {
+            guard timeouts[timeout] != nil, dbus_timeout_get_enabled(timeout) != 0 else { continue }
+            timeouts[timeout] = now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+            dbus_timeout_handle(timeout)
+        }
+    }
+
+    /// Milliseconds until the earliest enabled libdbus timeout, or -1 to wait for I/O only.
+    private func pollTimeout() -> Int32 {
+        let enabled = timeouts.filter { dbus_timeout_get_enabled($0.key) != 0 }.values
+        guard let earliest = enabled.min() else { return -1 }
+        let remaining = earliest - .now
+        if remaining <= .zero { return 0 }
+        let (seconds, attoseconds) = remaining.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+    }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import DBus
-
-@Test func DBusModuleLoads() { #expect(Bool(true)) }
