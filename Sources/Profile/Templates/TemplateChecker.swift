@@ -136,8 +136,8 @@ struct TemplateChecker {
             guard case .name = arguments[0] else {
                 issues.append(TemplateIssue(
                     offset: arguments[0].offset, message: "counter() takes a counter name, e.g. counter(sequence)"))
-                return
             }
+            return
         case "value":
             guard case .name(let id, let argumentOffset) = arguments[0] else {
                 issues.append(TemplateIssue(

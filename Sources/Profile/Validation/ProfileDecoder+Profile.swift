@@ -17,13 +17,14 @@ extension ProfileDecoder {
             state: [], triggers: [], timers: [], rules: [], sourceMap: [:])
         if let description = root["description"] { profile.description = string(description, "description") }
         if let device = root["device"] { profile.device = self.device(device, "device") }
+        if let services = root["services"], let items = array(services, "services") {
+            profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
+        }
+        for service in profile.services { serviceUUIDsByID[service.id] = service.uuid }
         if let advertisements = root["advertisements"], let items = array(advertisements, "advertisements") {
             profile.advertisements = items.enumerated().compactMap {
                 advertisement($1, JSONPath.appending($0, to: "advertisements"))
             }
-        }
-        if let services = root["services"], let items = array(services, "services") {
-            profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
         }
         if let variables = root["variables"] { profile.variables = namedValues(variables, "variables") }
         if let state = root["state"] { profile.state = namedValues(state, "state") }

@@ -12,6 +12,8 @@ struct ProfileDecoder {
 
     var diagnostics: [Diagnostic] = []
     var templates: [PendingTemplate] = []
+    /// Service UUIDs by service id, so advertisements can name services by id.
+    var serviceUUIDsByID: [String: String] = [:]
     let file: String
 
     init(file: String) {
@@ -144,9 +146,17 @@ struct ProfileDecoder {
         return normalized
     }
 
+    /// UUIDs, where an entry may also be the id of a service in the profile (e.g. `"credential"`).
     mutating func uuidList(_ node: JSONNode, _ path: String) -> [String]? {
         guard let items = array(node, path) else { return nil }
-        return items.enumerated().compactMap { uuid($1, JSONPath.appending($0, to: path)) }
+        return items.enumerated().compactMap { index, item in
+            if case .string(let text) = item.value, BluetoothUUID.normalize(text) == nil,
+                let uuid = serviceUUIDsByID[text]
+            {
+                return uuid
+            }
+            return uuid(item, JSONPath.appending(index, to: path))
+        }
     }
 
     /// A byte or text template from a JSON string, queued for name checking.
