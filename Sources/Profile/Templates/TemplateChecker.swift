@@ -133,7 +133,7 @@ struct TemplateChecker {
                 return
             }
         case "counter":
-            guard case .name = arguments[0] else {
+            if case .name = arguments[0] {} else {
                 issues.append(TemplateIssue(
                     offset: arguments[0].offset, message: "counter() takes a counter name, e.g. counter(sequence)"))
             }
