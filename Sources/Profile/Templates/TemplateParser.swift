@@ -52,7 +52,7 @@ private struct TemplateParser {
                 let expression = try parseExpression()
                 skipSpaces()
                 guard current == "}" else {
-                    if current == nil { throw error("'{' at offset \(start) is not closed") }
+                    if current == nil { throw error("'{' is not closed", at: start) }
                     throw error("unexpected '\(current.map(String.init) ?? "")' in expression, expected '}'")
                 }
                 index += 1

@@ -3,6 +3,8 @@ extension ProfileDecoder {
     mutating func action(_ node: JSONNode, _ path: String) -> [Action] {
         guard let members = members(node, path, allowed: Self.actionKinds + ["value", "to", "after"]) else { return [] }
         let kinds = members.filter { Self.actionKinds.contains($0.key) }
+        let allowed = Self.actionKinds + ["value", "to", "after", "$comment"]
+        if kinds.isEmpty, members.contains(where: { !allowed.contains($0.key) }) { return [] }
         guard kinds.count == 1, let kind = kinds.first else {
             error(node, path, kinds.isEmpty
                 ? "an action needs one of \(Self.actionKinds.map { "\"\($0)\"" }.joined(separator: ", "))"

@@ -54,6 +54,9 @@ extension ProfileDecoder {
         }
         guard let members = members(node, path, allowed: Self.triggerKinds + Self.writeMatcherKeys) else { return nil }
         let kinds = members.filter { Self.triggerKinds.contains($0.key) }
+        let allowed = Self.triggerKinds + Self.writeMatcherKeys + ["$comment"]
+        // An unknown key (already reported, with a suggestion) is most likely the misspelt trigger.
+        if kinds.isEmpty, members.contains(where: { !allowed.contains($0.key) }) { return nil }
         guard kinds.count == 1, let kind = kinds.first else {
             error(node, path, kinds.isEmpty
                 ? "a trigger needs one of \(Self.triggerKinds.map { "\"\($0)\"" }.joined(separator: ", "))"
