@@ -65,6 +65,15 @@ import Testing
         #expect(diagnostics.map(\.description) == [expected])
     }
 
+    @Test func overrideValuesKeepTheKindTheyReplace() throws {
+        let profile = try ProfileLoader.load(path: try fixture("child.json"), overrides: [("variables.code", "12")])
+        #expect(profile.initialVariables["code"] == .string("12"))
+        let diagnostics = ProfileValidator.validate(path: try fixture("child.json"), overrides: [("variables.count", "many")])
+        #expect(diagnostics.map(\.description) == [
+            "--set variables.count:1:1 variables.count: variables.count is a number, not text like \"many\" (give a number, e.g. 3000)"
+        ])
+    }
+
     @Test func sourceMapLocatesPathsForOtherModules() throws {
         let profile = try ProfileLoader.load(path: Paths.profile("noke-lock.json"))
         let location = try #require(profile.location(of: "advertisements[0].localName"))

@@ -40,7 +40,7 @@ enum ProfileOverrides {
     private static func set(
         _ value: JSONNode, at components: ArraySlice<JSONPath.Component>, in node: JSONNode, walked: String
     ) throws(OverrideError) -> JSONNode {
-        guard let component = components.first else { return value }
+        guard let component = components.first else { return try replace(node, with: value, at: walked) }
         let rest = components.dropFirst()
         switch node.value {
         case .object(var members):
@@ -83,6 +83,24 @@ enum ProfileOverrides {
             return JSONNode(.array(items), at: node.location)
         default:
             throw OverrideError(message: "\(describe(walked)) is \(node.value.kindName), not an object or array")
+        }
+    }
+
+    /// The new value, made to fit the kind of the value it replaces: text that happens to parse as a
+    /// number or boolean stays text where a string was (`hardwareCode=12`), and text that does not parse
+    /// cannot replace a number or boolean.
+    private static func replace(_ old: JSONNode, with new: JSONNode, at path: String) throws(OverrideError) -> JSONNode {
+        switch (old.value, new.value) {
+        case (.string, .number(let number)):
+            return JSONNode(.string(number.text), at: new.location)
+        case (.string, .bool(let flag)):
+            return JSONNode(.string(flag ? "true" : "false"), at: new.location)
+        case (.number, .string(let text)), (.bool, .string(let text)):
+            throw OverrideError(
+                message: "\(describe(path)) is \(old.value.kindName), not text like \"\(text)\"",
+                hint: old.value.kindName == "a number" ? "give a number, e.g. 3000" : "give true or false")
+        default:
+            return new
         }
     }
 

@@ -100,12 +100,13 @@ private struct TemplateParser {
         return stride(from: 0, to: nibbles.count, by: 2).map { nibbles[$0] << 4 | nibbles[$0 + 1] }
     }
 
+    /// The run of letters and digits around `offset`, for hints.
     func identifierAt(_ offset: Int) -> String {
+        let isWordCharacter = { (c: Character) in c.isLetter || c.isNumber }
+        var begin = offset
+        while begin > 0, isWordCharacter(characters[begin - 1]) { begin -= 1 }
         var end = offset
-        while end < characters.count, characters[end].isLetter || characters[end].isNumber { end += 1 }
-        let start = max(0, offset - 0)
-        var begin = start
-        while begin > 0, characters[begin - 1].isLetter || characters[begin - 1].isNumber { begin -= 1 }
+        while end < characters.count, isWordCharacter(characters[end]) { end += 1 }
         return String(characters[begin..<end])
     }
 

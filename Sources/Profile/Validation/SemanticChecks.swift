@@ -216,7 +216,7 @@ struct SemanticChecks {
             if case .reply = action.kind, case .write = rule.trigger {
                 report(action.path, "a write cannot be answered with a value", hint: "use succeed, fail or notify")
             }
-        case .notify(let id, _, _, let indicate):
+        case .notify(let id, let template, _, let indicate):
             guard let characteristic = profile.characteristic(id) else {
                 report(action.path, "unknown characteristic \"\(id)\"", hint: characteristicHint(id))
                 return
@@ -230,10 +230,13 @@ struct SemanticChecks {
                 report(action.path, "\"\(id)\" has no \(word) flag",
                        hint: characteristic.has(indicate ? .notify : .indicate) ? "it has \(other); did you mean \"\(other)\"?" : "add \"\(word)\" to its flags")
             }
-        case .setValue(let id, _):
-            if profile.characteristic(id) == nil {
+            checkLength(of: template, for: characteristic, at: action.path)
+        case .setValue(let id, let template):
+            guard let characteristic = profile.characteristic(id) else {
                 report(action.path, "unknown characteristic \"\(id)\"", hint: characteristicHint(id))
+                return
             }
+            checkLength(of: template, for: characteristic, at: action.path)
         case .set(let name, let assignment):
             guard let declared = declaredValue(name) else {
                 report(action.path, "unknown variable or state value \"\(name)\"",
@@ -262,6 +265,18 @@ struct SemanticChecks {
             checkTimer(id, at: action.path)
         case .advertise(nil), .startAdvertising, .stopAdvertising, .disconnect, .log:
             break
+        }
+    }
+
+    /// Reports a value that is longer than the characteristic allows even with an empty request.
+    private mutating func checkLength(of template: Template, for characteristic: CharacteristicDefinition, at path: String) {
+        guard let limit = characteristic.maxLength else { return }
+        var context = profile.staticContext(
+            environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"), state: nil, variables: nil)
+        let length = template.render(in: &context).count
+        if length > limit {
+            report(path.replacingLastComponent(with: "value"),
+                   "value is at least \(length) bytes, longer than maxLength \(limit) of \"\(characteristic.id)\"")
         }
     }
 
