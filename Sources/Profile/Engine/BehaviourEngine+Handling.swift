@@ -1,0 +1,183 @@
+extension BehaviourEngine {
+    /// Handles one event: updates state and returns the rules that fired and the effects to execute.
+    public mutating func handle(_ event: EngineEvent) -> EngineOutcome {
+        var outcome = EngineOutcome()
+        guard prepare(for: event, into: &outcome) else { return outcome }
+        let arguments: [String: String]
+        if case .trigger(_, let given) = event { arguments = given } else { arguments = [:] }
+
+        var stopped = false
+        for pass in [false, true] where !stopped {
+            // The second pass runs `otherwise` rules, only when no regular rule fired.
+            if pass && !outcome.firedRules.isEmpty { break }
+            for rule in profile.rules where rule.otherwise == pass {
+                guard matches(rule.trigger, event, arguments: arguments),
+                    rule.conditions.allSatisfy({ holds($0, arguments: arguments) })
+                else { continue }
+                outcome.firedRules.append(rule.id)
+                for action in rule.actions { perform(action.kind, for: event, arguments: arguments, into: &outcome) }
+                if rule.stop {
+                    stopped = true
+                    break
+                }
+            }
+        }
+        publishAdvertisementChanges(into: &outcome)
+        return outcome
+    }
+
+    /// Bookkeeping before rules run; false when the event is not handled further.
+    private mutating func prepare(for event: EngineEvent, into outcome: inout EngineOutcome) -> Bool {
+        switch event {
+        case .connect(let central):
+            if !centrals.contains(central) { centrals.append(central) }
+            for characteristic in profile.characteristics where characteristic.value.regenerate == .connection {
+                regenerate(characteristic, event: event, into: &outcome)
+            }
+            for timer in profile.timers where timer.startOnConnect {
+                schedule(timer, after: nil, into: &outcome)
+            }
+        case .disconnect(let central):
+            centrals.removeAll { $0 == central }
+            for id in subscribers.keys { subscribers[id]?.removeAll { $0 == central } }
+            if centrals.isEmpty {
+                for timer in profile.timers where timer.cancelOnDisconnect && activeTimers.contains(timer.id) {
+                    activeTimers.remove(timer.id)
+                    outcome.effects.append(.cancelTimer(id: timer.id))
+                }
+            }
+        case .read(let id, _, let offset):
+            guard let characteristic = profile.characteristic(id) else {
+                outcome.effects += [.log("read of unknown characteristic \"\(id)\""), .reply(.error(.notSupported))]
+                return false
+            }
+            if characteristic.value.regenerate == .read, offset == 0 {
+                regenerate(characteristic, event: event, into: &outcome)
+            }
+        case .write(let id, _, let value, _):
+            guard let characteristic = profile.characteristic(id) else {
+                outcome.effects += [.log("write to unknown characteristic \"\(id)\""), .reply(.error(.notSupported))]
+                return false
+            }
+            if value.count > (characteristic.maxLength ?? TemplateBuiltins.maximumLength) {
+                outcome.effects.append(.reply(.error(.invalidValueLength)))
+                return false
+            }
+            let hasWriteRules = profile.rules.contains {
+                if case .write(id, _) = $0.trigger { return true }
+                return false
+            }
+            if characteristic.storeWrites ?? !hasWriteRules {
+                values[id] = value
+                outcome.effects.append(.setValue(characteristic: id, value: value))
+            }
+        case .subscribe(let id, let central):
+            if !subscribers[id, default: []].contains(central) { subscribers[id, default: []].append(central) }
+        case .unsubscribe(let id, let central):
+            subscribers[id]?.removeAll { $0 == central }
+        case .timer(let id):
+            // A timer that was cancelled (or never scheduled) may still fire late; ignore it.
+            guard activeTimers.contains(id) else { return false }
+            if profile.timers.first(where: { $0.id == id })?.repeats != true { activeTimers.remove(id) }
+        case .trigger(let name, _):
+            guard profile.triggers.contains(where: { $0.name == name }) else {
+                outcome.effects.append(.log("unknown trigger \"\(name)\""))
+                return false
+            }
+        }
+        return true
+    }
+
+    private mutating func regenerate(
+        _ characteristic: CharacteristicDefinition, event: EngineEvent, into outcome: inout EngineOutcome
+    ) {
+        let value = render(characteristic.value.template, event: event)
+        values[characteristic.id] = value
+        outcome.effects.append(.setValue(characteristic: characteristic.id, value: value))
+    }
+
+    private mutating func schedule(_ timer: TimerDefinition, after: DurationSpec?, into outcome: inout EngineOutcome) {
+        activeTimers.insert(timer.id)
+        let delay = milliseconds(after ?? timer.after)
+        outcome.effects.append(.scheduleTimer(id: timer.id, after: .milliseconds(delay), repeating: timer.repeats))
+    }
+
+    /// Emits `.switchAdvertisement` for the current variant when state changed what the advertisements say.
+    private mutating func publishAdvertisementChanges(into outcome: inout EngineOutcome) {
+        let current = advertisements()
+        guard current != publishedAdvertisements else { return }
+        publishedAdvertisements = current
+        let switched = outcome.effects.contains {
+            if case .switchAdvertisement = $0 { return true }
+            return false
+        }
+        if !switched { outcome.effects.append(.switchAdvertisement(variant: advertisementVariant)) }
+    }
+
+    // MARK: Actions
+
+    private mutating func perform(
+        _ action: Action.Kind, for event: EngineEvent, arguments: [String: String], into outcome: inout EngineOutcome
+    ) {
+        switch action {
+        case .reply(let template):
+            var bytes = render(template, event: event, arguments: arguments)
+            if case .read(_, _, let offset) = event {
+                guard offset <= bytes.count else {
+                    outcome.effects.append(.reply(.error(.invalidOffset)))
+                    return
+                }
+                bytes.removeFirst(max(0, offset))
+            }
+            outcome.effects.append(.reply(.value(bytes)))
+        case .succeed:
+            outcome.effects.append(.reply(.success))
+        case .fail(let error):
+            outcome.effects.append(.reply(.error(error)))
+        case .notify(let id, let template, let toAll, let indicate):
+            let bytes = render(template, event: event, arguments: arguments)
+            values[id] = bytes
+            let target: NotificationTarget = if !toAll, let central = event.central { .central(central) } else { .allSubscribers }
+            outcome.effects.append(.notify(characteristic: id, value: bytes, target: target, indicate: indicate))
+        case .setValue(let id, let template):
+            let bytes = render(template, event: event, arguments: arguments)
+            values[id] = bytes
+            outcome.effects.append(.setValue(characteristic: id, value: bytes))
+        case .set(let name, let assignment):
+            let isState = state[name] != nil || variables[name] == nil
+            let old = isState ? state[name] : variables[name]
+            let new: ProfileValue
+            switch assignment {
+            case .literal(let value): new = value
+            case .template(let template): new = .bytes(render(template, event: event, arguments: arguments))
+            case .increment(let amount):
+                if case .number(let number)? = old { new = .number(number &+ amount) } else { new = .number(amount) }
+            }
+            if isState { state[name] = new } else { variables[name] = new }
+        case .delay(let duration):
+            outcome.effects.append(.delay(.milliseconds(milliseconds(duration))))
+        case .advertise(let variant):
+            advertisementVariant = variant
+            publishedAdvertisements = advertisements()
+            outcome.effects.append(.switchAdvertisement(variant: variant))
+        case .startAdvertising:
+            isAdvertising = true
+            outcome.effects.append(.startAdvertising)
+        case .stopAdvertising:
+            isAdvertising = false
+            outcome.effects.append(.stopAdvertising)
+        case .disconnect:
+            // From a timer or named trigger, every connected central is disconnected.
+            let targets = event.central.map { [$0] } ?? centrals
+            outcome.effects += targets.map { .disconnect($0) }
+        case .startTimer(let id, let after):
+            guard let timer = profile.timers.first(where: { $0.id == id }) else { return }
+            schedule(timer, after: after, into: &outcome)
+        case .cancelTimer(let id):
+            if activeTimers.remove(id) != nil { outcome.effects.append(.cancelTimer(id: id)) }
+        case .log(let template):
+            let text = String(decoding: render(template, event: event, arguments: arguments), as: UTF8.self)
+            outcome.effects.append(.log(text))
+        }
+    }
+}

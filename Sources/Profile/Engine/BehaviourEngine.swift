@@ -1,0 +1,96 @@
+/// Runs a profile's behaviour: feed it events, execute the effects it returns, in order.
+///
+/// A value type with no I/O: the runtime keeps one inside an actor. All state, variable and value
+/// changes are applied while handling; randomness comes from the environment's seed, so the same
+/// events give the same effects. Read the stored value after `handle` to answer a read without a reply.
+public struct BehaviourEngine: Sendable {
+    public let profile: DeviceProfile
+    public let environment: EngineEnvironment
+
+    /// Current variable values (for status output).
+    public internal(set) var variables: [String: ProfileValue] = [:]
+    /// Current state values (for status output).
+    public internal(set) var state: [String: ProfileValue] = [:]
+    /// The active advertisement variant; nil = base.
+    public internal(set) var advertisementVariant: String?
+    /// Whether the profile wants to be advertising (starts true; changed by start/stopAdvertising actions).
+    public internal(set) var isAdvertising = true
+    /// Connected centrals, in connection order.
+    public internal(set) var centrals: [CentralID] = []
+    /// Subscribed centrals per characteristic id.
+    public internal(set) var subscribers: [String: [CentralID]] = [:]
+    /// Timers scheduled and not yet fired or cancelled.
+    public internal(set) var activeTimers: Set<String> = []
+    public internal(set) var counters: [String: Int] = [:]
+
+    var values: [String: [UInt8]] = [:]
+    var generator: SeededGenerator
+    var publishedAdvertisements: [AdvertisementSpec] = []
+
+    public init(profile: DeviceProfile, environment: EngineEnvironment) {
+        self.profile = profile
+        self.environment = environment
+        self.generator = SeededGenerator(seed: environment.seed)
+        reset()
+    }
+
+    /// Back to the profile's initial state, as if just started with the same seed.
+    public mutating func reset() {
+        variables = profile.initialVariables
+        state = profile.initialState
+        advertisementVariant = nil
+        isAdvertising = true
+        centrals = []
+        subscribers = [:]
+        activeTimers = []
+        counters = [:]
+        generator = SeededGenerator(seed: environment.seed)
+        values = [:]
+        for characteristic in profile.characteristics {
+            values[characteristic.id] = render(characteristic.value.template, event: nil)
+        }
+        publishedAdvertisements = advertisements()
+    }
+
+    /// The stored value of a characteristic; empty for unknown ids.
+    public func value(of characteristic: String) -> [UInt8] {
+        values[characteristic] ?? []
+    }
+
+    /// The advertisements as they should be now: active variant, current state and variables.
+    public func advertisements() -> [AdvertisementSpec] {
+        profile.advertisements(variant: advertisementVariant, environment: environment, state: state, variables: variables)
+    }
+
+    /// The device name as it should be now.
+    public func deviceName() -> String? {
+        profile.deviceName(environment: environment, state: state, variables: variables)
+    }
+
+    // MARK: Rendering
+
+    /// Renders a template against the current state; counters and randomness advance.
+    mutating func render(
+        _ template: Template, event: EngineEvent?, arguments: [String: String] = [:]
+    ) -> [UInt8] {
+        var request: [UInt8] = []
+        if case .write(_, _, let value, _)? = event { request = value }
+        var context = TemplateContext(
+            variables: variables, state: state, adapterAddress: environment.adapterAddress,
+            centralAddress: event?.central?.address, request: request, characteristicValues: values,
+            arguments: arguments, counters: counters, generator: generator)
+        let bytes = template.render(in: &context)
+        counters = context.counters
+        generator = context.generator
+        return bytes
+    }
+
+    func milliseconds(_ duration: DurationSpec) -> Int {
+        switch duration {
+        case .milliseconds(let value): return max(0, value)
+        case .variable(let name):
+            if case .number(let value)? = state[name] ?? variables[name] { return max(0, value) }
+            return 0
+        }
+    }
+}

@@ -1,0 +1,86 @@
+/// BlueZ LEAdvertisement1 `Type`.
+public enum AdvertisementType: String, Sendable, Equatable, CaseIterable {
+    case peripheral, broadcast
+}
+
+/// Advertisement fields as written in a profile; every field optional so a variant can override a subset.
+public struct AdvertisementFields: Sendable, Equatable {
+    public var type: AdvertisementType?
+    public var localName: Template?
+    public var serviceUUIDs: [String]?
+    public var solicitUUIDs: [String]?
+    /// Company id → data after the company id.
+    public var manufacturerData: [UInt16: Template]?
+    /// Normalised service UUID → data.
+    public var serviceData: [String: Template]?
+    public var appearance: UInt16?
+    public var txPower: Int?
+    /// BlueZ `Includes` values, e.g. `tx-power`, `appearance`, `local-name`.
+    public var includes: [String]?
+    public var discoverable: Bool?
+    /// Milliseconds.
+    public var minInterval: Int?
+    public var maxInterval: Int?
+    /// Seconds, as BlueZ has them.
+    public var duration: Int?
+    public var timeout: Int?
+
+    public init() {}
+
+    /// These fields with every field `other` sets replacing ours.
+    public func overridden(by other: AdvertisementFields) -> AdvertisementFields {
+        var result = self
+        result.type = other.type ?? type
+        result.localName = other.localName ?? localName
+        result.serviceUUIDs = other.serviceUUIDs ?? serviceUUIDs
+        result.solicitUUIDs = other.solicitUUIDs ?? solicitUUIDs
+        result.manufacturerData = other.manufacturerData ?? manufacturerData
+        result.serviceData = other.serviceData ?? serviceData
+        result.appearance = other.appearance ?? appearance
+        result.txPower = other.txPower ?? txPower
+        result.includes = other.includes ?? includes
+        result.discoverable = other.discoverable ?? discoverable
+        result.minInterval = other.minInterval ?? minInterval
+        result.maxInterval = other.maxInterval ?? maxInterval
+        result.duration = other.duration ?? duration
+        result.timeout = other.timeout ?? timeout
+        return result
+    }
+}
+
+/// One advertisement of a profile with its named variants (e.g. `touched`).
+public struct AdvertisementDefinition: Sendable, Equatable {
+    public var id: String?
+    public var fields: AdvertisementFields
+    public var variants: [String: AdvertisementFields]
+    public var path: String
+}
+
+/// An advertisement resolved to concrete values, ready for LEAdvertisement1.
+///
+/// UUIDs are lowercase 128-bit strings; templates have been rendered for one adapter and state.
+public struct AdvertisementSpec: Sendable, Equatable {
+    public var type: AdvertisementType = .peripheral
+    public var localName: String?
+    public var serviceUUIDs: [String] = []
+    public var solicitUUIDs: [String] = []
+    public var manufacturerData: [UInt16: [UInt8]] = [:]
+    public var serviceData: [String: [UInt8]] = [:]
+    public var appearance: UInt16?
+    public var txPower: Int?
+    public var includes: [String] = []
+    public var discoverable: Bool?
+    public var minInterval: Int?
+    public var maxInterval: Int?
+    public var duration: Int?
+    public var timeout: Int?
+
+    public init() {}
+}
+
+/// The `device` section.
+public struct DeviceDefinition: Sendable, Equatable {
+    /// Text template, e.g. `NOKE{hardwareCode}_{address}`.
+    public var name: Template?
+    public var appearance: UInt16?
+}

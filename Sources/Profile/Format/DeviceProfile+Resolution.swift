@@ -1,0 +1,66 @@
+extension DeviceProfile {
+    /// The GAP device name, e.g. `NOKE3E_D01FA644B36F`; nil when the profile sets none.
+    public func deviceName(
+        environment: EngineEnvironment, state: [String: ProfileValue]? = nil, variables: [String: ProfileValue]? = nil
+    ) -> String? {
+        guard let template = device.name else { return nil }
+        var context = staticContext(environment: environment, state: state, variables: variables)
+        return template.renderText(in: &context)
+    }
+
+    /// Every advertisement resolved for a variant (nil = base). Advertisements without that
+    /// variant use their base fields. `state` defaults to the profile's initial state.
+    public func advertisements(
+        variant: String?, environment: EngineEnvironment, state: [String: ProfileValue]? = nil,
+        variables: [String: ProfileValue]? = nil
+    ) -> [AdvertisementSpec] {
+        advertisements.indices.map { advertisement(at: $0, variant: variant, environment: environment, state: state, variables: variables) }
+    }
+
+    /// The first (or `index`-th) advertisement resolved for a variant; an empty spec if there is none.
+    public func advertisement(
+        at index: Int = 0, variant: String?, environment: EngineEnvironment, state: [String: ProfileValue]? = nil,
+        variables: [String: ProfileValue]? = nil
+    ) -> AdvertisementSpec {
+        guard advertisements.indices.contains(index) else { return AdvertisementSpec() }
+        let definition = advertisements[index]
+        var fields = definition.fields
+        if let variant, let override = definition.variants[variant] { fields = fields.overridden(by: override) }
+        var context = staticContext(environment: environment, state: state, variables: variables)
+        var spec = AdvertisementSpec()
+        spec.type = fields.type ?? .peripheral
+        spec.localName = fields.localName.map { $0.renderText(in: &context) }
+        spec.serviceUUIDs = fields.serviceUUIDs ?? []
+        spec.solicitUUIDs = fields.solicitUUIDs ?? []
+        for (company, template) in fields.manufacturerData ?? [:] {
+            spec.manufacturerData[company] = template.render(in: &context)
+        }
+        for (uuid, template) in fields.serviceData ?? [:] {
+            spec.serviceData[uuid] = template.render(in: &context)
+        }
+        spec.appearance = fields.appearance ?? device.appearance
+        spec.txPower = fields.txPower
+        spec.includes = fields.includes ?? []
+        spec.discoverable = fields.discoverable
+        spec.minInterval = fields.minInterval
+        spec.maxInterval = fields.maxInterval
+        spec.duration = fields.duration
+        spec.timeout = fields.timeout
+        return spec
+    }
+
+    /// The initial value of a descriptor, rendered for an adapter.
+    public func descriptorValue(_ descriptor: DescriptorDefinition, environment: EngineEnvironment) -> [UInt8] {
+        var context = staticContext(environment: environment, state: nil, variables: nil)
+        context.generator = SeededGenerator(seed: environment.seed ^ 0xD35C)
+        return descriptor.value.template.render(in: &context)
+    }
+
+    func staticContext(
+        environment: EngineEnvironment, state: [String: ProfileValue]?, variables: [String: ProfileValue]?
+    ) -> TemplateContext {
+        TemplateContext(
+            variables: variables ?? initialVariables, state: state ?? initialState,
+            adapterAddress: environment.adapterAddress, generator: SeededGenerator(seed: environment.seed))
+    }
+}

@@ -1,0 +1,134 @@
+/// A behaviour rule: when `trigger` happens and every condition holds, run `actions` in order.
+public struct Rule: Sendable, Equatable {
+    /// The given id, or `rules[N]`.
+    public var id: String
+    public var trigger: RuleTrigger
+    public var conditions: [Condition]
+    public var actions: [Action]
+    /// Later rules are not considered for this event once this one fired.
+    public var stop: Bool
+    /// Fires only when no regular (non-`otherwise`) rule fired for the event.
+    public var otherwise: Bool
+    public var path: String
+}
+
+/// What a rule reacts to.
+public enum RuleTrigger: Sendable, Equatable {
+    case connect, disconnect
+    case read(String)
+    case write(String, WriteMatcher)
+    case subscribe(String), unsubscribe(String)
+    case timer(String)
+    case trigger(String)
+
+    /// The characteristic id this trigger names, if any.
+    public var characteristic: String? {
+        switch self {
+        case .read(let id), .write(let id, _), .subscribe(let id), .unsubscribe(let id): id
+        default: nil
+        }
+    }
+}
+
+/// Conditions on the written bytes; all given ones must hold.
+public struct WriteMatcher: Sendable, Equatable {
+    public var equals: Template?
+    public var prefix: Template?
+    /// `value & mask == expected` over the first `mask.count` bytes (shorter values never match).
+    public var mask: (mask: [UInt8], expected: [UInt8])?
+    public var length: ClosedRange<Int>?
+    /// A regular expression that must match somewhere in the value decoded as UTF-8.
+    public var regex: String?
+    public var json: JSONFieldMatcher?
+
+    public init() {}
+
+    public static func == (a: WriteMatcher, b: WriteMatcher) -> Bool {
+        a.equals == b.equals && a.prefix == b.prefix && a.mask?.mask == b.mask?.mask
+            && a.mask?.expected == b.mask?.expected && a.length == b.length && a.regex == b.regex && a.json == b.json
+    }
+}
+
+/// Matches a field of JSON carried in a write, after removing framing.
+public struct JSONFieldMatcher: Sendable, Equatable {
+    /// Each string's first occurrence is removed, in order (BLEProof: `["<", ">"]`).
+    public var removeFirst: [String]
+    public var stripPrefix: String?
+    public var stripSuffix: String?
+    /// Dotted field path, e.g. `password` or `wifi.ssid`.
+    public var field: String
+    public var condition: Condition
+
+    /// What the field must be. Invalid JSON or a missing field never matches (except `.absent`).
+    public enum Condition: Sendable, Equatable {
+        case equals(PlainJSON), notEquals(PlainJSON), exists, absent
+    }
+}
+
+/// A guard on a state value, variable or trigger argument.
+public struct Condition: Sendable, Equatable {
+    public enum Scope: String, Sendable, Equatable {
+        case state, variable, argument
+    }
+
+    public enum Comparison: String, Sendable, Equatable, CaseIterable {
+        case equals, notEquals, less, lessOrEqual, greater, greaterOrEqual
+    }
+
+    public var scope: Scope
+    public var name: String
+    public var comparison: Comparison
+    public var value: ProfileValue
+    public var path: String
+}
+
+/// A duration given in milliseconds or by a number variable holding milliseconds.
+public enum DurationSpec: Sendable, Equatable {
+    case milliseconds(Int)
+    case variable(String)
+}
+
+/// A timer rules can react to with `{"timer": id}`.
+public struct TimerDefinition: Sendable, Equatable {
+    public var id: String
+    public var after: DurationSpec
+    public var repeats: Bool
+    /// Scheduled on every `.connect`.
+    public var startOnConnect: Bool
+    /// Cancelled when the last central disconnects.
+    public var cancelOnDisconnect: Bool
+    public var path: String
+}
+
+/// One step of a rule.
+public struct Action: Sendable, Equatable {
+    public var kind: Kind
+    public var path: String
+
+    public enum Kind: Sendable, Equatable {
+        /// Answer the read/write being handled with a value.
+        case reply(Template)
+        case succeed
+        case fail(ATTError)
+        case notify(characteristic: String, value: Template, toAll: Bool, indicate: Bool)
+        case setValue(characteristic: String, value: Template)
+        case set(name: String, value: Assignment)
+        case delay(DurationSpec)
+        /// nil = the base advertisement.
+        case advertise(variant: String?)
+        case startAdvertising, stopAdvertising
+        case disconnect
+        case startTimer(String, after: DurationSpec?)
+        case cancelTimer(String)
+        case log(Template)
+    }
+
+    /// The new value of a `set` action.
+    public enum Assignment: Sendable, Equatable {
+        case literal(ProfileValue)
+        /// Rendered to bytes.
+        case template(Template)
+        /// Adds to a number.
+        case increment(Int)
+    }
+}

@@ -1,0 +1,95 @@
+/// A GATT service: id for rules, normalised UUID, characteristics.
+public struct ServiceDefinition: Sendable, Equatable {
+    public var id: String
+    /// Lowercase 128-bit form.
+    public var uuid: String
+    public var primary: Bool
+    /// Ids of included services.
+    public var includes: [String]
+    public var characteristics: [CharacteristicDefinition]
+    /// JSON path of this service in the profile, for diagnostics.
+    public var path: String
+}
+
+/// A GATT characteristic. Its `id` is the name rules and engine events use.
+public struct CharacteristicDefinition: Sendable, Equatable {
+    public var id: String
+    public var uuid: String
+    public var flags: [CharacteristicFlag]
+    /// The initial value; `regenerate` says when the engine renders it again.
+    public var value: ValueSource
+    /// Longest value accepted from writes (and allowed for the initial value); nil = 512.
+    public var maxLength: Int?
+    /// Whether writes store the written value. nil = store only if no rule has a write trigger on it.
+    public var storeWrites: Bool?
+    public var descriptors: [DescriptorDefinition]
+    public var description: String?
+    public var path: String
+
+    public func has(_ flag: CharacteristicFlag) -> Bool { flags.contains(flag) }
+}
+
+/// A GATT descriptor (e.g. 0x2901 user description, 0x2904 presentation format).
+public struct DescriptorDefinition: Sendable, Equatable {
+    public var id: String
+    public var uuid: String
+    public var flags: [DescriptorFlag]
+    public var value: ValueSource
+    public var path: String
+}
+
+/// A characteristic flag; the raw value is the BlueZ `Flags` string.
+public enum CharacteristicFlag: String, Sendable, CaseIterable, Equatable {
+    case broadcast, read, write, notify, indicate, authorize
+    case writeWithoutResponse = "write-without-response"
+    case authenticatedSignedWrites = "authenticated-signed-writes"
+    case extendedProperties = "extended-properties"
+    case reliableWrite = "reliable-write"
+    case writableAuxiliaries = "writable-auxiliaries"
+    case encryptRead = "encrypt-read"
+    case encryptWrite = "encrypt-write"
+    case encryptNotify = "encrypt-notify"
+    case encryptIndicate = "encrypt-indicate"
+    case encryptAuthenticatedRead = "encrypt-authenticated-read"
+    case encryptAuthenticatedWrite = "encrypt-authenticated-write"
+    case encryptAuthenticatedNotify = "encrypt-authenticated-notify"
+    case encryptAuthenticatedIndicate = "encrypt-authenticated-indicate"
+    case secureRead = "secure-read"
+    case secureWrite = "secure-write"
+    case secureNotify = "secure-notify"
+    case secureIndicate = "secure-indicate"
+}
+
+/// A descriptor flag; the raw value is the BlueZ `Flags` string.
+public enum DescriptorFlag: String, Sendable, CaseIterable, Equatable {
+    case read, write, authorize
+    case encryptRead = "encrypt-read"
+    case encryptWrite = "encrypt-write"
+    case encryptAuthenticatedRead = "encrypt-authenticated-read"
+    case encryptAuthenticatedWrite = "encrypt-authenticated-write"
+    case secureRead = "secure-read"
+    case secureWrite = "secure-write"
+}
+
+/// When a characteristic's value is rendered again from its template.
+public enum Regeneration: String, Sendable, CaseIterable, Equatable {
+    /// Once, when the engine starts or resets.
+    case never
+    /// On every `.connect` event.
+    case connection
+    /// Before every `.read` of the characteristic.
+    case read
+}
+
+/// A value given in a profile. Literal forms (`hex`, `utf8`, `base64`) become literal templates.
+public struct ValueSource: Sendable, Equatable {
+    public var template: Template
+    public var regenerate: Regeneration
+
+    public init(template: Template, regenerate: Regeneration = .never) {
+        self.template = template
+        self.regenerate = regenerate
+    }
+
+    public static let empty = ValueSource(template: .literal([]))
+}

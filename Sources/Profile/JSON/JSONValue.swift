@@ -1,0 +1,117 @@
+/// A parsed JSON value whose every node remembers where it came from.
+///
+/// Objects keep their members in file order, including duplicate keys (validation reports those).
+public struct JSONNode: Sendable, Equatable {
+    public var value: JSONValue
+    public var location: SourceLocation
+
+    public init(_ value: JSONValue, at location: SourceLocation) {
+        self.value = value
+        self.location = location
+    }
+}
+
+/// One `"key": value` pair of a JSON object.
+public struct JSONMember: Sendable, Equatable {
+    public var key: String
+    public var keyLocation: SourceLocation
+    public var value: JSONNode
+
+    public init(key: String, keyLocation: SourceLocation, value: JSONNode) {
+        self.key = key
+        self.keyLocation = keyLocation
+        self.value = value
+    }
+}
+
+/// The kinds of JSON value. Numbers keep their source text so that huge values are not lost.
+public indirect enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONNode])
+    case object([JSONMember])
+
+    /// A short name of the kind, for messages ("a string", "an object").
+    public var kindName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+/// A JSON number as written, with its integer value when it is an integer that fits in `Int`.
+public struct JSONNumber: Sendable, Equatable {
+    public var text: String
+    public var double: Double
+
+    public init(text: String) {
+        self.text = text
+        self.double = Double(text) ?? .nan
+    }
+
+    public init(_ int: Int) {
+        self.text = String(int)
+        self.double = Double(int)
+    }
+
+    /// The value as an `Int` when it is integral and in range; nil otherwise.
+    public var int: Int? {
+        if let exact = Int(text) { return exact }
+        guard double.isFinite, double.rounded() == double,
+              double >= -9.2e18, double <= 9.2e18 else { return nil }
+        return Int(double)
+    }
+}
+
+extension JSONNode {
+    /// The member named `key` (the last one if duplicated), when this node is an object.
+    public subscript(key: String) -> JSONNode? {
+        guard case .object(let members) = value else { return nil }
+        return members.last(where: { $0.key == key })?.value
+    }
+
+    public var stringValue: String? {
+        if case .string(let s) = value { return s }
+        return nil
+    }
+
+    public var intValue: Int? {
+        if case .number(let n) = value { return n.int }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let b) = value { return b }
+        return nil
+    }
+
+    /// A plain Swift rendering without locations, for equality checks in matchers.
+    public var plain: PlainJSON {
+        switch value {
+        case .null: .null
+        case .bool(let b): .bool(b)
+        case .number(let n): .number(n.double)
+        case .string(let s): .string(s)
+        case .array(let items): .array(items.map(\.plain))
+        case .object(let members):
+            .object(Dictionary(members.map { ($0.key, $0.value.plain) }, uniquingKeysWith: { _, last in last }))
+        }
+    }
+}
+
+/// JSON without source locations; objects compare as unordered dictionaries.
+public indirect enum PlainJSON: Sendable, Equatable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([PlainJSON])
+    case object([String: PlainJSON])
+}

@@ -1,0 +1,65 @@
+extension Sequence where Element == UInt8 {
+    /// Uppercase hex, e.g. `51 60 0A` with `separator: " "`.
+    public func hexString(separator: String = "") -> String {
+        map { byte in
+            let digits = String(byte, radix: 16, uppercase: true)
+            return byte < 0x10 ? "0" + digits : digits
+        }.joined(separator: separator)
+    }
+}
+
+/// Parsing of hex byte strings such as `"51 60 0a"`, `"5160"` or `"51:60"`.
+enum HexBytes {
+    /// The bytes, or nil when a character is not a hex digit or a separator, or the digit count is odd.
+    static func parse(_ text: String) -> [UInt8]? {
+        var nibbles: [UInt8] = []
+        var characters = Array(text.utf8)
+        if characters.count >= 2, characters[0] == UInt8(ascii: "0"), characters[1] | 0x20 == UInt8(ascii: "x") {
+            characters.removeFirst(2)
+        }
+        for byte in characters {
+            if let digit = hexDigitValue(byte) {
+                nibbles.append(digit)
+            } else if byte == 0x20 || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-") || byte == 0x09 {
+                continue
+            } else {
+                return nil
+            }
+        }
+        guard nibbles.count % 2 == 0 else { return nil }
+        return stride(from: 0, to: nibbles.count, by: 2).map { nibbles[$0] << 4 | nibbles[$0 + 1] }
+    }
+}
+
+/// Base64 decoding without Foundation, strict about the alphabet; padding optional.
+enum Base64 {
+    static func decode(_ text: String) -> [UInt8]? {
+        var values: [UInt8] = []
+        var padding = 0
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): guard padding == 0 else { return nil }; values.append(byte - 65)
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): guard padding == 0 else { return nil }; values.append(byte - 97 + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): guard padding == 0 else { return nil }; values.append(byte - 48 + 52)
+            case UInt8(ascii: "+"): guard padding == 0 else { return nil }; values.append(62)
+            case UInt8(ascii: "/"): guard padding == 0 else { return nil }; values.append(63)
+            case UInt8(ascii: "="): padding += 1
+            case 0x20, 0x0A, 0x0D, 0x09: continue
+            default: return nil
+            }
+        }
+        guard padding <= 2, (values.count + padding) % 4 == 0 || padding == 0, values.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        var index = 0
+        while index + 1 < values.count {
+            let chunk = values[index..<min(index + 4, values.count)].map(UInt32.init)
+            var word: UInt32 = 0
+            for (position, value) in chunk.enumerated() { word |= value << (18 - 6 * UInt32(position)) }
+            output.append(UInt8(truncatingIfNeeded: word >> 16))
+            if chunk.count > 2 { output.append(UInt8(truncatingIfNeeded: word >> 8)) }
+            if chunk.count > 3 { output.append(UInt8(truncatingIfNeeded: word)) }
+            index += 4
+        }
+        return output
+    }
+}

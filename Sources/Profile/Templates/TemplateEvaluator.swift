@@ -1,0 +1,167 @@
+/// A value while evaluating an expression.
+enum TemplateValue: Equatable {
+    case int(Int)
+    case bytes([UInt8])
+    case text(String)
+
+    init(_ value: ProfileValue) {
+        switch value {
+        case .number(let n): self = .int(n)
+        case .string(let s): self = .text(s)
+        case .bytes(let b): self = .bytes(b)
+        case .bool(let b): self = .int(b ? 1 : 0)
+        }
+    }
+
+    /// Numbers become one byte (their low 8 bits), text its UTF-8.
+    var bytes: [UInt8] {
+        switch self {
+        case .int(let n): [UInt8(truncatingIfNeeded: n)]
+        case .bytes(let b): b
+        case .text(let t): Array(t.utf8)
+        }
+    }
+
+    /// Bytes read as an unsigned big-endian number (last 8 bytes); text parsed as decimal or 0.
+    var int: Int {
+        switch self {
+        case .int(let n): n
+        case .bytes(let b): b.suffix(8).reduce(0) { $0 << 8 | Int($1) }
+        case .text(let t): Int(t) ?? 0
+        }
+    }
+
+    /// Numbers in decimal, bytes as uppercase hex.
+    var text: String {
+        switch self {
+        case .int(let n): String(n)
+        case .bytes(let b): b.hexString()
+        case .text(let t): t
+        }
+    }
+}
+
+extension Template {
+    /// Renders the template to bytes. Never traps; see the format reference for edge cases.
+    public func render(in context: inout TemplateContext) -> [UInt8] {
+        var output: [UInt8] = []
+        for part in parts {
+            switch part {
+            case .literal(let bytes):
+                output += bytes
+            case .expression(.call("pad", let arguments, _), _) where kind == .bytes:
+                let length = min(max(0, arguments.first.map { evaluate($0, in: &context).int } ?? 0), TemplateBuiltins.maximumLength)
+                let fill = arguments.count > 1 ? UInt8(truncatingIfNeeded: evaluate(arguments[1], in: &context).int) : 0
+                if output.count < length { output += [UInt8](repeating: fill, count: length - output.count) }
+            case .expression(let expression, _):
+                let value = evaluate(expression, in: &context)
+                output += kind == .bytes ? value.bytes : Array(value.text.utf8)
+            }
+        }
+        return output
+    }
+
+    /// Renders the template to text (numbers in decimal, bytes as uppercase hex).
+    public func renderText(in context: inout TemplateContext) -> String {
+        String(decoding: render(in: &context), as: UTF8.self)
+    }
+
+    func evaluate(_ expression: TemplateExpression, in context: inout TemplateContext) -> TemplateValue {
+        switch expression {
+        case .integer(let n, _):
+            return .int(n)
+        case .string(let s, _):
+            return .text(s)
+        case .name(let name, _):
+            return lookup(name, in: context)
+        case .index(let name, let position, _):
+            let bytes = lookup(name, in: context).bytes
+            return .bytes(position >= 0 && position < bytes.count ? [bytes[position]] : [])
+        case .slice(let name, let lower, let upper, _):
+            let bytes = lookup(name, in: context).bytes
+            let start = min(max(0, lower), bytes.count)
+            let end = min(max(start, (upper ?? Int.max - 1) &+ 1), bytes.count)
+            return .bytes(Array(bytes[start..<end]))
+        case .binary(let op, let lhs, let rhs, _):
+            let a = evaluate(lhs, in: &context).int
+            let b = evaluate(rhs, in: &context).int
+            switch op {
+            case .add: return .int(a &+ b)
+            case .subtract: return .int(a &- b)
+            case .multiply: return .int(a &* b)
+            }
+        case .call(let name, let arguments, _):
+            return call(name, arguments, in: &context)
+        }
+    }
+
+    private func lookup(_ name: String, in context: TemplateContext) -> TemplateValue {
+        switch name {
+        case "request": return .bytes(context.request)
+        case "address": return .text(compactAddress(context.adapterAddress))
+        case "addressWithColons": return .text(context.adapterAddress.uppercased())
+        case "addressBytes": return .bytes(HexBytes.parse(context.adapterAddress) ?? [])
+        case "central": return .text(compactAddress(context.centralAddress ?? ""))
+        case "centralWithColons": return .text((context.centralAddress ?? "").uppercased())
+        case "centralBytes": return .bytes(HexBytes.parse(context.centralAddress ?? "") ?? [])
+        default:
+            if let value = context.state[name] ?? context.variables[name] { return TemplateValue(value) }
+            return .bytes([])
+        }
+    }
+
+    private func compactAddress(_ address: String) -> String {
+        address.uppercased().filter { $0 != ":" && $0 != "-" }
+    }
+
+    private func call(_ name: String, _ arguments: [TemplateExpression], in context: inout TemplateContext) -> TemplateValue {
+        func argument(_ index: Int) -> TemplateValue {
+            index < arguments.count ? evaluate(arguments[index], in: &context) : .bytes([])
+        }
+        func concatenated() -> [UInt8] {
+            var bytes: [UInt8] = []
+            for index in arguments.indices { bytes += argument(index).bytes }
+            return bytes
+        }
+        func integer(width: Int, littleEndian: Bool) -> TemplateValue {
+            let value = UInt64(truncatingIfNeeded: argument(0).int)
+            let bytes = (0..<width).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
+            return .bytes(littleEndian ? bytes : bytes.reversed())
+        }
+        func nameArgument() -> String {
+            if case .name(let name, _)? = arguments.first { return name }
+            return argument(0).text
+        }
+        let limit = TemplateBuiltins.maximumLength
+        switch name {
+        case "u8": return integer(width: 1, littleEndian: true)
+        case "u16le": return integer(width: 2, littleEndian: true)
+        case "u16be": return integer(width: 2, littleEndian: false)
+        case "u24le": return integer(width: 3, littleEndian: true)
+        case "u24be": return integer(width: 3, littleEndian: false)
+        case "u32le": return integer(width: 4, littleEndian: true)
+        case "u32be": return integer(width: 4, littleEndian: false)
+        case "u64le": return integer(width: 8, littleEndian: true)
+        case "u64be": return integer(width: 8, littleEndian: false)
+        case "len": return .int(argument(0).bytes.count)
+        case "random": return .bytes(context.generator.bytes(min(max(0, argument(0).int), limit)))
+        case "counter":
+            let key = nameArgument()
+            let value = context.counters[key, default: 0]
+            context.counters[key] = value &+ 1
+            return .int(value)
+        case "sum8": return .int(Int(Checksum.sum8(concatenated())))
+        case "xor8": return .int(Int(Checksum.xor8(concatenated())))
+        case "crc16": return .int(Int(Checksum.crc16CCITTFalse(concatenated())))
+        case "hex": return .bytes(HexBytes.parse(argument(0).text) ?? [])
+        case "utf8": return .bytes(Array(argument(0).text.utf8))
+        case "reverse": return .bytes(argument(0).bytes.reversed())
+        case "fill":
+            let byte = UInt8(truncatingIfNeeded: argument(0).int)
+            return .bytes([UInt8](repeating: byte, count: min(max(0, argument(1).int), limit)))
+        case "value": return .bytes(context.characteristicValues[nameArgument()] ?? [])
+        case "arg": return .text(context.arguments[nameArgument()] ?? "")
+        default: return .bytes([])  // pad() inside an expression and unknown functions render nothing.
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/// A parsed template: either bytes (`"51 60 {request[2]} {pad(20)}"`) or text (`"NOKE{hardwareCode}_{address}"`).
+///
+/// Parse with `Template.parse(_:kind:)`; render with `render(in:)` or `renderText(in:)`. Rendering never traps.
+public struct Template: Sendable, Equatable {
+    /// Whether text outside `{…}` is hex bytes or literal text.
+    public enum Kind: Sendable, Equatable {
+        case bytes, text
+    }
+
+    public var source: String
+    public var kind: Kind
+    var parts: [TemplatePart]
+}
+
+/// One piece of a template: literal bytes or text, or an expression in braces.
+enum TemplatePart: Sendable, Equatable {
+    case literal([UInt8])
+    case expression(TemplateExpression, offset: Int)
+}
+
+/// An expression inside `{…}`. `offset` values are character offsets into the template source.
+indirect enum TemplateExpression: Sendable, Equatable {
+    case integer(Int, offset: Int)
+    case string(String, offset: Int)
+    case name(String, offset: Int)
+    /// `name[i]`
+    case index(String, Int, offset: Int)
+    /// `name[a..b]` (inclusive) or `name[a..]`
+    case slice(String, Int, Int?, offset: Int)
+    case call(String, [TemplateExpression], offset: Int)
+    case binary(BinaryOperator, TemplateExpression, TemplateExpression, offset: Int)
+
+    enum BinaryOperator: String, Sendable, Equatable {
+        case add = "+", subtract = "-", multiply = "*"
+    }
+
+    var offset: Int {
+        switch self {
+        case .integer(_, let o), .string(_, let o), .name(_, let o), .index(_, _, let o),
+            .slice(_, _, _, let o), .call(_, _, let o), .binary(_, _, _, let o):
+            o
+        }
+    }
+}
+
+/// A template syntax error, at a character offset in the template text.
+public struct TemplateSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    /// Character offset into the template source (0-based).
+    public var offset: Int
+    public var hint: String?
+
+    public var description: String { "at offset \(offset): \(message)" }
+}

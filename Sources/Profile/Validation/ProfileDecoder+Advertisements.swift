@@ -1,0 +1,129 @@
+extension ProfileDecoder {
+    static let advertisementFieldKeys = [
+        "type", "localName", "serviceUUIDs", "solicitUUIDs", "manufacturerData", "serviceData", "appearance",
+        "txPower", "includes", "discoverable", "minInterval", "maxInterval", "duration", "timeout",
+    ]
+    static let advertisementIncludes = ["tx-power", "appearance", "local-name", "rsi"]
+
+    mutating func device(_ node: JSONNode, _ path: String) -> DeviceDefinition {
+        var device = DeviceDefinition()
+        guard members(node, path, allowed: ["name", "appearance", "description"]) != nil else { return device }
+        if let name = node["name"] {
+            device.name = template(name, JSONPath.appending("name", to: path), kind: .text, usage: .advertisement)
+        }
+        if let appearance = node["appearance"] {
+            device.appearance = flexibleInteger(appearance, JSONPath.appending("appearance", to: path), in: 0...0xFFFF)
+                .map { UInt16($0) }
+        }
+        return device
+    }
+
+    mutating func advertisement(_ node: JSONNode, _ path: String) -> AdvertisementDefinition? {
+        guard members(node, path, allowed: Self.advertisementFieldKeys + ["id", "variants", "description"]) != nil
+        else { return nil }
+        var definition = AdvertisementDefinition(
+            id: nil, fields: advertisementFields(node, path), variants: [:], path: path)
+        if let id = node["id"] { definition.id = identifier(id, JSONPath.appending("id", to: path)) }
+        if let variants = node["variants"] {
+            let variantsPath = JSONPath.appending("variants", to: path)
+            guard case .object(let members) = variants.value else {
+                typeError(variants, variantsPath, expected: "an object of named variants")
+                return definition
+            }
+            for member in members {
+                let variantPath = JSONPath.appending(member.key, to: variantsPath)
+                guard Self.isIdentifier(member.key) else {
+                    error(at: member.keyLocation, variantPath, "\"\(member.key)\" is not a valid variant name")
+                    continue
+                }
+                if member.key == "base" {
+                    error(at: member.keyLocation, variantPath, "\"base\" is reserved for the base advertisement")
+                    continue
+                }
+                guard self.members(member.value, variantPath, allowed: Self.advertisementFieldKeys + ["description"]) != nil
+                else { continue }
+                definition.variants[member.key] = advertisementFields(member.value, variantPath)
+            }
+        }
+        return definition
+    }
+
+    mutating func advertisementFields(_ node: JSONNode, _ path: String) -> AdvertisementFields {
+        var fields = AdvertisementFields()
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        if let value = node["type"], let text = string(value, sub("type")) {
+            if let type = AdvertisementType(rawValue: text) {
+                fields.type = type
+            } else {
+                error(value, sub("type"), "unknown advertisement type \"\(text)\"",
+                      hint: Suggestions.hint(for: text, in: AdvertisementType.allCases.map(\.rawValue))
+                        ?? "use \"peripheral\" or \"broadcast\"")
+            }
+        }
+        if let value = node["localName"] {
+            fields.localName = template(value, sub("localName"), kind: .text, usage: .advertisement)
+        }
+        if let value = node["serviceUUIDs"] { fields.serviceUUIDs = uuidList(value, sub("serviceUUIDs")) }
+        if let value = node["solicitUUIDs"] { fields.solicitUUIDs = uuidList(value, sub("solicitUUIDs")) }
+        if let value = node["manufacturerData"] {
+            let dataPath = sub("manufacturerData")
+            if case .object(let members) = value.value {
+                var data: [UInt16: Template] = [:]
+                for member in members {
+                    let memberPath = JSONPath.appending(member.key, to: dataPath)
+                    let keyNode = JSONNode(.string(member.key), at: member.keyLocation)
+                    guard let company = flexibleInteger(keyNode, memberPath, in: 0...0xFFFF) else { continue }
+                    if let source = valueSource(member.value, memberPath, usage: .advertisement) {
+                        data[UInt16(company)] = source.template
+                    }
+                }
+                fields.manufacturerData = data
+            } else {
+                typeError(value, dataPath, expected: "an object of company id → bytes")
+            }
+        }
+        if let value = node["serviceData"] {
+            let dataPath = sub("serviceData")
+            if case .object(let members) = value.value {
+                var data: [String: Template] = [:]
+                for member in members {
+                    let memberPath = JSONPath.appending(member.key, to: dataPath)
+                    guard let uuid = uuid(JSONNode(.string(member.key), at: member.keyLocation), memberPath) else { continue }
+                    if let source = valueSource(member.value, memberPath, usage: .advertisement) {
+                        data[uuid] = source.template
+                    }
+                }
+                fields.serviceData = data
+            } else {
+                typeError(value, dataPath, expected: "an object of service UUID → bytes")
+            }
+        }
+        if let value = node["appearance"] {
+            fields.appearance = flexibleInteger(value, sub("appearance"), in: 0...0xFFFF).map { UInt16($0) }
+        }
+        if let value = node["txPower"] { fields.txPower = integer(value, sub("txPower"), in: -127...20) }
+        if let value = node["includes"], let items = array(value, sub("includes")) {
+            var includes: [String] = []
+            for (index, item) in items.enumerated() {
+                let itemPath = JSONPath.appending(index, to: sub("includes"))
+                guard let text = string(item, itemPath) else { continue }
+                if Self.advertisementIncludes.contains(text) {
+                    includes.append(text)
+                } else {
+                    error(item, itemPath, "unknown include \"\(text)\"",
+                          hint: Suggestions.hint(for: text, in: Self.advertisementIncludes))
+                }
+            }
+            fields.includes = includes
+        }
+        if let value = node["discoverable"] { fields.discoverable = bool(value, sub("discoverable")) }
+        if let value = node["minInterval"] { fields.minInterval = integer(value, sub("minInterval"), in: 20...10_485) }
+        if let value = node["maxInterval"] { fields.maxInterval = integer(value, sub("maxInterval"), in: 20...10_485) }
+        if let value = node["duration"] { fields.duration = integer(value, sub("duration"), in: 1...65_535) }
+        if let value = node["timeout"] { fields.timeout = integer(value, sub("timeout"), in: 1...65_535) }
+        if let min = fields.minInterval, let max = fields.maxInterval, min > max, let node = node["maxInterval"] {
+            error(node, sub("maxInterval"), "maxInterval \(max) is less than minInterval \(min)")
+        }
+        return fields
+    }
+}

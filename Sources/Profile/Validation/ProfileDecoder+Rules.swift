@@ -1,0 +1,195 @@
+extension ProfileDecoder {
+    static let triggerKinds = ["read", "write", "subscribe", "unsubscribe", "connect", "disconnect", "timer", "trigger"]
+    static let writeMatcherKeys = ["equals", "prefix", "mask", "length", "regex", "json"]
+    static let actionKinds = [
+        "reply", "succeed", "fail", "notify", "indicate", "setValue", "set", "delay", "advertise",
+        "startAdvertising", "stopAdvertising", "disconnect", "startTimer", "cancelTimer", "log",
+    ]
+
+    mutating func rule(_ node: JSONNode, _ path: String, index: Int) -> Rule? {
+        guard members(node, path, allowed: ["id", "on", "when", "do", "stop", "otherwise", "description"]) != nil
+        else { return nil }
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        let id = node["id"].flatMap { identifier($0, sub("id")) } ?? "rules[\(index)]"
+        let parsedTrigger = required(node, "on", path).flatMap { self.trigger($0, sub("on")) }
+        var conditions: [Condition] = []
+        if let when = node["when"] {
+            let items: [(JSONNode, String)]
+            if case .array(let list) = when.value {
+                items = list.enumerated().map { ($1, JSONPath.appending($0, to: sub("when"))) }
+            } else {
+                items = [(when, sub("when"))]
+            }
+            conditions = items.compactMap { self.condition($0.0, $0.1) }
+        }
+        var actions: [Action] = []
+        if let doNode = required(node, "do", path) {
+            if case .array(let list) = doNode.value {
+                for (index, item) in list.enumerated() {
+                    actions += action(item, JSONPath.appending(index, to: sub("do")))
+                }
+            } else {
+                actions = action(doNode, sub("do"))
+            }
+        }
+        let stop = node["stop"].flatMap { bool($0, sub("stop")) } ?? false
+        let otherwise = node["otherwise"].flatMap { bool($0, sub("otherwise")) } ?? false
+        guard let parsedTrigger else { return nil }
+        return Rule(
+            id: id, trigger: parsedTrigger, conditions: conditions, actions: actions, stop: stop, otherwise: otherwise,
+            path: path)
+    }
+
+    mutating func trigger(_ node: JSONNode, _ path: String) -> RuleTrigger? {
+        if case .string(let text) = node.value {
+            switch text {
+            case "connect": return .connect
+            case "disconnect": return .disconnect
+            default:
+                error(node, path, "unknown trigger \"\(text)\"",
+                      hint: Suggestions.hint(for: text, in: ["connect", "disconnect"])
+                        ?? "write \"connect\", \"disconnect\" or an object such as {\"write\": \"rx\"}")
+                return nil
+            }
+        }
+        guard let members = members(node, path, allowed: Self.triggerKinds + Self.writeMatcherKeys) else { return nil }
+        let kinds = members.filter { Self.triggerKinds.contains($0.key) }
+        let allowed = Self.triggerKinds + Self.writeMatcherKeys + ["$comment"]
+        // An unknown key (already reported, with a suggestion) is most likely the misspelt trigger.
+        if kinds.isEmpty, members.contains(where: { !allowed.contains($0.key) }) { return nil }
+        guard kinds.count == 1, let kind = kinds.first else {
+            error(node, path, kinds.isEmpty
+                ? "a trigger needs one of \(Self.triggerKinds.map { "\"\($0)\"" }.joined(separator: ", "))"
+                : "a trigger takes only one of \(kinds.map { "\"\($0.key)\"" }.joined(separator: ", "))")
+            return nil
+        }
+        let kindPath = JSONPath.appending(kind.key, to: path)
+        if kind.key != "write" {
+            for member in members where Self.writeMatcherKeys.contains(member.key) {
+                error(at: member.keyLocation, JSONPath.appending(member.key, to: path),
+                      "\"\(member.key)\" only applies to write triggers")
+            }
+        }
+        switch kind.key {
+        case "connect", "disconnect":
+            guard bool(kind.value, kindPath) == true else {
+                if case .bool = kind.value.value { error(kind.value, kindPath, "write true or leave the trigger out") }
+                return nil
+            }
+            return kind.key == "connect" ? .connect : .disconnect
+        case "write":
+            guard let id = identifier(kind.value, kindPath) else { return nil }
+            return .write(id, writeMatcher(node, path))
+        default:
+            guard let name = identifier(kind.value, kindPath) else { return nil }
+            switch kind.key {
+            case "read": return .read(name)
+            case "subscribe": return .subscribe(name)
+            case "unsubscribe": return .unsubscribe(name)
+            case "timer": return .timer(name)
+            default: return .trigger(name)
+            }
+        }
+    }
+
+    mutating func writeMatcher(_ node: JSONNode, _ path: String) -> WriteMatcher {
+        var matcher = WriteMatcher()
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        if let value = node["equals"] { matcher.equals = valueSource(value, sub("equals"), usage: .rule)?.template }
+        if let value = node["prefix"] { matcher.prefix = valueSource(value, sub("prefix"), usage: .rule)?.template }
+        if let value = node["mask"], members(value, sub("mask"), allowed: ["bits", "equals"]) != nil {
+            let maskPath = sub("mask")
+            let bits = required(value, "bits", maskPath).flatMap { literalBytes("hex", $0, JSONPath.appending("bits", to: maskPath)) }
+            let expected = required(value, "equals", maskPath).flatMap { literalBytes("hex", $0, JSONPath.appending("equals", to: maskPath)) }
+            if let bits, let expected {
+                if bits.count == expected.count {
+                    matcher.mask = (bits, expected)
+                } else {
+                    error(value, maskPath, "\"bits\" has \(bits.count) bytes but \"equals\" has \(expected.count)")
+                }
+            }
+        }
+        if let value = node["length"] {
+            let lengthPath = sub("length")
+            if case .object = value.value {
+                if members(value, lengthPath, allowed: ["min", "max"]) != nil {
+                    let low = value["min"].flatMap { integer($0, JSONPath.appending("min", to: lengthPath), in: 0...512) } ?? 0
+                    let high = value["max"].flatMap { integer($0, JSONPath.appending("max", to: lengthPath), in: 0...512) } ?? 512
+                    if low <= high {
+                        matcher.length = low...high
+                    } else {
+                        error(value, lengthPath, "length min \(low) is greater than max \(high)")
+                    }
+                }
+            } else if let exact = integer(value, lengthPath, in: 0...512) {
+                matcher.length = exact...exact
+            }
+        }
+        if let value = node["regex"], let pattern = string(value, sub("regex")) {
+            do {
+                _ = try Regex(pattern)
+                matcher.regex = pattern
+            } catch {
+                self.error(value, sub("regex"), "invalid regular expression: \(error)")
+            }
+        }
+        if let value = node["json"] { matcher.json = jsonMatcher(value, sub("json")) }
+        return matcher
+    }
+
+    mutating func jsonMatcher(_ node: JSONNode, _ path: String) -> JSONFieldMatcher? {
+        let conditionKeys = ["equals", "notEquals", "exists", "absent"]
+        guard let members = members(node, path, allowed: ["removeFirst", "stripPrefix", "stripSuffix", "field"] + conditionKeys)
+        else { return nil }
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        var removeFirst: [String] = []
+        if let value = node["removeFirst"], let items = array(value, sub("removeFirst")) {
+            removeFirst = items.enumerated().compactMap { string($1, JSONPath.appending($0, to: sub("removeFirst"))) }
+        }
+        let stripPrefix = node["stripPrefix"].flatMap { string($0, sub("stripPrefix")) }
+        let stripSuffix = node["stripSuffix"].flatMap { string($0, sub("stripSuffix")) }
+        let field = required(node, "field", path).flatMap { string($0, sub("field")) }
+        let conditions = members.filter { conditionKeys.contains($0.key) }
+        guard conditions.count == 1, let condition = conditions.first else {
+            error(node, path, "a json matcher needs exactly one of \"equals\", \"notEquals\", \"exists\", \"absent\"")
+            return nil
+        }
+        let parsed: JSONFieldMatcher.Condition
+        switch condition.key {
+        case "equals": parsed = .equals(condition.value.plain)
+        case "notEquals": parsed = .notEquals(condition.value.plain)
+        case "exists":
+            guard bool(condition.value, sub("exists")) == true else { return nil }
+            parsed = .exists
+        default:
+            guard bool(condition.value, sub("absent")) == true else { return nil }
+            parsed = .absent
+        }
+        guard let field, !field.isEmpty else { return nil }
+        return JSONFieldMatcher(
+            removeFirst: removeFirst, stripPrefix: stripPrefix, stripSuffix: stripSuffix, field: field, condition: parsed)
+    }
+
+    mutating func condition(_ node: JSONNode, _ path: String) -> Condition? {
+        let scopes = ["state", "variable", "argument"]
+        let comparisons = Condition.Comparison.allCases.map(\.rawValue)
+        guard let members = members(node, path, allowed: scopes + comparisons) else { return nil }
+        let scopeMembers = members.filter { scopes.contains($0.key) }
+        let comparisonMembers = members.filter { comparisons.contains($0.key) }
+        guard scopeMembers.count == 1, let scope = scopeMembers.first else {
+            error(node, path, "a condition needs exactly one of \"state\", \"variable\", \"argument\"")
+            return nil
+        }
+        guard comparisonMembers.count == 1, let comparison = comparisonMembers.first else {
+            error(node, path, "a condition needs exactly one of \(comparisons.map { "\"\($0)\"" }.joined(separator: ", "))")
+            return nil
+        }
+        guard let name = identifier(scope.value, JSONPath.appending(scope.key, to: path)),
+            let value = profileValue(comparison.value, JSONPath.appending(comparison.key, to: path)),
+            let scopeValue = Condition.Scope(rawValue: scope.key),
+            let comparisonValue = Condition.Comparison(rawValue: comparison.key)
+        else { return nil }
+        return Condition(
+            scope: scopeValue, name: name, comparison: comparisonValue, value: value, path: path)
+    }
+}

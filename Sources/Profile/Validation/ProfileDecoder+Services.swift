@@ -1,0 +1,140 @@
+extension ProfileDecoder {
+    mutating func service(_ node: JSONNode, _ path: String) -> ServiceDefinition? {
+        guard members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description"]) != nil
+        else { return nil }
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
+        let uuidValue = required(node, "uuid", path).flatMap { self.uuid($0, sub("uuid")) }
+        var service = ServiceDefinition(
+            id: id ?? "", uuid: uuidValue ?? "", primary: true, includes: [], characteristics: [], path: path)
+        if let primary = node["primary"] { service.primary = bool(primary, sub("primary")) ?? true }
+        if let includes = node["includes"], let items = array(includes, sub("includes")) {
+            service.includes = items.enumerated().compactMap { identifier($1, JSONPath.appending($0, to: sub("includes"))) }
+        }
+        if let characteristics = node["characteristics"], let items = array(characteristics, sub("characteristics")) {
+            service.characteristics = items.enumerated().compactMap {
+                characteristic($1, JSONPath.appending($0, to: sub("characteristics")))
+            }
+        }
+        guard id != nil, uuidValue != nil else { return nil }
+        return service
+    }
+
+    mutating func characteristic(_ node: JSONNode, _ path: String) -> CharacteristicDefinition? {
+        guard members(node, path, allowed: [
+            "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description",
+        ]) != nil else { return nil }
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
+        let uuidValue = required(node, "uuid", path).flatMap { self.uuid($0, sub("uuid")) }
+        var flags: [CharacteristicFlag] = []
+        if let flagsNode = required(node, "flags", path), let items = array(flagsNode, sub("flags")) {
+            if items.isEmpty { error(flagsNode, sub("flags"), "a characteristic needs at least one flag") }
+            for (index, item) in items.enumerated() {
+                let itemPath = JSONPath.appending(index, to: sub("flags"))
+                guard let text = string(item, itemPath) else { continue }
+                guard let flag = CharacteristicFlag(rawValue: text) else {
+                    error(item, itemPath, "unknown flag \"\(text)\"",
+                          hint: Suggestions.hint(for: text, in: CharacteristicFlag.allCases.map(\.rawValue)))
+                    continue
+                }
+                if flags.contains(flag) {
+                    error(item, itemPath, "duplicate flag \"\(text)\"")
+                } else {
+                    flags.append(flag)
+                }
+            }
+        }
+        var definition = CharacteristicDefinition(
+            id: id ?? "", uuid: uuidValue ?? "", flags: flags, value: .empty, maxLength: nil, storeWrites: nil,
+            descriptors: [], description: nil, path: path)
+        if let value = node["value"] {
+            definition.value = valueSource(value, sub("value"), usage: .initialValue) ?? .empty
+        }
+        if let maxLength = node["maxLength"] {
+            definition.maxLength = integer(maxLength, sub("maxLength"), in: 1...TemplateBuiltins.maximumLength)
+        }
+        if let storeWrites = node["storeWrites"] { definition.storeWrites = bool(storeWrites, sub("storeWrites")) }
+        if let description = node["description"] { definition.description = string(description, sub("description")) }
+        if let descriptors = node["descriptors"], let items = array(descriptors, sub("descriptors")) {
+            definition.descriptors = items.enumerated().compactMap {
+                descriptor($1, JSONPath.appending($0, to: sub("descriptors")), owner: id ?? "", index: $0)
+            }
+        }
+        guard id != nil, uuidValue != nil else { return nil }
+        return definition
+    }
+
+    static let descriptorTypes = ["user-description", "presentation-format"]
+
+    /// A custom descriptor (`uuid`, `flags`, `value`) or a typed one: `user-description` with `text`,
+    /// `presentation-format` with `format`, `exponent`, `unit`, `namespace`, `description`.
+    mutating func descriptor(_ node: JSONNode, _ path: String, owner: String, index: Int) -> DescriptorDefinition? {
+        guard members(node, path, allowed: [
+            "id", "uuid", "type", "flags", "value", "text", "format", "exponent", "unit", "namespace", "description",
+        ]) != nil else { return nil }
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        var definition = DescriptorDefinition(
+            id: "\(owner)-descriptor\(index)", uuid: "", flags: [.read], value: .empty, path: path)
+        if let id = node["id"] { definition.id = identifier(id, sub("id")) ?? definition.id }
+        if let flagsNode = node["flags"], let items = array(flagsNode, sub("flags")) {
+            definition.flags = []
+            for (index, item) in items.enumerated() {
+                let itemPath = JSONPath.appending(index, to: sub("flags"))
+                guard let text = string(item, itemPath) else { continue }
+                if let flag = DescriptorFlag(rawValue: text) {
+                    definition.flags.append(flag)
+                } else {
+                    error(item, itemPath, "unknown descriptor flag \"\(text)\"",
+                          hint: Suggestions.hint(for: text, in: DescriptorFlag.allCases.map(\.rawValue)))
+                }
+            }
+        }
+        let typed: [String] = ["text", "format", "exponent", "unit", "namespace", "description"]
+        if let typeNode = node["type"] {
+            guard let type = string(typeNode, sub("type")) else { return nil }
+            switch type {
+            case "user-description":
+                definition.uuid = "00002901" + BluetoothUUID.baseSuffix
+                if let text = required(node, "text", path).flatMap({ string($0, sub("text")) }) {
+                    definition.value = ValueSource(template: .literal(Array(text.utf8)))
+                }
+                reportMisplaced(node, path, keys: ["uuid", "value"] + typed.filter { $0 != "text" }, context: "a user-description")
+            case "presentation-format":
+                definition.uuid = "00002904" + BluetoothUUID.baseSuffix
+                let format = node["format"].flatMap { flexibleInteger($0, sub("format"), in: 0...255) } ?? 0
+                let exponent = node["exponent"].flatMap { integer($0, sub("exponent"), in: -128...127) } ?? 0
+                let unit = node["unit"].flatMap { flexibleInteger($0, sub("unit"), in: 0...0xFFFF) } ?? 0x2700
+                let namespace = node["namespace"].flatMap { flexibleInteger($0, sub("namespace"), in: 0...255) } ?? 1
+                let description = node["description"].flatMap { flexibleInteger($0, sub("description"), in: 0...0xFFFF) } ?? 0
+                let bytes: [UInt8] = [
+                    UInt8(format), UInt8(bitPattern: Int8(exponent)), UInt8(unit & 0xFF), UInt8(unit >> 8),
+                    UInt8(namespace), UInt8(description & 0xFF), UInt8(description >> 8),
+                ]
+                definition.value = ValueSource(template: .literal(bytes))
+                reportMisplaced(node, path, keys: ["uuid", "value", "text"], context: "a presentation-format")
+            default:
+                error(typeNode, sub("type"), "unknown descriptor type \"\(type)\"",
+                      hint: Suggestions.hint(for: type, in: Self.descriptorTypes)
+                        ?? "use \"user-description\", \"presentation-format\" or give a uuid")
+                return nil
+            }
+            return definition
+        }
+        reportMisplaced(node, path, keys: typed, context: "a descriptor without \"type\"")
+        guard let uuidValue = required(node, "uuid", path).flatMap({ self.uuid($0, sub("uuid")) }) else { return nil }
+        definition.uuid = uuidValue
+        if let value = node["value"] {
+            definition.value = valueSource(value, sub("value"), usage: .initialValue) ?? .empty
+        }
+        return definition
+    }
+
+    private mutating func reportMisplaced(_ node: JSONNode, _ path: String, keys: [String], context: String) {
+        guard case .object(let members) = node.value else { return }
+        for member in members where keys.contains(member.key) {
+            error(at: member.keyLocation, JSONPath.appending(member.key, to: path),
+                  "\"\(member.key)\" does not apply to \(context)")
+        }
+    }
+}

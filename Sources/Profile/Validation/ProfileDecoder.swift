@@ -1,0 +1,202 @@
+/// Turns a merged JSON tree into a `DeviceProfile`, collecting every problem as a `Diagnostic`.
+///
+/// Decoding checks shapes, types, keys and local values; `SemanticChecks` then checks references.
+struct ProfileDecoder {
+    /// A template waiting to be checked once all names are known.
+    struct PendingTemplate {
+        var template: Template
+        var usage: TemplateUsage
+        var path: String
+        var location: SourceLocation
+    }
+
+    var diagnostics: [Diagnostic] = []
+    var templates: [PendingTemplate] = []
+    /// Service UUIDs by service id, so advertisements can name services by id.
+    var serviceUUIDsByID: [String: String] = [:]
+    let file: String
+
+    init(file: String) {
+        self.file = file
+    }
+
+    // MARK: Reporting
+
+    mutating func error(_ node: JSONNode, _ path: String, _ message: String, hint: String? = nil) {
+        diagnostics.append(Diagnostic(at: node.location, path: path, message: message, hint: hint))
+    }
+
+    mutating func error(at location: SourceLocation, _ path: String, _ message: String, hint: String? = nil) {
+        diagnostics.append(Diagnostic(at: location, path: path, message: message, hint: hint))
+    }
+
+    mutating func typeError(_ node: JSONNode, _ path: String, expected: String) {
+        error(node, path, "expected \(expected), found \(node.value.kindName)")
+    }
+
+    // MARK: Shapes
+
+    /// The object's members after reporting duplicate and unknown keys (with suggestions).
+    /// `$comment` is allowed everywhere.
+    mutating func members(_ node: JSONNode, _ path: String, allowed: [String]) -> [JSONMember]? {
+        guard case .object(let members) = node.value else {
+            typeError(node, path, expected: "an object")
+            return nil
+        }
+        var seen: Set<String> = []
+        for member in members {
+            let memberPath = JSONPath.appending(member.key, to: path)
+            if !seen.insert(member.key).inserted {
+                error(at: member.keyLocation, memberPath, "duplicate key \"\(member.key)\"")
+            }
+            if member.key == "$comment" { continue }
+            if !allowed.contains(member.key) {
+                error(at: member.keyLocation, memberPath, "unknown key \"\(member.key)\"",
+                      hint: Suggestions.hint(for: member.key, in: allowed))
+            }
+        }
+        return members
+    }
+
+    mutating func required(_ node: JSONNode, _ key: String, _ path: String) -> JSONNode? {
+        guard let value = node[key] else {
+            error(node, path, "missing \"\(key)\"")
+            return nil
+        }
+        return value
+    }
+
+    mutating func string(_ node: JSONNode, _ path: String) -> String? {
+        guard case .string(let text) = node.value else {
+            typeError(node, path, expected: "a string")
+            return nil
+        }
+        return text
+    }
+
+    mutating func bool(_ node: JSONNode, _ path: String) -> Bool? {
+        guard case .bool(let value) = node.value else {
+            typeError(node, path, expected: "true or false")
+            return nil
+        }
+        return value
+    }
+
+    mutating func integer(_ node: JSONNode, _ path: String, in range: ClosedRange<Int>) -> Int? {
+        guard case .number(let number) = node.value else {
+            typeError(node, path, expected: "a number")
+            return nil
+        }
+        guard let value = number.int else {
+            error(node, path, "\(number.text) is not an integer in \(range.lowerBound)...\(range.upperBound)")
+            return nil
+        }
+        guard range.contains(value) else {
+            error(node, path, "\(value) is out of range \(range.lowerBound)...\(range.upperBound)")
+            return nil
+        }
+        return value
+    }
+
+    /// An integer written as a number or as a `"0x…"` string.
+    mutating func flexibleInteger(_ node: JSONNode, _ path: String, in range: ClosedRange<Int>) -> Int? {
+        if case .string(let text) = node.value {
+            let lowered = text.lowercased()
+            let parsed = lowered.hasPrefix("0x") ? Int(lowered.dropFirst(2), radix: 16) : Int(lowered)
+            guard let value = parsed, range.contains(value) else {
+                error(node, path, "\"\(text)\" is not a number in \(range.lowerBound)...\(range.upperBound)")
+                return nil
+            }
+            return value
+        }
+        return integer(node, path, in: range)
+    }
+
+    mutating func array(_ node: JSONNode, _ path: String) -> [JSONNode]? {
+        guard case .array(let items) = node.value else {
+            typeError(node, path, expected: "an array")
+            return nil
+        }
+        return items
+    }
+
+    /// An id or name: a letter or `_`, then letters, digits, `_` or `-`.
+    mutating func identifier(_ node: JSONNode, _ path: String) -> String? {
+        guard let text = string(node, path) else { return nil }
+        guard Self.isIdentifier(text) else {
+            error(node, path, "\"\(text)\" is not a valid name",
+                  hint: "use letters, digits, '_' and '-', starting with a letter")
+            return nil
+        }
+        return text
+    }
+
+    static func isIdentifier(_ text: String) -> Bool {
+        guard let first = text.first, first.isASCII, first.isLetter || first == "_" else { return false }
+        return text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+    }
+
+    mutating func uuid(_ node: JSONNode, _ path: String) -> String? {
+        guard let text = string(node, path) else { return nil }
+        guard let normalized = BluetoothUUID.normalize(text) else {
+            error(node, path, "\"\(text)\" is not a UUID",
+                  hint: "use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form")
+            return nil
+        }
+        return normalized
+    }
+
+    /// UUIDs, where an entry may also be the id of a service in the profile (e.g. `"credential"`).
+    mutating func uuidList(_ node: JSONNode, _ path: String) -> [String]? {
+        guard let items = array(node, path) else { return nil }
+        return items.enumerated().compactMap { index, item in
+            if case .string(let text) = item.value, BluetoothUUID.normalize(text) == nil,
+                let uuid = serviceUUIDsByID[text]
+            {
+                return uuid
+            }
+            return uuid(item, JSONPath.appending(index, to: path))
+        }
+    }
+
+    /// A byte or text template from a JSON string, queued for name checking.
+    mutating func template(_ node: JSONNode, _ path: String, kind: Template.Kind, usage: TemplateUsage) -> Template? {
+        guard let text = string(node, path) else { return nil }
+        return template(text, node: node, path, kind: kind, usage: usage)
+    }
+
+    mutating func template(
+        _ text: String, node: JSONNode, _ path: String, kind: Template.Kind, usage: TemplateUsage
+    ) -> Template? {
+        do {
+            let template = try Template.parse(text, kind: kind)
+            templates.append(PendingTemplate(template: template, usage: usage, path: path, location: node.location))
+            return template
+        } catch {
+            self.error(at: Self.location(in: node, offset: error.offset), path, error.message, hint: error.hint)
+            return nil
+        }
+    }
+
+    /// The location of a character inside a JSON string (exact when the string has no escapes).
+    static func location(in node: JSONNode, offset: Int) -> SourceLocation {
+        var location = node.location
+        location.column += 1 + offset
+        return location
+    }
+
+    /// A duration: milliseconds as a number, `"250ms"`/`"5s"`, or the name of a number variable.
+    mutating func duration(_ node: JSONNode, _ path: String) -> DurationSpec? {
+        if case .string(let text) = node.value {
+            if text.hasSuffix("ms"), let value = Int(text.dropLast(2)), value >= 0 { return .milliseconds(value) }
+            if text.hasSuffix("s"), let value = Int(text.dropLast(1)), value >= 0, value <= 86_400_000 {
+                return .milliseconds(value * 1000)
+            }
+            if Self.isIdentifier(text) { return .variable(text) }
+            error(node, path, "\"\(text)\" is not a duration",
+                  hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")
+            return nil
+        }
+        return integer(node, path, in: 0...86_400_000).map { .milliseconds($0) }
+    }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import Profile
-
-@Test func ProfileModuleLoads() { #expect(Bool(true)) }
