@@ -1,0 +1,501 @@
+"""Test central for the gattemu e2e tests: one async API, two stacks.
+
+    central = await open_central()          # backend from GATTEMU_CENTRAL_STACK
+    adv = await central.find(name="x", service_uuid=UUID, timeout=30)
+    conn = await central.connect(adv.address)   # retries setup, <= 3 attempts
+    await conn.read(uuid); await conn.write(uuid, b"..", response=True)
+    await conn.subscribe(uuid, callback, indicate=False); conn.mtu
+    await conn.disconnect()
+    await central.wait_gone(name="x", timeout=30)
+    central.stats.first_attempt_rate()
+    await central.close()
+
+Backends (env GATTEMU_CENTRAL_STACK):
+  bumble (default)  Google Bumble host stack on the central's btvirt controller,
+                    taken from the kernel through the HCI user channel
+                    (hci-socket:N). The central does not depend on bluetoothd:
+                    the peripheral side's bluetoothd may be restarted.
+  bluez             bleak on the same bluetoothd that serves the peripheral.
+
+Only connection *setup* is retried (fresh scan + connect + discovery, up to
+`attempts` times); operations on an established connection never are.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+log = logging.getLogger("central")
+
+DEFAULT_STACK = "bumble"
+
+
+def stack_name() -> str:
+    return os.environ.get("GATTEMU_CENTRAL_STACK", DEFAULT_STACK).strip().lower() or DEFAULT_STACK
+
+
+def norm_uuid(u) -> str:
+    s = str(u).lower()
+    if len(s) == 4:
+        s = f"0000{s}-0000-1000-8000-00805f9b34fb"
+    elif len(s) == 8:
+        s = f"{s}-0000-1000-8000-00805f9b34fb"
+    return s
+
+
+async def amgmt(*args: str, timeout: float = 15.0) -> str:
+    """Async btmgmt (same stdin trick, bounded by `timeout`)."""
+    p = await asyncio.create_subprocess_exec(
+        "btmgmt", *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT)
+    try:
+        out = await asyncio.wait_for(p.stdout.read(), timeout)
+        await asyncio.wait_for(p.wait(), 5)
+    except asyncio.TimeoutError:
+        p.kill()
+        await p.wait()
+        raise TimeoutError(f"btmgmt {' '.join(args)} timed out")
+    finally:
+        if p.stdin:
+            p.stdin.close()
+    return out.decode(errors="replace")
+
+
+@dataclass
+class AdvInfo:
+    address: str
+    name: str | None = None
+    service_uuids: list[str] = field(default_factory=list)
+    manufacturer_data: dict[int, bytes] = field(default_factory=dict)
+    rssi: int | None = None
+    connectable: bool | None = None
+    raw: object = None  # backend's own address/device object
+
+    def matches(self, name=None, service_uuid=None, address=None) -> bool:
+        if name is not None and self.name != name:
+            return False
+        if service_uuid is not None and norm_uuid(service_uuid) not in self.service_uuids:
+            return False
+        if address is not None and self.address.upper() != address.upper():
+            return False
+        return True
+
+
+class ConnectError(Exception):
+    pass
+
+
+@dataclass
+class ConnectStats:
+    """Per connect() call: number of setup attempts used (0 = failed)."""
+    attempts: list[int] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def first_attempt_rate(self) -> float:
+        return (sum(1 for a in self.attempts if a == 1) / len(self.attempts)) if self.attempts else 1.0
+
+    def summary(self) -> str:
+        n = len(self.attempts)
+        first = sum(1 for a in self.attempts if a == 1)
+        failed = sum(1 for a in self.attempts if a == 0)
+        return (f"{n} connects, first-attempt success {first}/{n} ({100.0 * first / max(n, 1):.0f}%), "
+                f"retried {n - first - failed}, failed {failed}")
+
+
+class Connection:
+    mtu: int = 23
+
+    async def read(self, uuid: str) -> bytes: raise NotImplementedError
+    async def write(self, uuid: str, data: bytes, response: bool = True) -> None: raise NotImplementedError
+    async def subscribe(self, uuid: str, callback: Callable[[bytes], None], indicate: bool = False) -> None:
+        raise NotImplementedError
+    async def disconnect(self) -> None: raise NotImplementedError
+    @property
+    def is_connected(self) -> bool: raise NotImplementedError
+    def service_uuids(self) -> list[str]: raise NotImplementedError
+
+
+class Central:
+    stack = "?"
+
+    def __init__(self):
+        self.stats = ConnectStats()
+
+    async def start(self): ...
+    async def close(self): ...
+
+    async def _scan(self, match: Callable[[AdvInfo], bool], window: float) -> AdvInfo | None:
+        """One fresh discovery session of at most `window` s; first match or None."""
+        raise NotImplementedError
+
+    async def _connect_once(self, adv: AdvInfo, timeout: float) -> Connection:
+        raise NotImplementedError
+
+    async def find(self, name=None, service_uuid=None, address=None, timeout: float = 30.0) -> AdvInfo:
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no advertisement matching name={name} service={service_uuid} "
+                                   f"address={address} within {timeout}s ({self.stack})")
+            adv = await self._scan(lambda a: a.matches(name, service_uuid, address), min(left, 15.0))
+            if adv:
+                return adv
+
+    async def wait_gone(self, name=None, service_uuid=None, address=None, timeout: float = 30.0,
+                        quiet: float = 6.0) -> None:
+        """Return once a fresh scan of `quiet` seconds no longer sees the device
+        (default advertising interval is 1.28 s, so ~4 intervals)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            adv = await self._scan(lambda a: a.matches(name, service_uuid, address), quiet)
+            if adv is None:
+                return
+            await asyncio.sleep(0.5)
+        raise AssertionError(f"device name={name} service={service_uuid} address={address} "
+                             f"still advertising after {timeout}s")
+
+    async def connect(self, address=None, *, name=None, service_uuid=None, attempts: int = 3,
+                      scan_timeout: float = 30.0, timeout: float = 45.0) -> Connection:
+        """Fresh scan + connect + service discovery + MTU exchange; retried up to
+        `attempts` times. Records attempts in self.stats."""
+        errors = []
+        for attempt in range(1, attempts + 1):
+            conn = None
+            try:
+                adv = await self.find(name=name, service_uuid=service_uuid, address=address,
+                                      timeout=scan_timeout)
+                conn = await asyncio.wait_for(self._connect_once(adv, timeout), timeout + 5)
+                self.stats.attempts.append(attempt)
+                if attempt > 1:
+                    log.warning("connect succeeded on attempt %d after: %s", attempt, errors)
+                return conn
+            except Exception as e:  # noqa: BLE001 - setup errors are retried
+                msg = f"attempt {attempt}: {type(e).__name__}: {e}"
+                log.warning("connect %s", msg)
+                print(f"central: connect {msg}", flush=True)
+                errors.append(msg)
+                if conn is not None:
+                    try:
+                        await asyncio.wait_for(conn.disconnect(), 15)
+                    except Exception:  # noqa: BLE001
+                        pass
+                await self._after_failed_connect()
+        self.stats.attempts.append(0)
+        self.stats.errors.extend(errors)
+        raise ConnectError(f"connection setup failed {attempts} times ({self.stack}): " + "; ".join(errors))
+
+    async def _after_failed_connect(self):
+        await asyncio.sleep(1.0)
+
+
+# --------------------------------------------------------------------- Bumble
+class BumbleConnection(Connection):
+    def __init__(self, device, connection, peer):
+        self._device = device
+        self._conn = connection
+        self._peer = peer
+        self._disconnected = asyncio.Event()
+        connection.on("disconnection", lambda *_: self._disconnected.set())
+
+    @property
+    def mtu(self) -> int:
+        return self._conn.att_mtu
+
+    @property
+    def is_connected(self) -> bool:
+        return not self._disconnected.is_set()
+
+    def service_uuids(self) -> list[str]:
+        return [norm_uuid(s.uuid.to_hex_str("-")) for s in self._peer.services]
+
+    def _char(self, uuid):
+        from bumble.core import UUID
+        chars = self._peer.get_characteristics_by_uuid(UUID(norm_uuid(uuid)))
+        if not chars:
+            raise KeyError(f"characteristic {uuid} not found")
+        return chars[0]
+
+    async def read(self, uuid):
+        return bytes(await self._char(uuid).read_value())
+
+    async def write(self, uuid, data, response=True):
+        await self._char(uuid).write_value(bytes(data), with_response=response)
+
+    async def subscribe(self, uuid, callback, indicate=False):
+        await self._char(uuid).subscribe(lambda v: callback(bytes(v)), prefer_notify=not indicate)
+
+    async def disconnect(self):
+        if self._disconnected.is_set():
+            return
+        try:
+            await self._conn.disconnect()
+        except Exception as e:  # noqa: BLE001 - may already be gone
+            log.info("disconnect: %s", e)
+        try:
+            await asyncio.wait_for(self._disconnected.wait(), 10)
+        except asyncio.TimeoutError:
+            pass
+
+
+class BumbleCentral(Central):
+    stack = "bumble"
+
+    def __init__(self, adapter: str):
+        super().__init__()
+        self.adapter = adapter
+        self.index = int(adapter.removeprefix("hci"))
+        self.transport = None
+        self.device = None
+
+    async def start(self):
+        from bumble.device import Device
+        from bumble.hci import Address
+        from bumble.transport import open_transport
+        logging.getLogger("bumble").setLevel(logging.WARNING)
+        # The HCI user channel needs the controller down and bluetoothd to let go
+        # of it; after binding, bluetoothd no longer sees this index at all.
+        last = None
+        for _ in range(20):
+            try:
+                await amgmt("--index", str(self.index), "power", "off")
+            except Exception as e:  # noqa: BLE001
+                last = e
+            try:
+                self.transport = await open_transport(f"hci-socket:{self.index}")
+                break
+            except Exception as e:  # noqa: BLE001 - EBUSY while powering down
+                last = e
+                await asyncio.sleep(0.5)
+        else:
+            raise RuntimeError(f"cannot open HCI user channel on {self.adapter}: {last}")
+        self.device = Device.with_hci("gattemu-central", Address("F0:E0:D0:00:00:01"),
+                                      self.transport.source, self.transport.sink)
+        await asyncio.wait_for(self.device.power_on(), 30)
+
+    async def close(self):
+        if self.device is not None:
+            for c in list(self.device.connections.values()):
+                try:
+                    await asyncio.wait_for(c.disconnect(), 5)
+                except Exception:  # noqa: BLE001
+                    pass
+            try:
+                await asyncio.wait_for(self.device.power_off(), 5)
+            except Exception:  # noqa: BLE001
+                pass
+        if self.transport is not None:
+            await self.transport.close()
+        self.device = self.transport = None
+
+    @staticmethod
+    def _info(adv, acc: dict) -> AdvInfo:
+        from bumble.core import AdvertisingData as AD
+        addr = str(adv.address).split("/")[0].upper()
+        info = acc.get(addr)
+        if info is None:
+            info = acc[addr] = AdvInfo(address=addr)
+        info.raw = adv.address
+        info.rssi = adv.rssi
+        if not adv.is_scan_response:
+            info.connectable = adv.is_connectable
+        data = adv.data
+        for t in (AD.COMPLETE_LOCAL_NAME, AD.SHORTENED_LOCAL_NAME):
+            for raw in data.get_all(t, raw=True):
+                info.name = bytes(raw).decode("utf-8", "replace")
+        for t, width in ((0x02, 2), (0x03, 2), (0x04, 4), (0x05, 4), (0x06, 16), (0x07, 16)):
+            for raw in data.get_all(t, raw=True):
+                raw = bytes(raw)
+                for i in range(0, len(raw) - width + 1, width):
+                    u = raw[i:i + width][::-1].hex()
+                    if width == 16:
+                        u = f"{u[0:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:32]}"
+                    u = norm_uuid(u)
+                    if u not in info.service_uuids:
+                        info.service_uuids.append(u)
+        for raw in data.get_all(0xFF, raw=True):
+            raw = bytes(raw)
+            if len(raw) >= 2:
+                info.manufacturer_data[int.from_bytes(raw[:2], "little")] = raw[2:]
+        return info
+
+    async def _scan(self, match, window):
+        acc: dict = {}
+        found: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def on_adv(adv):
+            info = self._info(adv, acc)
+            if match(info) and not found.done():
+                found.set_result(info)
+
+        self.device.on("advertisement", on_adv)
+        try:
+            await self.device.start_scanning(filter_duplicates=False, active=True)
+            try:
+                return await asyncio.wait_for(asyncio.shield(found), window)
+            except asyncio.TimeoutError:
+                return None
+        finally:
+            self.device.remove_listener("advertisement", on_adv)
+            try:
+                await self.device.stop_scanning()
+            except Exception as e:  # noqa: BLE001
+                log.info("stop_scanning: %s", e)
+
+    async def _connect_once(self, adv, timeout):
+        from bumble.core import PhysicalTransport
+        from bumble.device import Peer
+        from bumble.hci import OwnAddressType
+        conn = await self.device.connect(adv.raw, transport=PhysicalTransport.LE,
+                                         own_address_type=OwnAddressType.PUBLIC, timeout=timeout)
+        c = BumbleConnection(self.device, conn, Peer(conn))
+        try:
+            await asyncio.wait_for(c._peer.request_mtu(517), 20)
+            await asyncio.wait_for(c._peer.discover_services(), 20)
+            await asyncio.wait_for(c._peer.discover_characteristics(), 20)
+        except BaseException:
+            await c.disconnect()
+            raise
+        return c
+
+    async def _after_failed_connect(self):
+        if self.device is not None and self.device.is_le_connecting:
+            try:
+                await self.device.cancel_connection()
+            except Exception:  # noqa: BLE001
+                pass
+        await asyncio.sleep(1.0)
+
+
+# ---------------------------------------------------------------- BlueZ/bleak
+class BleakConnection(Connection):
+    def __init__(self, client):
+        self._client = client
+        self.mtu = 23
+
+    @property
+    def is_connected(self):
+        return self._client.is_connected
+
+    def service_uuids(self):
+        return [norm_uuid(s.uuid) for s in self._client.services]
+
+    async def read(self, uuid):
+        return bytes(await self._client.read_gatt_char(norm_uuid(uuid)))
+
+    async def write(self, uuid, data, response=True):
+        await self._client.write_gatt_char(norm_uuid(uuid), bytes(data), response=response)
+
+    async def subscribe(self, uuid, callback, indicate=False):
+        # BlueZ picks notify or indicate from the characteristic's flags.
+        await self._client.start_notify(norm_uuid(uuid), lambda _c, data: callback(bytes(data)))
+
+    async def disconnect(self):
+        try:
+            await asyncio.wait_for(self._client.disconnect(), 20)
+        except Exception as e:  # noqa: BLE001
+            log.info("disconnect: %s", e)
+
+
+class BluezCentral(Central):
+    """bleak on BlueZ. Before every scan the central adapter forgets remembered
+    devices and is power-cycled: btvirt's advertisements never change, so BlueZ
+    would otherwise not report a known device again."""
+    stack = "bluez"
+
+    def __init__(self, adapter: str):
+        super().__init__()
+        self.adapter = adapter
+        self.index = adapter.removeprefix("hci")
+        self.bus = None
+
+    async def start(self):
+        from dbus_fast import BusType
+        from dbus_fast.aio import MessageBus
+        self.bus = await MessageBus(bus_type=BusType.SYSTEM).connect()
+        await amgmt("--index", self.index, "power", "on")
+
+    async def close(self):
+        if self.bus is not None:
+            self.bus.disconnect()
+            self.bus = None
+
+    async def _call(self, path, iface, member, signature="", body=()):
+        from dbus_fast import Message, MessageType
+        reply = await self.bus.call(Message(destination="org.bluez", path=path, interface=iface,
+                                            member=member, signature=signature, body=list(body)))
+        if reply.message_type == MessageType.ERROR:
+            raise RuntimeError(f"{member}: {reply.error_name} {reply.body}")
+        return reply.body
+
+    async def _forget_and_cycle(self):
+        prefix = f"/org/bluez/{self.adapter}/dev_"
+        try:
+            (objs,) = await self._call("/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+            for path in objs:
+                if path.startswith(prefix) and path.count("/") == 4:
+                    try:
+                        await self._call(f"/org/bluez/{self.adapter}", "org.bluez.Adapter1",
+                                         "RemoveDevice", "o", [path])
+                    except RuntimeError as e:
+                        log.info("RemoveDevice %s: %s", path, e)
+        except RuntimeError as e:
+            log.info("GetManagedObjects: %s", e)
+        await amgmt("--index", self.index, "power", "off")
+        await amgmt("--index", self.index, "power", "on")
+
+    async def _scan(self, match, window):
+        from bleak import BleakScanner
+        await self._forget_and_cycle()
+        found: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def on_adv(device, ad):
+            info = AdvInfo(address=device.address.upper(), name=ad.local_name,
+                           service_uuids=[norm_uuid(u) for u in ad.service_uuids],
+                           manufacturer_data={k: bytes(v) for k, v in ad.manufacturer_data.items()},
+                           rssi=ad.rssi, raw=device)
+            if match(info) and not found.done():
+                found.set_result(info)
+
+        scanner = BleakScanner(on_adv, bluez={"adapter": self.adapter})
+        await scanner.start()
+        try:
+            return await asyncio.wait_for(asyncio.shield(found), window)
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            try:
+                await scanner.stop()
+            except Exception as e:  # noqa: BLE001
+                log.info("scanner stop: %s", e)
+
+    async def _connect_once(self, adv, timeout):
+        from bleak import BleakClient
+        client = BleakClient(adv.raw, bluez={"adapter": self.adapter}, timeout=timeout)
+        await client.connect()
+        c = BleakConnection(client)
+        try:
+            await client._backend._acquire_mtu()  # noqa: SLF001 - bleak's documented workaround
+            c.mtu = client.mtu_size
+        except Exception as e:  # noqa: BLE001
+            log.info("acquire mtu: %s", e)
+        return c
+
+
+async def open_central(stack: str | None = None, adapter: str | None = None) -> Central:
+    stack = stack or stack_name()
+    adapter = adapter or os.environ.get("GATTEMU_CENTRAL")
+    if not adapter:
+        raise RuntimeError("GATTEMU_CENTRAL not set: run inside scripts/sandbox")
+    if stack == "bumble":
+        c: Central = BumbleCentral(adapter)
+    elif stack == "bluez":
+        c = BluezCentral(adapter)
+    else:
+        raise ValueError(f"unknown GATTEMU_CENTRAL_STACK {stack!r} (bumble|bluez)")
+    await c.start()
+    return c
