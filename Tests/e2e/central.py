@@ -75,8 +75,10 @@ class AdvInfo:
     connectable: bool | None = None
     raw: object = None  # backend's own address/device object
 
-    def matches(self, name=None, service_uuid=None, address=None) -> bool:
+    def matches(self, name=None, service_uuid=None, address=None, name_prefix=None) -> bool:
         if name is not None and self.name != name:
+            return False
+        if name_prefix is not None and not (self.name or "").startswith(name_prefix):
             return False
         if service_uuid is not None and norm_uuid(service_uuid) not in self.service_uuids:
             return False
@@ -108,6 +110,7 @@ class ConnectStats:
 
 class Connection:
     mtu: int = 23
+    adv: "AdvInfo | None" = None  # the advertisement connect() acted on
 
     async def read(self, uuid: str) -> bytes: raise NotImplementedError
     async def write(self, uuid: str, data: bytes, response: bool = True) -> None: raise NotImplementedError
@@ -135,32 +138,34 @@ class Central:
     async def _connect_once(self, adv: AdvInfo, timeout: float) -> Connection:
         raise NotImplementedError
 
-    async def find(self, name=None, service_uuid=None, address=None, timeout: float = 30.0) -> AdvInfo:
+    async def find(self, name=None, service_uuid=None, address=None, timeout: float = 30.0,
+                   name_prefix=None) -> AdvInfo:
         end = time.monotonic() + timeout
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"no advertisement matching name={name} service={service_uuid} "
-                                   f"address={address} within {timeout}s ({self.stack})")
-            adv = await self._scan(lambda a: a.matches(name, service_uuid, address), min(left, 15.0))
+                raise TimeoutError(f"no advertisement matching name={name or (name_prefix or '') + '*'} "
+                                   f"service={service_uuid} address={address} within {timeout}s ({self.stack})")
+            adv = await self._scan(lambda a: a.matches(name, service_uuid, address, name_prefix),
+                                   min(left, 15.0))
             if adv:
                 return adv
 
     async def wait_gone(self, name=None, service_uuid=None, address=None, timeout: float = 30.0,
-                        quiet: float = 6.0) -> None:
+                        quiet: float = 6.0, name_prefix=None) -> None:
         """Return once a fresh scan of `quiet` seconds no longer sees the device
         (default advertising interval is 1.28 s, so ~4 intervals)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            adv = await self._scan(lambda a: a.matches(name, service_uuid, address), quiet)
+            adv = await self._scan(lambda a: a.matches(name, service_uuid, address, name_prefix), quiet)
             if adv is None:
                 return
             await asyncio.sleep(0.5)
         raise AssertionError(f"device name={name} service={service_uuid} address={address} "
                              f"still advertising after {timeout}s")
 
-    async def connect(self, address=None, *, name=None, service_uuid=None, attempts: int = 3,
-                      scan_timeout: float = 30.0, timeout: float = 45.0) -> Connection:
+    async def connect(self, address=None, *, name=None, service_uuid=None, name_prefix=None,
+                      attempts: int = 3, scan_timeout: float = 30.0, timeout: float = 45.0) -> Connection:
         """Fresh scan + connect + service discovery + MTU exchange; retried up to
         `attempts` times. Records attempts in self.stats."""
         errors = []
@@ -168,8 +173,9 @@ class Central:
             conn = None
             try:
                 adv = await self.find(name=name, service_uuid=service_uuid, address=address,
-                                      timeout=scan_timeout)
+                                      name_prefix=name_prefix, timeout=scan_timeout)
                 conn = await asyncio.wait_for(self._connect_once(adv, timeout), timeout + 5)
+                conn.adv = adv
                 self.stats.attempts.append(attempt)
                 if attempt > 1:
                     log.warning("connect succeeded on attempt %d after: %s", attempt, errors)

@@ -10,6 +10,12 @@ Contract (env, set by the sandbox):
       peripheral under test, with {adapter} {name} {root} {profile} placeholders
       (default: the Python fixture peripheral; for gattemu e.g.
       "{root}/.build/debug/gattemu run {profile} --adapter {adapter}")
+      Used by the sandbox self-tests (test_sandbox.py).
+  GATTEMU_CMD                             optional: how the gattemu tests
+      (test_gattemu_*.py) start gattemu, same placeholders; default
+      "{root}/.build/debug/gattemu run {profile} --adapter {adapter}".
+      They skip when that binary is missing or has no `run` subcommand.
+  GATTEMU_LONG                            1: long/soak variants (scripts/test --long)
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ sys.path.insert(0, str(HERE))
 from central import Central, open_central, stack_name  # noqa: E402
 
 FIXTURE_CMD = f"{sys.executable} {HERE}/fixtures/peripheral.py --adapter {{adapter}} --name {{name}}"
+GATTEMU_CMD = "{root}/.build/debug/gattemu run {profile} --adapter {adapter}"
+LONG = os.environ.get("GATTEMU_LONG", "") not in ("", "0")
 
 
 def _require_sandbox():
@@ -75,6 +83,26 @@ class Peripheral:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.output().splitlines()[-lines:])
+
+    async def advertising(self, central: Central, timeout: float = 60.0, **match):
+        """central.find(**match), but fail at once (with the process output) if
+        the process exits before it is seen."""
+        end = time.monotonic() + timeout
+        while True:
+            if not self.running:
+                raise AssertionError(f"{self.argv[0]} exited with {self.proc.returncode} before it was "
+                                     f"seen advertising; output:\n{self.tail()}")
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no advertisement matching {match} within {timeout}s; "
+                                     f"peripheral output:\n{self.tail()}")
+            try:
+                return await central.find(timeout=min(left, 8.0), **match)
+            except TimeoutError:
+                pass
+
 
 @pytest.fixture(scope="session")
 def env() -> dict:
@@ -102,18 +130,73 @@ def start_peripheral(env, central, request):
     out = Path(env["GATTEMU_OUT"])
 
     def start(name: str = "gattemu-fixture", cmd: str | None = None, profile: str | None = None,
-              adapter: str | None = None) -> Peripheral:
+              adapter: str | None = None, extra_args: list[str] | tuple = ()) -> Peripheral:
         template = cmd or os.environ.get("GATTEMU_PERIPHERAL_CMD") or FIXTURE_CMD
         line = template.format(adapter=adapter or env["GATTEMU_PERIPH"], name=name,
                                root=env.get("GATTEMU_ROOT", ""), profile=profile or "")
         log = out / f"peripheral-{request.node.name}.log".replace("/", "_")
-        p = Peripheral(shlex.split(line), name, log).start()
+        p = Peripheral(shlex.split(line) + list(extra_args), name, log).start()
         started.append(p)
         return p
 
     yield start
     for p in started:
         p.stop()
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        for p in started:
+            print(f"\n--- output of {shlex.join(p.argv)} ({p.log_path}):\n{p.tail(60)}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def _gattemu_argv0(root: str) -> str:
+    return shlex.split(os.environ.get("GATTEMU_CMD") or GATTEMU_CMD)[0].format(root=root)
+
+
+@pytest.fixture(scope="session")
+def gattemu_bin(env) -> str:
+    """Path of the gattemu binary under test; skips the test when it is not
+    built or predates the `run` subcommand."""
+    path = _gattemu_argv0(env.get("GATTEMU_ROOT", ""))
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{path} not built (swift build)")
+    text = ""
+    for args in (["run", "--help"], ["--help"]):
+        try:
+            r = subprocess.run([path, *args], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+            text += r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+        except (OSError, subprocess.TimeoutExpired) as e:
+            text += str(e)
+    if "run" not in text or "--adapter" not in text:
+        pytest.skip(f"{path} has no `run` subcommand yet")
+    return path
+
+
+def profile_path(profile: str) -> str:
+    """`noke-lock.json` -> the shipped profile; anything with a slash as given."""
+    if "/" in profile:
+        return profile
+    return f"{os.environ['GATTEMU_ROOT']}/profiles/{profile}"
+
+
+@pytest.fixture
+def start_gattemu(gattemu_bin, start_peripheral, env):
+    """Factory: start_gattemu("noke-lock.json", "variables.hardwareCode=2P", args=[...])
+    -> Peripheral running `gattemu run PROFILE --adapter $GATTEMU_PERIPH [--set ...] [args]`."""
+
+    def start(profile: str, *sets: str, args: list[str] | tuple = (), adapter: str | None = None,
+              name: str = "gattemu") -> Peripheral:
+        extra = [x for s in sets for x in ("--set", s)] + list(args)
+        return start_peripheral(name=name, cmd=os.environ.get("GATTEMU_CMD") or GATTEMU_CMD,
+                                profile=profile_path(profile), adapter=adapter, extra_args=extra)
+
+    return start
 
 
 def bluetoothd(action: str, timeout: float = 90.0) -> None:

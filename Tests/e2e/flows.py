@@ -1,0 +1,244 @@
+"""The real app flows of the shipped profiles' devices, as a central performs
+them. Shared by scripts/demo (Tests/e2e/demo.py) and the gattemu e2e tests.
+
+Every flow takes a `central` (central.py) and a `say` callable that receives
+one transcript line per step (bytes in hex), and returns what it saw, so tests
+can assert on it. Flows check nothing beyond what the app itself needs to go
+on (e.g. that a notification arrived); the tests make the assertions.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from dataclasses import dataclass, field
+from typing import Callable
+
+Say = Callable[[str], None]
+NOTIFY_TIMEOUT = 15.0
+
+
+def hx(b: bytes) -> str:
+    return b.hex(" ")
+
+
+def quiet(_line: str) -> None:
+    pass
+
+
+class Inbox:
+    """Notifications/indications of one characteristic, in arrival order."""
+
+    def __init__(self, label: str, say: Say):
+        self.label, self.say = label, say
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def __call__(self, value: bytes) -> None:
+        self.say(f"<- {self.label} {len(value)} bytes: {hx(value)}")
+        self.queue.put_nowait(value)
+
+    async def get(self, timeout: float = NOTIFY_TIMEOUT) -> bytes:
+        try:
+            return await asyncio.wait_for(self.queue.get(), timeout)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"no {self.label} within {timeout}s") from None
+
+    async def expect_none(self, within: float = 1.0) -> None:
+        try:
+            v = await asyncio.wait_for(self.queue.get(), within)
+        except asyncio.TimeoutError:
+            return
+        raise AssertionError(f"unexpected {self.label}: {hx(v)}")
+
+
+def adv_line(adv) -> str:
+    mfr = " ".join(f"{k:#06x}:{hx(v)}" for k, v in adv.manufacturer_data.items()) or "-"
+    return (f"found {adv.name!r} at {adv.address}, services {', '.join(adv.service_uuids) or '-'}, "
+            f"manufacturer data {mfr}")
+
+
+# ---------------------------------------------------------------------- Noke
+NOKE_SERVICE = "1bc50001-0200-d29e-e511-446c609db825"
+NOKE_RX = "1bc50002-0200-d29e-e511-446c609db825"
+NOKE_TX = "1bc50003-0200-d29e-e511-446c609db825"
+NOKE_SESSION = "1bc50004-0200-d29e-e511-446c609db825"
+# A plain unlock command as the Noke server returns it (4-byte header + one AES block).
+NOKE_UNLOCK = bytes.fromhex("0000c20081e628151d34af9c8878e4efbb84311d")
+
+
+@dataclass
+class NokeRun:
+    adv: object = None
+    session: bytes = b""
+    responses: list[bytes] = field(default_factory=list)
+    mtu: int = 0
+
+
+async def noke_flow(central, say: Say = print, command: bytes = NOKE_UNLOCK,
+                    disconnect: bool = True) -> NokeRun:
+    """Android order: scan for NOKE* with the lock service, connect, read the
+    session, enable TX notifications, write one 20-byte command to RX, wait for
+    the 0x51 answer (0x50 server packets before it are collected too)."""
+    run = NokeRun()
+    say(f"scan for name NOKE* with service {NOKE_SERVICE}")
+    run.adv = await central.find(name_prefix="NOKE", service_uuid=NOKE_SERVICE, timeout=60)
+    say(adv_line(run.adv))
+    conn = await central.connect(run.adv.address)
+    run.mtu = conn.mtu
+    say(f"connected, MTU {conn.mtu}")
+    try:
+        run.session = await conn.read(NOKE_SESSION)
+        say(f"read session ...0004: {len(run.session)} bytes: {hx(run.session)}")
+        if len(run.session) >= 4:
+            say(f"  battery {int.from_bytes(run.session[2:4], 'little')} mV")
+        tx = Inbox("notification TX ...0003", say)
+        await conn.subscribe(NOKE_TX, tx)
+        say("enabled notifications on TX ...0003")
+        say(f"-> write RX ...0002 {len(command)} bytes: {hx(command)}")
+        await conn.write(NOKE_RX, command, response=True)
+        while True:
+            v = await tx.get()
+            run.responses.append(v)
+            if v[:1] != b"\x50":
+                break
+        result = run.responses[-1]
+        meaning = {0x60: "success", 0x61: "invalid key", 0x62: "invalid command",
+                   0x63: "invalid permission", 0x64: "shutdown", 0x68: "failed to lock",
+                   0x69: "failed to unlock", 0x6A: "failed to unshackle"}
+        if result[:1] == b"\x51" and len(result) > 1:
+            say(f"  lock answered 0x{result[1]:02x} ({meaning.get(result[1], 'unknown')})")
+    finally:
+        if disconnect:
+            await conn.disconnect()
+            say("disconnected")
+    if not disconnect:
+        run.conn = conn
+    return run
+
+
+# ------------------------------------------------------------------ BLEProof
+BLEPROOF_SERVICE = "000018aa-0000-1000-8000-00805f9b34fb"
+BLEPROOF_INFO = "00002bb0-0000-1000-8000-00805f9b34fb"
+BLEPROOF_STATUS = "00002bb1-0000-1000-8000-00805f9b34fb"
+BLEPROOF_CONFIG = "00002bb2-0000-1000-8000-00805f9b34fb"
+
+
+def bleproof_config(password: str = "1") -> bytes:
+    return ('<{"thingName":"Daikin_d813997f4904","action":"bleconfig","ssid":"HUAWEI-1CAFB0",'
+            f'"password":"{password}","setkey":"cfe18ee376b5fb4b14245ad92f167787"}}>').encode()
+
+
+BLEPROOF_OK = b'<{"action":"bleconfig","result":"ok"}>'
+BLEPROOF_NG = b'<{"action":"bleconfig","result":"ng"}>'
+
+
+@dataclass
+class BLEProofRun:
+    adv: object = None
+    info: bytes = b""
+    indications: list[bytes] = field(default_factory=list)
+    mtu: int = 0
+
+
+async def bleproof_flow(central, say: Say = print, writes: list[bytes] | None = None) -> BLEProofRun:
+    """Scan for BLEProof with service 18AA, read 2BB0, subscribe (indicate) to
+    2BB1, write each config (default: the 140-byte password "1" JSON) to 2BB2
+    with response and wait for its indication."""
+    run = BLEProofRun()
+    writes = writes if writes is not None else [bleproof_config("1")]
+    say(f"scan for name BLEProof with service {BLEPROOF_SERVICE}")
+    run.adv = await central.find(name="BLEProof", service_uuid=BLEPROOF_SERVICE, timeout=60)
+    say(adv_line(run.adv))
+    conn = await central.connect(run.adv.address)
+    run.mtu = conn.mtu
+    say(f"connected, MTU {conn.mtu}")
+    try:
+        run.info = await conn.read(BLEPROOF_INFO)
+        say(f"read 2BB0: {run.info!r}")
+        status = Inbox("indication 2BB1", say)
+        await conn.subscribe(BLEPROOF_STATUS, status, indicate=True)
+        say("subscribed (indicate) to 2BB1")
+        for w in writes:
+            say(f"-> write 2BB2 with response, {len(w)} bytes: {w.decode(errors='replace')}")
+            await conn.write(BLEPROOF_CONFIG, w, response=True)
+            v = await status.get()
+            say(f"  = {v.decode(errors='replace')}")
+            run.indications.append(v)
+    finally:
+        await conn.disconnect()
+        say("disconnected")
+    return run
+
+
+# ---------------------------------------------------------------------- LEAF
+# Placeholder UUIDs of profiles/leaf-reader.json (the real ones are not public).
+LEAF_SERVICE = "00000000-1eaf-4000-8000-000000000001"
+LEAF_DATA = "00000000-1eaf-4000-8000-000000000002"
+LEAF_TOUCH_SERVICE = "00000000-1eaf-4000-8000-000000000003"
+LEAF_READER_UID = bytes.fromhex("4C45414652445231")  # "LEAFRDR1"
+
+
+def leaf_frame(tag: int, seq: int, value: bytes) -> bytes:
+    """[0x81 plain][tag][length u16be = 1 + len(value)][sequence][value]"""
+    return bytes([0x81, tag]) + (1 + len(value)).to_bytes(2, "big") + bytes([seq & 0xFF]) + value
+
+
+def leaf_parse(frame: bytes) -> dict:
+    return {"start": frame[0], "tag": frame[1], "length": int.from_bytes(frame[2:4], "big"),
+            "seq": frame[4], "value": frame[5:]} if len(frame) >= 5 else {"raw": frame}
+
+
+@dataclass
+class LeafRun:
+    adv: object = None
+    duid: bytes = b""
+    auth: list[bytes] = field(default_factory=list)      # AUTH_RSP, AUTH_REQ from the reader
+    auth_result: bytes = b""                               # response (tag 0) to our AUTH_RSP
+    certificate: bytes = b""                               # transaction certificate frame
+    mtu: int = 0
+
+
+async def leaf_flow(central, say: Say = print) -> LeafRun:
+    """Find an ETHS* reader, subscribe to the data characteristic, send dUID +
+    AUTH_REQ in one write, receive AUTH_RSP + AUTH_REQ, send AUTH_RSP, receive
+    the response, send a credential payload, receive the transaction
+    certificate (plaintext frames, as profiles/leaf-reader.json scripts it)."""
+    run = LeafRun()
+    say(f"scan for name ETHS* with service {LEAF_SERVICE}")
+    run.adv = await central.find(name_prefix="ETHS", service_uuid=LEAF_SERVICE, timeout=60)
+    say(adv_line(run.adv))
+    conn = await central.connect(run.adv.address)
+    run.mtu = conn.mtu
+    say(f"connected, MTU {conn.mtu}")
+    seq = 0
+    try:
+        data = Inbox("notification data", say)
+        await conn.subscribe(LEAF_DATA, data)
+        say("enabled notifications on data")
+        run.duid = secrets.token_bytes(8)
+        hello = leaf_frame(1, seq, run.duid) + leaf_frame(2, seq + 1, secrets.token_bytes(16))
+        seq += 2
+        say(f"-> write dUID + AUTH_REQ, {len(hello)} bytes: {hx(hello)}")
+        await conn.write(LEAF_DATA, hello, response=False)
+        run.auth = [await data.get(), await data.get()]
+        say(f"  reader sent tags {[leaf_parse(f).get('tag') for f in run.auth]} (AUTH_RSP=3, AUTH_REQ=2)")
+        auth_rsp = leaf_frame(3, seq, secrets.token_bytes(16))
+        seq += 1
+        say(f"-> write AUTH_RSP, {len(auth_rsp)} bytes: {hx(auth_rsp)}")
+        await conn.write(LEAF_DATA, auth_rsp, response=False)
+        run.auth_result = await data.get()
+        say(f"  response code {leaf_parse(run.auth_result).get('value', b'?').hex()} (00 = success)")
+        payload = leaf_frame(4, seq, os.urandom(32))
+        seq += 1
+        say(f"-> write credential payload, {len(payload)} bytes: {hx(payload)}")
+        await conn.write(LEAF_DATA, payload, response=False)
+        run.certificate = await data.get()
+        say(f"  transaction certificate frame, {len(run.certificate)} bytes")
+    finally:
+        await conn.disconnect()
+        say("disconnected")
+    return run
+
+
+FLOWS = {"noke": ("noke-lock.json", noke_flow), "bleproof": ("bleproof.json", bleproof_flow),
+         "leaf": ("leaf-reader.json", leaf_flow)}

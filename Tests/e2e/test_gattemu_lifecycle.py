@@ -1,0 +1,159 @@
+"""gattemu's process contract: clean exit on SIGTERM/SIGINT (the device
+vanishes), exit 2 for a bad profile before BlueZ is touched, exit 1 with a
+one-line reason for runtime failures, and its GATT objects refuse D-Bus
+callers other than bluetoothd."""
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import profile_path
+from flows import BLEPROOF_INFO, BLEPROOF_SERVICE, NOKE_SERVICE
+
+ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
+
+
+def run_gattemu(gattemu_bin, *args, timeout=30):
+    r = subprocess.run([gattemu_bin, *args], capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    print(f"$ gattemu {' '.join(args)} -> exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+    return r
+
+
+async def test_sigterm_exits_zero_and_device_vanishes(central, start_gattemu):
+    p = start_gattemu("bleproof.json")
+    await p.advertising(central, name="BLEProof", service_uuid=BLEPROOF_SERVICE)
+    conn = await central.connect(name="BLEProof")
+    assert await conn.read(BLEPROOF_INFO) == b"iPhone ABC"
+    await conn.disconnect()
+    rc = p.stop()
+    assert rc == 0, f"exit {rc}; output:\n{p.tail()}"
+    await central.wait_gone(name="BLEProof", timeout=30)
+
+
+async def test_sigint_exits_zero_and_device_vanishes(central, start_gattemu):
+    p = start_gattemu("noke-lock.json")
+    await p.advertising(central, name_prefix="NOKE", service_uuid=NOKE_SERVICE)
+    p.proc.send_signal(signal.SIGINT)
+    try:
+        rc = p.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"gattemu still running 15 s after SIGINT; output:\n{p.tail()}")
+    assert rc == 0, f"exit {rc}; output:\n{p.tail()}"
+    await central.wait_gone(name_prefix="NOKE", service_uuid=NOKE_SERVICE, timeout=30)
+
+
+def test_broken_profile_exits_2_before_bluez(gattemu_bin, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text(Path(profile_path("bleproof.json")).read_text()
+                      .replace('"flags": ["indicate"]', '"flags": ["indicat"]'))
+    # hci9 does not exist: a run that reached BlueZ would fail with exit 1 instead.
+    t0 = time.monotonic()
+    r = run_gattemu(gattemu_bin, "run", str(broken), "--adapter", "hci9")
+    assert r.returncode == 2, r
+    assert time.monotonic() - t0 < 20
+    text = r.stderr + r.stdout
+    assert re.search(r"broken\.json:\d+:\d+", text), text          # located message
+    assert "indicat" in text, text
+
+
+def test_validate_shipped_and_broken(gattemu_bin, tmp_path):
+    r = run_gattemu(gattemu_bin, "validate", *(profile_path(p) for p in
+                                               ("noke-lock.json", "bleproof.json", "leaf-reader.json")))
+    assert r.returncode == 0, r
+    broken = tmp_path / "b.json"
+    broken.write_text('{"format": 1, "services": [ }')
+    r = run_gattemu(gattemu_bin, "validate", str(broken))
+    assert r.returncode == 2, r
+
+
+def test_missing_adapter_exits_1(gattemu_bin):
+    r = run_gattemu(gattemu_bin, "run", profile_path("bleproof.json"), "--adapter", "hci9")
+    assert r.returncode == 1, r
+    assert "hci9" in r.stderr, r.stderr
+    assert len([l for l in r.stderr.splitlines() if l.strip()]) >= 1
+
+
+def test_adapters_lists_peripheral_adapter(gattemu_bin):
+    r = run_gattemu(gattemu_bin, "adapters")
+    assert r.returncode == 0, r
+    assert os.environ["GATTEMU_PERIPH"] in r.stdout, r.stdout
+
+
+# ------------------------------------------------------------------ security
+def _unique_name_of(pid: int) -> str | None:
+    import dbus
+    bus = dbus.SystemBus()
+    dbus_iface = dbus.Interface(bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus"),
+                                "org.freedesktop.DBus")
+    for n in dbus_iface.ListNames():
+        if not str(n).startswith(":"):
+            continue
+        try:
+            if int(dbus_iface.GetConnectionUnixProcessID(n)) == pid:
+                return str(n)
+        except dbus.exceptions.DBusException:
+            pass
+    return None
+
+
+def _char_paths(unique: str, log: str) -> tuple[list[str], str]:
+    """GattCharacteristic1 object paths of the app: by introspection from "/"
+    if allowed, else object paths mentioned in gattemu's log."""
+    import dbus
+    from xml.etree import ElementTree
+    bus = dbus.SystemBus()
+    found, notes = [], []
+
+    def walk(path: str, depth: int = 0):
+        if depth > 8:
+            return
+        try:
+            xml = bus.call_blocking(unique, path, "org.freedesktop.DBus.Introspectable", "Introspect",
+                                    "", [], timeout=5)
+        except dbus.exceptions.DBusException as e:
+            notes.append(f"Introspect {path}: {e.get_dbus_name()}")
+            return
+        root = ElementTree.fromstring(str(xml))
+        if any(i.get("name") == "org.bluez.GattCharacteristic1" for i in root.findall("interface")):
+            found.append(path)
+        for node in root.findall("node"):
+            walk(path.rstrip("/") + "/" + node.get("name"), depth + 1)
+
+    walk("/")
+    if not found:
+        found = sorted(set(m for m in re.findall(r"(/(?:org|com)/[A-Za-z0-9_/]+)", log)
+                           if re.search(r"char|/c\d|rx|tx|session|info|config|status", m)
+                           and not m.startswith("/org/bluez")))
+        notes.append(f"paths from log: {found}")
+    return found, "; ".join(notes)
+
+
+async def test_gatt_objects_refuse_other_callers(central, start_gattemu):
+    import dbus
+    p = start_gattemu("bleproof.json")
+    await p.advertising(central, name="BLEProof", service_uuid=BLEPROOF_SERVICE)
+    unique = _unique_name_of(p.proc.pid)
+    assert unique, "gattemu's connection to the system bus not found (by PID)"
+    paths, notes = _char_paths(unique, p.output())
+    assert paths, f"no GattCharacteristic1 object path found ({notes}); output:\n{p.tail()}"
+    print(f"gattemu {unique}: characteristics {paths} ({notes})")
+    bus = dbus.SystemBus()
+    for path in paths:
+        for member, sig, args in (("ReadValue", "a{sv}", [{}]),
+                                  ("WriteValue", "aya{sv}", [[0x31], {}])):
+            with pytest.raises(dbus.exceptions.DBusException) as ei:
+                bus.call_blocking(unique, path, "org.bluez.GattCharacteristic1", member, sig, args,
+                                  timeout=5)
+            assert ei.value.get_dbus_name() == ACCESS_DENIED, \
+                f"{member} on {path}: {ei.value.get_dbus_name()}: {ei.value}"
+    # and the refusal did not hurt the real client
+    conn = await central.connect(name="BLEProof")
+    try:
+        assert await conn.read(BLEPROOF_INFO) == b"iPhone ABC"
+    finally:
+        await conn.disconnect()
