@@ -95,7 +95,9 @@ extension GattApplication {
                 let options = call.arguments[1].stringKeyedDictionary ?? [:]
                 let request = GattWriteRequest(
                     attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
-                    kind: options["type"]?.string.flatMap(GattWriteRequest.Kind.init(rawValue:)) ?? defaultWriteKind,
+                    kind: options["type"]?.string.flatMap(GattWriteRequest.Kind.init(rawValue:))
+                        ?? (call.expectsReply ? .request : defaultWriteKind),
+                    bluetoothdAnswered: !call.expectsReply,
                     prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
                 do throws(GattError) {
                     try await handler.write(request)
@@ -159,7 +161,8 @@ extension GattApplication {
                 let mtu = context.mtu ?? 23
                 let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { packet in
                     let request = GattWriteRequest(
-                        attribute: attribute, value: packet, offset: 0, kind: .command, prepareAuthorize: false, context: context)
+                        attribute: attribute, value: packet, offset: 0, kind: .command, bluetoothdAnswered: true,
+                        prepareAuthorize: false, context: context)
                     Task { try? await handler.write(request) }
                 }, onClose: {})
                 object.writeSockets.withLock { $0.append(ours) }
@@ -187,7 +190,7 @@ extension GattApplication {
                 let options = call.arguments[1].stringKeyedDictionary ?? [:]
                 let request = GattWriteRequest(
                     attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
-                    kind: .request, prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
+                    kind: .request, bluetoothdAnswered: !call.expectsReply, prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
                 do throws(GattError) {
                     try await handler.write(request)
                 } catch {

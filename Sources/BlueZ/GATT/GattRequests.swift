@@ -59,7 +59,11 @@ public struct GattWriteRequest: Sendable, Equatable {
     public var attribute: GattAttributeID
     public var value: [UInt8]
     public var offset: Int
+    /// From BlueZ's `type` option (BlueZ ≥ 5.68); older BlueZ sends none, see ``bluetoothdAnswered``.
     public var kind: Kind
+    /// True when bluetoothd already answered the central and will ignore our reply (BlueZ 5.66 does so for
+    /// every write to a characteristic with `write-without-response`): an ATT error cannot be returned.
+    public var bluetoothdAnswered: Bool
     /// True for the authorization step of a prepared write (`prepare-authorize`); no value is stored.
     public var prepareAuthorize: Bool
     public var context: GattRequestContext

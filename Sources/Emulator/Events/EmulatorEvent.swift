@@ -28,7 +28,7 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// `  1234.567 ms  write      AA:BB:… rx 0102… (request)`
     public var text: String {
-        var parts = [String(format: "%10.3f ms", time), kind.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)]
+        var parts = [String(format: "%10.3f ms", time), kind.rawValue.padding(toLength: max(12, kind.rawValue.count), withPad: " ", startingAt: 0)]
         if let central { parts.append(central) }
         if let characteristic { parts.append(characteristic) }
         if let value { parts.append(value.isEmpty ? "(empty)" : value.map { String(format: "%02x", $0) }.joined()) }

@@ -35,7 +35,8 @@ extension Emulator: GattRequestHandler {
         let central = centralID(request.context)
         let id = request.attribute
         log.record(.write, central: central.address, characteristic: id.description, value: request.value,
-                   detail: request.kind.rawValue + (request.offset > 0 ? " offset \(request.offset)" : ""))
+                   detail: request.kind.rawValue + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
+                       + (request.offset > 0 ? " offset \(request.offset)" : ""))
         if request.prepareAuthorize { return }
         guard id.descriptor == nil else { return }
         var value = request.value
@@ -49,9 +50,14 @@ extension Emulator: GattRequestHandler {
         let outcome = engine.handle(.write(characteristic: id.characteristic, central: central, value: value, withResponse: request.kind != .command))
         let reply = try await run(outcome, central: central)
         if case .error(let error)? = reply {
+            if request.bluetoothdAnswered {
+                log.record(.note, central: central.address, characteristic: id.description,
+                           detail: "error \(ProfileMapping.gattError(error)) not delivered: bluetoothd already acknowledged this write")
+                return
+            }
             throw answer(ProfileMapping.gattError(error), central, id)
         }
-        if request.kind != .command {
+        if !request.bluetoothdAnswered {
             log.record(.answer, central: central.address, characteristic: id.description, detail: "success")
         }
     }

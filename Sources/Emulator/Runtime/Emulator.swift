@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import Foundation
 import Profile
 
 /// Runs one profile on one adapter: registers it with BlueZ, answers centrals through the behaviour engine,
@@ -120,7 +121,7 @@ public actor Emulator {
         if let name = advertisement.localName { parts.append("name \"\(name)\"") }
         if !advertisement.serviceUUIDs.isEmpty { parts.append("services \(advertisement.serviceUUIDs.joined(separator: ","))") }
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
-            parts.append("manufacturer \(String(company, radix: 16)):\(bytes.map { String($0, radix: 16) }.joined(separator: " "))")
+            parts.append(String(format: "manufacturer 0x%04X: ", company) + bytes.map { String(format: "%02x", $0) }.joined(separator: " "))
         }
         parts.append(AdvertisementBudget(advertisement).description)
         return parts.joined(separator: "; ")
