@@ -7,4 +7,7 @@ public struct DBusMethodCall: Sendable {
     public let member: String
     public let arguments: [DBusValue]
     let message: DBusMessage
+
+    /// False when the caller flagged the call no-reply: whatever the handler returns is dropped.
+    public var expectsReply: Bool { !message.noReplyExpected }
 }

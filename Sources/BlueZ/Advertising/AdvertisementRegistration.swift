@@ -1,0 +1,110 @@
+import DBus
+import Synchronization
+
+/// An advertisement registered with `org.bluez.LEAdvertisingManager1`: the handle of its lifetime.
+///
+/// ``update(_:)`` changes it in place (BlueZ refreshes on `PropertiesChanged`); ``unregister()`` removes it.
+public final class AdvertisementRegistration: Sendable {
+    public let path: DBusObjectPath
+    public let adapterPath: DBusObjectPath
+    let stack: BlueZStack
+    private let current: AdvertisementBox
+    private let state = Mutex(State.registered)
+    private let onRelease: @Sendable () -> Void
+
+    enum State { case registered, released, unregistered }
+
+    /// Checks the budget, exports the advertisement at `path` and registers it.
+    ///
+    /// `onRelease` runs when bluetoothd drops the advertisement by itself (`Release`).
+    public static func register(
+        _ advertisement: Advertisement, adapter: Adapter, stack: BlueZStack,
+        path: DBusObjectPath = "/org/gattemu/advertisement0", onRelease: @escaping @Sendable () -> Void = {}
+    ) async throws(BlueZError) -> AdvertisementRegistration {
+        let budget = AdvertisementBudget(advertisement)
+        guard budget.fits else { throw .advertisementTooLarge(budget) }
+        let registration = AdvertisementRegistration(advertisement, adapterPath: adapter.path, stack: stack, path: path, onRelease: onRelease)
+        do {
+            try await stack.connection.export([registration.interface()], at: path, policy: stack.callerPolicy)
+        } catch {
+            throw .call("cannot export the advertisement", error)
+        }
+        do {
+            _ = try await stack.connection.call(
+                destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.advertisingManager,
+                member: "RegisterAdvertisement", arguments: [.objectPath(path), .stringVariantDictionary([:])])
+        } catch {
+            try? await stack.connection.unexport(path)
+            throw .call("bluetoothd refused the advertisement", error)
+        }
+        return registration
+    }
+
+    private init(_ advertisement: Advertisement, adapterPath: DBusObjectPath, stack: BlueZStack, path: DBusObjectPath, onRelease: @escaping @Sendable () -> Void) {
+        self.path = path
+        self.adapterPath = adapterPath
+        self.stack = stack
+        self.current = AdvertisementBox(advertisement)
+        self.onRelease = onRelease
+    }
+
+    private func interface() -> DBusInterface {
+        let names = ["Type", "LocalName", "ServiceUUIDs", "SolicitUUIDs", "ManufacturerData", "ServiceData", "Appearance",
+                     "TxPower", "Includes", "Discoverable", "MinInterval", "MaxInterval", "Duration", "Timeout", "Data"]
+        let current = self.current
+        let signatures: [String: DBusSignature] = [
+            "Type": .string, "LocalName": .string, "ServiceUUIDs": "as", "SolicitUUIDs": "as", "ManufacturerData": "a{qv}",
+            "ServiceData": "a{sv}", "Appearance": .uint16, "TxPower": .int16, "Includes": "as", "Discoverable": .boolean,
+            "MinInterval": .uint32, "MaxInterval": .uint32, "Duration": .uint16, "Timeout": .uint16, "Data": "a{yv}",
+        ]
+        return DBusInterface(name: BlueZNames.advertisement, methods: [
+            DBusMethod("Release") { [weak self] _ in
+                guard let self else { return [] }
+                let wasRegistered = state.withLock { state in defer { state = .released }; return state == .registered }
+                if wasRegistered { onRelease() }
+                return []
+            },
+        ], properties: names.map { name in
+            DBusProperty(name, signature: signatures[name] ?? .string, get: { current.value.withLock { $0.properties[name] } })
+        })
+    }
+
+    public var advertisement: Advertisement { current.value.withLock { $0 } }
+
+    /// Whether bluetoothd still has it (false after `Release` or ``unregister()``).
+    public var isRegistered: Bool { state.withLock { $0 == .registered } }
+
+    /// Replaces the contents; fails, leaving the old contents, when the new ones do not fit.
+    public func update(_ advertisement: Advertisement) async throws(BlueZError) {
+        let budget = AdvertisementBudget(advertisement)
+        guard budget.fits else { throw .advertisementTooLarge(budget) }
+        let old = current.value.withLock { current in defer { current = advertisement }; return current }
+        let before = old.properties
+        let after = advertisement.properties
+        let changed = after.filter { before[$0.key] != $0.value }
+        let removed = before.keys.filter { after[$0] == nil }.sorted()
+        guard !changed.isEmpty || !removed.isEmpty else { return }
+        do {
+            try await stack.connection.emitPropertiesChanged(path: path, interface: BlueZNames.advertisement, changed: changed, invalidated: removed)
+        } catch {
+            throw .call("cannot update the advertisement", error)
+        }
+    }
+
+    /// Unregisters it from BlueZ (if still registered) and removes the object.
+    public func unregister() async {
+        let wasRegistered = state.withLock { state in defer { state = .unregistered }; return state == .registered }
+        if wasRegistered {
+            _ = try? await stack.connection.call(
+                destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.advertisingManager,
+                member: "UnregisterAdvertisement", arguments: [.objectPath(path)], timeout: .seconds(5))
+        }
+        try? await stack.connection.unexport(path)
+    }
+}
+
+/// The advertisement's current contents, shared with its property getters.
+final class AdvertisementBox: Sendable {
+    let value: Mutex<Advertisement>
+    init(_ advertisement: Advertisement) { value = Mutex(advertisement) }
+}

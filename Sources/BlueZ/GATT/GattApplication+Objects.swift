@@ -1,0 +1,210 @@
+import Dispatch
+import DBus
+import Synchronization
+
+/// The live state of one exported characteristic.
+final class CharacteristicObject: Sendable {
+    let definition: GattCharacteristicDefinition
+    let path: DBusObjectPath
+    let servicePath: DBusObjectPath
+    let value: Mutex<[UInt8]>
+    let notifying = Mutex(false)
+    /// Acquired notification sockets by central (device path, or "*" when BlueZ gave none).
+    let sockets = Mutex<[String: AcquiredSocket]>([:])
+    let writeSockets = Mutex<[AcquiredSocket]>([])
+    let handle = AttributeHandle()
+    let queue: DispatchQueue
+
+    init(definition: GattCharacteristicDefinition, path: DBusObjectPath, servicePath: DBusObjectPath) {
+        self.definition = definition
+        self.path = path
+        self.servicePath = servicePath
+        value = Mutex(definition.initialValue)
+        queue = DispatchQueue(label: "gattemu.socket.\(definition.id)")
+    }
+
+    /// Writes to the target's socket, or to every socket; nil when no socket is open.
+    func sendOnSockets(_ value: [UInt8], central: String?) -> NotificationDelivery? {
+        let open = sockets.withLock { sockets in
+            sockets = sockets.filter { !$0.value.isClosed }
+            return sockets
+        }
+        guard !open.isEmpty else { return nil }
+        let targets: [(String, AcquiredSocket)]
+        if let central, let socket = open.first(where: { $0.key == central || BlueZDevicePath.address(of: DBusObjectPath($0.key)) == central }) {
+            targets = [socket]
+        } else {
+            targets = open.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        }
+        var reached: [String] = []
+        for (key, socket) in targets where socket.send(value) {
+            reached.append(key)
+        }
+        return .sockets(reached)
+    }
+
+    func closeSockets() {
+        let all = sockets.withLock { sockets in defer { sockets = [:] }; return Array(sockets.values) }
+        all.forEach { $0.close() }
+        let writers = writeSockets.withLock { sockets in defer { sockets = [] }; return sockets }
+        writers.forEach { $0.close() }
+    }
+}
+
+extension GattApplication {
+    func characteristicInterface(_ object: CharacteristicObject) -> DBusInterface {
+        let definition = object.definition
+        let handler = self.handler
+        let id = definition.id
+        let connection = stack.connection
+        var properties: [DBusProperty] = [
+            .constant("UUID", .string(definition.uuid)),
+            .constant("Service", .objectPath(object.servicePath)),
+            .constant("Flags", .strings(definition.flags)),
+            DBusProperty("Value", signature: .bytes, get: { .bytes(object.value.withLock { $0 }) }),
+            GattApplication.handleProperty(object.handle),
+        ]
+        if definition.canNotify {
+            properties.append(DBusProperty("Notifying", signature: .boolean, get: { .boolean(object.notifying.withLock { $0 }) }))
+            if definition.notifyPath == .acquireNotify {
+                properties.append(DBusProperty("NotifyAcquired", signature: .boolean, get: {
+                    .boolean(object.sockets.withLock { !$0.isEmpty })
+                }))
+            }
+        }
+        if definition.acquireWrite {
+            properties.append(DBusProperty("WriteAcquired", signature: .boolean, get: {
+                .boolean(object.writeSockets.withLock { !$0.isEmpty })
+            }))
+        }
+        let defaultWriteKind: GattWriteRequest.Kind =
+            definition.flags.contains("write-without-response") && !definition.flags.contains("write") ? .command : .request
+        let attribute = GattAttributeID(characteristic: id)
+        var methods: [DBusMethod] = [
+            DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
+                let options = call.arguments[0].stringKeyedDictionary ?? [:]
+                let request = GattReadRequest(
+                    attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options))
+                do throws(GattError) {
+                    return [.bytes(try await handler.read(request))]
+                } catch {
+                    throw error.dbusError
+                }
+            },
+            DBusMethod("WriteValue", input: "aya{sv}") { call in
+                let options = call.arguments[1].stringKeyedDictionary ?? [:]
+                let request = GattWriteRequest(
+                    attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
+                    kind: options["type"]?.string.flatMap(GattWriteRequest.Kind.init(rawValue:))
+                        ?? (call.expectsReply ? .request : defaultWriteKind),
+                    bluetoothdAnswered: !call.expectsReply,
+                    prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
+                do throws(GattError) {
+                    try await handler.write(request)
+                } catch {
+                    throw error.dbusError
+                }
+                return []
+            },
+        ]
+        if definition.canNotify {
+            let notifyingChanged: @Sendable (Bool) async -> Void = { notifying in
+                object.notifying.withLock { $0 = notifying }
+                try? await connection.emitPropertiesChanged(
+                    path: object.path, interface: BlueZNames.gattCharacteristic, changed: ["Notifying": .boolean(notifying)])
+            }
+            methods += [
+                DBusMethod("StartNotify") { _ in
+                    await notifyingChanged(true)
+                    await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext()))
+                    return []
+                },
+                DBusMethod("StopNotify") { _ in
+                    await notifyingChanged(false)
+                    await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext()))
+                    return []
+                },
+                DBusMethod("Confirm") { _ in
+                    await handler.indicationConfirmed(characteristic: id)
+                    return []
+                },
+            ]
+            if definition.notifyPath == .acquireNotify {
+                methods.append(DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { call in
+                    let context = GattRequestContext(options: call.arguments[0].stringKeyedDictionary ?? [:])
+                    let key = context.device?.rawValue ?? "*"
+                    let mtu = context.mtu ?? 23
+                    let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { _ in }, onClose: {
+                        let remaining = object.sockets.withLock { sockets in
+                            sockets = sockets.filter { !$0.value.isClosed }
+                            return sockets.count
+                        }
+                        Task {
+                            if remaining == 0 { await notifyingChanged(false) }
+                            await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .released, context: context))
+                        }
+                    })
+                    let replaced = object.sockets.withLock { sockets in
+                        defer { sockets[key] = ours }
+                        return sockets[key]
+                    }
+                    replaced?.close()
+                    await notifyingChanged(true)
+                    await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .acquired, context: context))
+                    return [.unixFD(theirs), .uint16(mtu)]
+                })
+            }
+        }
+        if definition.acquireWrite {
+            methods.append(DBusMethod("AcquireWrite", input: "a{sv}", output: "hq") { call in
+                let context = GattRequestContext(options: call.arguments[0].stringKeyedDictionary ?? [:])
+                let mtu = context.mtu ?? 23
+                let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { packet in
+                    let request = GattWriteRequest(
+                        attribute: attribute, value: packet, offset: 0, kind: .command, bluetoothdAnswered: true,
+                        prepareAuthorize: false, context: context)
+                    Task { try? await handler.write(request) }
+                }, onClose: {})
+                object.writeSockets.withLock { $0.append(ours) }
+                return [.unixFD(theirs), .uint16(mtu)]
+            })
+        }
+        return DBusInterface(name: BlueZNames.gattCharacteristic, methods: methods, properties: properties)
+    }
+
+    func descriptorInterface(_ descriptor: GattDescriptorDefinition, characteristic: String, parent: DBusObjectPath) -> DBusInterface {
+        let handler = self.handler
+        let attribute = GattAttributeID(characteristic: characteristic, descriptor: descriptor.id)
+        let value = Mutex(descriptor.initialValue)
+        return DBusInterface(name: BlueZNames.gattDescriptor, methods: [
+            DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
+                let options = call.arguments[0].stringKeyedDictionary ?? [:]
+                let request = GattReadRequest(attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options))
+                do throws(GattError) {
+                    return [.bytes(try await handler.read(request))]
+                } catch {
+                    throw error.dbusError
+                }
+            },
+            DBusMethod("WriteValue", input: "aya{sv}") { call in
+                let options = call.arguments[1].stringKeyedDictionary ?? [:]
+                let request = GattWriteRequest(
+                    attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
+                    kind: .request, bluetoothdAnswered: !call.expectsReply, prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
+                do throws(GattError) {
+                    try await handler.write(request)
+                } catch {
+                    throw error.dbusError
+                }
+                value.withLock { $0 = request.value }
+                return []
+            },
+        ], properties: [
+            .constant("UUID", .string(descriptor.uuid)),
+            .constant("Characteristic", .objectPath(parent)),
+            .constant("Flags", .strings(descriptor.flags)),
+            DBusProperty("Value", signature: .bytes, get: { .bytes(value.withLock { $0 }) }),
+            GattApplication.handleProperty(AttributeHandle()),
+        ])
+    }
+}

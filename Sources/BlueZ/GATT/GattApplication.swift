@@ -1,0 +1,159 @@
+import Dispatch
+import DBus
+import Synchronization
+
+/// A GATT application registered with `org.bluez.GattManager1`: the handle of its lifetime.
+///
+/// Create it with ``register(services:handler:adapter:stack:path:)``; call ``unregister()`` before exit.
+/// Requests from centrals reach the ``GattRequestHandler``; only bluetoothd may call its objects.
+public final class GattApplication: Sendable {
+    public let path: DBusObjectPath
+    public let adapterPath: DBusObjectPath
+    let stack: BlueZStack
+    let handler: any GattRequestHandler
+    let characteristics: [String: CharacteristicObject]
+    let exportedPaths: [DBusObjectPath]
+    private let registered = Mutex(false)
+
+    /// Exports `services` below `path` and registers them with the adapter.
+    public static func register(
+        services: [GattServiceDefinition], handler: any GattRequestHandler, adapter: Adapter, stack: BlueZStack,
+        path: DBusObjectPath = "/org/gattemu/app0"
+    ) async throws(BlueZError) -> GattApplication {
+        let application = GattApplication(services: services, handler: handler, adapterPath: adapter.path, stack: stack, path: path)
+        try await application.export(services: services)
+        try await application.registerWithBlueZ()
+        return application
+    }
+
+    private init(services: [GattServiceDefinition], handler: any GattRequestHandler, adapterPath: DBusObjectPath, stack: BlueZStack, path: DBusObjectPath) {
+        self.path = path
+        self.adapterPath = adapterPath
+        self.stack = stack
+        self.handler = handler
+        var characteristics: [String: CharacteristicObject] = [:]
+        var paths: [DBusObjectPath] = []
+        for (serviceIndex, service) in services.enumerated() {
+            let servicePath = path.appending("service\(serviceIndex)")
+            paths.append(servicePath)
+            for (index, definition) in service.characteristics.enumerated() {
+                let characteristicPath = servicePath.appending("char\(index)")
+                characteristics[definition.id] = CharacteristicObject(definition: definition, path: characteristicPath, servicePath: servicePath)
+                paths.append(characteristicPath)
+                paths += definition.descriptors.indices.map { characteristicPath.appending("desc\($0)") }
+            }
+        }
+        self.characteristics = characteristics
+        self.exportedPaths = paths
+    }
+
+    private func export(services: [GattServiceDefinition]) async throws(BlueZError) {
+        let connection = stack.connection
+        let policy = stack.callerPolicy
+        let servicePaths = Dictionary(uniqueKeysWithValues: services.enumerated().map { ($0.element.id, path.appending("service\($0.offset)")) })
+        do {
+            for (serviceIndex, service) in services.enumerated() {
+                let servicePath = path.appending("service\(serviceIndex)")
+                let includes = service.includes.compactMap { servicePaths[$0] }
+                let handle = AttributeHandle()
+                try await connection.export([DBusInterface(name: BlueZNames.gattService, properties: [
+                    .constant("UUID", .string(service.uuid)),
+                    .constant("Primary", .boolean(service.primary)),
+                    .constant("Includes", .objectPaths(includes)),
+                    Self.handleProperty(handle),
+                ])], at: servicePath, policy: policy)
+                for definition in service.characteristics {
+                    guard let object = characteristics[definition.id] else { continue }
+                    try await connection.export([characteristicInterface(object)], at: object.path, policy: policy)
+                    for (index, descriptor) in definition.descriptors.enumerated() {
+                        try await connection.export(
+                            [descriptorInterface(descriptor, characteristic: definition.id, parent: object.path)],
+                            at: object.path.appending("desc\(index)"), policy: policy)
+                    }
+                }
+            }
+            try await connection.exportObjectManager(at: path, policy: policy)
+        } catch {
+            throw .call("cannot export the GATT application", error)
+        }
+    }
+
+    private func registerWithBlueZ() async throws(BlueZError) {
+        do {
+            _ = try await stack.connection.call(
+                destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
+                member: "RegisterApplication", arguments: [.objectPath(path), .stringVariantDictionary([:])])
+            registered.withLock { $0 = true }
+        } catch {
+            await removeObjects()
+            throw .call("bluetoothd refused the GATT application", error)
+        }
+    }
+
+    /// Unregisters from BlueZ (when still registered) and removes the exported objects.
+    public func unregister() async {
+        let wasRegistered = registered.withLock { registered in defer { registered = false }; return registered }
+        if wasRegistered {
+            _ = try? await stack.connection.call(
+                destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
+                member: "UnregisterApplication", arguments: [.objectPath(path)], timeout: .seconds(5))
+        }
+        await removeObjects()
+    }
+
+    private func removeObjects() async {
+        for object in characteristics.values { object.closeSockets() }
+        try? await stack.connection.unexportObjectManager(at: path)
+        for exported in exportedPaths.reversed() {
+            try? await stack.connection.unexport(exported)
+        }
+    }
+
+    /// Sends `value` as a notification or indication of `characteristic`.
+    ///
+    /// With `central` set and a socket acquired for that central, only it receives the value; otherwise every
+    /// subscribed central does (BlueZ 5.66 offers no other way).
+    @discardableResult
+    public func notify(_ characteristic: String, value: [UInt8], central: String? = nil) async throws(GattError) -> NotificationDelivery {
+        guard let object = characteristics[characteristic] else { throw .notSupported }
+        object.value.withLock { $0 = value }
+        if let delivery = object.sendOnSockets(value, central: central) { return delivery }
+        do {
+            try await stack.connection.emitPropertiesChanged(
+                path: object.path, interface: BlueZNames.gattCharacteristic, changed: ["Value": .bytes(value)])
+        } catch {
+            throw .failed
+        }
+        return .propertiesChanged
+    }
+
+    /// Stores `value` as the characteristic's `Value` without notifying anyone.
+    public func setValue(_ characteristic: String, value: [UInt8]) {
+        characteristics[characteristic]?.value.withLock { $0 = value }
+    }
+
+    /// The centrals (device paths, or "*" for a shared socket) with an acquired notification socket.
+    public func acquiredNotificationCentrals(_ characteristic: String) -> [String] {
+        characteristics[characteristic]?.sockets.withLock { Array($0.keys).sorted() } ?? []
+    }
+
+    static func handleProperty(_ handle: AttributeHandle) -> DBusProperty {
+        // BlueZ assigns handles and writes them back through Set.
+        DBusProperty("Handle", signature: .uint16, get: { .uint16(handle.value.withLock { $0 }) }, set: { value in
+            if case .uint16(let assigned) = value { handle.value.withLock { $0 = assigned } }
+        })
+    }
+}
+
+/// How a notification left gattemu.
+public enum NotificationDelivery: Sendable, Equatable {
+    /// A `PropertiesChanged` signal: every subscribed central.
+    case propertiesChanged
+    /// Written to the acquired sockets of these centrals (`*` is BlueZ 5.66's shared socket).
+    case sockets([String])
+}
+
+/// The ATT handle BlueZ assigned to an attribute (0 until it does).
+final class AttributeHandle: Sendable {
+    let value = Mutex<UInt16>(0)
+}

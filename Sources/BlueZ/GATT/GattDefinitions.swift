@@ -1,0 +1,82 @@
+/// A GATT service to export, with its characteristics.
+public struct GattServiceDefinition: Sendable, Equatable {
+    public var id: String
+    /// The UUID in 128-bit string form or any form BlueZ accepts.
+    public var uuid: String
+    public var primary: Bool
+    /// Ids of other services of the same application this one includes.
+    public var includes: [String]
+    public var characteristics: [GattCharacteristicDefinition]
+
+    public init(id: String, uuid: String, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition]) {
+        self.id = id
+        self.uuid = uuid
+        self.primary = primary
+        self.includes = includes
+        self.characteristics = characteristics
+    }
+}
+
+/// How notifications and indications of a characteristic reach bluetoothd.
+public enum GattNotifyPath: String, Sendable, Equatable {
+    /// `PropertiesChanged("Value")`: one signal, every subscribed central.
+    case propertiesChanged
+    /// `AcquireNotify`: a socket per subscription. BlueZ 5.66 opens one socket per characteristic,
+    /// reaching every subscriber; newer BlueZ opens one per central, so a notification can target one.
+    case acquireNotify
+}
+
+/// A GATT characteristic to export; `flags` are BlueZ's flag strings (`read`, `notify`, `encrypt-write`, …).
+public struct GattCharacteristicDefinition: Sendable, Equatable {
+    public var id: String
+    public var uuid: String
+    public var flags: [String]
+    /// The value `Value` reports before any read or write.
+    public var initialValue: [UInt8]
+    public var notifyPath: GattNotifyPath
+    /// Expose `WriteAcquired`: BlueZ then writes each write-without-response into a socket and answers the
+    /// peer itself, so no ATT error can be returned for such writes.
+    public var acquireWrite: Bool
+    public var descriptors: [GattDescriptorDefinition]
+
+    public init(
+        id: String, uuid: String, flags: [String], initialValue: [UInt8] = [],
+        notifyPath: GattNotifyPath = .propertiesChanged, acquireWrite: Bool = false,
+        descriptors: [GattDescriptorDefinition] = []
+    ) {
+        self.id = id
+        self.uuid = uuid
+        self.flags = flags
+        self.initialValue = initialValue
+        self.notifyPath = notifyPath
+        self.acquireWrite = acquireWrite
+        self.descriptors = descriptors
+    }
+
+    var canNotify: Bool { flags.contains { $0.hasSuffix("notify") || $0.hasSuffix("indicate") } }
+}
+
+/// A descriptor to export; BlueZ owns the CCCD (0x2902), so it is never declared here.
+public struct GattDescriptorDefinition: Sendable, Equatable {
+    public var id: String
+    public var uuid: String
+    public var flags: [String]
+    public var initialValue: [UInt8]
+
+    public init(id: String, uuid: String, flags: [String] = ["read"], initialValue: [UInt8] = []) {
+        self.id = id
+        self.uuid = uuid
+        self.flags = flags
+        self.initialValue = initialValue
+    }
+}
+
+/// Answers the requests bluetoothd forwards from centrals; every method may suspend (e.g. for a delay).
+public protocol GattRequestHandler: Sendable {
+    /// The value to return from `request.offset` on (the handler applies the offset).
+    func read(_ request: GattReadRequest) async throws(GattError) -> [UInt8]
+    func write(_ request: GattWriteRequest) async throws(GattError)
+    func subscriptionChanged(_ change: GattSubscriptionChange) async
+    /// A central confirmed an indication of `characteristic`.
+    func indicationConfirmed(characteristic: String) async
+}

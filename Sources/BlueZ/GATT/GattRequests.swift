@@ -1,0 +1,98 @@
+import DBus
+
+/// Where a GATT request came from: the central's device object and what BlueZ said of the link.
+public struct GattRequestContext: Sendable, Equatable {
+    /// The central's `org.bluez.Device1` object, when BlueZ names it.
+    public var device: DBusObjectPath?
+    /// The negotiated ATT MTU, when BlueZ gives it.
+    public var mtu: UInt16?
+    /// `LE` or `BR/EDR`, when BlueZ gives it.
+    public var link: String?
+
+    /// The central's address, read from the device path (`…/dev_AA_BB_CC_DD_EE_FF`).
+    public var centralAddress: String? { device.flatMap(BlueZDevicePath.address(of:)) }
+
+    init(options: [String: DBusValue]) {
+        device = options["device"]?.objectPath
+        mtu = options["mtu"]?.integer.flatMap { UInt16(exactly: $0) }
+        link = options["link"]?.string
+    }
+
+    public init(device: DBusObjectPath? = nil, mtu: UInt16? = nil, link: String? = nil) {
+        self.device = device
+        self.mtu = mtu
+        self.link = link
+    }
+}
+
+/// Which GATT attribute a request is for: a characteristic, or one of its descriptors.
+public struct GattAttributeID: Sendable, Hashable, CustomStringConvertible {
+    public var characteristic: String
+    public var descriptor: String?
+
+    public init(characteristic: String, descriptor: String? = nil) {
+        self.characteristic = characteristic
+        self.descriptor = descriptor
+    }
+
+    public var description: String { descriptor.map { "\(characteristic)/\($0)" } ?? characteristic }
+}
+
+/// A read from a central (`ReadValue`).
+public struct GattReadRequest: Sendable, Equatable {
+    public var attribute: GattAttributeID
+    public var offset: Int
+    public var context: GattRequestContext
+}
+
+/// A write from a central (`WriteValue`, or a packet on an acquired write socket).
+public struct GattWriteRequest: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// Write without response: nothing is returned to the central.
+        case command
+        /// Write with response: the central waits for the answer.
+        case request
+        /// Part of a reliable (queued) write.
+        case reliable
+    }
+
+    public var attribute: GattAttributeID
+    public var value: [UInt8]
+    public var offset: Int
+    /// From BlueZ's `type` option (BlueZ ≥ 5.68); older BlueZ sends none, see ``bluetoothdAnswered``.
+    public var kind: Kind
+    /// True when bluetoothd already answered the central and will ignore our reply (BlueZ 5.66 does so for
+    /// every write to a characteristic with `write-without-response`): an ATT error cannot be returned.
+    public var bluetoothdAnswered: Bool
+    /// True for the authorization step of a prepared write (`prepare-authorize`); no value is stored.
+    public var prepareAuthorize: Bool
+    public var context: GattRequestContext
+}
+
+/// A change of a central's subscription to notifications or indications.
+public struct GattSubscriptionChange: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// `StartNotify`: BlueZ will forward `Value` changes.
+        case started
+        /// `StopNotify`.
+        case stopped
+        /// `AcquireNotify`: a socket now carries notifications.
+        case acquired
+        /// The acquired socket was closed by BlueZ (the last subscriber left).
+        case released
+    }
+
+    public var characteristic: String
+    public var kind: Kind
+    public var context: GattRequestContext
+}
+
+/// Device object paths as BlueZ builds them.
+public enum BlueZDevicePath {
+    /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
+    public static func address(of path: DBusObjectPath) -> String? {
+        guard let last = path.rawValue.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
+        let address = last.dropFirst(4).replacingOccurrences(of: "_", with: ":")
+        return address.count == 17 ? address : nil
+    }
+}

@@ -1,0 +1,14 @@
+/// Bus names and interfaces of BlueZ's D-Bus API (doc/*-api.txt of BlueZ 5.66).
+public enum BlueZNames {
+    public static let service = "org.bluez"
+    public static let adapter = "org.bluez.Adapter1"
+    public static let device = "org.bluez.Device1"
+    public static let gattManager = "org.bluez.GattManager1"
+    public static let advertisingManager = "org.bluez.LEAdvertisingManager1"
+    public static let gattService = "org.bluez.GattService1"
+    public static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+    public static let gattDescriptor = "org.bluez.GattDescriptor1"
+    public static let advertisement = "org.bluez.LEAdvertisement1"
+    static let properties = "org.freedesktop.DBus.Properties"
+    static let objectManager = "org.freedesktop.DBus.ObjectManager"
+}

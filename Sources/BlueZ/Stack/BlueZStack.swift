@@ -1,0 +1,120 @@
+import Foundation
+import DBus
+import Synchronization
+
+/// gattemu's connection to bluetoothd: the bus, who owns `org.bluez` now, and its adapters.
+///
+/// Only the current owner of `org.bluez` may call objects exported with ``callerPolicy``.
+public final class BlueZStack: Sendable {
+    public let connection: DBusConnection
+    private let owner = Mutex<OwnerState>(OwnerState())
+    private let ownerHandlers = Mutex<[@Sendable (String?) -> Void]>([])
+
+    struct OwnerState {
+        var name: String?
+        var heardFromBus = false
+    }
+
+    /// Connects to `bus` and starts following the owner of `org.bluez`; fails when bluetoothd is not there.
+    public static func connect(bus: DBusBus = .system, requireBluetoothd: Bool = true) async throws(BlueZError) -> BlueZStack {
+        let connection: DBusConnection
+        do {
+            connection = try await DBusConnection.connect(to: bus)
+        } catch {
+            throw .busUnavailable(error.description)
+        }
+        let stack = BlueZStack(connection: connection)
+        do {
+            _ = try await connection.watchNameOwner(BlueZNames.service) { [weak stack] owner in
+                stack?.ownerChanged(owner)
+            }
+            let current = try await connection.nameOwner(of: BlueZNames.service)
+            stack.owner.withLock { state in
+                if !state.heardFromBus { state.name = current }
+            }
+        } catch {
+            await connection.close()
+            throw .busUnavailable(error.description)
+        }
+        if requireBluetoothd, stack.bluetoothdName == nil {
+            await connection.close()
+            throw .bluetoothdNotRunning
+        }
+        return stack
+    }
+
+    private init(connection: DBusConnection) {
+        self.connection = connection
+    }
+
+    private func ownerChanged(_ name: String?) {
+        owner.withLock { $0 = OwnerState(name: name, heardFromBus: true) }
+        for handler in ownerHandlers.withLock({ $0 }) { handler(name) }
+    }
+
+    /// The unique bus name of the running bluetoothd, or nil while it is gone.
+    public var bluetoothdName: String? { owner.withLock { $0.name } }
+
+    /// Calls `handler` whenever bluetoothd appears (its unique name) or disappears (nil).
+    public func onBluetoothdChange(_ handler: @escaping @Sendable (String?) -> Void) {
+        ownerHandlers.withLock { $0.append(handler) }
+    }
+
+    /// Admits only the current owner of `org.bluez`.
+    public var callerPolicy: DBusCallerPolicy {
+        DBusCallerPolicy { [weak self] sender in
+            guard let self, let sender, let bluetoothd = bluetoothdName else { return false }
+            return sender == bluetoothd
+        }
+    }
+
+    /// Every object bluetoothd exports, with interfaces and properties.
+    func managedObjects() async throws(BlueZError) -> [DBusObjectPath: [String: [String: DBusValue]]] {
+        let reply: [DBusValue]
+        do {
+            reply = try await connection.call(
+                destination: BlueZNames.service, path: .root, interface: BlueZNames.objectManager, member: "GetManagedObjects")
+        } catch where error.name == DBusError.Name.serviceUnknown || error.name == DBusError.Name.nameHasNoOwner {
+            throw .bluetoothdNotRunning
+        } catch {
+            throw .call("cannot list bluetoothd's objects", error)
+        }
+        guard case .dictionary(_, _, let entries)? = reply.first else { return [:] }
+        var objects: [DBusObjectPath: [String: [String: DBusValue]]] = [:]
+        for entry in entries {
+            guard let path = entry.key.objectPath, case .dictionary(_, _, let interfaces) = entry.value else { continue }
+            var byInterface: [String: [String: DBusValue]] = [:]
+            for interface in interfaces {
+                guard let name = interface.key.string else { continue }
+                byInterface[name] = interface.value.stringKeyedDictionary ?? [:]
+            }
+            objects[path] = byInterface
+        }
+        return objects
+    }
+
+    /// The adapters bluetoothd knows, sorted by name.
+    public func adapters() async throws(BlueZError) -> [Adapter] {
+        try await managedObjects().compactMap { path, interfaces in
+            interfaces[BlueZNames.adapter].map { Adapter(stack: self, path: path, adapterProperties: $0, advertisingProperties: interfaces[BlueZNames.advertisingManager]) }
+        }.sorted { $0.name < $1.name }
+    }
+
+    /// The adapter named `hciN` or with address `wanted`; the first one when `wanted` is nil.
+    public func adapter(_ wanted: String?) async throws(BlueZError) -> Adapter {
+        let all = try await adapters()
+        guard let wanted else {
+            guard let first = all.first else { throw .adapterNotFound("(any)", available: []) }
+            return first
+        }
+        guard let match = all.first(where: { $0.name == wanted || $0.address.caseInsensitiveCompare(wanted) == .orderedSame }) else {
+            throw .adapterNotFound(wanted, available: all.map(\.name))
+        }
+        return match
+    }
+
+    /// Closes the bus connection.
+    public func close() async {
+        await connection.close()
+    }
+}

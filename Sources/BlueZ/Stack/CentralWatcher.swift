@@ -1,0 +1,78 @@
+import DBus
+import Synchronization
+
+/// A central connecting to or leaving an adapter.
+public enum CentralEvent: Sendable, Equatable {
+    case connected(address: String)
+    case disconnected(address: String)
+}
+
+/// Follows `org.bluez.Device1` objects of one adapter and reports when centrals connect and disconnect.
+///
+/// Keep the returned watcher alive; ``cancel()`` stops it.
+public final class CentralWatcher: Sendable {
+    private let subscriptions: Mutex<[DBusSignalSubscription]>
+    private let connected: ConnectedSet
+
+    /// The addresses of the centrals connected now.
+    public var connectedCentrals: [String] { connected.addresses.withLock { $0.sorted() } }
+
+    /// Starts watching `adapter`; `handler` runs on the bus thread, in order, and must not block.
+    public static func watch(adapter: Adapter, stack: BlueZStack, handler: @escaping @Sendable (CentralEvent) -> Void) async throws(BlueZError) -> CentralWatcher {
+        let connected = ConnectedSet()
+        let update: @Sendable (DBusObjectPath, Bool) -> Void = { path, isConnected in
+            guard let address = BlueZDevicePath.address(of: path) else { return }
+            let changed = connected.addresses.withLock { set in
+                isConnected ? set.insert(address).inserted : set.remove(address) != nil
+            }
+            if changed { handler(isConnected ? .connected(address: address) : .disconnected(address: address)) }
+        }
+        var subscriptions: [DBusSignalSubscription] = []
+        do {
+            subscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
+                sender: BlueZNames.service, pathNamespace: adapter.path, interface: BlueZNames.properties, member: "PropertiesChanged",
+                arg0: BlueZNames.device)) { signal in
+                guard let changed = signal.arguments.dropFirst().first?.stringKeyedDictionary, let isConnected = changed["Connected"]?.boolean else { return }
+                update(signal.path, isConnected)
+            })
+            subscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
+                sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesAdded")) { signal in
+                guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
+                      case .dictionary(_, _, let interfaces)? = signal.arguments.dropFirst().first else { return }
+                for entry in interfaces where entry.key.string == BlueZNames.device {
+                    if entry.value.stringKeyedDictionary?["Connected"]?.boolean == true { update(path, true) }
+                }
+            })
+            subscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
+                sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesRemoved")) { signal in
+                guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
+                      signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.device)) == true else { return }
+                update(path, false)
+            })
+            for (path, interfaces) in try await stack.managedObjects() where path.isDescendant(of: adapter.path) {
+                if interfaces[BlueZNames.device]?["Connected"]?.boolean == true { update(path, true) }
+            }
+        } catch let error as BlueZError {
+            for subscription in subscriptions { await subscription.cancel() }
+            throw error
+        } catch {
+            for subscription in subscriptions { await subscription.cancel() }
+            throw .call("cannot watch centrals", error as? DBusError ?? .disconnected)
+        }
+        return CentralWatcher(subscriptions: subscriptions, connected: connected)
+    }
+
+    private init(subscriptions: [DBusSignalSubscription], connected: ConnectedSet) {
+        self.subscriptions = Mutex(subscriptions)
+        self.connected = connected
+    }
+
+    public func cancel() async {
+        let all = subscriptions.withLock { subscriptions in defer { subscriptions = [] }; return subscriptions }
+        for subscription in all { await subscription.cancel() }
+    }
+}
+
+final class ConnectedSet: Sendable {
+    let addresses = Mutex<Set<String>>([])
+}

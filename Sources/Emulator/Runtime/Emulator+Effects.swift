@@ -1,0 +1,94 @@
+import BlueZ
+import Profile
+
+extension Emulator {
+    /// Runs an outcome: effects up to the first `.reply` now (so delays before it delay the answer), the rest
+    /// after the answer, in order with the effects of earlier events. Returns the reply, if any.
+    func run(_ outcome: EngineOutcome, central: CentralID) async throws(GattError) -> Reply? {
+        for rule in outcome.firedRules {
+            log.record(.rule, central: central.address, detail: rule)
+        }
+        var effects = outcome.effects[...]
+        var reply: Reply?
+        if let index = effects.firstIndex(where: { if case .reply = $0 { true } else { false } }) {
+            await waitForEarlierEffects()
+            for effect in effects[..<index] { await perform(effect, central: central) }
+            if case .reply(let answer) = effects[index] { reply = answer }
+            effects = effects[(index + 1)...]
+        }
+        let rest = Array(effects)
+        guard !rest.isEmpty else { return reply }
+        let previous = effectTail
+        effectTail = Task { [weak self] in
+            await previous?.value
+            for effect in rest {
+                await self?.perform(effect, central: central)
+            }
+        }
+        return reply
+    }
+
+    private func waitForEarlierEffects() async {
+        await effectTail?.value
+    }
+
+    func perform(_ effect: Effect, central: CentralID) async {
+        switch effect {
+        case .reply:
+            break  // Only the first reply answers the request.
+        case .notify(let characteristic, let value, let target, let indicate):
+            let address: String? = if case .central(let id) = target { id.address } else { nil }
+            do {
+                let delivery = try await application?.notify(characteristic, value: value, central: address)
+                let how = switch delivery {
+                case .sockets(let centrals)?: "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
+                default: "PropertiesChanged"
+                }
+                log.record(indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
+            } catch {
+                log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
+            }
+        case .setValue(let characteristic, let value):
+            application?.setValue(characteristic, value: value)
+        case .delay(let duration):
+            try? await Task.sleep(for: duration)
+        case .switchAdvertisement(let variant):
+            log.record(.note, detail: "advertisement variant \(variant ?? "(base)")")
+            await refreshAdvertisements()
+        case .startAdvertising:
+            do {
+                try await startAdvertising()
+            } catch {
+                log.record(.error, detail: error.description)
+            }
+        case .stopAdvertising:
+            await stopAdvertising()
+        case .disconnect(let target):
+            log.record(.note, central: target.address, detail: "disconnecting")
+            do {
+                try await adapter?.disconnect(central: target.address)
+            } catch {
+                log.record(.error, central: target.address, detail: error.description)
+            }
+        case .scheduleTimer(let id, let after, let repeating):
+            timers[id]?.cancel()
+            timers[id] = Task { [weak self] in
+                repeat {
+                    try? await Task.sleep(for: after)
+                    if Task.isCancelled { return }
+                    await self?.timerFired(id, repeating: repeating)
+                } while repeating && !Task.isCancelled
+            }
+        case .cancelTimer(let id):
+            timers[id]?.cancel()
+            timers[id] = nil
+        case .log(let text):
+            log.record(.note, central: central.address, detail: text)
+        }
+    }
+
+    func timerFired(_ id: String, repeating: Bool) async {
+        if !repeating { timers[id] = nil }
+        _ = try? await run(engine.handle(.timer(id)), central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00"))
+    }
+}

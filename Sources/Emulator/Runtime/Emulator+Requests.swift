@@ -1,0 +1,116 @@
+import BlueZ
+import Profile
+
+extension Emulator: GattRequestHandler {
+    public func read(_ request: GattReadRequest) async throws(GattError) -> [UInt8] {
+        let central = centralID(request.context)
+        let id = request.attribute
+        log.record(.read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
+        if let descriptor = id.descriptor {
+            // Descriptors are served from their declared value.
+            let value = descriptorValue(characteristic: id.characteristic, descriptor: descriptor)
+            guard request.offset <= value.count else { throw answer(.invalidOffset, central, id) }
+            let bytes = Array(value.dropFirst(request.offset))
+            log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
+            return bytes
+        }
+        let outcome = engine.handle(.read(characteristic: id.characteristic, central: central, offset: request.offset))
+        let reply = try await run(outcome, central: central)
+        switch reply {
+        case .value(let bytes)?:
+            log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
+            return bytes
+        case .error(let error)?:
+            throw answer(ProfileMapping.gattError(error), central, id)
+        case .success?, nil:
+            let stored = engine.value(of: id.characteristic)
+            guard request.offset <= stored.count else { throw answer(.invalidOffset, central, id) }
+            let bytes = Array(stored.dropFirst(request.offset))
+            log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
+            return bytes
+        }
+    }
+
+    public func write(_ request: GattWriteRequest) async throws(GattError) {
+        let central = centralID(request.context)
+        let id = request.attribute
+        log.record(.write, central: central.address, characteristic: id.description, value: request.value,
+                   detail: request.kind.rawValue + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
+                       + (request.offset > 0 ? " offset \(request.offset)" : ""))
+        if request.prepareAuthorize { return }
+        guard id.descriptor == nil else { return }
+        var value = request.value
+        if request.offset > 0 {
+            // A long write arrives in pieces at increasing offsets: assemble on the stored value.
+            var stored = engine.value(of: id.characteristic)
+            guard request.offset <= stored.count else { throw answer(.invalidOffset, central, id) }
+            stored.replaceSubrange(request.offset..<min(stored.count, request.offset + value.count), with: value)
+            value = stored
+        }
+        let outcome = engine.handle(.write(characteristic: id.characteristic, central: central, value: value, withResponse: request.kind != .command))
+        let reply = try await run(outcome, central: central)
+        if case .error(let error)? = reply {
+            if request.bluetoothdAnswered {
+                log.record(.note, central: central.address, characteristic: id.description,
+                           detail: "error \(ProfileMapping.gattError(error)) not delivered: bluetoothd already acknowledged this write")
+                return
+            }
+            throw answer(ProfileMapping.gattError(error), central, id)
+        }
+        if !request.bluetoothdAnswered {
+            log.record(.answer, central: central.address, characteristic: id.description, detail: "success")
+        }
+    }
+
+    public func subscriptionChanged(_ change: GattSubscriptionChange) async {
+        let central = centralID(change.context)
+        let subscribed = change.kind == .started || change.kind == .acquired
+        log.record(subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
+                   detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
+        let event: EngineEvent = subscribed
+            ? .subscribe(characteristic: change.characteristic, central: central)
+            : .unsubscribe(characteristic: change.characteristic, central: central)
+        _ = try? await run(engine.handle(event), central: central)
+    }
+
+    public func indicationConfirmed(characteristic: String) async {
+        log.record(.confirmed, characteristic: characteristic)
+    }
+
+    /// Logs the ATT error about to be returned and hands it back for throwing.
+    func answer(_ error: GattError, _ central: CentralID, _ id: GattAttributeID) -> GattError {
+        log.record(.answer, central: central.address, characteristic: id.description, detail: "error \(error)")
+        return error
+    }
+
+    func descriptorValue(characteristic: String, descriptor: String) -> [UInt8] {
+        guard let definition = profile.characteristic(characteristic)?.descriptors.first(where: { $0.id == descriptor }) else { return [] }
+        return profile.descriptorValue(definition, environment: engine.environment)
+    }
+
+    /// The central a request came from: BlueZ's `device` option, else the only (or latest) connected central.
+    func centralID(_ context: GattRequestContext) -> CentralID {
+        if let address = context.centralAddress { return CentralID(address: address) }
+        return CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00")
+    }
+
+    func centralEvent(_ event: CentralEvent) async {
+        switch event {
+        case .connected(let address):
+            connectedCentrals.removeAll { $0 == address }
+            connectedCentrals.append(address)
+            log.record(.connected, central: address)
+            _ = try? await run(engine.handle(.connect(CentralID(address: address))), central: CentralID(address: address))
+        case .disconnected(let address):
+            connectedCentrals.removeAll { $0 == address }
+            log.record(.disconnected, central: address)
+            _ = try? await run(engine.handle(.disconnect(CentralID(address: address))), central: CentralID(address: address))
+        }
+    }
+
+    /// Fires a named trigger, as the control API will.
+    public func fire(trigger name: String, arguments: [String: String] = [:]) async {
+        log.record(.note, detail: "trigger \(name)")
+        _ = try? await run(engine.handle(.trigger(name, arguments: arguments)), central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00"))
+    }
+}

@@ -1,0 +1,129 @@
+import BlueZ
+import DBus
+import Foundation
+import Profile
+
+/// Runs one profile on one adapter: registers it with BlueZ, answers centrals through the behaviour engine,
+/// executes the engine's effects in order, and logs every operation.
+///
+/// Start with ``start()``; stop with ``stop()``, which unregisters everything and restores the adapter alias.
+public actor Emulator {
+    let profile: DeviceProfile
+    let options: EmulatorOptions
+    let log: EventLog
+    var engine: BehaviourEngine
+    var stack: BlueZStack?
+    var adapter: Adapter?
+    var application: GattApplication?
+    var advertisements: [AdvertisementRegistration] = []
+    var watcher: CentralWatcher?
+    var originalAlias: String?
+    var timers: [String: Task<Void, Never>] = [:]
+    var effectTail: Task<Void, Never>?
+    var centralEvents: AsyncStream<CentralEvent>.Continuation?
+    var connectedCentrals: [String] = []
+    var stopped = false
+
+    public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog) {
+        self.profile = profile
+        self.options = options
+        self.log = log
+        self.engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00", seed: options.seed))
+    }
+
+    /// Connects to bluetoothd, prepares the adapter and registers the application and advertisements.
+    public func start() async throws(BlueZError) {
+        let bus: DBusBus = switch options.bus {
+        case .system: .system
+        case .address(let address): .address(address)
+        }
+        let stack = try await BlueZStack.connect(bus: bus)
+        self.stack = stack
+        let adapter = try await stack.adapter(options.adapter)
+        self.adapter = adapter
+        engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: adapter.address, seed: options.seed))
+        if !adapter.powered { try await adapter.powerOn() }
+        guard adapter.canAdvertise else {
+            throw .call("adapter \(adapter.name) cannot advertise", .named("org.bluez.Error.NotSupported", message: "no LEAdvertisingManager1"))
+        }
+        originalAlias = adapter.alias
+        if let name = engine.deviceName() { try await adapter.setAlias(name) }
+        let (events, continuation) = AsyncStream.makeStream(of: CentralEvent.self)
+        centralEvents = continuation
+        Task { [weak self] in
+            for await event in events { await self?.centralEvent(event) }
+        }
+        watcher = try await CentralWatcher.watch(adapter: adapter, stack: stack) { continuation.yield($0) }
+        let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath)
+        application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+        if engine.isAdvertising { try await startAdvertising() }
+        log.record(.started, detail: "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\"")
+    }
+
+    /// Unregisters advertisements and the application, restores the alias and closes the bus connection.
+    public func stop() async {
+        guard !stopped else { return }
+        stopped = true
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
+        await stopAdvertising()
+        await application?.unregister()
+        await watcher?.cancel()
+        centralEvents?.finish()
+        if let adapter, let originalAlias {
+            try? await adapter.setAlias(originalAlias)
+        }
+        await stack?.close()
+        log.record(.stopped)
+    }
+
+    // MARK: Advertising
+
+    func startAdvertising() async throws(BlueZError) {
+        guard let adapter, let stack, advertisements.isEmpty else { return }
+        for (index, spec) in engine.advertisements().enumerated() {
+            let advertisement = ProfileMapping.advertisement(spec)
+            let registration = try await AdvertisementRegistration.register(
+                advertisement, adapter: adapter, stack: stack, path: DBusObjectPath("/org/gattemu/advertisement\(index)"),
+                onRelease: { [weak self] in Task { await self?.advertisementReleased(index) } })
+            advertisements.append(registration)
+            log.record(.advertising, detail: Self.describe(advertisement))
+        }
+    }
+
+    func stopAdvertising() async {
+        let all = advertisements
+        advertisements = []
+        for registration in all { await registration.unregister() }
+        if !all.isEmpty { log.record(.advertisingStopped) }
+    }
+
+    func refreshAdvertisements() async {
+        let specs = engine.advertisements()
+        for (registration, spec) in zip(advertisements, specs) {
+            let advertisement = ProfileMapping.advertisement(spec)
+            guard advertisement != registration.advertisement else { continue }
+            do {
+                try await registration.update(advertisement)
+                log.record(.advertisementChanged, detail: Self.describe(advertisement))
+            } catch {
+                log.record(.error, detail: error.description)
+            }
+        }
+    }
+
+    func advertisementReleased(_ index: Int) {
+        log.record(.note, detail: "bluetoothd released advertisement \(index)")
+    }
+
+    static func describe(_ advertisement: Advertisement) -> String {
+        var parts: [String] = []
+        if let name = advertisement.localName { parts.append("name \"\(name)\"") }
+        if !advertisement.serviceUUIDs.isEmpty { parts.append("services \(advertisement.serviceUUIDs.joined(separator: ","))") }
+        for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
+            parts.append(String(format: "manufacturer 0x%04X: ", company) + bytes.map { String(format: "%02x", $0) }.joined(separator: " "))
+        }
+        parts.append(AdvertisementBudget(advertisement).description)
+        return parts.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+
+/// Emulates Bluetooth LE peripherals described by JSON profiles, on BlueZ.
+@main
+struct Gattemu: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gattemu",
+        abstract: "Make a BlueZ machine be a Bluetooth LE peripheral described by a JSON profile.",
+        subcommands: [Run.self, Validate.self, Adapters.self]
+    )
+
+    /// Parses and runs; bad command lines exit 2 (not ArgumentParser's 64), runtime failures 1.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as Failure {
+            FileHandle.standardError.write(Data("gattemu: \(failure.message)\n".utf8))
+            Foundation.exit(failure.code)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                exit(withError: error)
+            }
+            if error is ExitCode {
+                Foundation.exit(code.rawValue)
+            }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(Failure.badInput)
+        }
+    }
+}
+
+/// An error that ends the program with a one-line reason and an exit code.
+struct Failure: Error {
+    static let runtime: Int32 = 1
+    static let badInput: Int32 = 2
+
+    var message: String
+    var code: Int32
+
+    static func runtime(_ message: String) -> Failure { Failure(message: message, code: runtime) }
+    static func badInput(_ message: String) -> Failure { Failure(message: message, code: badInput) }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Emulator
+import Foundation
+import Profile
+
+/// Check profiles without touching BlueZ; every problem is printed with file:line:column and its JSON path.
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check profiles; prints each problem as file:line:column path: message (hint). Exit 2 on any problem.")
+
+    @Argument(help: "Profiles to check.")
+    var profiles: [String]
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("Override a profile value before checking.", valueName: "path=value"))
+    var overrides: [String] = []
+
+    func run() throws {
+        var failed = false
+        for path in profiles {
+            do {
+                _ = try loadProfile(path, overrides: overrides)
+                print("\(path): ok")
+            } catch let failure as Failure {
+                failed = true
+                FileHandle.standardError.write(Data((failure.message + "\n").utf8))
+            }
+        }
+        if failed { throw ExitCode(Failure.badInput) }
+    }
+}
