@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -55,6 +56,7 @@ class Peripheral:
 
     def start(self) -> "Peripheral":
         self._log = open(self.log_path, "ab")
+        self._offset = self._log.tell()  # output() shows only this process's part
         self._log.write(f"=== {time.strftime('%T')} {shlex.join(self.argv)}\n".encode())
         self._log.flush()
         self.proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT,
@@ -81,7 +83,11 @@ class Peripheral:
         return self.proc.returncode
 
     def output(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        if not self.log_path.exists():
+            return ""
+        with open(self.log_path, "rb") as f:
+            f.seek(getattr(self, "_offset", 0))
+            return f.read().decode(errors="replace")
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output().splitlines()[-lines:])
@@ -155,26 +161,30 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
-def _gattemu_argv0(root: str) -> str:
-    return shlex.split(os.environ.get("GATTEMU_CMD") or GATTEMU_CMD)[0].format(root=root)
+def _gattemu_template() -> str:
+    return os.environ.get("GATTEMU_CMD") or GATTEMU_CMD
 
 
 @pytest.fixture(scope="session")
-def gattemu_bin(env) -> str:
+def gattemu_bin(env, tmp_path_factory) -> str:
     """Path of the gattemu binary under test; skips the test when it is not
-    built or predates the `run` subcommand."""
-    path = _gattemu_argv0(env.get("GATTEMU_ROOT", ""))
+    built or predates the `run` subcommand. The binary is copied to the VM's
+    tmpfs once: the project share is uncached 9p, where each start re-reads it."""
+    path = shlex.split(_gattemu_template())[0].format(root=env.get("GATTEMU_ROOT", ""))
     if not os.access(path, os.X_OK):
         pytest.skip(f"{path} not built (swift build)")
-    text = ""
-    for args in (["run", "--help"], ["--help"]):
-        try:
-            r = subprocess.run([path, *args], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-            text += r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
-        except (OSError, subprocess.TimeoutExpired) as e:
-            text += str(e)
+    try:
+        r = subprocess.run([path, "run", "--help"], capture_output=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+        text = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        text = str(e)
     if "run" not in text or "--adapter" not in text:
         pytest.skip(f"{path} has no `run` subcommand yet")
+    if path.endswith("/.build/debug/gattemu"):
+        copy = tmp_path_factory.mktemp("bin") / "gattemu"
+        shutil.copy2(path, copy)
+        return str(copy)
     return path
 
 
@@ -193,8 +203,10 @@ def start_gattemu(gattemu_bin, start_peripheral, env):
     def start(profile: str, *sets: str, args: list[str] | tuple = (), adapter: str | None = None,
               name: str = "gattemu") -> Peripheral:
         extra = [x for s in sets for x in ("--set", s)] + list(args)
-        return start_peripheral(name=name, cmd=os.environ.get("GATTEMU_CMD") or GATTEMU_CMD,
-                                profile=profile_path(profile), adapter=adapter, extra_args=extra)
+        rest = _gattemu_template().split(None, 1)[1:]
+        cmd = " ".join([shlex.quote(gattemu_bin), *rest])
+        return start_peripheral(name=name, cmd=cmd, profile=profile_path(profile), adapter=adapter,
+                                extra_args=extra)
 
     return start
 
