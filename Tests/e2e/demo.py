@@ -21,19 +21,23 @@ from central import open_central  # noqa: E402
 from flows import FLOWS  # noqa: E402
 
 T0 = time.monotonic()
+_out = threading.Lock()
 
 
-def stamp() -> str:
-    return f"{time.monotonic() - T0:6.2f}"
+def emit(who: str, line: str) -> None:
+    """One whole line per write: gattemu's pump thread and the central interleave."""
+    with _out:
+        sys.stdout.write(f"{time.monotonic() - T0:6.2f} {who:7} | {line}\n")
+        sys.stdout.flush()
 
 
 def say(line: str) -> None:
-    print(f"{stamp()} central | {line}", flush=True)
+    emit("central", line)
 
 
 def pump(stream, prefix: str) -> None:
     for raw in iter(stream.readline, b""):
-        print(f"{stamp()} {prefix} | {raw.decode(errors='replace').rstrip()}", flush=True)
+        emit(prefix, raw.decode(errors="replace").rstrip())
 
 
 async def main() -> int:
@@ -46,10 +50,10 @@ async def main() -> int:
     binary = f"{root}/.build/debug/gattemu"
     argv = [binary, "run", f"{root}/profiles/{profile_file}", "--adapter", os.environ["GATTEMU_PERIPH"],
             *sys.argv[2:]]
-    print(f"{stamp()} demo    | peripheral {os.environ['GATTEMU_PERIPH']} "
-          f"({os.environ['GATTEMU_PERIPH_ADDRESS']}), central {os.environ['GATTEMU_CENTRAL']} "
-          f"({os.environ.get('GATTEMU_CENTRAL_STACK', 'bumble')})", flush=True)
-    print(f"{stamp()} demo    | $ {' '.join(argv)}", flush=True)
+    emit("demo", f"peripheral {os.environ['GATTEMU_PERIPH']} "
+                 f"({os.environ['GATTEMU_PERIPH_ADDRESS']}), central {os.environ['GATTEMU_CENTRAL']} "
+                 f"({os.environ.get('GATTEMU_CENTRAL_STACK', 'bumble')})")
+    emit("demo", f"$ {' '.join(argv)}")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     reader = threading.Thread(target=pump, args=(proc.stdout, "gattemu"), daemon=True)
@@ -63,14 +67,13 @@ async def main() -> int:
             await asyncio.wait({task}, timeout=0.5)
             if proc.poll() is not None and not task.done():
                 task.cancel()
-                print(f"{stamp()} demo    | gattemu exited with {proc.returncode} during the flow",
-                      flush=True)
+                emit("demo", f"gattemu exited with {proc.returncode} during the flow")
                 break
         if task.done() and not task.cancelled():
             task.result()
             ok = True
     except Exception as e:  # noqa: BLE001 - report, then clean up
-        print(f"{stamp()} demo    | flow failed: {type(e).__name__}: {e}", flush=True)
+        emit("demo", f"flow failed: {type(e).__name__}: {e}")
     finally:
         if central is not None:
             await central.close()
@@ -82,10 +85,11 @@ async def main() -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 rc = proc.wait()
-                print(f"{stamp()} demo    | gattemu did not stop on SIGTERM: killed", flush=True)
+                emit("demo", "gattemu did not stop on SIGTERM: killed")
         reader.join(5)
-        print(f"{stamp()} demo    | gattemu exit {rc}", flush=True)
-    print(f"demo: {which} flow {'completed' if ok and rc == 0 else 'FAILED'}", flush=True)
+        emit("demo", f"gattemu exit {rc}")
+    with _out:
+        print(f"demo: {which} flow {'completed' if ok and rc == 0 else 'FAILED'}", flush=True)
     return 0 if ok and rc == 0 else 1
 
 
