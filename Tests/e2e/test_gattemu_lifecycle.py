@@ -74,8 +74,8 @@ def test_validate_shipped_and_broken(gattemu_bin, tmp_path):
 def test_missing_adapter_exits_1(gattemu_bin):
     r = run_gattemu(gattemu_bin, "run", profile_path("bleproof.json"), "--adapter", "hci9")
     assert r.returncode == 1, r
-    assert "hci9" in r.stderr, r.stderr
-    assert len([l for l in r.stderr.splitlines() if l.strip()]) >= 1
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "hci9" in lines[0], r.stderr
 
 
 def test_adapters_lists_peripheral_adapter(gattemu_bin):
