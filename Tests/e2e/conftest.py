@@ -38,6 +38,20 @@ from central import Central, open_central, stack_name  # noqa: E402
 FIXTURE_CMD = f"{sys.executable} {HERE}/fixtures/peripheral.py --adapter {{adapter}} --name {{name}}"
 GATTEMU_CMD = "{root}/.build/debug/gattemu run {profile} --adapter {adapter}"
 LONG = os.environ.get("GATTEMU_LONG", "") not in ("", "0")
+SUMMARY: list[str] = []  # lines shown at the end of the run (report(...))
+
+
+def report(line: str) -> None:
+    """Print now (visible with -s) and again in the closing summary."""
+    print(line)
+    SUMMARY.append(line)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SUMMARY:
+        terminalreporter.section("e2e numbers")
+        for line in SUMMARY:
+            terminalreporter.write_line(line)
 
 
 def _require_sandbox():
@@ -120,7 +134,7 @@ def env() -> dict:
 async def central(env) -> Central:
     c = await open_central()
     yield c
-    print(f"\ncentral ({c.stack}): {c.stats.summary()}")
+    report(f"central ({c.stack}), whole run: {c.stats.summary()}")
     await c.close()
 
 

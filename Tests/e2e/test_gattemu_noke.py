@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import LONG
+from conftest import LONG, report
 from flows import (NOKE_RX, NOKE_SERVICE, NOKE_SESSION, NOKE_TX, NOKE_UNLOCK, Inbox, noke_flow)
 
 PROFILE = "noke-lock.json"
@@ -127,7 +127,7 @@ async def test_noke_soak_cycles(central, start_gattemu):
             await conn.disconnect()
     attempts = central.stats.attempts[before:]
     first = sum(1 for a in attempts if a == 1)
-    print(f"\nsoak gattemu/noke ({central.stack}): {cycles} cycles in {time.monotonic() - t0:.0f}s, "
+    report(f"soak gattemu/noke ({central.stack}): {cycles} cycles in {time.monotonic() - t0:.0f}s, "
           f"first-attempt success {first}/{len(attempts)} ({100 * first / len(attempts):.0f}%), "
           f"attempts per cycle {attempts}")
     assert p.running, p.tail()

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import bluetoothd
+from conftest import bluetoothd, report
 from fixtures.peripheral import (INDICATE_UUID, MANUFACTURER_DATA, MANUFACTURER_ID, NOTIFY_UUID,
                                  READ_UUID, READ_VALUE, SERVICE_UUID, WRITE_UUID)
 
@@ -97,7 +97,7 @@ async def test_soak_connect_subscribe_write_notify_cycles(central, start_periphe
             await conn.disconnect()
     attempts = central.stats.attempts[before:]
     first = sum(1 for a in attempts if a == 1)
-    print(f"\nsoak ({central.stack}): {cycles} cycles in {time.monotonic() - t0:.0f}s, "
+    report(f"soak fixture peripheral ({central.stack}): {cycles} cycles in {time.monotonic() - t0:.0f}s, "
           f"first-attempt success {first}/{len(attempts)} ({100 * first / len(attempts):.0f}%), "
           f"attempts per cycle {attempts}")
     assert len(attempts) == cycles and all(a >= 1 for a in attempts)
