@@ -23,12 +23,15 @@ public actor Emulator {
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     var connectedCentrals: [String] = []
     var stopped = false
+    /// Fault engine and control-API bookkeeping (see `Emulator+Faults.swift`).
+    var faultState: FaultState
 
     public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog) {
         self.profile = profile
         self.options = options
         self.log = log
         self.engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00", seed: options.seed))
+        self.faultState = FaultState(seed: options.seed)
     }
 
     /// Connects to bluetoothd, prepares the adapter and registers the application and advertisements.
