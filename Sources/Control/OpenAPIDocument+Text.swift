@@ -1146,5 +1146,6 @@ extension OpenAPIDocument {
     }
   }
 }
+
 """#
 }

@@ -82,7 +82,7 @@ struct CtlTrigger: AsyncParsableCommand {
         var body: [String: String] = [:]
         for argument in arguments {
             guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
-                throw ValidationError("--arg \(argument): expected name=value")
+                throw Failure.badInput("--arg \(argument): expected name=value")
             }
             body[String(argument[..<equals])] = String(argument[argument.index(after: equals)...])
         }

@@ -49,12 +49,12 @@ struct CtlFaultAdd: AsyncParsableCommand {
 
     func buildBody() throws -> Any {
         if let spec {
-            guard let json = try? JSONSerialization.jsonObject(with: Data(spec.utf8)) else { throw ValidationError("--spec: not valid JSON") }
+            guard let json = try? JSONSerialization.jsonObject(with: Data(spec.utf8)) else { throw Failure.badInput("--spec: not valid JSON") }
             return json
         }
         if let file {
-            guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("--file \(file): cannot read it") }
-            guard let json = try? JSONSerialization.jsonObject(with: data) else { throw ValidationError("--file \(file): not valid JSON") }
+            guard let data = FileManager.default.contents(atPath: file) else { throw Failure.badInput("--file \(file): cannot read it") }
+            guard let json = try? JSONSerialization.jsonObject(with: data) else { throw Failure.badInput("--file \(file): not valid JSON") }
             return json
         }
         var body: [String: Any] = [:]
@@ -68,7 +68,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
         if let flipBits { actions.append(("corrupt", ["flipBits": flipBits], "notify")) }
         if let replace {
             let parts = replace.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, let at = Int(parts[0]) else { throw ValidationError("--replace: expected OFFSET:HEX, e.g. 0:ff") }
+            guard parts.count == 2, let at = Int(parts[0]) else { throw Failure.badInput("--replace: expected OFFSET:HEX, e.g. 0:ff") }
             actions.append(("corrupt", ["at": at, "hex": String(parts[1])], "notify"))
         }
         if let truncate { actions.append(("truncate", truncate, "notify")) }
@@ -79,7 +79,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
         if let advertise { actions.append(("advertise", advertise == "base" ? NSNull() : advertise as Any, "start")) }
         if let powerCycle { actions.append(("powerCycle", powerCycle, "start")) }
         guard actions.count == 1, let (key, value, defaultOn) = actions.first else {
-            throw ValidationError(actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
+            throw Failure.badInput(actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
         }
         body[key] = value
         let on = self.on ?? (defaultOn == "start" && (characteristic != nil || nth != nil) ? "write" : defaultOn)

@@ -77,8 +77,10 @@ func notify(_ characteristic: String = "tx", centrals: [String] = ["AA:BB:CC:DD:
         #expect(try engine.add(fault(#"{"id": "mine", "on": "read", "drop": true}"#)).id == "mine")
         #expect(throws: FaultSpecError.self) { try engine.add(fault(#"{"id": "mine", "on": "read", "drop": true}"#)) }
         #expect(try engine.add(fault(#"{"on": "read", "drop": true}"#)).id == "f2")
-        #expect(engine.remove(id: "f1"))
-        #expect(!engine.remove(id: "f1"))
+        let removed = engine.remove(id: "f1")
+        let removedAgain = engine.remove(id: "f1")
+        #expect(removed)
+        #expect(!removedAgain)
         #expect(engine.faults.map(\.id) == ["mine", "f2"])
     }
 }
