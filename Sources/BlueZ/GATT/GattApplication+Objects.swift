@@ -12,7 +12,7 @@ final class CharacteristicObject: Sendable {
     /// Acquired notification sockets by central (device path, or "*" when BlueZ gave none).
     let sockets = Mutex<[String: AcquiredSocket]>([:])
     let writeSockets = Mutex<[AcquiredSocket]>([])
-    let handle = AttributeHandle()
+    let handle = Locked<UInt16>(0)
     let queue: DispatchQueue
 
     init(definition: GattCharacteristicDefinition, path: DBusObjectPath, servicePath: DBusObjectPath) {
@@ -175,7 +175,7 @@ extension GattApplication {
     func descriptorInterface(_ descriptor: GattDescriptorDefinition, characteristic: String, parent: DBusObjectPath) -> DBusInterface {
         let handler = self.handler
         let attribute = GattAttributeID(characteristic: characteristic, descriptor: descriptor.id)
-        let value = Mutex(descriptor.initialValue)
+        let value = Locked(descriptor.initialValue)
         return DBusInterface(name: BlueZNames.gattDescriptor, methods: [
             DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
                 let options = call.arguments[0].stringKeyedDictionary ?? [:]
@@ -204,7 +204,7 @@ extension GattApplication {
             .constant("Characteristic", .objectPath(parent)),
             .constant("Flags", .strings(descriptor.flags)),
             DBusProperty("Value", signature: .bytes, get: { .bytes(value.withLock { $0 }) }),
-            GattApplication.handleProperty(AttributeHandle()),
+            GattApplication.handleProperty(Locked<UInt16>(0)),
         ])
     }
 }
