@@ -77,8 +77,11 @@ extension GattApplication {
                 .boolean(object.writeSockets.withLock { !$0.isEmpty })
             }))
         }
-        let defaultWriteKind: GattWriteRequest.Kind =
-            definition.flags.contains("write-without-response") && !definition.flags.contains("write") ? .command : .request
+        let hasWrite = definition.flags.contains { $0.hasSuffix("write") && !$0.hasPrefix("authenticated-signed") }
+        let hasWriteWithoutResponse = definition.flags.contains("write-without-response")
+        // Without BlueZ's `type` option: a reply-tracked call is a request; an untracked one is a command
+        // unless the characteristic also takes requests (BlueZ 5.66 tracks neither kind then).
+        let untrackedWriteKind: GattWriteRequest.Kind? = hasWrite ? nil : .command
         let attribute = GattAttributeID(characteristic: id)
         var methods: [DBusMethod] = [
             DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
@@ -96,7 +99,7 @@ extension GattApplication {
                 let request = GattWriteRequest(
                     attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
                     kind: options["type"]?.string.flatMap(GattWriteRequest.Kind.init(rawValue:))
-                        ?? (call.expectsReply ? .request : defaultWriteKind),
+                        ?? (call.expectsReply ? .request : hasWriteWithoutResponse ? untrackedWriteKind : .request),
                     bluetoothdAnswered: !call.expectsReply,
                     prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
                 do throws(GattError) {
