@@ -25,6 +25,12 @@ extension Emulator {
                 guard signal.arguments.first?.objectPath == adapter.path else { return }
                 continuation.yield(.adapterAdded)
             })
+            stackSubscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
+                sender: BlueZNames.service, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved")) { signal in
+                guard signal.arguments.first?.objectPath == adapter.path,
+                      signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.adapter)) == true else { return }
+                continuation.yield(.adapterRemoved)
+            })
         } catch {
             throw .call("cannot watch bluetoothd", error)
         }
@@ -33,12 +39,13 @@ extension Emulator {
     func stackChanged(_ change: StackChange) async {
         guard !stopped else { return }
         switch change {
-        case .bluetoothdLost:
+        case .bluetoothdLost, .adapterRemoved:
             guard !stackLost else { return }
             stackLost = true
-            log.record(.bluetoothdLost, detail: "org.bluez left the bus: registrations are gone" + (options.exitOnLoss ? "; exiting (--exit-on-loss)" : "; waiting for it to return"))
+            let what = change == .bluetoothdLost ? "org.bluez left the bus" : "the adapter was removed"
+            log.record(.bluetoothdLost, detail: what + ": registrations are gone" + (options.exitOnLoss ? "; exiting (--exit-on-loss)" : "; waiting for it to return"))
             await dropRegistrations()
-            if options.exitOnLoss { terminationRequests.yield("bluetoothd went away") }
+            if options.exitOnLoss { terminationRequests.yield(change == .bluetoothdLost ? "bluetoothd went away" : "the adapter was removed") }
         case .bluetoothdBack, .adapterAdded:
             guard stackLost else { return }
             await recover(reason: change == .bluetoothdBack ? "bluetoothd is back" : "adapter reappeared")
@@ -122,5 +129,5 @@ extension Emulator {
 
 /// What changed in the Bluetooth stack under gattemu.
 enum StackChange: Sendable, Equatable {
-    case bluetoothdLost, bluetoothdBack, adapterAdded, poweredOn, poweredOff
+    case bluetoothdLost, bluetoothdBack, adapterAdded, adapterRemoved, poweredOn, poweredOff
 }
