@@ -48,6 +48,8 @@ let package = Package(
         ]),
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
+        // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["DBus", "Profile"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),

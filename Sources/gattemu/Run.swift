@@ -33,6 +33,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Seed for random values (same seed, same events → same bytes).")
     var seed: UInt64 = 0
 
+    @Flag(help: "Exit (status 1) when bluetoothd goes away, instead of waiting for it and registering again.")
+    var exitOnLoss = false
+
     @Flag(name: .shortAndLong, help: "Log more.")
     var verbose = false
 
@@ -58,6 +61,7 @@ struct Run: AsyncParsableCommand {
         var options = EmulatorOptions(adapter: adapter)
         options.notifyPath = notifyPath.path
         options.seed = seed
+        options.exitOnLoss = exitOnLoss
         if let address = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"] { options.bus = .address(address) }
         let emulator = Emulator(profile: profile, options: options, log: log)
         let server: ControlServer?
@@ -80,12 +84,35 @@ struct Run: AsyncParsableCommand {
             log.close()
             throw Failure.runtime("\(error)")
         }
-        let signal = await signals.next()
-        log.record(.note, detail: "signal \(signal): shutting down")
-        controlTask?.cancel()
-        await controlTask?.value
-        await emulator.stop()
-        log.close()
+        let ending = await withTaskGroup(of: Ending.self) { group in
+            group.addTask { .signal(await signals.next()) }
+            group.addTask {
+                for await reason in emulator.terminations { return .failure(reason) }
+                return .signal(0)
+            }
+            let first = await group.next() ?? .signal(0)
+            group.cancelAll()
+            return first
+        }
+        switch ending {
+        case .signal(let number):
+            log.record(.note, detail: "signal \(number): shutting down")
+            controlTask?.cancel()
+            await controlTask?.value
+            await emulator.stop()
+            log.close()
+        case .failure(let reason):
+            controlTask?.cancel()
+            await controlTask?.value
+            await emulator.stop()
+            log.close()
+            throw Failure.runtime(reason)
+        }
+    }
+
+    private enum Ending: Sendable {
+        case signal(Int32)
+        case failure(String)
     }
 
     /// `--control`, checked before anything starts (bad input exits 2); nil for `off`.

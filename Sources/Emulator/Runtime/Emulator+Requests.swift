@@ -37,7 +37,7 @@ extension Emulator: GattRequestHandler {
         let central = centralID(request.context)
         let id = request.attribute
         log.record(.write, central: central.address, characteristic: id.description, value: request.value,
-                   detail: request.kind.rawValue + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
+                   detail: (request.kind?.rawValue ?? "write") + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
                        + (request.offset > 0 ? " offset \(request.offset)" : ""))
         if request.prepareAuthorize { return }
         guard id.descriptor == nil else { return }
