@@ -3,8 +3,6 @@ scripted handshake, placeholder UUIDs)."""
 import os
 import secrets
 
-import pytest
-
 from flows import (LEAF_DATA, LEAF_READER_UID, LEAF_SERVICE, LEAF_TOUCH_SERVICE, Inbox, leaf_flow,
                    leaf_frame, leaf_parse)
 
@@ -79,5 +77,39 @@ async def test_leaf_two_writes_and_unauthenticated_credential(central, start_gat
         await conn.disconnect()
 
 
-async def test_leaf_touch_advertises_touch_service():
-    pytest.skip("needs the control API (the `touch` trigger); not built yet")
+def _post(url: str) -> int:
+    import urllib.request
+    req = urllib.request.Request(url, data=b"{}", method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status
+
+
+async def test_leaf_touch_advertises_touch_service(central, start_gattemu):
+    """The `touch` trigger, fired through the control API, advertises the touch
+    service UUID for touchDuration ms; before and after, it is not advertised."""
+    import asyncio
+    import time
+    port = 8771
+    p = start_gattemu(PROFILE, "variables.touchDuration=15000", args=["--control", f"127.0.0.1:{port}"])
+    adv = await p.advertising(central, name=leaf_name())
+    assert LEAF_TOUCH_SERVICE not in adv.service_uuids, adv.service_uuids
+    end = time.monotonic() + 30
+    while True:  # the API comes up with gattemu; retry setup only
+        try:
+            status = await asyncio.to_thread(_post, f"http://127.0.0.1:{port}/v1/triggers/touch")
+            break
+        except OSError as e:
+            if time.monotonic() > end or not p.running:
+                raise AssertionError(f"control API not reachable: {e}; output:\n{p.tail()}")
+            await asyncio.sleep(0.5)
+    assert status in (200, 201, 202, 204), status
+    t0 = time.monotonic()
+    touched = await p.advertising(central, timeout=12, service_uuid=LEAF_TOUCH_SERVICE)
+    assert touched.address == adv.address
+    print(f"touch service advertised {time.monotonic() - t0:.1f} s after the trigger")
+    # touchEnd (15 s after the trigger) switches back to the base advertisement
+    await asyncio.sleep(max(0.0, 15.5 - (time.monotonic() - t0)))
+    await central.wait_gone(service_uuid=LEAF_TOUCH_SERVICE, timeout=20)
+    back = await p.advertising(central, name=leaf_name(), service_uuid=LEAF_SERVICE)
+    assert LEAF_TOUCH_SERVICE not in back.service_uuids
