@@ -486,10 +486,12 @@ class Bench:
                     (ms, lost), cost = await self.phase(run, name, pid,
                                                         self.rtt_loop(conn, B.NOKE["rx"], a.ops, cmd, resp, q))
                     self.record_rtt(run, name, ms, lost, cost)
-                if run.impl.burst:
-                    await self.burst(run, conn, q, pid, a.bursts)
+                # soak before burst: a burst can break a peer (dbus-next in bless
+                # raises BlockingIOError once its socket buffer is full).
                 if a.soak and run.impl.key in a.soak_impls:
                     await self.soak(run, conn, q, pid, a.soak)
+                if run.impl.burst:
+                    await self.burst(run, conn, q, pid, a.bursts)
             else:
                 sub = B.BLEPROOF["config"] if run.impl.echo else B.BLEPROOF["status"]
                 await conn.subscribe(sub, q.put_nowait, indicate=True)

@@ -15,6 +15,9 @@
 # that bluetoothctl only prints (no echo).
 set -euo pipefail
 profile="$1"; addr="$2"
+# bluetoothctl's maximum value length is the initial value's length: the
+# 140-byte BLEProof write needs a long initial value.
+zeros200="$(printf '0x00 %.0s' $(seq 200))"
 hex20="0x00 0x00 0x0b 0x0b 0x04 0x0b 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00"
 if [ "$profile" = noke ]; then
   name="NOKE3E_$(echo "$addr" | tr -d : | tr a-f A-F)"
@@ -43,7 +46,7 @@ yes
 register-characteristic 00002bb0-0000-1000-8000-00805f9b34fb read
 0x69 0x50 0x68 0x6f 0x6e 0x65 0x20 0x41 0x42 0x43
 register-characteristic 00002bb2-0000-1000-8000-00805f9b34fb write,indicate
-0x00
+$zeros200
 register-application
 back
 menu advertise

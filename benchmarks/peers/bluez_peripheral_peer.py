@@ -79,8 +79,11 @@ async def main() -> None:
     if a.profile == "noke":
         name = B.noke_name(await adapter.get_address())
         service = NokeService()
-        advert = Advertisement(name, [B.NOKE["service"]], 0, 0,
-                               manufacturerData={0xFFFF: B.noke_manufacturer_data()})
+        # Without the manufacturer data: bluez-peripheral always exports
+        # Appearance, and flags + 128-bit UUID + appearance + manufacturer
+        # data exceed legacy advertising's 31 bytes ("Advertising data too
+        # long" in bluetoothd 5.66).
+        advert = Advertisement(name, [B.NOKE["service"]], 0, 0)
     else:
         name = "BLEProof"
         service = BleproofService()
