@@ -386,7 +386,9 @@ class Bench:
             if got == 0:
                 break
         c1 = cpu_seconds(pid)
+        side = gattemu_burst_rate(Path(p_log(run))) if run.impl.key.startswith("gattemu") else None
         run.results["burst"] = {
+            "peripheral_side_notifications_per_s": side,
             "bursts": bursts, "burst_size": B.BURST, "received": total, "missing": short,
             "notifications_per_s": total / elapsed if elapsed > 0 else None,
             "cpu_ms_per_1000": ((c1 - c0) * 1e6 / total) if total and c0 is not None else None,
@@ -525,6 +527,37 @@ class Bench:
             await asyncio.sleep(0.5)
 
 
+def p_log(run: Run) -> Path:
+    return LOGDIR / f"peripheral-{run.impl.key}-{run.profile}.log"
+
+
+def gattemu_burst_rate(path: Path) -> float | None:
+    """Notifications/s as gattemu itself sent them (its log timestamps every notify):
+    per burst, first to last `notify ... tx 50..` after a `write ... rx b0..`."""
+    import re
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    spans, cur = [], []
+    for line in lines:
+        m = re.match(r"\s*([\d.]+) ms (\S+)\s+(.*)", line)
+        if not m:
+            continue
+        t, kind, rest = float(m[1]), m[2], m[3]
+        if kind == "write" and " rx b0" in rest:
+            if len(cur) > 1:
+                spans.append(cur)
+            cur = []
+        elif kind == "notify" and " tx 50" in rest:
+            cur.append(t)
+    if len(cur) > 1:
+        spans.append(cur)
+    n = sum(len(c) - 1 for c in spans)
+    dt = sum(c[-1] - c[0] for c in spans) / 1000
+    return n / dt if dt > 0 else None
+
+
 def fmt(x, digits=1) -> str:
     if x is None:
         return "–"
@@ -566,7 +599,10 @@ def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
         ("CPU per 1,000 write→indicate (ms), BLEProof", ("bleproof", "rtt_indicate", "cpu_ms_per_1000")),
         ("bluetoothd CPU per 1,000 write-cmd→notify (ms)", ("noke", "rtt_write_cmd", "bluetoothd_cpu_ms_per_1000")),
         ("burst notifications/s (central receives)", ("noke", "burst", "notifications_per_s")),
+        ("burst notifications/s (gattemu's own log)", ("noke", "burst", "peripheral_side_notifications_per_s")),
         ("CPU per 1,000 burst notifications (ms)", ("noke", "burst", "cpu_ms_per_1000")),
+        ("soak write-cmd→notify ops/s (8 in flight)", ("noke", "soak", "ops_per_s")),
+        ("CPU per 1,000 soak ops (ms)", ("noke", "soak", "cpu_ms_per_1000")),
         ("peak RSS VmHWM (KiB), Noke", ("noke", "mem_end_kib", "VmHWM")),
         ("peak RSS VmHWM (KiB), BLEProof", ("bleproof", "mem_end_kib", "VmHWM")),
     ]
@@ -576,7 +612,7 @@ def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
 
     def value(key, spec):
         prof, *path = spec
-        if path and path[0] == "soak":
+        if len(path) == 3 and path[1] == "points":
             pts = g(key, prof, "soak", "points") or []
             for pt in pts:
                 if pt["ops"] == path[2]:
