@@ -10,6 +10,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.60.0"),
     ],
     targets: [
         // libdbus, through pkg-config `dbus-1`.
@@ -28,17 +31,33 @@ let package = Package(
         .target(name: "Emulator", dependencies: [
             "BlueZ", "Profile", .product(name: "Logging", package: "swift-log"),
         ]),
+        // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
+        .target(name: "Control", dependencies: [
+            "Emulator", "Profile",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ], exclude: ["openapi.json"]),
         .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "Profile",
+            "Emulator", "BlueZ", "Profile", "Control",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
+        // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["DBus", "Profile"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ"]),
+        .testTarget(name: "ControlTests", dependencies: [
+            "Control", "Emulator", "Profile", "BlueZ", "DBus",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,8 +1,10 @@
 import ArgumentParser
 import BlueZ
+import Control
 import Dispatch
 import Emulator
 import Foundation
+import Logging
 import Profile
 
 /// Run a profile: advertise it and answer centrals until SIGINT or SIGTERM.
@@ -31,11 +33,25 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Seed for random values (same seed, same events → same bytes).")
     var seed: UInt64 = 0
 
+    @Flag(help: "Exit (status 1) when bluetoothd goes away, instead of waiting for it and registering again.")
+    var exitOnLoss = false
+
     @Flag(name: .shortAndLong, help: "Log more.")
     var verbose = false
 
+    @Option(help: ArgumentHelp("Serve the control API on HOST:PORT, or 'off'.", valueName: "address"))
+    var control = ControlEndpoint.default.description
+
+    @Option(help: ArgumentHelp("Bearer token every control request must carry (required off loopback).", valueName: "token"))
+    var controlToken: String?
+
+    @Option(help: ArgumentHelp("Inject the faults of this JSON scenario file (see docs/control.md).", valueName: "file"))
+    var scenario: String?
+
     func run() async throws {
         let profile = try loadProfile(self.profile, overrides: overrides)
+        let endpoint = try controlEndpoint()
+        let faults = try profile.faults + loadScenario(scenario, for: profile)
         let log: EventLog
         do {
             log = try EventLog(format: logFormat, file: events)
@@ -45,20 +61,115 @@ struct Run: AsyncParsableCommand {
         var options = EmulatorOptions(adapter: adapter)
         options.notifyPath = notifyPath.path
         options.seed = seed
+        options.exitOnLoss = exitOnLoss
         if let address = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"] { options.bus = .address(address) }
         let emulator = Emulator(profile: profile, options: options, log: log)
+        let server: ControlServer?
+        do {
+            server = try endpoint.map { endpoint throws(ControlSetupError) in
+                try ControlServer(endpoint: endpoint, token: controlToken, target: emulator)
+            }
+        } catch {
+            throw Failure.badInput(error.message)
+        }
         let signals = SignalWaiter([SIGINT, SIGTERM])
+        var controlTask: Task<Void, Never>?
         do {
             try await emulator.start()
+            for spec in faults { try await emulator.addFault(spec) }
+            if let server { controlTask = try await startControl(server, log: log) }
         } catch {
+            controlTask?.cancel()
             await emulator.stop()
             log.close()
-            throw Failure.runtime(error.description)
+            throw Failure.runtime("\(error)")
         }
-        let signal = await signals.next()
-        log.record(.note, detail: "signal \(signal): shutting down")
-        await emulator.stop()
-        log.close()
+        let ending = await withTaskGroup(of: Ending.self) { group in
+            group.addTask { .signal(await signals.next()) }
+            group.addTask {
+                for await reason in emulator.terminations { return .failure(reason) }
+                return .signal(0)
+            }
+            let first = await group.next() ?? .signal(0)
+            group.cancelAll()
+            return first
+        }
+        switch ending {
+        case .signal(let number):
+            log.record(.note, detail: "signal \(number): shutting down")
+            controlTask?.cancel()
+            await controlTask?.value
+            await emulator.stop()
+            log.close()
+        case .failure(let reason):
+            controlTask?.cancel()
+            await controlTask?.value
+            await emulator.stop()
+            log.close()
+            throw Failure.runtime(reason)
+        }
+    }
+
+    private enum Ending: Sendable {
+        case signal(Int32)
+        case failure(String)
+    }
+
+    /// `--control`, checked before anything starts (bad input exits 2); nil for `off`.
+    func controlEndpoint() throws -> ControlEndpoint? {
+        if control == "off" { return nil }
+        guard let endpoint = ControlEndpoint(parsing: control) else {
+            throw Failure.badInput("--control \(control): expected HOST:PORT (e.g. 127.0.0.1:8765) or off")
+        }
+        if !endpoint.isLoopback, controlToken == nil {
+            throw Failure.badInput("--control \(endpoint) is not a loopback address: give --control-token TOKEN")
+        }
+        if let controlToken, controlToken.isEmpty { throw Failure.badInput("--control-token must not be empty") }
+        return endpoint
+    }
+
+    /// Starts the control server and waits until it listens (or failed to).
+    func startControl(_ server: ControlServer, log: EventLog) async throws -> Task<Void, Never> {
+        let (ready, continuation) = AsyncStream.makeStream(of: Result<String, ControlSetupError>.self)
+        var logger = Logger(label: "gattemu.control")
+        logger.logLevel = verbose ? .info : .warning
+        let task = Task {
+            do {
+                try await server.run(logger: logger) { continuation.yield(.success($0)) }
+            } catch {
+                continuation.yield(.failure(ControlSetupError(message: "control API on \(server.endpoint): \(error)")))
+            }
+            continuation.finish()
+        }
+        for await result in ready {
+            switch result {
+            case .success(let address):
+                log.record(.note, detail: "control API on http://\(address)/v1" + (server.token == nil ? "" : " (token required)"))
+                return task
+            case .failure(let error):
+                throw Failure.runtime(error.message)
+            }
+        }
+        throw Failure.runtime("control API on \(server.endpoint) stopped before it started")
+    }
+}
+
+/// Faults of a scenario file (`[...]` or `{"faults": [...]}`), checked against the profile; bad files exit 2.
+func loadScenario(_ path: String?, for profile: DeviceProfile) throws -> [FaultSpec] {
+    guard let path else { return [] }
+    guard let data = FileManager.default.contents(atPath: path) else { throw Failure.badInput("\(path): cannot read scenario") }
+    do {
+        let root = try JSONParser.parse(Array(data), file: path)
+        let specs = try FaultSpecDecoder.scenario(root)
+        for (index, spec) in specs.enumerated() {
+            if let problem = profile.problem(with: spec) { throw Failure.badInput("\(path): faults[\(index)].\(problem.description)") }
+        }
+        return specs
+    } catch let error as JSONSyntaxError {
+        throw Failure.badInput(error.description)
+    } catch let error as FaultSpecError {
+        let location = error.location.map { "\($0): " } ?? "\(path): "
+        throw Failure.badInput(location + error.description)
     }
 }
 

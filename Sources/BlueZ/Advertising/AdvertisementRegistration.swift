@@ -8,7 +8,7 @@ public final class AdvertisementRegistration: Sendable {
     public let path: DBusObjectPath
     public let adapterPath: DBusObjectPath
     let stack: BlueZStack
-    private let current: AdvertisementBox
+    private let current: Locked<Advertisement>
     private let state = Mutex(State.registered)
     private let onRelease: @Sendable () -> Void
 
@@ -44,7 +44,7 @@ public final class AdvertisementRegistration: Sendable {
         self.path = path
         self.adapterPath = adapterPath
         self.stack = stack
-        self.current = AdvertisementBox(advertisement)
+        self.current = Locked(advertisement)
         self.onRelease = onRelease
     }
 
@@ -65,11 +65,11 @@ public final class AdvertisementRegistration: Sendable {
                 return []
             },
         ], properties: names.map { name in
-            DBusProperty(name, signature: signatures[name] ?? .string, get: { current.value.withLock { $0.properties[name] } })
+            DBusProperty(name, signature: signatures[name] ?? .string, get: { current.value.properties[name] })
         })
     }
 
-    public var advertisement: Advertisement { current.value.withLock { $0 } }
+    public var advertisement: Advertisement { current.value }
 
     /// Whether bluetoothd still has it (false after `Release` or ``unregister()``).
     public var isRegistered: Bool { state.withLock { $0 == .registered } }
@@ -78,7 +78,7 @@ public final class AdvertisementRegistration: Sendable {
     public func update(_ advertisement: Advertisement) async throws(BlueZError) {
         let budget = AdvertisementBudget(advertisement)
         guard budget.fits else { throw .advertisementTooLarge(budget) }
-        let old = current.value.withLock { current in defer { current = advertisement }; return current }
+        let old = current.withLock { current in defer { current = advertisement }; return current }
         let before = old.properties
         let after = advertisement.properties
         let changed = after.filter { before[$0.key] != $0.value }
@@ -101,10 +101,4 @@ public final class AdvertisementRegistration: Sendable {
         }
         try? await stack.connection.unexport(path)
     }
-}
-
-/// The advertisement's current contents, shared with its property getters.
-final class AdvertisementBox: Sendable {
-    let value: Mutex<Advertisement>
-    init(_ advertisement: Advertisement) { value = Mutex(advertisement) }
 }

@@ -12,7 +12,7 @@ final class CharacteristicObject: Sendable {
     /// Acquired notification sockets by central (device path, or "*" when BlueZ gave none).
     let sockets = Mutex<[String: AcquiredSocket]>([:])
     let writeSockets = Mutex<[AcquiredSocket]>([])
-    let handle = AttributeHandle()
+    let handle = Locked<UInt16>(0)
     let queue: DispatchQueue
 
     init(definition: GattCharacteristicDefinition, path: DBusObjectPath, servicePath: DBusObjectPath) {
@@ -77,34 +77,17 @@ extension GattApplication {
                 .boolean(object.writeSockets.withLock { !$0.isEmpty })
             }))
         }
-        let defaultWriteKind: GattWriteRequest.Kind =
-            definition.flags.contains("write-without-response") && !definition.flags.contains("write") ? .command : .request
+        let hasWrite = definition.flags.contains { $0.hasSuffix("write") && !$0.hasPrefix("authenticated-signed") }
+        let hasWriteWithoutResponse = definition.flags.contains("write-without-response")
+        // Without BlueZ's `type` option: a reply-tracked call is a request; an untracked one is a command
+        // unless the characteristic also takes requests (BlueZ 5.66 tracks neither kind then).
+        let untrackedWriteKind: GattWriteRequest.Kind? = hasWrite ? nil : .command
         let attribute = GattAttributeID(characteristic: id)
         var methods: [DBusMethod] = [
-            DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
-                let options = call.arguments[0].stringKeyedDictionary ?? [:]
-                let request = GattReadRequest(
-                    attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options))
-                do throws(GattError) {
-                    return [.bytes(try await handler.read(request))]
-                } catch {
-                    throw error.dbusError
-                }
-            },
-            DBusMethod("WriteValue", input: "aya{sv}") { call in
-                let options = call.arguments[1].stringKeyedDictionary ?? [:]
-                let request = GattWriteRequest(
-                    attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
-                    kind: options["type"]?.string.flatMap(GattWriteRequest.Kind.init(rawValue:))
-                        ?? (call.expectsReply ? .request : defaultWriteKind),
-                    bluetoothdAnswered: !call.expectsReply,
-                    prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
-                do throws(GattError) {
-                    try await handler.write(request)
-                } catch {
-                    throw error.dbusError
-                }
-                return []
+            Self.readValueMethod(attribute, handler: handler),
+            Self.writeValueMethod(attribute, handler: handler) { call, options in
+                options["type"]?.string.flatMap(GattWriteRequest.Kind.init(rawValue:))
+                    ?? (call.expectsReply ? .request : hasWriteWithoutResponse ? untrackedWriteKind : .request)
             },
         ]
         if definition.canNotify {
@@ -175,36 +158,52 @@ extension GattApplication {
     func descriptorInterface(_ descriptor: GattDescriptorDefinition, characteristic: String, parent: DBusObjectPath) -> DBusInterface {
         let handler = self.handler
         let attribute = GattAttributeID(characteristic: characteristic, descriptor: descriptor.id)
-        let value = Mutex(descriptor.initialValue)
+        let value = Locked(descriptor.initialValue)
         return DBusInterface(name: BlueZNames.gattDescriptor, methods: [
-            DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
-                let options = call.arguments[0].stringKeyedDictionary ?? [:]
-                let request = GattReadRequest(attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options))
-                do throws(GattError) {
-                    return [.bytes(try await handler.read(request))]
-                } catch {
-                    throw error.dbusError
-                }
-            },
-            DBusMethod("WriteValue", input: "aya{sv}") { call in
-                let options = call.arguments[1].stringKeyedDictionary ?? [:]
-                let request = GattWriteRequest(
-                    attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
-                    kind: .request, bluetoothdAnswered: !call.expectsReply, prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
-                do throws(GattError) {
-                    try await handler.write(request)
-                } catch {
-                    throw error.dbusError
-                }
-                value.withLock { $0 = request.value }
-                return []
-            },
+            Self.readValueMethod(attribute, handler: handler),
+            Self.writeValueMethod(attribute, handler: handler, kind: { _, _ in .request }, stored: { written in value.withLock { $0 = written } }),
         ], properties: [
             .constant("UUID", .string(descriptor.uuid)),
             .constant("Characteristic", .objectPath(parent)),
             .constant("Flags", .strings(descriptor.flags)),
-            DBusProperty("Value", signature: .bytes, get: { .bytes(value.withLock { $0 }) }),
-            GattApplication.handleProperty(AttributeHandle()),
+            DBusProperty("Value", signature: .bytes, get: { .bytes(value.value) }),
+            GattApplication.handleProperty(Locked<UInt16>(0)),
         ])
+    }
+
+    /// `ReadValue(a{sv}) → ay`, answered by the handler.
+    static func readValueMethod(_ attribute: GattAttributeID, handler: any GattRequestHandler) -> DBusMethod {
+        DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
+            let options = call.arguments[0].stringKeyedDictionary ?? [:]
+            let request = GattReadRequest(
+                attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options))
+            do throws(GattError) {
+                return [.bytes(try await handler.read(request))]
+            } catch {
+                throw error.dbusError
+            }
+        }
+    }
+
+    /// `WriteValue(ay, a{sv})`, answered by the handler; `kind` tells the write type from the call and its options.
+    static func writeValueMethod(
+        _ attribute: GattAttributeID, handler: any GattRequestHandler,
+        kind: @escaping @Sendable (DBusMethodCall, [String: DBusValue]) -> GattWriteRequest.Kind?,
+        stored: @escaping @Sendable ([UInt8]) -> Void = { _ in }
+    ) -> DBusMethod {
+        DBusMethod("WriteValue", input: "aya{sv}") { call in
+            let options = call.arguments[1].stringKeyedDictionary ?? [:]
+            let request = GattWriteRequest(
+                attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
+                kind: kind(call, options), bluetoothdAnswered: !call.expectsReply,
+                prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
+            do throws(GattError) {
+                try await handler.write(request)
+            } catch {
+                throw error.dbusError
+            }
+            stored(request.value)
+            return []
+        }
     }
 }

@@ -55,7 +55,7 @@ public final class GattApplication: Sendable {
             for (serviceIndex, service) in services.enumerated() {
                 let servicePath = path.appending("service\(serviceIndex)")
                 let includes = service.includes.compactMap { servicePaths[$0] }
-                let handle = AttributeHandle()
+                let handle = Locked<UInt16>(0)
                 try await connection.export([DBusInterface(name: BlueZNames.gattService, properties: [
                     .constant("UUID", .string(service.uuid)),
                     .constant("Primary", .boolean(service.primary)),
@@ -137,10 +137,10 @@ public final class GattApplication: Sendable {
         characteristics[characteristic]?.sockets.withLock { Array($0.keys).sorted() } ?? []
     }
 
-    static func handleProperty(_ handle: AttributeHandle) -> DBusProperty {
-        // BlueZ assigns handles and writes them back through Set.
-        DBusProperty("Handle", signature: .uint16, get: { .uint16(handle.value.withLock { $0 }) }, set: { value in
-            if case .uint16(let assigned) = value { handle.value.withLock { $0 = assigned } }
+    /// The ATT handle BlueZ assigned (0 until it does); BlueZ writes it back through `Set`.
+    static func handleProperty(_ handle: Locked<UInt16>) -> DBusProperty {
+        DBusProperty("Handle", signature: .uint16, get: { .uint16(handle.value) }, set: { value in
+            if case .uint16(let assigned) = value { handle.withLock { $0 = assigned } }
         })
     }
 }
@@ -151,9 +151,4 @@ public enum NotificationDelivery: Sendable, Equatable {
     case propertiesChanged
     /// Written to the acquired sockets of these centrals (`*` is BlueZ 5.66's shared socket).
     case sockets([String])
-}
-
-/// The ATT handle BlueZ assigned to an attribute (0 until it does).
-final class AttributeHandle: Sendable {
-    let value = Mutex<UInt16>(0)
 }

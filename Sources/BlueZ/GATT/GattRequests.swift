@@ -59,8 +59,9 @@ public struct GattWriteRequest: Sendable, Equatable {
     public var attribute: GattAttributeID
     public var value: [UInt8]
     public var offset: Int
-    /// From BlueZ's `type` option (BlueZ ≥ 5.68); older BlueZ sends none, see ``bluetoothdAnswered``.
-    public var kind: Kind
+    /// From BlueZ's `type` option (newer BlueZ), else inferred; nil when BlueZ 5.66 cannot tell us
+    /// (a characteristic with both `write` and `write-without-response`).
+    public var kind: Kind?
     /// True when bluetoothd already answered the central and will ignore our reply (BlueZ 5.66 does so for
     /// every write to a characteristic with `write-without-response`): an ATT error cannot be returned.
     public var bluetoothdAnswered: Bool

@@ -12,17 +12,17 @@ public enum CentralEvent: Sendable, Equatable {
 /// Keep the returned watcher alive; ``cancel()`` stops it.
 public final class CentralWatcher: Sendable {
     private let subscriptions: Mutex<[DBusSignalSubscription]>
-    private let connected: ConnectedSet
+    private let connected: Locked<Set<String>>
 
     /// The addresses of the centrals connected now.
-    public var connectedCentrals: [String] { connected.addresses.withLock { $0.sorted() } }
+    public var connectedCentrals: [String] { connected.value.sorted() }
 
     /// Starts watching `adapter`; `handler` runs on the bus thread, in order, and must not block.
     public static func watch(adapter: Adapter, stack: BlueZStack, handler: @escaping @Sendable (CentralEvent) -> Void) async throws(BlueZError) -> CentralWatcher {
-        let connected = ConnectedSet()
+        let connected = Locked<Set<String>>([])
         let update: @Sendable (DBusObjectPath, Bool) -> Void = { path, isConnected in
             guard let address = BlueZDevicePath.address(of: path) else { return }
-            let changed = connected.addresses.withLock { set in
+            let changed = connected.withLock { set in
                 isConnected ? set.insert(address).inserted : set.remove(address) != nil
             }
             if changed { handler(isConnected ? .connected(address: address) : .disconnected(address: address)) }
@@ -62,7 +62,7 @@ public final class CentralWatcher: Sendable {
         return CentralWatcher(subscriptions: subscriptions, connected: connected)
     }
 
-    private init(subscriptions: [DBusSignalSubscription], connected: ConnectedSet) {
+    private init(subscriptions: [DBusSignalSubscription], connected: Locked<Set<String>>) {
         self.subscriptions = Mutex(subscriptions)
         self.connected = connected
     }
@@ -71,8 +71,4 @@ public final class CentralWatcher: Sendable {
         let all = subscriptions.withLock { subscriptions in defer { subscriptions = [] }; return subscriptions }
         for subscription in all { await subscription.cancel() }
     }
-}
-
-final class ConnectedSet: Sendable {
-    let addresses = Mutex<Set<String>>([])
 }

@@ -6,9 +6,11 @@ public struct EmulatorEvent: Sendable, Equatable {
         case started, stopped, advertising, advertisingStopped = "advertising-stopped", advertisementChanged = "advertisement-changed"
         case connected, disconnected, subscribed, unsubscribed
         case read, write, answer, notify, indicate, confirmed
-        case rule, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
+        case rule, fault, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
     }
 
+    /// Position in the log, from 1; assigned by `EventLog` (0 until recorded).
+    public var sequence: Int
     /// Milliseconds since gattemu started (monotonic clock).
     public var time: Double
     public var kind: Kind
@@ -17,7 +19,8 @@ public struct EmulatorEvent: Sendable, Equatable {
     public var value: [UInt8]?
     public var detail: String?
 
-    public init(time: Double, kind: Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil, detail: String? = nil) {
+    public init(sequence: Int = 0, time: Double, kind: Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil, detail: String? = nil) {
+        self.sequence = sequence
         self.time = time
         self.kind = kind
         self.central = central
@@ -38,7 +41,7 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// One JSON object, for JSON-lines logs.
     public var json: String {
-        var object: [String: Any] = ["t": (time * 1000).rounded() / 1000, "event": kind.rawValue]
+        var object: [String: Any] = ["seq": sequence, "t": (time * 1000).rounded() / 1000, "event": kind.rawValue]
         if let central { object["central"] = central }
         if let characteristic { object["characteristic"] = characteristic }
         if let value { object["value"] = value.map { String(format: "%02x", $0) }.joined() }

@@ -10,7 +10,19 @@ public final class EventLog: Sendable {
     private let format: Format
     private let file: Mutex<FileHandle?>
     private let start = ContinuousClock.now
-    private let recent = Mutex<[EmulatorEvent]>([])
+    private let recent = Mutex<Recent>(Recent())
+
+    /// The kept events, the next sequence number and the live subscribers, under one lock so that
+    /// sequence numbers, the buffer and the streams always agree.
+    private struct Recent {
+        var events: [EmulatorEvent] = []
+        var nextSequence = 1
+        var subscribers: [Int: AsyncStream<EmulatorEvent>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    /// How many recent events are kept for `events(since:)`.
+    public static let capacity = 10_000
 
     public init(format: Format, file path: String? = nil) throws {
         self.format = format
@@ -36,22 +48,59 @@ public final class EventLog: Sendable {
     }
 
     public func record(_ event: EmulatorEvent) {
-        let line = (format == .json ? event.json : event.text) + "\n"
-        FileHandle.standardOutput.write(Data(line.utf8))
-        file.withLock { handle in
-            handle?.write(Data((event.json + "\n").utf8))
-        }
-        recent.withLock { events in
-            events.append(event)
-            if events.count > 10_000 { events.removeFirst(events.count - 10_000) }
+        // The sequence number, console, file and subscribers are all handled under the lock so that
+        // every output sees events in sequence order.
+        recent.withLock { recent in
+            var event = event
+            event.sequence = recent.nextSequence
+            recent.nextSequence += 1
+            let line = (format == .json ? event.json : event.text) + "\n"
+            FileHandle.standardOutput.write(Data(line.utf8))
+            file.withLock { handle in
+                handle?.write(Data((event.json + "\n").utf8))
+            }
+            recent.events.append(event)
+            if recent.events.count > Self.capacity { recent.events.removeFirst(recent.events.count - Self.capacity) }
+            for subscriber in recent.subscribers.values { subscriber.yield(event) }
         }
     }
 
-    /// The most recent events (up to 10,000), oldest first.
-    public var events: [EmulatorEvent] { recent.withLock { $0 } }
+    /// The most recent events (up to ``capacity``), oldest first.
+    public var events: [EmulatorEvent] { recent.withLock { $0.events } }
 
-    /// Flushes and closes the file.
+    /// Kept events with a sequence number above `sequence`, oldest first, at most `limit`.
+    public func events(since sequence: Int, limit: Int = capacity) -> [EmulatorEvent] {
+        recent.withLock { recent in
+            let start = recent.events.firstIndex { $0.sequence > sequence } ?? recent.events.endIndex
+            return Array(recent.events[start...].prefix(max(0, limit)))
+        }
+    }
+
+    /// The sequence number of the latest event (0 when none).
+    public var lastSequence: Int { recent.withLock { $0.nextSequence - 1 } }
+
+    /// Kept events after `sequence`, then every new event as it is recorded, until the stream's consumer stops.
+    public func subscribe(since sequence: Int? = nil) -> AsyncStream<EmulatorEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: EmulatorEvent.self, bufferingPolicy: .bufferingNewest(Self.capacity))
+        let id = recent.withLock { recent in
+            if let sequence {
+                for event in recent.events where event.sequence > sequence { continuation.yield(event) }
+            }
+            let id = recent.nextSubscriber
+            recent.nextSubscriber += 1
+            recent.subscribers[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.recent.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Flushes and closes the file and ends every subscription.
     public func close() {
+        let subscribers = recent.withLock { recent in defer { recent.subscribers = [:] }; return recent.subscribers }
+        for subscriber in subscribers.values { subscriber.finish() }
         file.withLock { handle in
             try? handle?.synchronize()
             try? handle?.close()

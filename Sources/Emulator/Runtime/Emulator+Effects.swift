@@ -37,17 +37,8 @@ extension Emulator {
         case .reply:
             break  // Only the first reply answers the request.
         case .notify(let characteristic, let value, let target, let indicate):
-            let address: String? = if case .central(let id) = target { id.address } else { nil }
-            do {
-                let delivery = try await application?.notify(characteristic, value: value, central: address)
-                let how = switch delivery {
-                case .sockets(let centrals)?: "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
-                default: "PropertiesChanged"
-                }
-                log.record(indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
-            } catch {
-                log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
-            }
+            // Through the fault engine (Emulator+Faults.swift), which logs and delivers.
+            await sendNotification(characteristic, value: value, target: target, indicate: indicate)
         case .setValue(let characteristic, let value):
             application?.setValue(characteristic, value: value)
         case .delay(let duration):

@@ -14,18 +14,20 @@ extension Emulator: GattRequestHandler {
             log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
+        let faults = try await applyFaults(.read, id, central, context: request.context)
         let outcome = engine.handle(.read(characteristic: id.characteristic, central: central, offset: request.offset))
         let reply = try await run(outcome, central: central)
         switch reply {
         case .value(let bytes)?:
-            log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
-            return bytes
+            let answer = faults.mutate(bytes)
+            log.record(.answer, central: central.address, characteristic: id.description, value: answer)
+            return answer
         case .error(let error)?:
             throw answer(ProfileMapping.gattError(error), central, id)
         case .success?, nil:
             let stored = engine.value(of: id.characteristic)
             guard request.offset <= stored.count else { throw answer(.invalidOffset, central, id) }
-            let bytes = Array(stored.dropFirst(request.offset))
+            let bytes = faults.mutate(Array(stored.dropFirst(request.offset)))
             log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
@@ -35,10 +37,16 @@ extension Emulator: GattRequestHandler {
         let central = centralID(request.context)
         let id = request.attribute
         log.record(.write, central: central.address, characteristic: id.description, value: request.value,
-                   detail: request.kind.rawValue + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
+                   detail: (request.kind?.rawValue ?? "write") + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
                        + (request.offset > 0 ? " offset \(request.offset)" : ""))
         if request.prepareAuthorize { return }
         guard id.descriptor == nil else { return }
+        do {
+            _ = try await applyFaults(.write, id, central, context: request.context, answerable: !request.bluetoothdAnswered)
+        } catch {
+            if request.bluetoothdAnswered { return }
+            throw error
+        }
         var value = request.value
         if request.offset > 0 {
             // A long write arrives in pieces at increasing offsets: assemble on the stored value.
@@ -100,6 +108,7 @@ extension Emulator: GattRequestHandler {
             connectedCentrals.removeAll { $0 == address }
             connectedCentrals.append(address)
             log.record(.connected, central: address)
+            applyConnectFaults(address)
             _ = try? await run(engine.handle(.connect(CentralID(address: address))), central: CentralID(address: address))
         case .disconnected(let address):
             connectedCentrals.removeAll { $0 == address }

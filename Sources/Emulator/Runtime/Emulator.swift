@@ -23,12 +23,23 @@ public actor Emulator {
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     var connectedCentrals: [String] = []
     var stopped = false
+    /// Fault engine and control-API bookkeeping (see `Emulator+Faults.swift`).
+    var faultState: FaultState
+    var stackLost = false
+    var recoveryRetry: Task<Void, Never>?
+    var stackChanges: AsyncStream<StackChange>.Continuation?
+    var stackSubscriptions: [DBusSignalSubscription] = []
+    let terminationRequests: AsyncStream<String>.Continuation
+    /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
+    public nonisolated let terminations: AsyncStream<String>
 
     public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog) {
         self.profile = profile
         self.options = options
         self.log = log
         self.engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00", seed: options.seed))
+        self.faultState = FaultState(seed: options.seed)
+        (terminations, terminationRequests) = AsyncStream.makeStream(of: String.self)
     }
 
     /// Connects to bluetoothd, prepares the adapter and registers the application and advertisements.
@@ -42,22 +53,30 @@ public actor Emulator {
         let adapter = try await stack.adapter(options.adapter)
         self.adapter = adapter
         engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: adapter.address, seed: options.seed))
-        if !adapter.powered { try await adapter.powerOn() }
-        guard adapter.canAdvertise else {
-            throw .call("adapter \(adapter.name) cannot advertise", .named("org.bluez.Error.NotSupported", message: "no LEAdvertisingManager1"))
-        }
         originalAlias = adapter.alias
-        if let name = engine.deviceName() { try await adapter.setAlias(name) }
         let (events, continuation) = AsyncStream.makeStream(of: CentralEvent.self)
         centralEvents = continuation
         Task { [weak self] in
             for await event in events { await self?.centralEvent(event) }
         }
-        watcher = try await CentralWatcher.watch(adapter: adapter, stack: stack) { continuation.yield($0) }
+        try await register(on: adapter, stack: stack)
+        try await watchStack(stack, adapter: adapter)
+        log.record(.started, detail: "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\"")
+    }
+
+    /// Sets the alias, follows centrals, registers the application and (if the engine says so) advertises.
+    func register(on adapter: Adapter, stack: BlueZStack) async throws(BlueZError) {
+        if !adapter.powered { try await adapter.powerOn() }
+        guard adapter.canAdvertise else {
+            throw .call("adapter \(adapter.name) cannot advertise", .named("org.bluez.Error.NotSupported", message: "no LEAdvertisingManager1"))
+        }
+        if let name = engine.deviceName() { try await adapter.setAlias(name) }
+        if let centralEvents {
+            watcher = try await CentralWatcher.watch(adapter: adapter, stack: stack) { centralEvents.yield($0) }
+        }
         let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath)
         application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
         if engine.isAdvertising { try await startAdvertising() }
-        log.record(.started, detail: "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\"")
     }
 
     /// Unregisters advertisements and the application, restores the alias and closes the bus connection.
@@ -69,7 +88,11 @@ public actor Emulator {
         await stopAdvertising()
         await application?.unregister()
         await watcher?.cancel()
+        recoveryRetry?.cancel()
+        for subscription in stackSubscriptions { await subscription.cancel() }
+        stackChanges?.finish()
         centralEvents?.finish()
+        terminationRequests.finish()
         if let adapter, let originalAlias {
             try? await adapter.setAlias(originalAlias)
         }

@@ -8,6 +8,8 @@ public struct EmulatorOptions: Sendable {
     /// Seed for random values; the same seed and events replay the same bytes.
     public var seed: UInt64 = 0
     public var bus: DBusBusChoice = .system
+    /// Exit when bluetoothd goes away instead of waiting for it and registering again.
+    public var exitOnLoss = false
 
     public init(adapter: String? = nil) { self.adapter = adapter }
 }

@@ -18,6 +18,8 @@ public struct DeviceProfile: Sendable {
     public var timers: [TimerDefinition]
     public var rules: [Rule]
     var sourceMap: [String: SourceLocation]
+    /// Faults injected from the start (`"faults"`; see `docs/control.md`).
+    public var faults: [FaultSpec] = []
 
     /// Where the value at a JSON path (e.g. `advertisements[0].localName`) was written, if known.
     public func location(of jsonPath: String) -> SourceLocation? {

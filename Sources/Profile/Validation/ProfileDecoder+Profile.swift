@@ -1,7 +1,7 @@
 extension ProfileDecoder {
     static let topLevelKeys = [
         "$schema", "format", "description", "extends", "device", "advertisements", "services", "variables", "state",
-        "triggers", "timers", "rules",
+        "triggers", "timers", "rules", "faults",
     ]
 
     /// Decodes the whole document; the result is nil only when the root is not an object.
@@ -34,6 +34,19 @@ extension ProfileDecoder {
         }
         if let rules = root["rules"], let items = array(rules, "rules") {
             profile.rules = items.enumerated().compactMap { rule($1, JSONPath.appending($0, to: "rules"), index: $0) }
+        }
+        if let faults = root["faults"] {
+            do {
+                profile.faults = try FaultSpecDecoder.scenario(faults, path: "faults")
+                for (index, spec) in profile.faults.enumerated() {
+                    if let problem = profile.problem(with: spec) {
+                        let path = JSONPath.appending(index, to: "faults")
+                        self.error(faults, JSONPath.appending(problem.path, to: path), problem.message)
+                    }
+                }
+            } catch {
+                self.error(at: error.location ?? faults.location, error.path, error.message)
+            }
         }
         return profile
     }

@@ -1,0 +1,23 @@
+import Emulator
+import Profile
+
+/// What the control API drives: the seam between HTTP and the runtime.
+///
+/// ``Emulator`` conforms. The emulator reaches BlueZ only once started, so tests drive an emulator that
+/// was never started (BlueZ side absent; notifications are logged as not sent) or a fake of this protocol.
+public protocol ControlTarget: Sendable {
+    var events: EventLog { get }
+    func status() async -> EmulatorStatus
+    func notify(characteristic: String, value: [UInt8], indicate: Bool) async throws(ControlFailure)
+    func setValue(characteristic: String, value: [UInt8]) async throws(ControlFailure)
+    func fireTrigger(_ name: String, arguments: [String: String]) async throws(ControlFailure)
+    func addFault(_ spec: FaultSpec) async throws(FaultSpecError) -> FaultInfo
+    func faults() async -> [FaultInfo]
+    func removeFault(id: String) async -> Bool
+    func clearFaults() async -> Int
+    func disconnect(central: String) async throws(ControlFailure)
+    func setAdvertisement(variant: String?) async throws(ControlFailure)
+    func reset() async
+}
+
+extension Emulator: ControlTarget {}

@@ -1,0 +1,255 @@
+import Profile
+
+/// One operation the runtime asks the fault engine about.
+public struct FaultOperation: Sendable, Equatable {
+    public var kind: FaultOperationKind
+    public var characteristic: String?
+    /// The central(s) concerned: the requester, or a notification's recipients.
+    public var centrals: [String]
+
+    public init(_ kind: FaultOperationKind, characteristic: String? = nil, centrals: [String] = []) {
+        self.kind = kind
+        self.characteristic = characteristic
+        self.centrals = centrals
+    }
+}
+
+/// An installed fault with its counters and its own seeded generator.
+public struct ActiveFault: Sendable, Equatable {
+    public let id: String
+    public let spec: FaultSpec
+    /// Operations that matched the scope so far.
+    public internal(set) var matched = 0
+    /// Times it fired.
+    public internal(set) var fired = 0
+    var generator: SeededGenerator
+
+    /// True when it fired `count` times and will not fire again.
+    public var exhausted: Bool { spec.scope.count.map { fired >= $0 } ?? false }
+}
+
+/// A fault that fired on an operation, with the action it resolved to (jitter and bit positions drawn).
+public struct FiredFault: Sendable, Equatable {
+    public var id: String
+    public var action: FaultAction
+    public var operation: FaultOperation
+    /// Which matching operation this was (1 = the first).
+    public var occurrence: Int
+    /// The resolved delay for `delay`, in milliseconds.
+    public var delayMilliseconds: Int?
+    /// Resolved byte changes for `corrupt`/`truncate`.
+    public var mutation: ValueMutation?
+}
+
+/// A byte change with its randomness already drawn, so applying it is a pure function.
+public enum ValueMutation: Sendable, Equatable {
+    /// Flip bit `r % (count * 8)` for each `r`.
+    case flipBits([UInt64])
+    case replace(at: Int, bytes: [UInt8])
+    case xor(at: Int, mask: [UInt8])
+    case truncate(Int)
+
+    public func apply(to value: [UInt8]) -> [UInt8] {
+        var bytes = value
+        switch self {
+        case .flipBits(let draws):
+            guard !bytes.isEmpty else { return bytes }
+            for draw in draws {
+                let bit = Int(draw % UInt64(bytes.count * 8))
+                bytes[bit / 8] ^= UInt8(1 << (bit % 8))
+            }
+        case .replace(let at, let replacement):
+            if at > bytes.count { bytes += [UInt8](repeating: 0, count: at - bytes.count) }
+            for (index, byte) in replacement.enumerated() {
+                if at + index < bytes.count { bytes[at + index] = byte } else { bytes.append(byte) }
+            }
+        case .xor(let at, let mask):
+            for (index, byte) in mask.enumerated() where at + index < bytes.count { bytes[at + index] ^= byte }
+        case .truncate(let keep):
+            bytes = Array(bytes.prefix(keep))
+        }
+        return bytes
+    }
+}
+
+/// What the runtime must do to one operation: the sum of the faults that fired on it.
+public struct FaultPlan: Sendable, Equatable {
+    public var fired: [FiredFault] = []
+    /// Total delay before answering or sending, in milliseconds.
+    public var delayMilliseconds = 0
+    /// Never answer / don't send.
+    public var drop = false
+    public var error: ATTError?
+    public var mutations: [ValueMutation] = []
+    /// Extra copies of a notification.
+    public var extraCopies = 0
+    /// Hold the notification until the next one of the same characteristic.
+    public var reorder = false
+    public var disconnect = false
+    /// Adapter-level actions (silence, advertise, powerCycle), in order.
+    public var adapterActions: [FaultAction] = []
+
+    public var isEmpty: Bool { fired.isEmpty }
+
+    /// `value` after every mutation, in order.
+    public func mutate(_ value: [UInt8]) -> [UInt8] {
+        mutations.reduce(value) { $1.apply(to: $0) }
+    }
+}
+
+/// Decides, per operation, which faults fire: pure and deterministic given the seeds and the operations.
+///
+/// The runtime asks ``plan(for:)`` where it handles each read, write, notification and connection and
+/// applies the plan; the control API adds and removes faults. Each fault draws from its own generator
+/// (its `seed`, else one derived from the run's seed and its id), so adding a fault does not change
+/// the draws of another, and a run with the same operations replays exactly.
+public struct FaultEngine: Sendable, Equatable {
+    public private(set) var faults: [ActiveFault] = []
+    let seed: UInt64
+    var nextNumber = 1
+    /// Notifications held back by `reorder`, by characteristic.
+    var held: [String: [UInt8]] = [:]
+
+    public init(seed: UInt64 = 0) {
+        self.seed = seed
+    }
+
+    /// Installs a fault; its id is `spec.id` or the next free `fN`. Throws on a duplicate id.
+    @discardableResult
+    public mutating func add(_ spec: FaultSpec) throws(FaultSpecError) -> ActiveFault {
+        let id: String
+        if let given = spec.id {
+            guard !faults.contains(where: { $0.id == given }) else {
+                throw FaultSpecError(path: "id", message: "a fault with id \"\(given)\" already exists")
+            }
+            id = given
+        } else {
+            var candidate = "f\(nextNumber)"
+            while faults.contains(where: { $0.id == candidate }) {
+                nextNumber += 1
+                candidate = "f\(nextNumber)"
+            }
+            id = candidate
+            nextNumber += 1
+        }
+        var spec = spec
+        spec.id = id
+        let fault = ActiveFault(id: id, spec: spec, generator: SeededGenerator(seed: spec.scope.seed ?? Self.derivedSeed(seed, id)))
+        faults.append(fault)
+        return fault
+    }
+
+    /// Removes a fault; false when there is none with that id.
+    public mutating func remove(id: String) -> Bool {
+        guard let index = faults.firstIndex(where: { $0.id == id }) else { return false }
+        faults.remove(at: index)
+        return true
+    }
+
+    /// Removes every fault; returns the held-back notifications so the runtime can still send them.
+    public mutating func removeAll() -> [(characteristic: String, value: [UInt8])] {
+        faults = []
+        defer { held = [:] }
+        return held.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    /// The faults that fire on `operation`, combined.
+    public mutating func plan(for operation: FaultOperation) -> FaultPlan {
+        var plan = FaultPlan()
+        for index in faults.indices where faults[index].spec.on == operation.kind && matches(faults[index].spec.scope, operation) {
+            faults[index].matched += 1
+            let fault = faults[index]
+            guard fault.matched >= fault.spec.scope.nth, !fault.exhausted else { continue }
+            if fault.spec.scope.probability < 1 {
+                let draw = Double(faults[index].generator.next() >> 11) / Double(1 << 53)
+                guard draw < fault.spec.scope.probability else { continue }
+            }
+            faults[index].fired += 1
+            plan.fired.append(resolve(index, operation, into: &plan))
+        }
+        return plan
+    }
+
+    /// Marks an `on: start` fault as fired (once); nil when it is gone or already fired.
+    public mutating func fireStart(id: String) -> FiredFault? {
+        guard let index = faults.firstIndex(where: { $0.id == id }), faults[index].spec.on == .start, faults[index].fired == 0 else { return nil }
+        faults[index].matched += 1
+        faults[index].fired += 1
+        var plan = FaultPlan()
+        return resolve(index, FaultOperation(.start), into: &plan)
+    }
+
+    /// The values to send now for a notification given its plan: mutated, duplicated, and reordered with
+    /// any value held back earlier for the same characteristic. Empty when dropped or held back.
+    public mutating func notificationValues(_ value: [UInt8], characteristic: String, plan: FaultPlan) -> [[UInt8]] {
+        if plan.drop { return [] }
+        let mutated = plan.mutate(value)
+        if plan.reorder {
+            // Holding a second one releases the first, so nothing is lost: they go out swapped.
+            let earlier = held.removeValue(forKey: characteristic)
+            held[characteristic] = mutated
+            return earlier.map { [$0] } ?? []
+        }
+        var values = [[UInt8]](repeating: mutated, count: 1 + plan.extraCopies)
+        if let earlier = held.removeValue(forKey: characteristic) { values.append(earlier) }
+        return values
+    }
+
+    /// Characteristics with a notification held back by `reorder`.
+    public var heldCharacteristics: [String] { held.keys.sorted() }
+
+    // MARK: Internals
+
+    func matches(_ scope: FaultScope, _ operation: FaultOperation) -> Bool {
+        if let characteristic = scope.characteristic, characteristic != operation.characteristic { return false }
+        if let central = scope.central, !operation.centrals.contains(where: { $0.caseInsensitiveCompare(central) == .orderedSame }) {
+            return false
+        }
+        return true
+    }
+
+    private mutating func resolve(_ index: Int, _ operation: FaultOperation, into plan: inout FaultPlan) -> FiredFault {
+        let fault = faults[index]
+        var fired = FiredFault(id: fault.id, action: fault.spec.action, operation: operation, occurrence: fault.matched)
+        switch fault.spec.action {
+        case .delay(let min, let max):
+            let ms = min == max ? min : min + Int(faults[index].generator.next() % UInt64(max - min + 1))
+            fired.delayMilliseconds = ms
+            plan.delayMilliseconds += ms
+        case .drop:
+            plan.drop = true
+        case .error(let error):
+            if plan.error == nil { plan.error = error }
+        case .corrupt(let corruption):
+            let mutation: ValueMutation = switch corruption {
+            case .flipBits(let n): .flipBits((0..<n).map { _ in faults[index].generator.next() })
+            case .replace(let at, let bytes): .replace(at: at, bytes: bytes)
+            case .xor(let at, let mask): .xor(at: at, mask: mask)
+            }
+            fired.mutation = mutation
+            plan.mutations.append(mutation)
+        case .truncate(let keep):
+            fired.mutation = .truncate(keep)
+            plan.mutations.append(.truncate(keep))
+        case .duplicate(let copies):
+            plan.extraCopies += copies
+        case .reorder:
+            plan.reorder = true
+        case .disconnect:
+            plan.disconnect = true
+        case .silence, .advertise, .powerCycle:
+            plan.adapterActions.append(fault.spec.action)
+        }
+        return fired
+    }
+
+    /// FNV-1a of the id mixed with the run's seed.
+    static func derivedSeed(_ seed: UInt64, _ id: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in id.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash ^ seed
+    }
+}

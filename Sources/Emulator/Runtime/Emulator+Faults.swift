@@ -1,0 +1,174 @@
+import BlueZ
+import DBus
+import Profile
+
+/// The runtime's fault and control bookkeeping, kept in one stored property of ``Emulator``.
+struct FaultState: Sendable {
+    var engine: FaultEngine
+    /// Tasks of `on: start` faults and adapter-level actions, by fault id, so removing a fault cancels them.
+    var scheduled: [String: Task<Void, Never>] = [:]
+    /// The ATT MTU each central last reported with a request.
+    var mtus: [String: UInt16] = [:]
+    /// True while a `silence` or `powerCycle` fault keeps advertising off.
+    var silencedUntilResume = 0
+
+    init(seed: UInt64) {
+        engine = FaultEngine(seed: seed)
+    }
+}
+
+/// How long a dropped read/write is held before the runtime gives up on it: longer than ATT's 30 s
+/// transaction timeout, so the central has timed out by then.
+let droppedAnswerHold: Duration = .seconds(35)
+
+extension Emulator {
+    /// Asks the fault engine about a read or write and applies what does not depend on the answer:
+    /// logs fired faults, waits out delays, holds dropped requests, throws injected errors and schedules
+    /// disconnects. The returned plan's mutations are for the read answer.
+    ///
+    /// `answerable` is false for writes bluetoothd already acknowledged: a drop then only means the
+    /// behaviour engine does not see the write, and an error cannot reach the central.
+    func applyFaults(_ kind: FaultOperationKind, _ id: GattAttributeID, _ central: CentralID, context: GattRequestContext,
+                     answerable: Bool = true) async throws(GattError) -> FaultPlan {
+        if let mtu = context.mtu { faultState.mtus[central.address] = mtu }
+        guard id.descriptor == nil else { return FaultPlan() }
+        let plan = faultState.engine.plan(for: FaultOperation(kind, characteristic: id.characteristic, centrals: [central.address]))
+        guard !plan.isEmpty else { return plan }
+        record(plan, central: central.address, characteristic: id.characteristic)
+        if plan.disconnect { scheduleDisconnect([central.address]) }
+        if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+        if plan.drop {
+            guard answerable else {
+                log.record(.note, central: central.address, characteristic: id.description, detail: "write dropped: not handled")
+                throw .failed  // bluetoothd ignores it; the caller stops here.
+            }
+            log.record(.note, central: central.address, characteristic: id.description, detail: "\(kind.rawValue) dropped: no answer")
+            try? await Task.sleep(for: droppedAnswerHold)
+            throw .failed
+        }
+        if let error = plan.error {
+            let gattError = ProfileMapping.gattError(error)
+            if !answerable {
+                log.record(.note, central: central.address, characteristic: id.description,
+                           detail: "error \(gattError) not delivered: bluetoothd already acknowledged this write")
+            } else {
+                log.record(.answer, central: central.address, characteristic: id.description, detail: "error \(gattError)")
+            }
+            throw gattError
+        }
+        return plan
+    }
+
+    /// Applies faults to a connection: disconnects and adapter-level actions.
+    func applyConnectFaults(_ address: String) {
+        let plan = faultState.engine.plan(for: FaultOperation(.connect, centrals: [address]))
+        guard !plan.isEmpty else { return }
+        record(plan, central: address, characteristic: nil)
+        if plan.disconnect { scheduleDisconnect([address]) }
+    }
+
+    /// Sends a notification or indication through the fault engine: delayed, dropped, corrupted,
+    /// truncated, duplicated or held back for reordering as the faults say, each send logged.
+    func sendNotification(_ characteristic: String, value: [UInt8], target: NotificationTarget, indicate: Bool) async {
+        let address: String? = if case .central(let id) = target { id.address } else { nil }
+        let recipients = address.map { [$0] }
+            ?? engine.subscribers[characteristic]?.map(\.address) ?? connectedCentrals
+        let plan = faultState.engine.plan(for: FaultOperation(indicate ? .indicate : .notify, characteristic: characteristic, centrals: recipients))
+        if !plan.isEmpty {
+            record(plan, central: address, characteristic: characteristic)
+            if plan.disconnect { scheduleDisconnect(recipients) }
+            if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+        }
+        let values = faultState.engine.notificationValues(value, characteristic: characteristic, plan: plan)
+        if values.isEmpty {
+            log.record(.note, central: address, characteristic: characteristic, value: value,
+                       detail: plan.drop ? "\(indicate ? "indication" : "notification") dropped" : "\(indicate ? "indication" : "notification") held back (reorder)")
+        }
+        for bytes in values { await deliver(characteristic, value: bytes, central: address, indicate: indicate) }
+    }
+
+    /// Hands one value to BlueZ and logs how it left.
+    func deliver(_ characteristic: String, value: [UInt8], central address: String?, indicate: Bool) async {
+        do {
+            let delivery = try await application?.notify(characteristic, value: value, central: address)
+            let how = switch delivery {
+            case .sockets(let centrals)?: "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
+            case .propertiesChanged?: "PropertiesChanged"
+            case nil: "not sent (no GATT application)"
+            }
+            log.record(indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
+        } catch {
+            log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
+        }
+    }
+
+    /// Logs each fired fault and starts its adapter-level actions.
+    func record(_ plan: FaultPlan, central: String?, characteristic: String?) {
+        for fired in plan.fired {
+            log.record(.fault, central: central, characteristic: characteristic, detail: fired.detail)
+        }
+        for action in plan.adapterActions { startAdapterAction(action) }
+    }
+
+    /// Disconnects centrals shortly after the current operation is answered.
+    func scheduleDisconnect(_ addresses: [String]) {
+        Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(50))
+            for address in addresses { await self?.disconnectCentral(address) }
+        }
+    }
+
+    func disconnectCentral(_ address: String) async {
+        log.record(.note, central: address, detail: "disconnecting (fault)")
+        do {
+            try await adapter?.disconnect(central: address)
+        } catch {
+            log.record(.error, central: address, detail: error.description)
+        }
+    }
+
+    /// Runs `silence`, `advertise`, `powerCycle` (and `disconnect` of every central) in the background.
+    func startAdapterAction(_ action: FaultAction) {
+        Task { [weak self] in await self?.performAdapterAction(action) }
+    }
+
+    func performAdapterAction(_ action: FaultAction) async {
+        switch action {
+        case .silence(let ms):
+            faultState.silencedUntilResume += 1
+            await stopAdvertising()
+            try? await Task.sleep(for: .milliseconds(ms))
+            faultState.silencedUntilResume -= 1
+            if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
+        case .advertise(let variant):
+            for effect in engine.switchAdvertisement(to: variant) { await perform(effect, central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00")) }
+        case .powerCycle(let ms):
+            guard let adapter else { return }
+            faultState.silencedUntilResume += 1
+            await stopAdvertising()
+            do {
+                try await adapter.set("Powered", .boolean(false))
+                log.record(.note, detail: "adapter \(adapter.name) powered off (fault)")
+                try? await Task.sleep(for: .milliseconds(ms))
+                try await adapter.set("Powered", .boolean(true))
+                log.record(.note, detail: "adapter \(adapter.name) powered on (fault)")
+            } catch {
+                log.record(.error, detail: error.description)
+            }
+            faultState.silencedUntilResume -= 1
+            if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
+        case .disconnect:
+            for address in connectedCentrals { await disconnectCentral(address) }
+        default:
+            break
+        }
+    }
+
+    func resumeAdvertising() async {
+        do {
+            try await startAdvertising()
+        } catch {
+            log.record(.error, detail: error.description)
+        }
+    }
+}

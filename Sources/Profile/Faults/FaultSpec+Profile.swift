@@ -1,0 +1,30 @@
+extension DeviceProfile {
+    /// What is wrong with `spec` for this profile (unknown characteristic, unusable operation, unknown
+    /// advertisement variant), or nil when it fits.
+    public func problem(with spec: FaultSpec) -> FaultSpecError? {
+        if let id = spec.scope.characteristic {
+            guard let characteristic = characteristic(id) else {
+                let hint = Suggestions.hint(for: id, in: characteristics.map(\.id)).map { " (\($0))" } ?? ""
+                return FaultSpecError(path: "characteristic", message: "unknown characteristic \"\(id)\"\(hint)")
+            }
+            let needed: [CharacteristicFlag] = switch spec.on {
+            case .read: [.read]
+            case .write: [.write, .writeWithoutResponse]
+            case .notify: [.notify]
+            case .indicate: [.indicate]
+            case .connect, .start: []
+            }
+            if !needed.isEmpty, !needed.contains(where: characteristic.has) {
+                return FaultSpecError(path: "on", message: "characteristic \"\(id)\" has no \(needed.map(\.rawValue).joined(separator: " or ")) flag")
+            }
+        }
+        if case .advertise(let variant?) = spec.action,
+            !advertisements.contains(where: { $0.variants[variant] != nil })
+        {
+            let known = Set(advertisements.flatMap(\.variants.keys)).sorted()
+            return FaultSpecError(path: "advertise", message: "unknown advertisement variant \"\(variant)\""
+                + (known.isEmpty ? " (this profile has none)" : " (known: \(known.joined(separator: ", ")))"))
+        }
+        return nil
+    }
+}

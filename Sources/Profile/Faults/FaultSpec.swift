@@ -1,0 +1,135 @@
+/// One fault to inject: which operations it watches (scope), when it fires, and what it does.
+///
+/// Declared in a profile's `"faults"` array, in a scenario file (`gattemu run --scenario`), or added
+/// through the control API; all three use the same JSON form (see `docs/control.md`).
+public struct FaultSpec: Sendable, Equatable {
+    /// A name for listing and removing it; assigned (`f1`, `f2`, …) when not given.
+    public var id: String?
+    public var on: FaultOperationKind
+    public var scope: FaultScope
+    public var action: FaultAction
+    /// Human text shown in listings.
+    public var description: String?
+
+    public init(id: String? = nil, on: FaultOperationKind, scope: FaultScope = FaultScope(), action: FaultAction, description: String? = nil) {
+        self.id = id
+        self.on = on
+        self.scope = scope
+        self.action = action
+        self.description = description
+    }
+}
+
+/// The kind of operation a fault watches.
+public enum FaultOperationKind: String, Sendable, Equatable, CaseIterable {
+    /// A read from a central (answer).
+    case read
+    /// A write from a central (answer; write-with-response only can carry an error).
+    case write
+    /// An outgoing notification.
+    case notify
+    /// An outgoing indication.
+    case indicate
+    /// A connection of a central.
+    case connect
+    /// Once, when the fault is installed (at start for profile/scenario faults, at once from the API),
+    /// optionally `after` a time: adapter-level faults (silence, power-cycle, advertise, disconnect all).
+    case start
+
+    var carriesAnswer: Bool { self == .read || self == .write }
+    var isNotification: Bool { self == .notify || self == .indicate }
+}
+
+/// Which matching operations make a fault fire.
+///
+/// Operations of the fault's kind that match `characteristic` and `central` are counted from 1. The fault is
+/// eligible from the `nth` one on, then fires with `probability` (drawn from its seeded generator),
+/// at most `count` times (unlimited when nil).
+public struct FaultScope: Sendable, Equatable {
+    public var characteristic: String?
+    /// `AA:BB:CC:DD:EE:FF` (compared case-insensitively).
+    public var central: String?
+    public var nth: Int
+    public var count: Int?
+    public var probability: Double
+    /// Seed of this fault's generator (probability, jitter, bit flips); nil: derived from the run's seed and the fault id.
+    public var seed: UInt64?
+    /// For `on: start`: milliseconds to wait before firing.
+    public var afterMilliseconds: Int
+
+    public init(characteristic: String? = nil, central: String? = nil, nth: Int = 1, count: Int? = nil,
+                probability: Double = 1, seed: UInt64? = nil, afterMilliseconds: Int = 0) {
+        self.characteristic = characteristic
+        self.central = central
+        self.nth = nth
+        self.count = count
+        self.probability = probability
+        self.seed = seed
+        self.afterMilliseconds = afterMilliseconds
+    }
+}
+
+/// What a fault does when it fires.
+public enum FaultAction: Sendable, Equatable {
+    /// Hold the answer or notification for `min`…`max` milliseconds (fixed when equal).
+    case delay(minMilliseconds: Int, maxMilliseconds: Int)
+    /// Never answer the read/write (the central's ATT transaction times out), or don't send the notification.
+    case drop
+    /// Answer the read/write with this ATT error (the behaviour engine does not see the request).
+    case error(ATTError)
+    /// Change bytes of a notification or read answer.
+    case corrupt(Corruption)
+    /// Keep only the first `n` bytes of a notification or read answer.
+    case truncate(Int)
+    /// Send a notification `1 + copies` times.
+    case duplicate(copies: Int)
+    /// Hold a notification back and send it right after the next one of the same characteristic.
+    case reorder
+    /// Disconnect the central of the operation (every connected central for `on: start`).
+    case disconnect
+    /// Stop advertising for this many milliseconds, then advertise again.
+    case silence(milliseconds: Int)
+    /// Switch the advertisement variant (nil: back to the base advertisement).
+    case advertise(variant: String?)
+    /// Power the adapter off, wait this many milliseconds, power it on and advertise again.
+    case powerCycle(offMilliseconds: Int)
+
+    /// The JSON key naming this action.
+    public var name: String {
+        switch self {
+        case .delay: "delay"
+        case .drop: "drop"
+        case .error: "error"
+        case .corrupt: "corrupt"
+        case .truncate: "truncate"
+        case .duplicate: "duplicate"
+        case .reorder: "reorder"
+        case .disconnect: "disconnect"
+        case .silence: "silence"
+        case .advertise: "advertise"
+        case .powerCycle: "powerCycle"
+        }
+    }
+
+    /// The operations this action makes sense for.
+    var allowedOn: Set<FaultOperationKind> {
+        switch self {
+        case .delay: [.read, .write, .notify, .indicate]
+        case .drop: [.read, .write, .notify, .indicate]
+        case .error: [.read, .write]
+        case .corrupt, .truncate: [.read, .notify, .indicate]
+        case .duplicate, .reorder: [.notify, .indicate]
+        case .disconnect, .silence, .advertise, .powerCycle: Set(FaultOperationKind.allCases)
+        }
+    }
+}
+
+/// How `corrupt` changes bytes.
+public enum Corruption: Sendable, Equatable {
+    /// Flip this many bits at positions drawn from the fault's generator.
+    case flipBits(Int)
+    /// Replace bytes starting at `at` (bytes past the end are appended).
+    case replace(at: Int, bytes: [UInt8])
+    /// XOR bytes starting at `at` with a mask (bytes past the end are ignored).
+    case xor(at: Int, mask: [UInt8])
+}

@@ -1,0 +1,50 @@
+import DBus
+import Foundation
+import Profile
+
+/// What one fuzz input is thrown at; every target must return normally for every input.
+enum FuzzTarget: String, CaseIterable, Sendable {
+    /// Profile JSON through the parser and every validation check.
+    case profile
+    /// A byte template through the parser and, when it parses, the evaluator.
+    case template
+    /// D-Bus wire bytes through libdbus and our argument decoding (what bluetoothd sends us).
+    case dbus
+    /// Arbitrary writes from a central to every writable characteristic of the shipped profiles.
+    case engine
+
+    func run(_ data: [UInt8]) {
+        switch self {
+        case .profile:
+            _ = ProfileValidator.validate(json: String(decoding: data, as: UTF8.self), file: "fuzz.json")
+        case .template:
+            let source = String(decoding: data, as: UTF8.self)
+            for kind in [Template.Kind.bytes, .text] {
+                guard let template = try? Template.parse(source, kind: kind) else { continue }
+                var context = TemplateContext(variables: ["n": .number(3)], request: data)
+                _ = template.render(in: &context)
+                _ = template.renderText(in: &context)
+            }
+        case .dbus:
+            _ = try? DBusMarshalling.arguments(ofMarshalledMessage: data)
+        case .engine:
+            for profile in ShippedProfiles.all {
+                var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:AA:01:01:00:01", seed: 1))
+                let central = CentralID(address: "00:AA:01:02:00:02")
+                _ = engine.handle(.connect(central))
+                for characteristic in profile.characteristics where characteristic.has(.write) || characteristic.has(.writeWithoutResponse) {
+                    _ = engine.handle(.write(characteristic: characteristic.id, central: central, value: data, withResponse: characteristic.has(.write)))
+                    _ = engine.handle(.read(characteristic: characteristic.id, central: central, offset: Int(data.first ?? 0)))
+                }
+            }
+        }
+    }
+}
+
+/// The profiles under `profiles/` (from `GATTEMU_ROOT` or the working directory), loaded once.
+enum ShippedProfiles {
+    static let all: [DeviceProfile] = {
+        let root = ProcessInfo.processInfo.environment["GATTEMU_ROOT"] ?? FileManager.default.currentDirectoryPath
+        return ["noke-lock", "leaf-reader", "bleproof"].compactMap { try? ProfileLoader.load(path: "\(root)/profiles/\($0).json") }
+    }()
+}

@@ -1,0 +1,183 @@
+import ArgumentParser
+import Foundation
+
+/// `gattemu ctl …`: a client of a running `gattemu run`'s control API.
+struct Ctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Control a running emulator through its control API.",
+        discussion: "Exit codes: 0 ok, 1 server unreachable or request refused (its message on one line), 2 bad command line.",
+        subcommands: [CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
+                      CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self])
+}
+
+/// `--control URL` and `--token`, shared by every `ctl` command.
+struct CtlOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The control API (default: $GATTEMU_CONTROL or http://127.0.0.1:8765).", valueName: "url"))
+    var control: String?
+
+    @Option(help: ArgumentHelp("Bearer token (default: $GATTEMU_TOKEN).", valueName: "token"))
+    var token: String?
+
+    @Flag(help: "Print the server's JSON instead of text.")
+    var json = false
+
+    func client() throws -> CtlClient {
+        let environment = ProcessInfo.processInfo.environment
+        return try CtlClient(base: control ?? environment["GATTEMU_CONTROL"] ?? "http://127.0.0.1:8765",
+                             token: token ?? environment["GATTEMU_TOKEN"])
+    }
+
+    /// Prints `json` as JSON (with `--json`) or `text`.
+    func output(_ json: Any, text: () -> String) {
+        if self.json {
+            let data = (try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])) ?? Data()
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            let text = text()
+            if !text.isEmpty { print(text) }
+        }
+    }
+}
+
+struct CtlStatus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Adapter, advertising, centrals, state and faults.")
+    @OptionGroup var options: CtlOptions
+
+    func run() async throws {
+        let status = try await options.client().call(.GET, "/v1/status") as? [String: Any] ?? [:]
+        options.output(status) { CtlFormat.status(status) }
+    }
+}
+
+struct CtlEvents: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "events", abstract: "Print logged events; --follow to stream new ones.")
+    @OptionGroup var options: CtlOptions
+    @Option(help: "Only events after this sequence number.") var since: Int?
+    @Flag(name: .shortAndLong, help: "Keep printing new events (Server-Sent Events) until interrupted.") var follow = false
+
+    func run() async throws {
+        let client = try options.client()
+        let json = options.json
+        if follow {
+            try await client.follow(since: since ?? 0) { line in
+                FileHandle.standardOutput.write(Data(((json ? line : CtlFormat.event(line)) + "\n").utf8))
+            }
+            return
+        }
+        let answer = try await client.call(.GET, "/v1/events?since=\(since ?? 0)&limit=10000") as? [String: Any] ?? [:]
+        for event in answer["events"] as? [[String: Any]] ?? [] {
+            let line = (try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            print(json ? line : CtlFormat.event(line))
+        }
+    }
+}
+
+struct CtlTrigger: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "trigger", abstract: "Fire a named trigger of the profile.")
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The trigger's name.") var name: String
+    @Option(name: .customLong("arg"), help: ArgumentHelp("A trigger argument.", valueName: "name=value")) var arguments: [String] = []
+
+    func run() async throws {
+        var body: [String: String] = [:]
+        for argument in arguments {
+            guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
+                throw Failure.badInput("--arg \(argument): expected name=value")
+            }
+            body[String(argument[..<equals])] = String(argument[argument.index(after: equals)...])
+        }
+        let answer = try await options.client().call(.POST, "/v1/triggers/\(CtlFormat.escape(name))", body: ["arguments": body])
+        options.output(answer) { "fired \(name)" }
+    }
+}
+
+/// `--hex`, `--utf8` or `--base64`: exactly one.
+struct ValueOptions: ParsableArguments {
+    @Option(help: "The value as hex bytes.") var hex: String?
+    @Option(help: "The value as UTF-8 text.") var utf8: String?
+    @Option(help: "The value as base64.") var base64: String?
+
+    func validate() throws {
+        if [hex, utf8, base64].compactMap({ $0 }).count != 1 { throw ValidationError("give exactly one of --hex, --utf8, --base64") }
+    }
+
+    var body: [String: String] {
+        if let hex { return ["hex": hex] }
+        if let utf8 { return ["utf8": utf8] }
+        return ["base64": base64 ?? ""]
+    }
+}
+
+struct CtlNotify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "notify", abstract: "Notify subscribers of a characteristic (faults apply).")
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "Characteristic id.") var characteristic: String
+    @OptionGroup var value: ValueOptions
+
+    func run() async throws {
+        let answer = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/notify", body: value.body)
+        options.output(answer) { "notified \(characteristic)" }
+    }
+}
+
+struct CtlIndicate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "indicate", abstract: "Indicate a value to subscribers of a characteristic.")
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "Characteristic id.") var characteristic: String
+    @OptionGroup var value: ValueOptions
+
+    func run() async throws {
+        let answer = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/indicate", body: value.body)
+        options.output(answer) { "indicated \(characteristic)" }
+    }
+}
+
+struct CtlSetValue: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "set-value", abstract: "Replace a characteristic's stored value (no notification).")
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "Characteristic id.") var characteristic: String
+    @OptionGroup var value: ValueOptions
+
+    func run() async throws {
+        let answer = try await options.client().call(.PUT, "/v1/characteristics/\(CtlFormat.escape(characteristic))/value", body: value.body)
+        options.output(answer) { "set \(characteristic)" }
+    }
+}
+
+struct CtlDisconnect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "disconnect", abstract: "Disconnect a connected central.")
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The central's address, AA:BB:CC:DD:EE:FF.") var address: String
+
+    func run() async throws {
+        let answer = try await options.client().call(.POST, "/v1/centrals/\(CtlFormat.escape(address))/disconnect")
+        options.output(answer) { "disconnected \(address)" }
+    }
+}
+
+struct CtlAdvertise: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "advertise", abstract: "Switch the advertisement variant (--base for the base one).")
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The variant's name.") var variant: String?
+    @Flag(help: "Back to the base advertisement.") var base = false
+
+    func validate() throws {
+        if (variant == nil) == !base { throw ValidationError("give a variant name or --base") }
+    }
+
+    func run() async throws {
+        let body: [String: Any] = ["variant": variant.map { $0 as Any } ?? NSNull()]
+        let answer = try await options.client().call(.PUT, "/v1/advertisement", body: body)
+        options.output(answer) { "advertising \(variant ?? "(base)")" }
+    }
+}
+
+struct CtlReset: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reset", abstract: "Put the behaviour back to the profile's initial state.")
+    @OptionGroup var options: CtlOptions
+
+    func run() async throws {
+        let answer = try await options.client().call(.POST, "/v1/reset")
+        options.output(answer) { "reset" }
+    }
+}

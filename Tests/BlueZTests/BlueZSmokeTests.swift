@@ -1,4 +1,0 @@
-import Testing
-@testable import BlueZ
-
-@Test func BlueZModuleLoads() { #expect(Bool(true)) }

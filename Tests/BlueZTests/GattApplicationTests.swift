@@ -1,0 +1,166 @@
+import BlueZ
+import DBus
+import DBusTestSupport
+import Foundation
+import Testing
+
+/// The GATT application as bluetoothd sees it on a real (private) bus.
+@Suite struct GattApplicationTests {
+    static let services = [
+        GattServiceDefinition(id: "battery", uuid: "0000180f-0000-1000-8000-00805f9b34fb", characteristics: [
+            GattCharacteristicDefinition(id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read", "notify"],
+                                         initialValue: [99], notifyPath: .acquireNotify, descriptors: [
+                GattDescriptorDefinition(id: "label", uuid: "00002901-0000-1000-8000-00805f9b34fb", initialValue: Array("Level".utf8)),
+            ]),
+            GattCharacteristicDefinition(id: "control", uuid: "12345678-0000-4000-8000-000000000001", flags: ["write", "indicate"]),
+        ]),
+        GattServiceDefinition(id: "extra", uuid: "12345678-0000-4000-8000-000000000000", primary: false, includes: ["battery"], characteristics: []),
+    ]
+
+    struct Setup {
+        let bus: PrivateBus
+        let bluetoothd: FakeBluetoothd
+        let stack: BlueZStack
+        let application: GattApplication
+        let handler: RecordingHandler
+    }
+
+    static func setUp(handler: RecordingHandler = RecordingHandler()) async throws -> Setup {
+        let bus = try PrivateBus()
+        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        let stack = try await BlueZStack.connect(bus: .address(bus.address))
+        let adapter = try await stack.adapter("hci0")
+        let application = try await GattApplication.register(services: services, handler: handler, adapter: adapter, stack: stack)
+        return Setup(bus: bus, bluetoothd: bluetoothd, stack: stack, application: application, handler: handler)
+    }
+
+    @Test func registersAnObjectTreeBluetoothdCanRead() async throws {
+        let setup = try await Self.setUp()
+        let registered = setup.bluetoothd.registeredApplications.withLock { $0 }
+        #expect(registered.map(\.path) == ["/org/gattemu/app0"])
+        #expect(registered.first?.owner == setup.stack.connection.uniqueName)
+        let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        guard case .dictionary(_, _, let entries)? = reply.first else { Issue.record("no objects"); return }
+        let objects = Dictionary(uniqueKeysWithValues: entries.compactMap { entry in
+            entry.key.objectPath.map { ($0.rawValue, entry.value) }
+        })
+        #expect(objects.keys.sorted() == [
+            "/org/gattemu/app0/service0", "/org/gattemu/app0/service0/char0", "/org/gattemu/app0/service0/char0/desc0",
+            "/org/gattemu/app0/service0/char1", "/org/gattemu/app0/service1",
+        ])
+        func properties(_ path: String, _ interface: String) -> [String: DBusValue] {
+            guard case .dictionary(_, _, let interfaces)? = objects[path] else { return [:] }
+            return interfaces.first { $0.key.string == interface }?.value.stringKeyedDictionary ?? [:]
+        }
+        let level = properties("/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic)
+        #expect(level["UUID"] == .string("00002a19-0000-1000-8000-00805f9b34fb"))
+        #expect(level["Service"] == .objectPath("/org/gattemu/app0/service0"))
+        #expect(level["Flags"] == .strings(["read", "notify"]))
+        #expect(level["Value"] == .bytes([99]))
+        #expect(level["NotifyAcquired"] == .boolean(false))
+        #expect(level["Notifying"] == .boolean(false))
+        #expect(level["Handle"] == .uint16(0))
+        let control = properties("/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic)
+        #expect(control["NotifyAcquired"] == nil, "indicate-only characteristics use PropertiesChanged")
+        let extra = properties("/org/gattemu/app0/service1", BlueZNames.gattService)
+        #expect(extra["Primary"] == .boolean(false))
+        #expect(extra["Includes"] == .objectPaths(["/org/gattemu/app0/service0"]))
+        let label = properties("/org/gattemu/app0/service0/char0/desc0", BlueZNames.gattDescriptor)
+        #expect(label["Characteristic"] == .objectPath("/org/gattemu/app0/service0/char0"))
+        #expect(label["Value"] == .bytes(Array("Level".utf8)))
+
+        await setup.application.unregister()
+        #expect(setup.bluetoothd.registeredApplications.withLock { $0.isEmpty })
+        await #expect(throws: DBusError.self) {
+            try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [FakeBluetoothd.options()])
+        }
+    }
+
+    @Test func readsAndWritesCarryOffsetMTUAndCentral() async throws {
+        let setup = try await Self.setUp()
+        let app = setup.stack.connection.uniqueName
+        let level: DBusObjectPath = "/org/gattemu/app0/service0/char0"
+        let long = try await setup.bluetoothd.call(app, level, BlueZNames.gattCharacteristic, "ReadValue", [FakeBluetoothd.options(offset: 40, mtu: 185)])
+        #expect(long == [.bytes(Array(40..<100))])
+        let read = try #require(setup.handler.reads.withLock { $0.first })
+        #expect(read.offset == 40)
+        #expect(read.context.mtu == 185)
+        #expect(read.context.centralAddress == "00:AA:01:02:00:02")
+        #expect(read.attribute == GattAttributeID(characteristic: "level"))
+
+        _ = try await setup.bluetoothd.call(app, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue",
+                                            [.bytes([1, 2, 3]), FakeBluetoothd.options()])
+        let write = try #require(setup.handler.writes.withLock { $0.first })
+        #expect(write.value == [1, 2, 3])
+        #expect(write.kind == .request)
+        #expect(!write.bluetoothdAnswered)
+
+        let descriptor = try await setup.bluetoothd.call(app, "/org/gattemu/app0/service0/char0/desc0", BlueZNames.gattDescriptor, "ReadValue", [FakeBluetoothd.options()])
+        #expect(descriptor == [.bytes(Array(0..<100))])
+        #expect(setup.handler.reads.withLock { $0.last?.attribute } == GattAttributeID(characteristic: "level", descriptor: "label"))
+    }
+
+    @Test(arguments: [
+        (GattError.notPermitted, "org.bluez.Error.NotPermitted", "Not permitted"),
+        (GattError.invalidValueLength, "org.bluez.Error.InvalidValueLength", "Invalid value length"),
+        (GattError.application(0x80), "org.bluez.Error.Failed", "0x80"),
+        (GattError.application(0x9F), "org.bluez.Error.Failed", "0x9F"),
+    ])
+    func handlerErrorsBecomeBlueZErrors(error: GattError, name: String, message: String) async throws {
+        let setup = try await Self.setUp(handler: RecordingHandler(writeError: error))
+        await #expect(throws: DBusError.named(name, message: message)) {
+            try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic,
+                                            "WriteValue", [.bytes([0]), FakeBluetoothd.options()])
+        }
+    }
+
+    @Test func onlyBluetoothdMayCallTheApplication() async throws {
+        let setup = try await Self.setUp()
+        let intruder = try await setup.bus.connect()
+        for (path, interface, member, arguments) in [
+            ("/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [FakeBluetoothd.options()]),
+            ("/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue", [DBusValue.bytes([1]), FakeBluetoothd.options()]),
+            ("/org/gattemu/app0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", []),
+            ("/org/gattemu/app0/service0/char0", "org.freedesktop.DBus.Properties", "GetAll", [DBusValue.string(BlueZNames.gattCharacteristic)]),
+        ] as [(DBusObjectPath, String, String, [DBusValue])] {
+            let error = await #expect(throws: DBusError.self) {
+                try await intruder.call(destination: setup.stack.connection.uniqueName, path: path, interface: interface, member: member, arguments: arguments)
+            }
+            #expect(error?.name == DBusError.Name.accessDenied, "\(interface).\(member) on \(path)")
+        }
+        #expect(setup.handler.reads.withLock { $0.isEmpty })
+        #expect(setup.handler.writes.withLock { $0.isEmpty })
+    }
+
+    @Test func acquiredNotificationsArriveOnTheSocket() async throws {
+        let setup = try await Self.setUp()
+        let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0",
+                                                    BlueZNames.gattCharacteristic, "AcquireNotify", [FakeBluetoothd.options(mtu: 247)])
+        #expect(reply.count == 2)
+        #expect(reply.last == .uint16(247))
+        let socket = try #require(reply.first?.unixFD)
+        #expect(setup.handler.subscriptions.withLock { $0.map(\.kind) } == [.acquired])
+        let delivery = try await setup.application.notify("level", value: [1, 2, 3], central: "00:AA:01:02:00:02")
+        #expect(delivery == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = recv(socket.rawValue, &buffer, buffer.count, 0)
+        #expect(Array(buffer.prefix(max(count, 0))) == [1, 2, 3])
+
+        // bluetoothd closing its end is an unsubscription.
+        close(socket.takeRawValue())
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(setup.handler.subscriptions.withLock { $0.map(\.kind) } == [.acquired, .released])
+    }
+
+    @Test func notificationsWithoutSocketsArePropertiesChanged() async throws {
+        let setup = try await Self.setUp()
+        let changes = AsyncCollector<DBusSignal>()
+        _ = try await setup.bluetoothd.connection.subscribe(to: DBusMatchRule(
+            path: "/org/gattemu/app0/service0/char1", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { changes.append($0) }
+        _ = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "StartNotify")
+        let delivery = try await setup.application.notify("control", value: [7, 7])
+        #expect(delivery == .propertiesChanged)
+        let received = await changes.wait(for: 2)
+        #expect(received.map { $0.arguments[1].stringKeyedDictionary ?? [:] } == [["Notifying": .boolean(true)], ["Value": .bytes([7, 7])]])
+    }
+}

@@ -1,0 +1,240 @@
+import Control
+import Emulator
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Profile
+import Testing
+
+@Suite struct ControlAPITests {
+    @Test func statusDescribesTheProfile() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            let (status, body) = try await client.call(.get, "/v1/status")
+            #expect(status == .ok)
+            #expect((body["profile"] as? String)?.hasSuffix("noke-lock.json") == true)
+            #expect(body["triggers"] as? [String] == ["jam", "unjam", "lock"])
+            #expect((body["centrals"] as? [Any])?.isEmpty == true)
+            #expect((body["advertising"] as? [String: Any])?["advertised"] as? Bool == false)
+            #expect((body["state"] as? [String: String])?.isEmpty == false)
+        }
+    }
+
+    @Test func notifyValidatesCharacteristicAndValue() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            var (status, body) = try await client.call(.post, "/v1/characteristics/nope/notify", json: #"{"hex": "01"}"#)
+            #expect(status == .notFound)
+            #expect(body["error"] as? String == "unknown characteristic \"nope\"")
+            #expect(body["known"] as? [String] == ["rx", "tx", "session"])
+
+            (status, body) = try await client.call(.post, "/v1/characteristics/tx/notify", json: #"{"hex": "5g"}"#)
+            #expect(status == .badRequest)
+            #expect((body["error"] as? String)?.contains("bad hex") == true)
+
+            (status, body) = try await client.call(.post, "/v1/characteristics/tx/notify", json: #"{"hex": "51 60"#)
+            #expect(status == .badRequest)
+            #expect((body["error"] as? String)?.hasPrefix("malformed JSON") == true)
+
+            (status, body) = try await client.call(.post, "/v1/characteristics/tx/notify")
+            #expect(status == .badRequest)
+
+            (status, body) = try await client.call(.post, "/v1/characteristics/session/notify", json: #"{"hex": "01"}"#)
+            #expect(status == .badRequest, "session cannot notify")
+
+            (status, body) = try await client.call(.post, "/v1/characteristics/tx/notify", json: #"{"utf8": "hi"}"#)
+            #expect(status == .ok)
+            #expect(body["hex"] as? String == "6869")
+        }
+        let notes = emulator.events.events.filter { $0.kind == .notify && $0.characteristic == "tx" }
+        #expect(notes.map(\.value) == [[0x68, 0x69]])
+    }
+
+    @Test func setValueIsServedToReads() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            let (status, _) = try await client.call(.put, "/v1/characteristics/session/value", json: #"{"base64": "AQID"}"#)
+            #expect(status == .ok)
+        }
+        let bytes = try await emulator.read(gattRead("session"))
+        #expect(bytes == [1, 2, 3])
+    }
+
+    @Test func triggersFireRulesAndUnknownOnesAre404() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            var (status, body) = try await client.call(.post, "/v1/triggers/explode")
+            #expect(status == .notFound)
+            #expect(body["known"] as? [String] == ["jam", "unjam", "lock"])
+            (status, body) = try await client.call(.post, "/v1/triggers/jam", json: #"{"arguments": {"why": "test", "n": 2}}"#)
+            #expect(status == .ok)
+            (status, body) = try await client.call(.post, "/v1/triggers/jam", json: #"{"arguments": [1]}"#)
+            #expect(status == .badRequest)
+        }
+        #expect(emulator.events.events.contains { $0.kind == .rule })
+    }
+
+    @Test func faultsCanBeAddedListedAndRemoved() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            var (status, body) = try await client.call(.post, "/v1/faults", json: #"{"on": "write", "characteristic": "rx", "error": "not-authorized", "count": 1}"#)
+            #expect(status == .created)
+            #expect(body["id"] as? String == "f1")
+            #expect(body["summary"] as? String == "error not-authorized")
+
+            (status, body) = try await client.call(.post, "/v1/faults", json: #"[{"id": "slow", "on": "read", "delay": 5}, {"on": "notify", "drop": true}]"#)
+            #expect(status == .created)
+            #expect((body["faults"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["slow", "f2"])
+
+            (status, body) = try await client.call(.get, "/v1/faults")
+            #expect((body["faults"] as? [[String: Any]])?.count == 3)
+
+            (status, body) = try await client.call(.delete, "/v1/faults/slow")
+            #expect(status == .ok)
+            (status, body) = try await client.call(.delete, "/v1/faults/slow")
+            #expect(status == .notFound)
+            #expect(body["known"] as? [String] == ["f1", "f2"])
+
+            (status, body) = try await client.call(.delete, "/v1/faults")
+            #expect(body["removed"] as? Int == 2)
+        }
+    }
+
+    @Test func badFaultSpecsAre400WithTheReason() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            let cases: [(String, String)] = [
+                (#"{"on": "write", "characteristic": "nope", "drop": true}"#, "unknown characteristic \"nope\""),
+                (#"{"on": "write", "characteristic": "session", "drop": true}"#, "no write"),
+                (#"{"on": "write", "error": "bogus"}"#, "expected an ATT error"),
+                (#"{"on": "write"}"#, "needs one action"),
+                (#"{"advertise": "touched"}"#, "unknown advertisement variant"),
+                (#"{"on": "write", "drop": true, "nth": -1}"#, "nth"),
+                (#"[{"on": "read", "drop": true}, {"on": "read"}]"#, "faults[1]"),
+                (#""drop""#, "expected an array"),
+                ("{", "malformed JSON"),
+            ]
+            for (json, expected) in cases {
+                let (status, body) = try await client.call(.post, "/v1/faults", json: json)
+                #expect(status == .badRequest, "\(json)")
+                #expect((body["error"] as? String)?.contains(expected) == true, "\(json): \(body["error"] ?? "")")
+            }
+            // All or nothing: the first of the refused pair was not kept.
+            let (_, list) = try await client.call(.get, "/v1/faults")
+            #expect((list["faults"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    @Test func eventsSinceAndBadQueries() async throws {
+        let emulator = try makeEmulator()
+        emulator.events.record(.note, detail: "one")
+        emulator.events.record(.note, detail: "two")
+        let first = emulator.events.lastSequence
+        emulator.events.record(.note, detail: "three")
+        try await withAPI(emulator) { client in
+            var (status, body) = try await client.call(.get, "/v1/events?since=\(first)")
+            #expect(status == .ok)
+            let events = body["events"] as? [[String: Any]] ?? []
+            #expect(events.map { $0["detail"] as? String } == ["three"])
+            #expect(events.first?["seq"] as? Int == first + 1)
+            #expect(body["last"] as? Int == first + 1)
+
+            (status, body) = try await client.call(.get, "/v1/events?since=0&limit=1")
+            #expect((body["events"] as? [[String: Any]])?.first?["seq"] as? Int == 1)
+
+            (status, body) = try await client.call(.get, "/v1/events?since=abc")
+            #expect(status == .badRequest)
+        }
+    }
+
+    @Test func advertisementVariantsAndReset() async throws {
+        let emulator = try makeEmulator("leaf-reader")
+        try await withAPI(emulator) { client in
+            var (status, body) = try await client.call(.put, "/v1/advertisement", json: #"{"variant": "missing"}"#)
+            #expect(status == .notFound)
+            #expect(body["known"] as? [String] == ["touched"])
+            (status, body) = try await client.call(.put, "/v1/advertisement", json: #"{"variant": "touched"}"#)
+            #expect(status == .ok)
+            (status, body) = try await client.call(.get, "/v1/status")
+            #expect((body["advertising"] as? [String: Any])?["variant"] as? String == "touched")
+            (status, body) = try await client.call(.put, "/v1/advertisement", json: #"{}"#)
+            #expect(status == .badRequest)
+            (status, body) = try await client.call(.post, "/v1/reset")
+            #expect(status == .ok)
+            (status, body) = try await client.call(.get, "/v1/status")
+            #expect((body["advertising"] as? [String: Any])?["variant"] == nil)
+        }
+    }
+
+    @Test func disconnectingAnUnknownCentral() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            var (status, _) = try await client.call(.post, "/v1/centrals/AA:BB:CC:DD:EE:FF/disconnect")
+            #expect(status == .notFound)
+            (status, _) = try await client.call(.post, "/v1/centrals/nonsense/disconnect")
+            #expect(status == .badRequest)
+        }
+    }
+
+    @Test func unknownRoutesAnswerJSON404() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            let (status, body) = try await client.call(.get, "/v1/nothing")
+            #expect(status == .notFound)
+            #expect(body["error"] != nil)
+        }
+    }
+
+    @Test func openAPIDocumentIsServedAndMatchesTheCommittedFile() async throws {
+        let committed = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/Control/openapi.json"))
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            try await client.execute(uri: "/v1/openapi.json", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(Data(response.body.readableBytesView) == committed, "run scripts/embed-openapi")
+                let document = try JSONSerialization.jsonObject(with: committed) as? [String: Any]
+                let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
+                #expect(paths.contains("/v1/faults/{id}"))
+                #expect(paths.contains("/v1/events/stream"))
+                #expect(paths.count == 13)
+            }
+        }
+    }
+}
+
+@Suite struct ControlTokenTests {
+    @Test func nonLoopbackNeedsAToken() throws {
+        let emulator = try makeEmulator()
+        #expect(throws: ControlSetupError.self) { try ControlServer(endpoint: ControlEndpoint(host: "0.0.0.0", port: 0), token: nil, target: emulator) }
+        #expect(throws: ControlSetupError.self) { try ControlServer(endpoint: ControlEndpoint(host: "0.0.0.0", port: 0), token: "", target: emulator) }
+        #expect(throws: Never.self) { try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: 0), token: nil, target: emulator) }
+    }
+
+    @Test func everyRequestNeedsTheTokenWhenOneIsSet() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator, token: "s3cret", host: "0.0.0.0") { client in
+            var (status, body) = try await client.call(.get, "/v1/status")
+            #expect(status == .unauthorized)
+            #expect(body["error"] as? String == "missing Authorization: Bearer token")
+            (status, _) = try await client.call(.get, "/v1/status", headers: [.authorization: "Bearer wrong"])
+            #expect(status == .unauthorized)
+            (status, _) = try await client.call(.post, "/v1/faults", json: #"{"on": "read", "drop": true}"#, headers: [.authorization: "Basic s3cret"])
+            #expect(status == .unauthorized)
+            (status, _) = try await client.call(.get, "/v1/status", headers: [.authorization: "Bearer s3cret"])
+            #expect(status == .ok)
+        }
+    }
+
+    @Test func endpointsParse() {
+        #expect(ControlEndpoint(parsing: "127.0.0.1:8765") == ControlEndpoint(host: "127.0.0.1", port: 8765))
+        #expect(ControlEndpoint(parsing: "[::1]:80") == ControlEndpoint(host: "::1", port: 80))
+        #expect(ControlEndpoint(parsing: ":9000")?.isLoopback == true)
+        #expect(ControlEndpoint(parsing: "localhost:1")?.isLoopback == true)
+        #expect(ControlEndpoint(parsing: "0.0.0.0:8765")?.isLoopback == false)
+        #expect(ControlEndpoint(parsing: "192.168.1.2:8765")?.isLoopback == false)
+        #expect(ControlEndpoint(parsing: "127.0.0.1") == nil)
+        #expect(ControlEndpoint(parsing: "127.0.0.1:99999") == nil)
+        #expect(ControlEndpoint(parsing: "a b:1") == nil)
+    }
+}

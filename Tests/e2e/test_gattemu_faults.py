@@ -1,0 +1,126 @@
+"""Faults injected through gattemu's control API, observed from the real central.
+
+Needs .build/debug/gattemu built in the worktree; run with `scripts/e2e -k faults`.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
+GATTEMU = ROOT / ".build" / "debug" / "gattemu"
+PORT = 8765
+API = f"http://127.0.0.1:{PORT}"
+CONFIG_UUID = "00002bb2-0000-1000-8000-00805f9b34fb"
+TX_UUID = "1bc50003-0200-d29e-e511-446c609db825"
+
+pytestmark = pytest.mark.skipif(not GATTEMU.exists(), reason="build gattemu first (swift build)")
+
+
+def call(method: str, path: str, body=None) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(API + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+async def api(method: str, path: str, body=None) -> tuple[int, dict]:
+    return await asyncio.to_thread(call, method, path, body)
+
+
+async def wait_for_api(peripheral, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert peripheral.running, peripheral.output()
+        try:
+            status, body = await api("GET", "/v1/status")
+            if status == 200 and body.get("advertising", {}).get("advertised"):
+                return body
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        await asyncio.sleep(0.3)
+    raise AssertionError("control API did not come up:\n" + peripheral.output())
+
+
+def start_gattemu(start_peripheral, profile: str, extra: str = ""):
+    cmd = f"{GATTEMU} run {ROOT}/profiles/{profile} --adapter {{adapter}} --control 127.0.0.1:{PORT} --seed 5 {extra}"
+    return start_peripheral(cmd=cmd)
+
+
+async def test_injected_att_error_reaches_the_central(central, start_peripheral):
+    p = start_gattemu(start_peripheral, "bleproof.json")
+    await wait_for_api(p)
+    status, fault = await api("POST", "/v1/faults", {"on": "write", "characteristic": "config", "error": "0x81", "count": 1})
+    assert status == 201, fault
+    conn = await central.connect(name="BLEProof")
+    try:
+        with pytest.raises(Exception) as raised:
+            await conn.write(CONFIG_UUID, b'{"x": 1}', response=True)
+        assert "0x81" in str(raised.value).lower() or "129" in str(raised.value) or getattr(raised.value, "error_code", None) == 0x81, raised.value
+        _, events = await api("GET", "/v1/events?since=0")
+        faults = [e for e in events["events"] if e["event"] == "fault"]
+        assert len(faults) == 1 and faults[0]["characteristic"] == "config", faults
+    finally:
+        await conn.disconnect()
+
+
+async def test_dropped_notification_never_arrives_but_the_next_does(central, start_peripheral):
+    p = start_gattemu(start_peripheral, "noke-lock.json")
+    body = await wait_for_api(p)
+    name = [a for a in body["advertising"]["advertisements"] if "name" in a][0].split('"')[1]
+    conn = await central.connect(name=name)
+    try:
+        received: asyncio.Queue[bytes] = asyncio.Queue()
+        await conn.subscribe(TX_UUID, received.put_nowait)
+        await asyncio.sleep(1)
+        while not received.empty():
+            received.get_nowait()
+        status, _ = await api("POST", "/v1/faults", {"on": "notify", "characteristic": "tx", "nth": 2, "drop": True})
+        assert status == 201
+        for value in ("a1", "a2", "a3"):
+            status, answer = await api("POST", "/v1/characteristics/tx/notify", {"hex": value})
+            assert status == 200, answer
+            await asyncio.sleep(0.3)
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            try:
+                got.append(await asyncio.wait_for(received.get(), 1))
+            except asyncio.TimeoutError:
+                pass
+        await asyncio.sleep(1)
+        while not received.empty():
+            got.append(received.get_nowait())
+        assert got == [b"\xa1", b"\xa3"], got
+    finally:
+        await conn.disconnect()
+
+
+async def test_disconnected_after_the_nth_write(central, start_peripheral):
+    p = start_gattemu(start_peripheral, "bleproof.json")
+    await wait_for_api(p)
+    status, _ = await api("POST", "/v1/faults", {"on": "write", "characteristic": "config", "nth": 2, "disconnect": True})
+    assert status == 201
+    conn = await central.connect(name="BLEProof")
+    try:
+        for _ in range(2):
+            try:
+                await conn.write(CONFIG_UUID, b'{"x": 1}', response=True)
+            except Exception:  # noqa: BLE001 - the profile may refuse the value; only the link matters
+                pass
+        deadline = time.monotonic() + 10
+        while conn.is_connected and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        assert not conn.is_connected
+    finally:
+        await conn.disconnect()
