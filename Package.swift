@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.60.0"),
@@ -24,12 +25,12 @@ let package = Package(
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ peripheral object model: adapter, GATT application, advertisements, centrals.
-        .target(name: "BlueZ", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BlueZ", dependencies: ["DBus"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
         .target(name: "Profile"),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(name: "Emulator", dependencies: [
-            "BlueZ", "Profile", .product(name: "Logging", package: "swift-log"),
+            "BlueZ", "Profile", .product(name: "DequeModule", package: "swift-collections"),
         ]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
         .target(name: "Control", dependencies: [

@@ -52,7 +52,7 @@ enum Replay {
                 exit(2)
             }
             let files = isDirectory.boolValue
-                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { "\(path)/\($0)" }
+                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }.sorted().map { "\(path)/\($0)" }
                 : [path]
             for file in files {
                 guard let data = FileManager.default.contents(atPath: file) else { continue }

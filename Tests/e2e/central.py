@@ -135,7 +135,7 @@ class Central:
         """One fresh discovery session of at most `window` s; first match or None."""
         raise NotImplementedError
 
-    async def _connect_once(self, adv: AdvInfo, timeout: float) -> Connection:
+    async def _connect_once(self, adv: AdvInfo, timeout: float, mtu: int = 517) -> Connection:
         raise NotImplementedError
 
     async def find(self, name=None, service_uuid=None, address=None, timeout: float = 30.0,
@@ -165,7 +165,8 @@ class Central:
                              f"still advertising after {timeout}s")
 
     async def connect(self, address=None, *, name=None, service_uuid=None, name_prefix=None,
-                      attempts: int = 3, scan_timeout: float = 30.0, timeout: float = 45.0) -> Connection:
+                      attempts: int = 3, scan_timeout: float = 30.0, timeout: float = 45.0,
+                      mtu: int = 517) -> Connection:
         """Fresh scan + connect + service discovery + MTU exchange; retried up to
         `attempts` times. Records attempts in self.stats."""
         errors = []
@@ -174,7 +175,7 @@ class Central:
             try:
                 adv = await self.find(name=name, service_uuid=service_uuid, address=address,
                                       name_prefix=name_prefix, timeout=scan_timeout)
-                conn = await asyncio.wait_for(self._connect_once(adv, timeout), timeout + 5)
+                conn = await asyncio.wait_for(self._connect_once(adv, timeout, mtu), timeout + 5)
                 conn.adv = adv
                 self.stats.attempts.append(attempt)
                 if attempt > 1:
@@ -352,7 +353,7 @@ class BumbleCentral(Central):
             except Exception as e:  # noqa: BLE001
                 log.info("stop_scanning: %s", e)
 
-    async def _connect_once(self, adv, timeout):
+    async def _connect_once(self, adv, timeout, mtu=517):
         from bumble.core import PhysicalTransport
         from bumble.device import Peer
         from bumble.hci import OwnAddressType
@@ -360,7 +361,7 @@ class BumbleCentral(Central):
                                          own_address_type=OwnAddressType.PUBLIC, timeout=timeout)
         c = BumbleConnection(self.device, conn, Peer(conn))
         try:
-            await asyncio.wait_for(c._peer.request_mtu(517), 20)
+            await asyncio.wait_for(c._peer.request_mtu(mtu), 20)
             await asyncio.wait_for(c._peer.discover_services(), 20)
             await asyncio.wait_for(c._peer.discover_characteristics(), 20)
         except BaseException:
@@ -479,7 +480,8 @@ class BluezCentral(Central):
             except Exception as e:  # noqa: BLE001
                 log.info("scanner stop: %s", e)
 
-    async def _connect_once(self, adv, timeout):
+    async def _connect_once(self, adv, timeout, mtu=517):
+        # bleak on BlueZ always negotiates BlueZ's MTU (517); `mtu` applies to the Bumble central only.
         from bleak import BleakClient
         client = BleakClient(adv.raw, bluez={"adapter": self.adapter}, timeout=timeout)
         await client.connect()

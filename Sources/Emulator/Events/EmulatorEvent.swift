@@ -1,4 +1,5 @@
 import Foundation
+import Profile
 
 /// One entry of the event log: something that happened between gattemu, bluetoothd and a central.
 public struct EmulatorEvent: Sendable, Equatable {
@@ -29,24 +30,35 @@ public struct EmulatorEvent: Sendable, Equatable {
         self.detail = detail
     }
 
-    /// `  1234.567 ms  write      AA:BB:… rx 0102… (request)`
+    /// `  1234.567 ms write        AA:BB:… rx 0102… (request)`
     public var text: String {
-        var parts = [String(format: "%10.3f ms", time), kind.rawValue.padding(toLength: max(12, kind.rawValue.count), withPad: " ", startingAt: 0)]
-        if let central { parts.append(central) }
-        if let characteristic { parts.append(characteristic) }
-        if let value { parts.append(value.isEmpty ? "(empty)" : value.map { String(format: "%02x", $0) }.joined()) }
-        if let detail { parts.append(detail) }
-        return parts.joined(separator: " ")
+        var line = Self.milliseconds(time) + " ms " + kind.rawValue
+        if kind.rawValue.count < 12 { line += String(repeating: " ", count: 12 - kind.rawValue.count) }
+        if let central { line += " " + central }
+        if let characteristic { line += " " + characteristic }
+        if let value { line += " " + (value.isEmpty ? "(empty)" : value.hexString(uppercase: false)) }
+        if let detail { line += " " + detail }
+        return line
     }
 
-    /// One JSON object, for JSON-lines logs.
+    /// One JSON object with sorted keys, for JSON-lines logs.
     public var json: String {
-        var object: [String: Any] = ["seq": sequence, "t": (time * 1000).rounded() / 1000, "event": kind.rawValue]
-        if let central { object["central"] = central }
-        if let characteristic { object["characteristic"] = characteristic }
-        if let value { object["value"] = value.map { String(format: "%02x", $0) }.joined() }
-        if let detail { object["detail"] = detail }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        var members: [String] = []
+        if let central { members.append("\"central\":" + JSONText.quoted(central)) }
+        if let characteristic { members.append("\"characteristic\":" + JSONText.quoted(characteristic)) }
+        if let detail { members.append("\"detail\":" + JSONText.quoted(detail)) }
+        members.append("\"event\":" + JSONText.quoted(kind.rawValue))
+        members.append("\"seq\":\(sequence)")
+        members.append("\"t\":\((time * 1000).rounded() / 1000)")
+        if let value { members.append("\"value\":\"" + value.hexString(uppercase: false) + "\"") }
+        return "{" + members.joined(separator: ",") + "}"
+    }
+
+    /// `time` with three decimals, right-aligned in ten characters.
+    static func milliseconds(_ time: Double) -> String {
+        let thousandths = Int((time * 1000).rounded())
+        let fraction = String(thousandths % 1000)
+        let text = String(thousandths / 1000) + "." + String(repeating: "0", count: 3 - fraction.count) + fraction
+        return text.count < 10 ? String(repeating: " ", count: 10 - text.count) + text : text
     }
 }

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Synchronization
 
@@ -15,7 +16,7 @@ public final class EventLog: Sendable {
     /// The kept events, the next sequence number and the live subscribers, under one lock so that
     /// sequence numbers, the buffer and the streams always agree.
     private struct Recent {
-        var events: [EmulatorEvent] = []
+        var events = Deque<EmulatorEvent>()
         var nextSequence = 1
         var subscribers: [Int: AsyncStream<EmulatorEvent>.Continuation] = [:]
         var nextSubscriber = 0
@@ -60,18 +61,20 @@ public final class EventLog: Sendable {
                 handle?.write(Data((event.json + "\n").utf8))
             }
             recent.events.append(event)
-            if recent.events.count > Self.capacity { recent.events.removeFirst(recent.events.count - Self.capacity) }
+            if recent.events.count > Self.capacity { recent.events.removeFirst() }
             for subscriber in recent.subscribers.values { subscriber.yield(event) }
         }
     }
 
     /// The most recent events (up to ``capacity``), oldest first.
-    public var events: [EmulatorEvent] { recent.withLock { $0.events } }
+    public var events: [EmulatorEvent] { recent.withLock { Array($0.events) } }
 
     /// Kept events with a sequence number above `sequence`, oldest first, at most `limit`.
     public func events(since sequence: Int, limit: Int = capacity) -> [EmulatorEvent] {
         recent.withLock { recent in
-            let start = recent.events.firstIndex { $0.sequence > sequence } ?? recent.events.endIndex
+            // Sequence numbers are consecutive, so the first wanted event's index is known.
+            guard let first = recent.events.first?.sequence else { return [] }
+            let start = min(max(0, sequence + 1 - first), recent.events.count)
             return Array(recent.events[start...].prefix(max(0, limit)))
         }
     }

@@ -1,10 +1,16 @@
 extension Sequence where Element == UInt8 {
-    /// Uppercase hex, e.g. `51 60 0A` with `separator: " "`.
-    public func hexString(separator: String = "") -> String {
-        map { byte in
-            let digits = String(byte, radix: 16, uppercase: true)
-            return byte < 0x10 ? "0" + digits : digits
-        }.joined(separator: separator)
+    /// Two hex digits per byte (uppercase unless asked otherwise), `separator` between bytes; one pass, no formatting calls.
+    public func hexString(separator: String = "", uppercase: Bool = true) -> String {
+        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+        let separatorBytes = Array(separator.utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(underestimatedCount * (2 + separatorBytes.count))
+        for (index, byte) in enumerated() {
+            if index > 0 { text += separatorBytes }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

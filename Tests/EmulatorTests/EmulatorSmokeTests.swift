@@ -1,4 +1,0 @@
-import Testing
-@testable import Emulator
-
-@Test func EmulatorModuleLoads() { #expect(Bool(true)) }

@@ -1,0 +1,758 @@
+"""gattemu vs peer emulators, side by side in one sandbox VM.
+
+Run through scripts/bench (it boots the sandbox); by hand inside the sandbox:
+    python $GATTEMU_ROOT/benchmarks/bench.py --out $GATTEMU_OUT/bench [--quick]
+
+For each implementation (gattemu with AcquireNotify, gattemu with
+PropertiesChanged, bless, bluez-peripheral, bluetoothctl's C gatt server) and
+each profile (Noke, BLEProof) it starts the peripheral on $GATTEMU_PERIPH and
+measures, with the Bumble central of Tests/e2e/central.py on $GATTEMU_CENTRAL:
+
+  start: process start -> bluetoothd's ActiveInstances goes up (advertisement
+         registered), -> the central's first advertising report, -> first
+         successful read (connect + MTU + discovery + read)
+  rtt:   write -> notification (or indication) round trips, p50/p99
+  cpu:   user+sys of the peripheral process (and of bluetoothd) per 1,000 ops
+  rss:   VmHWM / VmRSS of the peripheral process after each phase
+  burst: notifications/s for a burst of BURST notifications per 2-byte write
+  soak:  RSS after N pipelined write->notify operations (leaks)
+
+Writes bench.json and bench.md to --out.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "Tests" / "e2e"))
+sys.path.insert(0, str(HERE / "peers"))
+
+import central as C  # noqa: E402
+import behaviour as B  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+CONN_INTERVAL_MS = 7.5
+LOGDIR = Path("/tmp/gattemu-bench")
+LOGDIR_COPY = [Path(".")]
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+def log(msg: str) -> None:
+    print(f"bench: {msg}", flush=True)
+
+
+# ------------------------------------------------------------------ /proc
+def cpu_seconds(pid: int) -> float | None:
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def mem_kib(pid: int) -> dict:
+    out = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            k, _, v = line.partition(":")
+            if k in ("VmHWM", "VmRSS"):
+                out[k] = int(v.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def pidof(name: str) -> int | None:
+    r = subprocess.run(["pidof", "-s", name], capture_output=True, text=True)
+    return int(r.stdout.split()[0]) if r.stdout.strip() else None
+
+
+def percentile(xs: list[float], p: float) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    k = (len(s) - 1) * p / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+# ------------------------------------------------------------------ central
+class BenchCentral(C.BumbleCentral):
+    """The e2e Bumble central, connecting with a short connection interval."""
+
+    async def _connect_once(self, adv, timeout):
+        from bumble.core import PhysicalTransport
+        from bumble.device import ConnectionParametersPreferences, Peer
+        from bumble.hci import OwnAddressType, Phy
+        prefs = {Phy.LE_1M: ConnectionParametersPreferences(
+            connection_interval_min=CONN_INTERVAL_MS, connection_interval_max=CONN_INTERVAL_MS,
+            max_latency=0, supervision_timeout=720)}
+        conn = await self.device.connect(adv.raw, transport=PhysicalTransport.LE,
+                                         connection_parameters_preferences=prefs,
+                                         own_address_type=OwnAddressType.PUBLIC, timeout=timeout)
+        c = C.BumbleConnection(self.device, conn, Peer(conn))
+        try:
+            await asyncio.wait_for(c._peer.request_mtu(517), 20)
+            await asyncio.wait_for(c._peer.discover_services(), 20)
+            await asyncio.wait_for(c._peer.discover_characteristics(), 20)
+        except BaseException:
+            await c.disconnect()
+            raise
+        c.interval_ms = getattr(conn.parameters, "connection_interval", None)
+        return c
+
+
+# ------------------------------------------------------------------ bluetoothd watch
+class AdvWatch:
+    """Follows LEAdvertisingManager1.ActiveInstances of the peripheral adapter."""
+
+    def __init__(self, adapter: str):
+        self.path = f"/org/bluez/{adapter}"
+        self.bus = None
+        self.active = 0
+        self.changed = asyncio.Event()
+        self.last_change = 0.0
+
+    async def start(self):
+        from dbus_fast import BusType, Message
+        from dbus_fast.aio import MessageBus
+        self.bus = await MessageBus(bus_type=BusType.SYSTEM).connect()
+        rule = (f"type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',"
+                f"member='PropertiesChanged',path='{self.path}'")
+        await self.bus.call(Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
+                                    interface="org.freedesktop.DBus", member="AddMatch",
+                                    signature="s", body=[rule]))
+        self.bus.add_message_handler(self._on)
+        self.active = await self.get()
+
+    def _on(self, msg):
+        if msg.member != "PropertiesChanged" or msg.path != self.path:
+            return
+        iface, changed = msg.body[0], msg.body[1]
+        if iface == "org.bluez.LEAdvertisingManager1" and "ActiveInstances" in changed:
+            self.active = changed["ActiveInstances"].value
+            self.last_change = now()
+            self.changed.set()
+
+    async def get(self) -> int:
+        from dbus_fast import Message, MessageType
+        r = await self.bus.call(Message(destination="org.bluez", path=self.path,
+                                        interface="org.freedesktop.DBus.Properties", member="Get",
+                                        signature="ss", body=["org.bluez.LEAdvertisingManager1",
+                                                              "ActiveInstances"]))
+        return r.body[0].value if r.message_type != MessageType.ERROR else 0
+
+    async def wait(self, pred, timeout: float) -> float | None:
+        end = now() + timeout
+        while not pred(self.active):
+            left = end - now()
+            if left <= 0:
+                return None
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), min(left, 0.5))
+            except asyncio.TimeoutError:
+                self.active = await self.get()
+                self.last_change = now()
+        return self.last_change
+
+
+# ------------------------------------------------------------------ implementations
+@dataclass
+class Impl:
+    key: str
+    label: str
+    notify_path: str           # how notifications reach bluetoothd
+    burst: bool = True         # implements the burst write
+    echo: bool = False         # bluetoothctl: notifications echo the written value
+
+    def argv(self, profile: str, env: dict) -> list[str]:
+        adapter = env["GATTEMU_PERIPH"]
+        py = sys.executable
+        if self.key.startswith("gattemu"):
+            prof = (HERE / "profiles" / "noke-burst.json" if profile == "noke"
+                    else ROOT / "profiles" / "bleproof.json")
+            path = "acquire" if self.key == "gattemu" else "properties"
+            return [str(env["GATTEMU_BIN"]), "run", str(prof), "--adapter", adapter, "--notify-path", path]
+        if self.key == "bless":
+            return [py, str(HERE / "peers" / "bless_peer.py"), "--profile", profile, "--adapter", adapter,
+                    "--address", env["GATTEMU_PERIPH_ADDRESS"]]
+        if self.key == "bluez-peripheral":
+            return [py, str(HERE / "peers" / "bluez_peripheral_peer.py"), "--profile", profile,
+                    "--adapter", adapter]
+        if self.key == "bluetoothctl":
+            return ["bash", str(HERE / "peers" / "bluetoothctl_peer.sh"), profile,
+                    env["GATTEMU_PERIPH_ADDRESS"]]
+        raise ValueError(self.key)
+
+
+IMPLS = [
+    Impl("gattemu", "gattemu (AcquireNotify)", "AcquireNotify"),
+    Impl("gattemu-props", "gattemu (PropertiesChanged)", "PropertiesChanged"),
+    Impl("bless", "bless", "PropertiesChanged"),
+    Impl("bluez-peripheral", "bluez-peripheral", "PropertiesChanged"),
+    Impl("bluetoothctl", "bluetoothctl gatt (C)", "AcquireNotify", burst=False, echo=True),
+]
+
+
+# ------------------------------------------------------------------ one peripheral run
+@dataclass
+class Run:
+    impl: Impl
+    profile: str
+    results: dict = field(default_factory=dict)
+    errors: list = field(default_factory=list)
+
+
+class Bench:
+    def __init__(self, args, env):
+        self.args = args
+        self.env = env
+        self.out = Path(args.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        LOGDIR_COPY[0] = self.out
+        self.central: BenchCentral | None = None
+        self.watch: AdvWatch | None = None
+        self.bluetoothd = pidof("bluetoothd")
+
+    async def setup(self):
+        self.central = BenchCentral(self.env["GATTEMU_CENTRAL"])
+        await self.central.start()
+        self.watch = AdvWatch(self.env["GATTEMU_PERIPH"])
+        await self.watch.start()
+
+    # -------------------------------------------------------------- process
+    def spawn(self, run: Run) -> subprocess.Popen:
+        argv = run.impl.argv(run.profile, self.env)
+        # On the VM's tmpfs: the out dir is a 9p share where every log line of a
+        # chatty peripheral would cost a synchronous round trip to the host.
+        LOGDIR.mkdir(parents=True, exist_ok=True)
+        logf = open(LOGDIR / f"peripheral-{run.impl.key}-{run.profile}.log", "ab")
+        logf.write(f"=== {time.strftime('%T')} {shlex.join(argv)}\n".encode())
+        logf.flush()
+        p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        p._logf = logf  # noqa: SLF001
+        return p
+
+    def server_pid(self, run: Run, p: subprocess.Popen) -> int:
+        """The process doing the GATT work (the bluetoothctl wrapper execs it)."""
+        return p.pid
+
+    @staticmethod
+    def stop(p: subprocess.Popen):
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        p._logf.close()  # noqa: SLF001
+        try:
+            name = Path(p._logf.name).name  # noqa: SLF001
+            with open(p._logf.name, "rb") as src, open(LOGDIR_COPY[0] / name, "wb") as dst:  # noqa: SLF001
+                dst.write(src.read())
+        except OSError:
+            pass
+
+    # -------------------------------------------------------------- phases
+    async def measure_start(self, run: Run, uuid: str):
+        """Start the process with the central already scanning."""
+        dev = self.central.device
+        seen: asyncio.Future = asyncio.get_running_loop().create_future()
+        acc: dict = {}
+
+        def on_adv(adv):
+            info = C.BumbleCentral._info(adv, acc)
+            if C.norm_uuid(uuid) in info.service_uuids and not seen.done():
+                seen.set_result((now(), info))
+
+        base = self.watch.active
+        dev.on("advertisement", on_adv)
+        await dev.start_scanning(filter_duplicates=False, active=True)
+        t0 = now()
+        p = self.spawn(run)
+        try:
+            t_reg = await self.watch.wait(lambda a: a > base, 60)
+            try:
+                t_seen, info = await asyncio.wait_for(asyncio.shield(seen), 60)
+            except asyncio.TimeoutError:
+                t_seen, info = None, None
+        finally:
+            dev.remove_listener("advertisement", on_adv)
+            try:
+                await dev.stop_scanning()
+            except Exception:  # noqa: BLE001
+                pass
+        r = run.results
+        r["start_to_registered_ms"] = (t_reg - t0) * 1000 if t_reg else None
+        r["start_to_seen_ms"] = (t_seen - t0) * 1000 if t_seen else None
+        return p, t0, info
+
+    async def connect(self, info, uuid: str):
+        try:
+            return await asyncio.wait_for(self.central._connect_once(info, 30), 40)
+        except Exception as e:  # noqa: BLE001 - fall back to the e2e helper's retrying connect
+            log(f"first connect failed ({type(e).__name__}: {e}); retrying with a fresh scan")
+            return await self.central.connect(service_uuid=uuid)
+
+    async def rtt_loop(self, conn, write_uuid: str, n: int, make, response: bool, q: asyncio.Queue,
+                       timeout: float = 10.0) -> tuple[list[float], int]:
+        """n sequential write -> notification round trips; returns (ms list, timeouts)."""
+        char = conn._char(write_uuid)
+        out: list[float] = []
+        lost = 0
+        for i in range(n):
+            while not q.empty():
+                q.get_nowait()
+            data = make(i)
+            t = time.perf_counter()
+            w = asyncio.ensure_future(char.write_value(data, with_response=response))
+            try:
+                await asyncio.wait_for(q.get(), timeout)
+                out.append((time.perf_counter() - t) * 1000)
+            except asyncio.TimeoutError:
+                lost += 1
+                if lost >= 3 and not out:
+                    break
+            await w
+        return out, lost
+
+    async def phase(self, run: Run, name: str, pid: int, coro):
+        c0, b0, t0 = cpu_seconds(pid), cpu_seconds(self.bluetoothd) if self.bluetoothd else None, now()
+        res = await coro
+        c1, b1, t1 = cpu_seconds(pid), cpu_seconds(self.bluetoothd) if self.bluetoothd else None, now()
+        return res, {"cpu_s": (c1 - c0) if c0 is not None and c1 is not None else None,
+                     "bluetoothd_cpu_s": (b1 - b0) if b0 is not None and b1 is not None else None,
+                     "wall_s": t1 - t0, "mem_kib": mem_kib(pid)}
+
+    def record_rtt(self, run: Run, name: str, ms: list[float], lost: int, cost: dict):
+        n = len(ms)
+        run.results[name] = {
+            "ops": n, "lost": lost,
+            "p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99),
+            "mean_ms": statistics.fmean(ms) if ms else None,
+            "cpu_ms_per_1000": (cost["cpu_s"] * 1000 * 1000 / n) if n and cost["cpu_s"] is not None else None,
+            "bluetoothd_cpu_ms_per_1000": (cost["bluetoothd_cpu_s"] * 1e6 / n)
+            if n and cost["bluetoothd_cpu_s"] is not None else None,
+            "wall_s": cost["wall_s"], "mem_kib": cost["mem_kib"],
+        }
+        log(f"  {run.impl.key}/{run.profile} {name}: n={n} lost={lost} "
+            f"p50={fmt(percentile(ms, 50))} p99={fmt(percentile(ms, 99))} ms "
+            f"cpu/1000={fmt(run.results[name]['cpu_ms_per_1000'])} ms")
+
+    async def burst(self, run: Run, conn, q: asyncio.Queue, pid: int, bursts: int):
+        char = conn._char(B.NOKE["rx"])
+        total = 0
+        elapsed = 0.0
+        short = 0
+        c0 = cpu_seconds(pid)
+        for k in range(bursts):
+            while not q.empty():
+                q.get_nowait()
+            t = time.perf_counter()
+            await char.write_value(bytes([B.BURST_OPCODE, k & 0xFF]), with_response=False)
+            got = 0
+            last = t
+            try:
+                while got < B.BURST:
+                    v = await asyncio.wait_for(q.get(), 5)
+                    if v[:1] == b"\x50":
+                        got += 1
+                        last = time.perf_counter()
+            except asyncio.TimeoutError:
+                short += B.BURST - got
+            total += got
+            elapsed += last - t
+            if got == 0:
+                break
+        c1 = cpu_seconds(pid)
+        side = gattemu_burst_rate(Path(p_log(run))) if run.impl.key.startswith("gattemu") else None
+        run.results["burst"] = {
+            "peripheral_side_notifications_per_s": side,
+            "bursts": bursts, "burst_size": B.BURST, "received": total, "missing": short,
+            "notifications_per_s": total / elapsed if elapsed > 0 else None,
+            "cpu_ms_per_1000": ((c1 - c0) * 1e6 / total) if total and c0 is not None else None,
+            "mem_kib": mem_kib(pid),
+        }
+        log(f"  {run.impl.key}/noke burst: {total} received, {short} missing, "
+            f"{fmt(run.results['burst']['notifications_per_s'])}/s")
+
+    async def soak(self, run: Run, conn, q: asyncio.Queue, pid: int, checkpoints: list[int], window: int = 8):
+        """Pipelined write-without-response -> notification, `window` in flight; RSS at checkpoints."""
+        char = conn._char(B.NOKE["rx"])
+        sem = asyncio.Semaphore(window)
+        done = 0
+        stop = asyncio.Event()
+        points = []
+
+        async def drain():
+            nonlocal done
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(q.get(), 10)
+                except asyncio.TimeoutError:
+                    stop.set()
+                    return
+                done += 1
+                sem.release()
+
+        while not q.empty():
+            q.get_nowait()
+        t0 = now()
+        c0 = cpu_seconds(pid)
+        d = asyncio.ensure_future(drain())
+        sent = 0
+        target = max(checkpoints)
+        cp = sorted(checkpoints)
+        payload = bytearray(20)
+        while sent < target and not stop.is_set():
+            try:
+                await asyncio.wait_for(sem.acquire(), 10)
+            except asyncio.TimeoutError:
+                break
+            payload[2] = sent & 0xFF
+            await char.write_value(bytes(payload), with_response=False)
+            sent += 1
+            while cp and done >= cp[0]:
+                points.append({"ops": cp.pop(0), "mem_kib": mem_kib(pid), "t_s": now() - t0})
+        while done < sent and not stop.is_set() and now() - t0 < 600:
+            await asyncio.sleep(0.05)
+            while cp and done >= cp[0]:
+                points.append({"ops": cp.pop(0), "mem_kib": mem_kib(pid), "t_s": now() - t0})
+        stop.set()
+        d.cancel()
+        elapsed = now() - t0
+        c1 = cpu_seconds(pid)
+        run.results["soak"] = {
+            "sent": sent, "answered": done, "window": window, "points": points,
+            "ops_per_s": done / elapsed if elapsed else None,
+            "cpu_ms_per_1000": ((c1 - c0) * 1e6 / done) if done and c0 is not None else None,
+        }
+        log(f"  {run.impl.key}/noke soak: {done}/{sent} answered, "
+            + ", ".join(f"{p['ops']}: RSS {p['mem_kib'].get('VmRSS')} KiB" for p in points))
+
+    # -------------------------------------------------------------- one impl x profile
+    async def run_one(self, run: Run):
+        a = self.args
+        noke = run.profile == "noke"
+        svc = B.NOKE["service"] if noke else B.BLEPROOF["service"]
+        log(f"{run.impl.label} / {run.profile}")
+        p, t0, info = await self.measure_start(run, svc)
+        pid = self.server_pid(run, p)
+        conn = None
+        try:
+            if info is None:
+                raise RuntimeError("advertisement never seen")
+            conn = await self.connect(info, svc)
+            read_uuid = B.NOKE["session"] if noke else B.BLEPROOF["info"]
+            v = await conn.read(read_uuid)
+            run.results["start_to_first_read_ms"] = (now() - t0) * 1000
+            run.results["first_read_len"] = len(v)
+            run.results["conn_interval_ms"] = getattr(conn, "interval_ms", None)
+            run.results["mem_after_start_kib"] = mem_kib(pid)
+            log(f"  registered {fmt(run.results['start_to_registered_ms'])} ms, seen "
+                f"{fmt(run.results['start_to_seen_ms'])} ms, first read {fmt(run.results['start_to_first_read_ms'])} ms")
+            q: asyncio.Queue = asyncio.Queue()
+            if noke:
+                sub = B.NOKE["rx"] if run.impl.echo else B.NOKE["tx"]
+                await conn.subscribe(sub, q.put_nowait)
+                await asyncio.sleep(0.3)
+
+                def cmd(i):
+                    b = bytearray(20)
+                    b[2] = i & 0xFF
+                    return bytes(b)
+                # warm-up, not counted
+                await self.rtt_loop(conn, B.NOKE["rx"], min(20, a.ops), cmd, True, q, timeout=5)
+                for name, resp in (("rtt_write_req", True), ("rtt_write_cmd", False)):
+                    (ms, lost), cost = await self.phase(run, name, pid,
+                                                        self.rtt_loop(conn, B.NOKE["rx"], a.ops, cmd, resp, q))
+                    self.record_rtt(run, name, ms, lost, cost)
+                # soak before burst: a burst can break a peer (dbus-next in bless
+                # raises BlockingIOError once its socket buffer is full).
+                if a.soak and run.impl.key in a.soak_impls:
+                    await self.soak(run, conn, q, pid, a.soak)
+                if run.impl.burst:
+                    await self.burst(run, conn, q, pid, a.bursts)
+            else:
+                sub = B.BLEPROOF["config"] if run.impl.echo else B.BLEPROOF["status"]
+                await conn.subscribe(sub, q.put_nowait, indicate=True)
+                await asyncio.sleep(0.3)
+                good = ('<{"thingName":"Daikin_d813997f4904","action":"bleconfig","ssid":"HUAWEI-1CAFB0",'
+                        '"password":"1","setkey":"cfe18ee376b5fb4b14245ad92f167787"}>').encode()
+                # check the behaviour once
+                await conn._char(B.BLEPROOF["config"]).write_value(good, with_response=True)
+                v = await asyncio.wait_for(q.get(), 10)
+                run.results["bleproof_answer"] = v.decode(errors="replace")
+                n = max(1, a.ops // 2)
+                (ms, lost), cost = await self.phase(run, "rtt_indicate", pid,
+                                                    self.rtt_loop(conn, B.BLEPROOF["config"], n, lambda i: good,
+                                                                  True, q))
+                self.record_rtt(run, "rtt_indicate", ms, lost, cost)
+            run.results["mem_end_kib"] = mem_kib(pid)
+        except Exception as e:  # noqa: BLE001 - keep going with the other implementations
+            run.errors.append(f"{type(e).__name__}: {e}")
+            log(f"  ERROR {run.impl.key}/{run.profile}: {type(e).__name__}: {e}")
+        finally:
+            run.results["mem_end_kib"] = run.results.get("mem_end_kib") or mem_kib(pid)
+            if conn is not None:
+                try:
+                    await asyncio.wait_for(conn.disconnect(), 10)
+                except Exception:  # noqa: BLE001
+                    pass
+            self.stop(p)
+            # next peripheral starts from no advertisement
+            if await self.watch.wait(lambda x: x == 0, 15) is None:
+                run.errors.append("advertisement still registered 15 s after the process stopped")
+            await asyncio.sleep(0.5)
+
+
+def p_log(run: Run) -> Path:
+    return LOGDIR / f"peripheral-{run.impl.key}-{run.profile}.log"
+
+
+def gattemu_burst_rate(path: Path) -> float | None:
+    """Notifications/s as gattemu itself sent them (its log timestamps every notify):
+    per burst, first to last `notify ... tx 50..` after a `write ... rx b0..`."""
+    import re
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    spans, cur = [], []
+    for line in lines:
+        m = re.match(r"\s*([\d.]+) ms (\S+)\s+(.*)", line)
+        if not m:
+            continue
+        t, kind, rest = float(m[1]), m[2], m[3]
+        if kind == "write" and " rx b0" in rest:
+            if len(cur) > 1:
+                spans.append(cur)
+            cur = []
+        elif kind == "notify" and " tx 50" in rest:
+            cur.append(t)
+    if len(cur) > 1:
+        spans.append(cur)
+    n = sum(len(c) - 1 for c in spans)
+    dt = sum(c[-1] - c[0] for c in spans) / 1000
+    return n / dt if dt > 0 else None
+
+
+def fmt(x, digits=1) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+# ------------------------------------------------------------------ report
+def ratio(a, b):
+    return (a / b) if (a is not None and b not in (None, 0)) else None
+
+
+def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
+    by = {(r.impl.key, r.profile): r for r in runs}
+    impls = [i for i in IMPLS if any(k == i.key for k, _ in by)]
+
+    def g(key, profile, *path):
+        r = by.get((key, profile))
+        v = r.results if r else None
+        for p in path:
+            v = v.get(p) if isinstance(v, dict) else None
+        return v
+
+    rows = [
+        ("start → adv registered (ms), Noke", ("noke", "start_to_registered_ms")),
+        ("start → adv registered (ms), BLEProof", ("bleproof", "start_to_registered_ms")),
+        ("start → central sees adv (ms), Noke", ("noke", "start_to_seen_ms")),
+        ("start → first read (ms), Noke", ("noke", "start_to_first_read_ms")),
+        ("start → first read (ms), BLEProof", ("bleproof", "start_to_first_read_ms")),
+        ("RTT write-req → notify p50 (ms)", ("noke", "rtt_write_req", "p50_ms")),
+        ("RTT write-req → notify p99 (ms)", ("noke", "rtt_write_req", "p99_ms")),
+        ("RTT write-cmd → notify p50 (ms)", ("noke", "rtt_write_cmd", "p50_ms")),
+        ("RTT write-cmd → notify p99 (ms)", ("noke", "rtt_write_cmd", "p99_ms")),
+        ("RTT write-req → indicate p50 (ms), BLEProof", ("bleproof", "rtt_indicate", "p50_ms")),
+        ("RTT write-req → indicate p99 (ms), BLEProof", ("bleproof", "rtt_indicate", "p99_ms")),
+        ("CPU per 1,000 write-req→notify (ms)", ("noke", "rtt_write_req", "cpu_ms_per_1000")),
+        ("CPU per 1,000 write-cmd→notify (ms)", ("noke", "rtt_write_cmd", "cpu_ms_per_1000")),
+        ("CPU per 1,000 write→indicate (ms), BLEProof", ("bleproof", "rtt_indicate", "cpu_ms_per_1000")),
+        ("bluetoothd CPU per 1,000 write-cmd→notify (ms)", ("noke", "rtt_write_cmd", "bluetoothd_cpu_ms_per_1000")),
+        ("burst notifications/s (central receives)", ("noke", "burst", "notifications_per_s")),
+        ("burst notifications/s (gattemu's own log)", ("noke", "burst", "peripheral_side_notifications_per_s")),
+        ("CPU per 1,000 burst notifications (ms)", ("noke", "burst", "cpu_ms_per_1000")),
+        ("soak write-cmd→notify ops/s (8 in flight)", ("noke", "soak", "ops_per_s")),
+        ("CPU per 1,000 soak ops (ms)", ("noke", "soak", "cpu_ms_per_1000")),
+        ("peak RSS VmHWM (KiB), Noke", ("noke", "mem_end_kib", "VmHWM")),
+        ("peak RSS VmHWM (KiB), BLEProof", ("bleproof", "mem_end_kib", "VmHWM")),
+    ]
+    soak_cps = meta.get("soak") or []
+    for cp in soak_cps:
+        rows.append((f"RSS after {cp} soak ops (KiB)", ("noke", "soak", "points", cp)))
+
+    def value(key, spec):
+        prof, *path = spec
+        if len(path) == 3 and path[1] == "points":
+            pts = g(key, prof, "soak", "points") or []
+            for pt in pts:
+                if pt["ops"] == path[2]:
+                    return pt["mem_kib"].get("VmRSS")
+            return None
+        return g(key, prof, *path)
+
+    table = {}
+    for label, spec in rows:
+        table[label] = {i.key: value(i.key, spec) for i in impls}
+
+    peers = [i for i in impls if not i.key.startswith("gattemu")]
+    head = ["figure"] + [i.label for i in impls] + [f"gattemu/{p.label}" for p in peers]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, vals in table.items():
+        g0 = vals.get("gattemu")
+        cells = [label] + [fmt(vals[i.key]) for i in impls] + [fmt(ratio(g0, vals[p.key]), 2) for p in peers]
+        lines.append("| " + " | ".join(cells) + " |")
+    md_table = "\n".join(lines)
+
+    # targets
+    def tv(key, *path):
+        return g(key, *path)
+    t = []
+
+    def target(name, measured, goal, ok):
+        t.append({"target": name, "measured": measured, "goal": goal,
+                  "met": None if ok is None else bool(ok)})
+
+    r_start = ratio(tv("gattemu", "noke", "start_to_registered_ms"), tv("bless", "noke", "start_to_registered_ms"))
+    target("start → advertising vs bless (Noke)", r_start, "≤ 0.20", None if r_start is None else r_start <= 0.2)
+    r_cpu = ratio(tv("gattemu", "noke", "rtt_write_cmd", "cpu_ms_per_1000"),
+                  tv("bless", "noke", "rtt_write_cmd", "cpu_ms_per_1000"))
+    target("CPU per 1,000 write→notify vs bless (write-cmd)", r_cpu, "≤ 0.20", None if r_cpu is None else r_cpu <= 0.2)
+    r_cpu2 = ratio(tv("gattemu", "noke", "rtt_write_req", "cpu_ms_per_1000"),
+                   tv("bless", "noke", "rtt_write_req", "cpu_ms_per_1000"))
+    target("CPU per 1,000 write→notify vs bless (write-req)", r_cpu2, "≤ 0.20",
+           None if r_cpu2 is None else r_cpu2 <= 0.2)
+    r_rtt = ratio(tv("gattemu", "noke", "rtt_write_req", "p50_ms"), tv("bluetoothctl", "noke", "rtt_write_req", "p50_ms"))
+    target("p50 RTT vs bluetoothctl (write-req → notify)", r_rtt, "≤ 1.10", None if r_rtt is None else r_rtt <= 1.10)
+    r_rtt2 = ratio(tv("gattemu", "noke", "rtt_write_cmd", "p50_ms"), tv("bluetoothctl", "noke", "rtt_write_cmd", "p50_ms"))
+    target("p50 RTT vs bluetoothctl (write-cmd → notify)", r_rtt2, "≤ 1.10", None if r_rtt2 is None else r_rtt2 <= 1.10)
+    rate = tv("gattemu", "noke", "burst", "notifications_per_s")
+    target("AcquireNotify stream (central-received notifications/s)", rate, "≥ 7000",
+           None if rate is None else rate >= 7000)
+    r_rss = ratio(tv("gattemu", "noke", "mem_end_kib", "VmHWM"), tv("bless", "noke", "mem_end_kib", "VmHWM"))
+    target("peak RSS vs bless (Noke)", r_rss, "≤ 0.33", None if r_rss is None else r_rss <= 1 / 3)
+    pts = tv("gattemu", "noke", "soak", "points") or []
+    if len(pts) >= 2:
+        a0, a1 = pts[0]["mem_kib"].get("VmRSS"), pts[-1]["mem_kib"].get("VmRSS")
+        growth = (a1 - a0) if a0 and a1 else None
+        target(f"RSS flat between {pts[0]['ops']} and {pts[-1]['ops']} ops (KiB growth)", growth,
+               "≤ 5 % (flat)", None if growth is None else growth <= 0.05 * a0)
+
+    tl = ["| target | measured | goal | met |", "|---|---|---|---|"]
+    for x in t:
+        tl.append(f"| {x['target']} | {fmt(x['measured'], 3)} | {x['goal']} | "
+                  f"{'–' if x['met'] is None else ('yes' if x['met'] else 'NO')} |")
+    errs = [f"- {r.impl.key}/{r.profile}: {e}" for r in runs for e in r.errors]
+    md = "\n".join([
+        "# gattemu benchmark", "",
+        f"{meta['date']} · {'quick' if meta['quick'] else 'full'} · {meta['ops']} round trips per loop · "
+        f"central Bumble on {meta['central']}, peripheral {meta['periph']} · "
+        f"requested connection interval {CONN_INTERVAL_MS} ms (btvirt does not schedule by it) · "
+        f"wall {meta.get('wall_s', 0):.0f} s", "",
+        "Absolute figures are from software emulation (qemu TCG) and are not comparable across runs; "
+        "the gattemu/peer ratios, measured side by side in this run, are. See benchmarks/README.md.", "",
+        md_table, "", "## Targets", "", "\n".join(tl), "",
+        "## Errors" if errs else "", "\n".join(errs), "",
+    ])
+    data = {"meta": meta, "runs": [{"impl": r.impl.key, "label": r.impl.label, "profile": r.profile,
+                                     "notify_path": r.impl.notify_path, "results": r.results, "errors": r.errors}
+                                    for r in runs],
+            "table": table, "targets": t}
+    return data, md
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(os.environ.get("GATTEMU_OUT", "out"), "bench"))
+    ap.add_argument("--quick", action="store_true", help="smoke run: few operations")
+    ap.add_argument("--ops", type=int, help="round trips per RTT loop (default 1000, quick 15)")
+    ap.add_argument("--bursts", type=int, help="burst writes (default 8, quick 1)")
+    ap.add_argument("--soak", help="comma-separated RSS checkpoints in ops (default 10000,100000; quick 200,600; 0 = off)")
+    ap.add_argument("--soak-impls", default="gattemu,bless",
+                    help="implementations that get the soak (default gattemu,bless)")
+    ap.add_argument("--impls", default=",".join(i.key for i in IMPLS))
+    ap.add_argument("--profiles", default="noke,bleproof")
+    ap.add_argument("--gattemu", default=str(ROOT / ".build" / "release" / "gattemu"))
+    a = ap.parse_args()
+    a.ops = a.ops or (15 if a.quick else 1000)
+    a.bursts = a.bursts if a.bursts is not None else (1 if a.quick else 8)
+    soak = a.soak if a.soak is not None else ("200,600" if a.quick else "10000,100000")
+    a.soak = [int(x) for x in soak.split(",") if int(x) > 0]
+    a.soak_impls = a.soak_impls.split(",")
+    env = {k: v for k, v in os.environ.items() if k.startswith("GATTEMU_")}
+    for v in ("GATTEMU_PERIPH", "GATTEMU_CENTRAL", "GATTEMU_PERIPH_ADDRESS"):
+        if not env.get(v):
+            print(f"bench: {v} not set: run inside scripts/sandbox (use scripts/bench)", file=sys.stderr)
+            return 2
+    env["GATTEMU_BIN"] = a.gattemu
+    keys = a.impls.split(",")
+    impls = [i for i in IMPLS if i.key in keys]
+    bench = Bench(a, env)
+    t0 = now()
+    await bench.setup()
+    log("warming the page cache (binaries and Python modules come over 9p)")
+    for argv in ([a.gattemu, "validate", str(HERE / "profiles" / "noke-burst.json")],
+                 [sys.executable, "-c", "import bless, bluez_peripheral, dbus_next"],
+                 ["bluetoothctl", "--version"]):
+        subprocess.run(argv, capture_output=True, timeout=120)
+    runs = []
+    # Interleave: per profile, every implementation in turn (same VM, same minute).
+    for profile in a.profiles.split(","):
+        for impl in impls:
+            if impl.key.startswith("gattemu") and not Path(a.gattemu).exists():
+                r = Run(impl, profile)
+                r.errors.append(f"{a.gattemu} missing (swift build -c release)")
+                runs.append(r)
+                continue
+            r = Run(impl, profile)
+            runs.append(r)
+            await bench.run_one(r)
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "quick": a.quick, "ops": a.ops, "bursts": a.bursts,
+            "burst_size": B.BURST, "soak": a.soak, "central": env["GATTEMU_CENTRAL"],
+            "periph": env["GATTEMU_PERIPH"], "conn_interval_requested_ms": CONN_INTERVAL_MS,
+            "wall_s": now() - t0, "uname": os.uname().release,
+            "gattemu": a.gattemu}
+    data, md = report(runs, meta)
+    out = Path(a.out)
+    (out / "bench.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+    (out / "bench.md").write_text(md)
+    print(md, flush=True)
+    try:
+        await bench.central.close()
+    except Exception:  # noqa: BLE001
+        pass
+    ok = all(not r.errors for r in runs)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
