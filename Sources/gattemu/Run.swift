@@ -30,8 +30,8 @@ struct Run: AsyncParsableCommand {
     @Option(help: "How notifications reach bluetoothd: acquire (AcquireNotify sockets) or properties (PropertiesChanged).")
     var notifyPath: NotifyPathArgument = .acquire
 
-    @Option(help: "Seed for random values (same seed, same events → same bytes).")
-    var seed: UInt64 = 0
+    @Option(help: "Seed for random values (same seed, same events → same bytes); default: a new one per run, printed at start.")
+    var seed: UInt64?
 
     @Flag(help: "Exit (status 1) when bluetoothd goes away, instead of waiting for it and registering again.")
     var exitOnLoss = false
@@ -60,7 +60,7 @@ struct Run: AsyncParsableCommand {
         }
         var options = EmulatorOptions(adapter: adapter)
         options.notifyPath = notifyPath.path
-        options.seed = seed
+        options.seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
         options.exitOnLoss = exitOnLoss
         if let address = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"] { options.bus = .address(address) }
         let emulator = Emulator(profile: profile, options: options, log: log)

@@ -61,7 +61,7 @@ public actor Emulator {
         }
         try await register(on: adapter, stack: stack)
         try await watchStack(stack, adapter: adapter)
-        log.record(.started, detail: "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\"")
+        log.record(.started, detail: "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\", seed \(options.seed)")
     }
 
     /// Sets the alias, follows centrals, registers the application and (if the engine says so) advertises.
