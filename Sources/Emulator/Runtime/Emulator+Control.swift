@@ -124,7 +124,7 @@ extension Emulator {
         log.record(.note, characteristic: id, detail: "control: \(indicate ? "indicate" : "notify")")
         engine.store(value, for: id)
         await perform(.notify(characteristic: id, value: value, target: .allSubscribers, indicate: indicate),
-                      central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00"))
+                      central: latestCentral)
     }
 
     /// Replaces a characteristic's stored value without notifying.
@@ -212,7 +212,7 @@ extension Emulator {
             throw ControlFailure(.notFound, "unknown advertisement variant \"\(variant)\"", details: ["known": known])
         }
         for effect in engine.switchAdvertisement(to: variant) {
-            await perform(effect, central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00"))
+            await perform(effect, central: latestCentral)
         }
     }
 

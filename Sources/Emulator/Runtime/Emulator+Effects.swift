@@ -80,6 +80,6 @@ extension Emulator {
 
     func timerFired(_ id: String, repeating: Bool) async {
         if !repeating { timers[id] = nil }
-        _ = try? await run(engine.handle(.timer(id)), central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00"))
+        _ = try? await run(engine.handle(.timer(id)), central: latestCentral)
     }
 }

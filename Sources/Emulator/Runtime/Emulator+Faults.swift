@@ -141,7 +141,7 @@ extension Emulator {
             faultState.silencedUntilResume -= 1
             if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
         case .advertise(let variant):
-            for effect in engine.switchAdvertisement(to: variant) { await perform(effect, central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00")) }
+            for effect in engine.switchAdvertisement(to: variant) { await perform(effect, central: latestCentral) }
         case .powerCycle(let ms):
             guard let adapter else { return }
             faultState.silencedUntilResume += 1

@@ -87,10 +87,7 @@ extension Emulator {
     func recover(reason: String) async {
         guard let stack else { return }
         do {
-            let adapter = try await stack.adapter(options.adapter ?? self.adapter?.name)
-            self.adapter = adapter
-            try await register(on: adapter, stack: stack)
-            stackLost = false
+            let adapter = try await registerAgain(stack)
             recoveryRetry?.cancel()
             recoveryRetry = nil
             log.record(.bluetoothdBack, detail: "\(reason): registered again on \(adapter.name)")
@@ -116,14 +113,20 @@ extension Emulator {
     private func retryRecovery() async {
         guard stackLost, let stack, stack.bluetoothdName != nil else { return }
         do {
-            let adapter = try await stack.adapter(options.adapter ?? self.adapter?.name)
-            self.adapter = adapter
-            try await register(on: adapter, stack: stack)
-            stackLost = false
+            let adapter = try await registerAgain(stack)
             log.record(.bluetoothdBack, detail: "retry: registered again on \(adapter.name)")
         } catch {
             await dropRegistrations()
         }
+    }
+
+    /// Finds the adapter again (by the name or address asked for, else the one used before) and registers on it.
+    private func registerAgain(_ stack: BlueZStack) async throws(BlueZError) -> Adapter {
+        let adapter = try await stack.adapter(options.adapter ?? self.adapter?.name)
+        self.adapter = adapter
+        try await register(on: adapter, stack: stack)
+        stackLost = false
+        return adapter
     }
 }
 

@@ -96,10 +96,16 @@ extension Emulator: GattRequestHandler {
         return profile.descriptorValue(definition, environment: engine.environment)
     }
 
-    /// The central a request came from: BlueZ's `device` option, else the only (or latest) connected central.
+    /// The central a request came from: BlueZ's `device` option, else ``latestCentral``.
     func centralID(_ context: GattRequestContext) -> CentralID {
         if let address = context.centralAddress { return CentralID(address: address) }
-        return CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00")
+        return latestCentral
+    }
+
+    /// The central that connected last, for events no central caused (timers, triggers, control);
+    /// all zeros while none is connected.
+    var latestCentral: CentralID {
+        CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00")
     }
 
     func centralEvent(_ event: CentralEvent) async {
@@ -120,6 +126,6 @@ extension Emulator: GattRequestHandler {
     /// Fires a named trigger, as the control API will.
     public func fire(trigger name: String, arguments: [String: String] = [:]) async {
         log.record(.note, detail: "trigger \(name)")
-        _ = try? await run(engine.handle(.trigger(name, arguments: arguments)), central: CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00"))
+        _ = try? await run(engine.handle(.trigger(name, arguments: arguments)), central: latestCentral)
     }
 }

@@ -144,7 +144,7 @@ public actor Emulator {
         if let name = advertisement.localName { parts.append("name \"\(name)\"") }
         if !advertisement.serviceUUIDs.isEmpty { parts.append("services \(advertisement.serviceUUIDs.joined(separator: ","))") }
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
-            parts.append(String(format: "manufacturer 0x%04X: ", company) + bytes.map { String(format: "%02x", $0) }.joined(separator: " "))
+            parts.append(String(format: "manufacturer 0x%04X: ", company) + bytes.hexString(separator: " ", uppercase: false))
         }
         parts.append(AdvertisementBudget(advertisement).description)
         return parts.joined(separator: "; ")
