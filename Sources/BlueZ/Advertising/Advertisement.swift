@@ -1,3 +1,5 @@
+import DBus
+
 /// The contents of one LE advertisement (`org.bluez.LEAdvertisement1`), as plain values.
 public struct Advertisement: Sendable, Equatable {
     public enum Kind: String, Sendable {
@@ -61,5 +63,3 @@ public struct Advertisement: Sendable, Equatable {
         return properties
     }
 }
-
-import DBus

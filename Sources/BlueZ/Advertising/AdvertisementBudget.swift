@@ -1,3 +1,5 @@
+import Foundation
+
 /// How many bytes an advertisement takes in the legacy advertising data and scan response (31 each).
 ///
 /// Mirrors what BlueZ 5.66 and the kernel build: flags (3 bytes) in the advertising data, the local name
@@ -78,5 +80,3 @@ public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible 
         return "advertisement does not fit: " + parts.joined(separator: "; ")
     }
 }
-
-import Foundation

@@ -19,7 +19,6 @@ final class DBusEventLoop: @unchecked Sendable {
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
     private var stopped = false
     private var connection: OpaquePointer?
-    private let threadID = Mutex<pthread_t?>(nil)
 
     init() throws(DBusError) {
         let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
@@ -28,11 +27,6 @@ final class DBusEventLoop: @unchecked Sendable {
     }
 
     deinit { close(wakeDescriptor) }
-
-    /// Whether the caller runs on the loop thread.
-    var isCurrent: Bool {
-        threadID.withLock { id in id.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-    }
 
     /// Runs `job` on the loop thread, after the jobs submitted before it.
     func submit(_ job: @escaping Job) {
@@ -77,10 +71,7 @@ final class DBusEventLoop: @unchecked Sendable {
             guard let data else { return }
             Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().wake()
         }, context, nil)
-        let thread = Thread { [self] in
-            threadID.withLock { $0 = pthread_self() }
-            run()
-        }
+        let thread = Thread { [self] in run() }
         thread.name = name
         thread.start()
     }
