@@ -6,8 +6,10 @@ Kept free of any BLE library so that every peer answers with the same bytes.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 
 BURST = 250          # notifications per burst write (same as the bench profiles)
 BURST_OPCODE = 0xB0  # a 2-byte write B0 xx to rx asks for BURST notifications
@@ -64,3 +66,18 @@ def bleproof_answer(value: bytes) -> bytes:
     except (ValueError, AttributeError):
         ok = False
     return BLEPROOF_OK if ok else BLEPROOF_NG
+
+
+async def serve_until_signal(stop_serving) -> None:
+    """Say "ready" (the bench waits for it), run until SIGINT or SIGTERM, then await
+    `stop_serving()` for at most 5 s; a peer that fails to stop cleanly is not an error here."""
+    print("ready", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for s in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(s, stop.set)
+    await stop.wait()
+    try:
+        await asyncio.wait_for(stop_serving(), 5)
+    except Exception:  # noqa: BLE001
+        pass

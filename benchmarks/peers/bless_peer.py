@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -83,15 +82,7 @@ async def main() -> None:
     server.write_request_func = write
     await server.add_gatt(gatt)
     await server.start()
-    print("ready", flush=True)
-    stop = asyncio.Event()
-    for s in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(s, stop.set)
-    await stop.wait()
-    try:
-        await asyncio.wait_for(server.stop(), 5)
-    except Exception:  # noqa: BLE001
-        pass
+    await B.serve_until_signal(server.stop)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from pathlib import Path
 
@@ -72,7 +71,6 @@ async def main() -> None:
     ap.add_argument("--profile", choices=["noke", "bleproof"], required=True)
     ap.add_argument("--adapter", required=True)
     a = ap.parse_args()
-    loop = asyncio.get_running_loop()
     bus = await get_message_bus()
     path = f"/org/bluez/{a.adapter}"
     adapter = Adapter(bus.get_proxy_object("org.bluez", path, await bus.introspect("org.bluez", path)))
@@ -91,15 +89,7 @@ async def main() -> None:
     await adapter.set_alias(name)
     await service.register(bus, adapter=adapter)
     await advert.register(bus, adapter)
-    print("ready", flush=True)
-    stop = asyncio.Event()
-    for s in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(s, stop.set)
-    await stop.wait()
-    try:
-        await asyncio.wait_for(service.unregister(), 5)
-    except Exception:  # noqa: BLE001
-        pass
+    await B.serve_until_signal(service.unregister)
 
 
 if __name__ == "__main__":
