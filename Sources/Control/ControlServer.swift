@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The control API server: Hummingbird 2 on one address, serving `/v1` for one ``ControlTarget``.
 public struct ControlServer: Sendable {
@@ -43,10 +44,24 @@ public struct ControlServer: Sendable {
             logger: logger)
     }
 
-    /// Serves until the task is cancelled.
+    /// Serves until the task is cancelled, then shuts down gracefully: no new connections, open responses
+    /// (event streams included) finish within ``shutdownGrace``, then the rest is cut off.
     public func run(logger: Logger = Logger(label: "gattemu.control"), onRunning: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
-        try await application(logger: logger, onRunning: onRunning).run()
+        var configuration = ServiceGroupConfiguration(services: [application(logger: logger, onRunning: onRunning)], logger: logger)
+        configuration.maximumGracefulShutdownDuration = Self.shutdownGrace
+        let group = ServiceGroup(configuration: configuration)
+        // Unstructured, so that cancelling this task asks for a graceful shutdown instead of cutting
+        // every connection at once (which cancelling `group.run()` itself would do).
+        let serving = Task { try await group.run() }
+        try await withTaskCancellationHandler {
+            try await serving.value
+        } onCancel: {
+            Task { await group.triggerGracefulShutdown() }
+        }
     }
+
+    /// How long open responses may take to finish once the server is asked to stop.
+    public static let shutdownGrace: Duration = .seconds(2)
 }
 
 /// The control API cannot start with these options.

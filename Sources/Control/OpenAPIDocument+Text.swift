@@ -751,6 +751,7 @@ extension OpenAPIDocument {
               "advertisement-changed",
               "connected",
               "disconnected",
+              "mtu",
               "subscribed",
               "unsubscribed",
               "read",

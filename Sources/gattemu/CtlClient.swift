@@ -60,15 +60,19 @@ struct CtlClient: Sendable {
             throw Failure.runtime("\(response.status.code) \(json?["error"] as? String ?? String(buffer: buffer))")
         }
         var pending = ""
-        for try await chunk in response.body {
-            pending += String(buffer: chunk)
-            while let end = pending.range(of: "\n\n") {
-                let message = pending[..<end.lowerBound]
-                pending.removeSubrange(..<end.upperBound)
-                for line in message.split(separator: "\n") where line.hasPrefix("data: ") {
-                    handle(String(line.dropFirst(6)))
+        do {
+            for try await chunk in response.body {
+                pending += String(buffer: chunk)
+                while let end = pending.range(of: "\n\n") {
+                    let message = pending[..<end.lowerBound]
+                    pending.removeSubrange(..<end.upperBound)
+                    for line in message.split(separator: "\n") where line.hasPrefix("data: ") {
+                        handle(String(line.dropFirst(6)))
+                    }
                 }
             }
+        } catch {
+            throw Failure.runtime("the event stream from \(base) broke off: \(Self.describe(error))")
         }
     }
 

@@ -31,7 +31,8 @@ struct Gattemu: AsyncParsableCommand {
                 Foundation.exit(code.rawValue)
             }
             FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-            Foundation.exit(Failure.badInput)
+            // ArgumentParser reports a bad command line as a validation failure; anything else failed at run time.
+            Foundation.exit(code == .validationFailure ? Failure.badInput : Failure.runtime)
         }
     }
 }

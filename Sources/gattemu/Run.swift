@@ -94,20 +94,15 @@ struct Run: AsyncParsableCommand {
             group.cancelAll()
             return first
         }
-        switch ending {
-        case .signal(let number):
-            log.record(.note, detail: "signal \(number): shutting down")
-            controlTask?.cancel()
-            await controlTask?.value
-            await emulator.stop()
-            log.close()
-        case .failure(let reason):
-            controlTask?.cancel()
-            await controlTask?.value
-            await emulator.stop()
-            log.close()
-            throw Failure.runtime(reason)
-        }
+        if case .signal(let number) = ending { log.record(.note, detail: "signal \(number): shutting down") }
+        // Stop first so event streams carry everything up to `stopped`, end them, then let the
+        // control server finish its open responses.
+        await emulator.stop()
+        log.finishSubscriptions()
+        controlTask?.cancel()
+        await controlTask?.value
+        log.close()
+        if case .failure(let reason) = ending { throw Failure.runtime(reason) }
     }
 
     private enum Ending: Sendable {

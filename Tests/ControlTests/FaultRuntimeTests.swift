@@ -120,6 +120,21 @@ func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = 
         #expect(status.centrals.isEmpty)
         #expect(status.lastEvent > 0)
     }
+
+    @Test func mtuIsLoggedWhenFirstSeenAndWhenItChanges() async throws {
+        let emulator = try makeEmulator()
+        _ = try await emulator.read(gattRead("tx"))
+        _ = try await emulator.read(gattRead("tx"))
+        let bigger = GattReadRequest(attribute: GattAttributeID(characteristic: "tx"), offset: 0,
+                                     context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 517))
+        _ = try await emulator.read(bigger)
+        let mtus = emulator.events.events.filter { $0.kind == .mtu }
+        #expect(mtus.map(\.detail) == ["185", "517"])
+        #expect(mtus.allSatisfy { $0.central == testCentral })
+        // The MTU event comes before the read that revealed it.
+        let kinds = emulator.events.events.map(\.kind).filter { $0 == .mtu || $0 == .read }
+        #expect(kinds == [.mtu, .read, .read, .mtu, .read])
+    }
 }
 
 @Suite struct EventLogTests {

@@ -147,6 +147,48 @@ import Testing
         }
     }
 
+    @Test func handlersStartInArrivalOrderAndBeginLetsLaterCallsOvertake() async throws {
+        let (bus, server, client) = try await Self.pair()
+        defer { bus.stop() }
+        let started = Locked<[String]>([])
+        let finished = Locked<[String]>([])
+        // "Hold" waits 300 ms without begin(): later calls start only after it returns.
+        // "Note" calls begin() first, then waits 300 ms: later calls start at once.
+        try await server.export([DBusInterface(name: "test.Order", methods: [
+            DBusMethod("Hold", input: "s") { call in
+                started.withLock { $0.append(call.arguments[0].string ?? "") }
+                try await Task.sleep(for: .milliseconds(300))
+                finished.withLock { $0.append(call.arguments[0].string ?? "") }
+                return []
+            },
+            DBusMethod("Note", input: "s") { call in
+                started.withLock { $0.append(call.arguments[0].string ?? "") }
+                call.begin()
+                try await Task.sleep(for: .milliseconds(300))
+                finished.withLock { $0.append(call.arguments[0].string ?? "") }
+                return []
+            },
+            DBusMethod("Quick", input: "s") { call in
+                started.withLock { $0.append(call.arguments[0].string ?? "") }
+                finished.withLock { $0.append(call.arguments[0].string ?? "") }
+                return []
+            },
+        ])], at: "/order")
+        func send(_ member: String, _ label: String) async throws {
+            try await client.callWithoutReply(destination: server.uniqueName, path: "/order", interface: "test.Order",
+                                              member: member, arguments: [.string(label)])
+        }
+        let labels = (0..<20).map { "q\($0)" }
+        try await send("Hold", "hold")
+        for label in labels { try await send("Quick", label) }
+        try await send("Note", "note")
+        try await send("Quick", "last")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while finished.value.count < 23, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(started.value == ["hold"] + labels + ["note", "last"])
+        #expect(finished.value == ["hold"] + labels + ["last", "note"])
+    }
+
     static func pair() async throws -> (PrivateBus, DBusConnection, DBusConnection) {
         let bus = try PrivateBus()
         return (bus, try await bus.connect(), try await bus.connect())

@@ -124,3 +124,76 @@ async def test_disconnected_after_the_nth_write(central, start_peripheral):
         assert not conn.is_connected
     finally:
         await conn.disconnect()
+
+
+INFO_UUID = "00002bb0-0000-1000-8000-00805f9b34fb"
+
+
+async def timed(operation) -> float:
+    start = time.monotonic()
+    await operation
+    return time.monotonic() - start
+
+
+async def test_delayed_answers_arrive_after_the_delay(central, start_peripheral):
+    p = start_gattemu(start_peripheral, "bleproof.json")
+    await wait_for_api(p)
+    conn = await central.connect(name="BLEProof")
+    try:
+        plain = await timed(conn.read(INFO_UUID))
+        for fault in ({"on": "read", "characteristic": "info", "delay": "1500ms", "count": 1},
+                      {"on": "write", "characteristic": "config", "delay": {"min": "1200ms", "max": "1400ms"}, "count": 1}):
+            status, body = await api("POST", "/v1/faults", fault)
+            assert status == 201, body
+        delayed_read = await timed(conn.read(INFO_UUID))
+        again = await timed(conn.read(INFO_UUID))
+        delayed_write = await timed(conn.write(CONFIG_UUID, b'{"x": 1}', response=True))
+        assert delayed_read >= 1.5, (plain, delayed_read)
+        assert delayed_write >= 1.2, delayed_write
+        assert again < 1.5 and plain < 1.5, (plain, again)  # count 1: only the one answer waited
+        _, events = await api("GET", "/v1/events?since=0")
+        fired = [e["detail"] for e in events["events"] if e["event"] == "fault"]
+        assert len(fired) == 2 and "delay" in fired[0] and "delay" in fired[1], fired
+    finally:
+        await conn.disconnect()
+
+
+async def notifications_seen(central, start_peripheral, tmp_path, seed: int, values: list[bytes]) -> list[bytes]:
+    """Runs the Noke lock with a probabilistic drop and a probabilistic bit flip on tx
+    (seeds derived from `--seed`), notifies `values` one by one and returns what arrived."""
+    scenario = tmp_path / f"scenario-{seed}.json"
+    scenario.write_text(json.dumps({"faults": [
+        {"on": "notify", "characteristic": "tx", "drop": True, "probability": 0.3},
+        {"on": "notify", "characteristic": "tx", "corrupt": {"flipBits": 1}, "probability": 0.5},
+    ]}))
+    cmd = (f"{GATTEMU} run {ROOT}/profiles/noke-lock.json --adapter {{adapter}} --control 127.0.0.1:{PORT} "
+           f"--seed {seed} --scenario {scenario}")
+    p = start_peripheral(cmd=cmd)
+    body = await wait_for_api(p)
+    name = [a for a in body["advertising"]["advertisements"] if "name" in a][0].split('"')[1]
+    conn = await central.connect(name=name)
+    received: list[bytes] = []
+    try:
+        await conn.subscribe(TX_UUID, received.append)
+        await asyncio.sleep(1)
+        received.clear()
+        for value in values:
+            status, answer = await api("POST", "/v1/characteristics/tx/notify", {"hex": value.hex()})
+            assert status == 200, answer
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2)
+    finally:
+        await conn.disconnect()
+        p.stop()
+    return list(received)
+
+
+async def test_seeded_probabilistic_faults_replay_over_the_air(central, start_peripheral, tmp_path):
+    values = [bytes([0x51, 0x60, i]) + bytes(17) for i in range(24)]
+    first = await notifications_seen(central, start_peripheral, tmp_path, 77, values)
+    again = await notifications_seen(central, start_peripheral, tmp_path, 77, values)
+    other = await notifications_seen(central, start_peripheral, tmp_path, 78, values)
+    assert first == again, "the same --seed gave a different sequence"
+    assert 0 < len(first) < len(values), "the drop fault never or always fired"
+    assert any(v not in values for v in first), "no bit flip happened"
+    assert other != first, "another seed gave the very same sequence"

@@ -97,14 +97,16 @@ extension GattApplication {
                     path: object.path, interface: BlueZNames.gattCharacteristic, changed: ["Notifying": .boolean(notifying)])
             }
             methods += [
-                DBusMethod("StartNotify") { _ in
+                DBusMethod("StartNotify") { call in
+                    await handler.subscriptionChanged(
+                        GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext(options: [:], call: call)))
                     await notifyingChanged(true)
-                    await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext()))
                     return []
                 },
-                DBusMethod("StopNotify") { _ in
+                DBusMethod("StopNotify") { call in
+                    await handler.subscriptionChanged(
+                        GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext(options: [:], call: call)))
                     await notifyingChanged(false)
-                    await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext()))
                     return []
                 },
                 DBusMethod("Confirm") { _ in
@@ -114,7 +116,7 @@ extension GattApplication {
             ]
             if definition.notifyPath == .acquireNotify {
                 methods.append(DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { call in
-                    let context = GattRequestContext(options: call.arguments[0].stringKeyedDictionary ?? [:])
+                    let context = GattRequestContext(options: call.arguments[0].stringKeyedDictionary ?? [:], call: call)
                     let key = context.device?.rawValue ?? "*"
                     let mtu = context.mtu ?? 23
                     let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { _ in }, onClose: {
@@ -132,8 +134,8 @@ extension GattApplication {
                         return sockets[key]
                     }
                     replaced?.close()
-                    await notifyingChanged(true)
                     await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .acquired, context: context))
+                    await notifyingChanged(true)
                     return [.unixFD(theirs), .uint16(mtu)]
                 })
             }
@@ -176,7 +178,7 @@ extension GattApplication {
         DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
             let options = call.arguments[0].stringKeyedDictionary ?? [:]
             let request = GattReadRequest(
-                attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options))
+                attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 return [.bytes(try await handler.read(request))]
             } catch {
@@ -196,7 +198,7 @@ extension GattApplication {
             let request = GattWriteRequest(
                 attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
                 kind: kind(call, options), bluetoothdAnswered: !call.expectsReply,
-                prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options))
+                prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 try await handler.write(request)
             } catch {

@@ -12,16 +12,31 @@ public struct GattRequestContext: Sendable, Equatable {
     /// The central's address, read from the device path (`…/dev_AA_BB_CC_DD_EE_FF`).
     public var centralAddress: String? { device.flatMap(BlueZDevicePath.address(of:)) }
 
-    init(options: [String: DBusValue]) {
+    /// The D-Bus call that carried the request, if any (see ``begin()``).
+    let call: DBusMethodCall?
+
+    init(options: [String: DBusValue], call: DBusMethodCall? = nil) {
         device = options["device"]?.objectPath
         mtu = options["mtu"]?.integer.flatMap { UInt16(exactly: $0) }
         link = options["link"]?.string
+        self.call = call
     }
 
     public init(device: DBusObjectPath? = nil, mtu: UInt16? = nil, link: String? = nil) {
         self.device = device
         self.mtu = mtu
         self.link = link
+        call = nil
+    }
+
+    /// Lets bluetoothd's next call start before this request is answered. Requests reach the handler in
+    /// the order bluetoothd sent them; each waits until the one before has begun or been answered, so a
+    /// handler calls this once it has taken note of the request (before waiting out a delay).
+    public func begin() { call?.begin() }
+
+    /// Equal when they describe the same central and link; the carrying call does not count.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.device == rhs.device && lhs.mtu == rhs.mtu && lhs.link == rhs.link
     }
 }
 

@@ -18,6 +18,8 @@ public final class DBusConnection: @unchecked Sendable {
     var signalSubscriptions: [UInt64: SignalSubscription] = [:]
     var nextSubscriptionID: UInt64 = 1
     var objects = DBusObjectRegistry()
+    /// The gate of the latest method call handed to a handler (see ``DBusMethodCall/begin()``).
+    var lastMethodCall: DBusCallGate?
     private let state = Mutex(State())
 
     struct State {

@@ -103,16 +103,22 @@ extension DBusConnection {
             return replyError(to: message, DBusError.Name.invalidArgs,
                               "\(member) takes (\(method.inputSignature)), got (\(signature))")
         }
+        let previous = lastMethodCall
+        let gate = DBusCallGate()
+        lastMethodCall = gate
         let call = DBusMethodCall(
-            sender: message.sender, path: path, interface: interface, member: member, arguments: arguments, message: message)
+            sender: message.sender, path: path, interface: interface, member: member, arguments: arguments, message: message,
+            gate: gate)
         let handler = method.handler
         Task { [self] in
+            await previous?.opened()
             let outcome: Result<[DBusValue], any Error>
             do {
                 outcome = .success(try await handler(call))
             } catch {
                 outcome = .failure(error)
             }
+            gate.open()
             loop.submit { [self] in
                 switch outcome {
                 case .success(let values): reply(to: message, values)

@@ -5,7 +5,7 @@ import Profile
 public struct EmulatorEvent: Sendable, Equatable {
     public enum Kind: String, Sendable {
         case started, stopped, advertising, advertisingStopped = "advertising-stopped", advertisementChanged = "advertisement-changed"
-        case connected, disconnected, subscribed, unsubscribed
+        case connected, disconnected, mtu, subscribed, unsubscribed
         case read, write, answer, notify, indicate, confirmed
         case rule, fault, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
     }

@@ -100,10 +100,15 @@ public final class EventLog: Sendable {
         return stream
     }
 
-    /// Flushes and closes the file and ends every subscription.
-    public func close() {
+    /// Ends every subscription: each stream delivers what it holds, then finishes.
+    public func finishSubscriptions() {
         let subscribers = recent.withLock { recent in defer { recent.subscribers = [:] }; return recent.subscribers }
         for subscriber in subscribers.values { subscriber.finish() }
+    }
+
+    /// Flushes and closes the file and ends every subscription.
+    public func close() {
+        finishSubscriptions()
         file.withLock { handle in
             try? handle?.synchronize()
             try? handle?.close()

@@ -28,9 +28,8 @@ extension Emulator {
     ///
     /// `answerable` is false for writes bluetoothd already acknowledged: a drop then only means the
     /// behaviour engine does not see the write, and an error cannot reach the central.
-    func applyFaults(_ kind: FaultOperationKind, _ id: GattAttributeID, _ central: CentralID, context: GattRequestContext,
+    func applyFaults(_ kind: FaultOperationKind, _ id: GattAttributeID, _ central: CentralID,
                      answerable: Bool = true) async throws(GattError) -> FaultPlan {
-        if let mtu = context.mtu { faultState.mtus[central.address] = mtu }
         guard id.descriptor == nil else { return FaultPlan() }
         let plan = faultState.engine.plan(for: FaultOperation(kind, characteristic: id.characteristic, centrals: [central.address]))
         guard !plan.isEmpty else { return plan }

@@ -4,8 +4,10 @@ import Profile
 extension Emulator: GattRequestHandler {
     public func read(_ request: GattReadRequest) async throws(GattError) -> [UInt8] {
         let central = centralID(request.context)
+        noteMTU(request.context, central)
         let id = request.attribute
         log.record(.read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
+        request.context.begin()
         if let descriptor = id.descriptor {
             // Descriptors are served from their declared value.
             let value = descriptorValue(characteristic: id.characteristic, descriptor: descriptor)
@@ -14,7 +16,7 @@ extension Emulator: GattRequestHandler {
             log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
-        let faults = try await applyFaults(.read, id, central, context: request.context)
+        let faults = try await applyFaults(.read, id, central)
         let outcome = engine.handle(.read(characteristic: id.characteristic, central: central, offset: request.offset))
         let reply = try await run(outcome, central: central)
         switch reply {
@@ -35,14 +37,16 @@ extension Emulator: GattRequestHandler {
 
     public func write(_ request: GattWriteRequest) async throws(GattError) {
         let central = centralID(request.context)
+        noteMTU(request.context, central)
         let id = request.attribute
         log.record(.write, central: central.address, characteristic: id.description, value: request.value,
                    detail: (request.kind?.rawValue ?? "write") + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
                        + (request.offset > 0 ? " offset \(request.offset)" : ""))
+        request.context.begin()
         if request.prepareAuthorize { return }
         guard id.descriptor == nil else { return }
         do {
-            _ = try await applyFaults(.write, id, central, context: request.context, answerable: !request.bluetoothdAnswered)
+            _ = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
         } catch {
             if request.bluetoothdAnswered { return }
             throw error
@@ -73,8 +77,10 @@ extension Emulator: GattRequestHandler {
     public func subscriptionChanged(_ change: GattSubscriptionChange) async {
         let central = centralID(change.context)
         let subscribed = change.kind == .started || change.kind == .acquired
+        if subscribed { noteMTU(change.context, central) }
         log.record(subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
                    detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
+        change.context.begin()
         let event: EngineEvent = subscribed
             ? .subscribe(characteristic: change.characteristic, central: central)
             : .unsubscribe(characteristic: change.characteristic, central: central)
@@ -94,6 +100,14 @@ extension Emulator: GattRequestHandler {
     func descriptorValue(characteristic: String, descriptor: String) -> [UInt8] {
         guard let definition = profile.characteristic(characteristic)?.descriptors.first(where: { $0.id == descriptor }) else { return [] }
         return profile.descriptorValue(definition, environment: engine.environment)
+    }
+
+    /// Logs a central's ATT MTU the first time a request reveals it and whenever it changes (BlueZ tells
+    /// the MTU only in request options), and keeps it for the status.
+    func noteMTU(_ context: GattRequestContext, _ central: CentralID) {
+        guard let mtu = context.mtu, faultState.mtus[central.address] != mtu else { return }
+        faultState.mtus[central.address] = mtu
+        log.record(.mtu, central: central.address, detail: String(mtu))
     }
 
     /// The central a request came from: BlueZ's `device` option, else ``latestCentral``.
@@ -118,6 +132,7 @@ extension Emulator: GattRequestHandler {
             _ = try? await run(engine.handle(.connect(CentralID(address: address))), central: CentralID(address: address))
         case .disconnected(let address):
             connectedCentrals.removeAll { $0 == address }
+            faultState.mtus[address] = nil
             log.record(.disconnected, central: address)
             _ = try? await run(engine.handle(.disconnect(CentralID(address: address))), central: CentralID(address: address))
         }
