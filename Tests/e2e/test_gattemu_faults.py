@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import report
+
 ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
 GATTEMU = ROOT / ".build" / "debug" / "gattemu"
 PORT = 8765
@@ -197,3 +199,76 @@ async def test_seeded_probabilistic_faults_replay_over_the_air(central, start_pe
     assert 0 < len(first) < len(values), "the drop fault never or always fired"
     assert any(v not in values for v in first), "no bit flip happened"
     assert other != first, "another seed gave the very same sequence"
+
+
+async def test_notifications_truncated_corrupted_duplicated_and_reordered(central, start_peripheral):
+    p = start_gattemu(start_peripheral, "noke-lock.json")
+    body = await wait_for_api(p)
+    name = [a for a in body["advertising"]["advertisements"] if "name" in a][0].split('"')[1]
+    conn = await central.connect(name=name)
+    try:
+        received: list[bytes] = []
+        await conn.subscribe(TX_UUID, received.append)
+        await asyncio.sleep(1)
+        received.clear()
+        for fault in ({"on": "notify", "characteristic": "tx", "nth": 1, "truncate": 2},
+                      {"on": "notify", "characteristic": "tx", "nth": 2, "corrupt": {"at": 1, "hex": "ee"}},
+                      {"on": "notify", "characteristic": "tx", "nth": 3, "duplicate": True},
+                      {"on": "notify", "characteristic": "tx", "nth": 4, "reorder": True}):
+            status, answer = await api("POST", "/v1/faults", fault)
+            assert status == 201, answer
+        for value in ("a1a1a1", "a2a2a2", "a3a3a3", "a4a4a4", "a5a5a5"):
+            status, answer = await api("POST", "/v1/characteristics/tx/notify", {"hex": value})
+            assert status == 200, answer
+            await asyncio.sleep(0.3)
+        deadline = time.monotonic() + 10
+        while len(received) < 6 and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(1)
+        assert [v.hex() for v in received] == ["a1a1", "a2eea2", "a3a3a3", "a3a3a3", "a5a5a5", "a4a4a4"], received
+    finally:
+        await conn.disconnect()
+
+
+async def test_silence_and_power_cycle_take_the_device_off_air_for_a_while(central, start_peripheral):
+    p = start_gattemu(start_peripheral, "bleproof.json")
+    await wait_for_api(p)
+    await central.find(name="BLEProof", timeout=30)
+    for fault, seconds in (({"silence": "8s"}, 8), ({"powerCycle": "8s"}, 8)):
+        status, answer = await api("POST", "/v1/faults", fault)
+        assert status == 201, answer
+        started = time.monotonic()
+        while (await api("GET", "/v1/status"))[1]["advertising"]["advertised"]:
+            assert time.monotonic() - started < 3, "still advertising 3 s after the fault"
+            await asyncio.sleep(0.1)
+        with pytest.raises(TimeoutError):
+            await central.find(name="BLEProof", timeout=4)  # within the off-air time: not seen
+        adv = await central.find(name="BLEProof", timeout=40)  # and back afterwards
+        back = time.monotonic() - started
+        assert back >= seconds - 0.5, (fault, back)
+        assert adv.name == "BLEProof"
+
+
+async def test_dropped_read_is_answered_by_bluetoothd_after_its_timeout(central, start_peripheral):
+    """gattemu never answers a dropped read; the central cannot see ATT's 30 s transaction timeout
+    through BlueZ, because bluetoothd gives up on the app after 5 s (ATTRIBUTE_TIMEOUT in
+    src/shared/gatt-db.c) and answers the central with an ATT error itself."""
+    p = start_gattemu(start_peripheral, "bleproof.json")
+    await wait_for_api(p)
+    status, answer = await api("POST", "/v1/faults", {"on": "read", "characteristic": "info", "drop": True, "count": 1})
+    assert status == 201, answer
+    conn = await central.connect(name="BLEProof")
+    try:
+        started = time.monotonic()
+        with pytest.raises(Exception) as raised:  # noqa: PT011 - the error type depends on the central's stack
+            await conn.read(INFO_UUID)
+        waited = time.monotonic() - started
+        code = getattr(raised.value, "error_code", None)
+        report(f"dropped read: the central got {raised.value!r} (ATT error {code}) after {waited:.1f} s")
+        assert 4.5 <= waited < 25, (waited, raised.value)
+        assert len(await conn.read(INFO_UUID)) > 0  # count 1: the next read is answered
+        _, events = await api("GET", "/v1/events?since=0")
+        notes = [e.get("detail", "") for e in events["events"] if e["event"] == "note"]
+        assert any("read dropped" in n for n in notes), notes
+    finally:
+        await conn.disconnect()

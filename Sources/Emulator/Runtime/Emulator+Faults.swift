@@ -18,7 +18,8 @@ struct FaultState: Sendable {
 }
 
 /// How long a dropped read/write is held before the runtime gives up on it: longer than ATT's 30 s
-/// transaction timeout, so the central has timed out by then.
+/// transaction timeout. (bluetoothd itself stops waiting after 5 s and answers the central with ATT
+/// error 0x0E; a central behind another stack would time out.)
 let droppedAnswerHold: Duration = .seconds(35)
 
 extension Emulator {
