@@ -272,3 +272,51 @@ async def test_dropped_read_is_answered_by_bluetoothd_after_its_timeout(central,
         assert any("read dropped" in n for n in notes), notes
     finally:
         await conn.disconnect()
+
+
+def raw_call(method: str, path: str, data: bytes | None = None, token: str | None = None) -> tuple[int, dict]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(API + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+async def test_control_api_off_loopback_needs_the_token_and_rejects_bad_requests(start_peripheral):
+    refused = start_peripheral(cmd=f"{GATTEMU} run {ROOT}/profiles/noke-lock.json --adapter {{adapter}} --control 0.0.0.0:{PORT}")
+    deadline = time.monotonic() + 60
+    while refused.running and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert refused.proc.returncode == 2 and "control-token" in refused.output(), refused.output()
+
+    p = start_peripheral(cmd=f"{GATTEMU} run {ROOT}/profiles/noke-lock.json --adapter {{adapter}} "
+                             f"--control 0.0.0.0:{PORT} --control-token s3cret")
+    deadline = time.monotonic() + 60
+    while True:
+        assert p.running and time.monotonic() < deadline, p.output()
+        try:
+            status, _ = await asyncio.to_thread(raw_call, "GET", "/v1/status", None, "s3cret")
+            if status == 200:
+                break
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        await asyncio.sleep(0.3)
+    cases = [
+        ("GET", "/v1/status", None, None, 401),
+        ("GET", "/v1/status", None, "wrong", 401),
+        ("POST", "/v1/characteristics/tx/notify", b'{"hex": ', "s3cret", 400),          # malformed JSON
+        ("POST", "/v1/characteristics/nope/notify", b'{"hex": "01"}', "s3cret", 404),   # unknown characteristic
+        ("POST", "/v1/faults", b'{"on": "write", "error": "teapot"}', "s3cret", 400),    # unknown error name
+        ("POST", "/v1/triggers/no-such-trigger", b"{}", "s3cret", 404),
+        ("GET", "/v1/nothing", None, "s3cret", 404),
+    ]
+    for method, path, data, token, expected in cases:
+        status, body = await asyncio.to_thread(raw_call, method, path, data, token)
+        assert status == expected and body.get("error"), (method, path, status, body)
+    assert p.running, "a bad request must not end the emulator"
+    status, _ = await asyncio.to_thread(raw_call, "GET", "/v1/status", None, "s3cret")
+    assert status == 200
