@@ -866,6 +866,13 @@ extension OpenAPIDocument {
                   "items": {
                     "type": "string"
                   }
+                },
+                "state": {
+                  "type": "object",
+                  "description": "This central's own connectionState values (only when the profile declares some)",
+                  "additionalProperties": {
+                    "type": "string"
+                  }
                 }
               }
             }

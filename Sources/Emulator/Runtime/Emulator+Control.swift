@@ -40,6 +40,8 @@ public struct EmulatorStatus: Sendable, Equatable, Codable {
         public var address: String
         public var mtu: Int?
         public var subscriptions: [String]
+        /// The central's own copy of the profile's `connectionState` values; nil when the profile has none.
+        public var state: [String: String]?
     }
     public var profile: String
     public var adapter: AdapterInfo?
@@ -93,10 +95,15 @@ extension Emulator {
     public nonisolated var events: EventLog { log }
 
     public func status() -> EmulatorStatus {
+        let initial = profile.initialState
         let centrals = connectedCentrals.map { address in
-            EmulatorStatus.CentralInfo(
+            let id = CentralID(address: address)
+            let own = profile.connectionState.isEmpty ? nil : Dictionary(uniqueKeysWithValues: profile.connectionState.map { name in
+                (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
+            })
+            return EmulatorStatus.CentralInfo(
                 address: address, mtu: faultState.mtus[address].map(Int.init),
-                subscriptions: engine.subscribers.filter { $0.value.contains(CentralID(address: address)) }.keys.sorted())
+                subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
         }
         return EmulatorStatus(
             profile: profile.file,

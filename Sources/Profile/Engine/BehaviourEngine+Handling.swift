@@ -1,6 +1,23 @@
 extension BehaviourEngine {
     /// Handles one event: updates state and returns the rules that fired and the effects to execute.
     public mutating func handle(_ event: EngineEvent) -> EngineOutcome {
+        // Per-connection state: the event's central's copy (for timers and triggers, the latest central's)
+        // is swapped into `state` while the event is handled, and kept apart again afterwards.
+        let owner = profile.connectionState.isEmpty ? nil : event.central ?? centrals.last
+        if let owner {
+            if case .connect = event { connectionStates[owner] = nil }
+            let initial = profile.initialState
+            for name in profile.connectionState { state[name] = connectionStates[owner]?[name] ?? initial[name] }
+        }
+        defer {
+            if let owner {
+                if case .disconnect = event {
+                    connectionStates[owner] = nil
+                } else {
+                    connectionStates[owner] = state.filter { profile.connectionState.contains($0.key) }
+                }
+            }
+        }
         var outcome = EngineOutcome()
         guard prepare(for: event, into: &outcome) else { return outcome }
         let arguments: [String: String]

@@ -22,6 +22,8 @@ public struct BehaviourEngine: Sendable {
     /// Timers scheduled and not yet fired or cancelled.
     public internal(set) var activeTimers: Set<String> = []
     public internal(set) var counters: [String: Int] = [:]
+    /// The `connectionState` values of each central that has had events since it connected.
+    public internal(set) var connectionStates: [CentralID: [String: ProfileValue]] = [:]
 
     var values: [String: [UInt8]] = [:]
     var generator: SeededGenerator
@@ -44,6 +46,7 @@ public struct BehaviourEngine: Sendable {
         subscribers = [:]
         activeTimers = []
         counters = [:]
+        connectionStates = [:]
         generator = SeededGenerator(seed: environment.seed)
         values = [:]
         for characteristic in profile.characteristics {

@@ -13,6 +13,9 @@ public struct DeviceProfile: Sendable {
     public var variables: [NamedValue]
     /// Runtime state values in file order, with their initial values.
     public var state: [NamedValue]
+    /// State values kept per central (`"connectionState"`): each central sees its own copy, set to the
+    /// initial value when it connects.
+    public var connectionState: [String] = []
     /// Named triggers the control API may fire, with their descriptions.
     public var triggers: [NamedTrigger]
     public var timers: [TimerDefinition]

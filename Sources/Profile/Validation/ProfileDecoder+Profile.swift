@@ -1,7 +1,7 @@
 extension ProfileDecoder {
     static let topLevelKeys = [
         "$schema", "format", "description", "extends", "device", "advertisements", "services", "variables", "state",
-        "triggers", "timers", "rules", "faults",
+        "connectionState", "triggers", "timers", "rules", "faults",
     ]
 
     /// Decodes the whole document; the result is nil only when the root is not an object.
@@ -28,6 +28,9 @@ extension ProfileDecoder {
         }
         if let variables = root["variables"] { profile.variables = namedValues(variables, "variables") }
         if let state = root["state"] { profile.state = namedValues(state, "state") }
+        if let names = root["connectionState"], let items = array(names, "connectionState") {
+            profile.connectionState = items.enumerated().compactMap { string($1, JSONPath.appending($0, to: "connectionState")) }
+        }
         if let triggers = root["triggers"] { profile.triggers = namedTriggers(triggers, "triggers") }
         if let timers = root["timers"], let items = array(timers, "timers") {
             profile.timers = items.enumerated().compactMap { timer($1, JSONPath.appending($0, to: "timers")) }

@@ -70,6 +70,11 @@ struct SemanticChecks {
         for value in profile.state where variableNames.contains(value.name) {
             report(value.path, "\"\(value.name)\" is both a variable and a state value", hint: "rename one of them")
         }
+        let stateNames = profile.state.map(\.name)
+        for (index, name) in profile.connectionState.enumerated() where !stateNames.contains(name) {
+            report(JSONPath.appending(index, to: "connectionState"), "\"\(name)\" is not a state value",
+                   hint: Suggestions.hint(for: name, in: stateNames) ?? "declare it under \"state\" with its initial value")
+        }
     }
 
     private mutating func checkServices() {
