@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: [
             "Control", "Emulator", "Profile", "BlueZ", "DBus",
             .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -252,9 +252,10 @@ class BumbleConnection(Connection):
 class BumbleCentral(Central):
     stack = "bumble"
 
-    def __init__(self, adapter: str):
+    def __init__(self, adapter: str, address: str = "F0:E0:D0:00:00:01"):
         super().__init__()
         self.adapter = adapter
+        self.address = address  # each central of a multi-central test needs its own
         self.index = int(adapter.removeprefix("hci"))
         self.transport = None
         self.device = None
@@ -280,7 +281,7 @@ class BumbleCentral(Central):
                 await asyncio.sleep(0.5)
         else:
             raise RuntimeError(f"cannot open HCI user channel on {self.adapter}: {last}")
-        self.device = Device.with_hci("gattemu-central", Address("F0:E0:D0:00:00:01"),
+        self.device = Device.with_hci("gattemu-central", Address(self.address),
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
 
@@ -494,13 +495,16 @@ class BluezCentral(Central):
         return c
 
 
-async def open_central(stack: str | None = None, adapter: str | None = None) -> Central:
+async def open_central(stack: str | None = None, adapter: str | None = None,
+                       address: str | None = None) -> Central:
+    """address: the Bumble central's own address (default F0:E0:D0:00:00:01); give a
+    second central (adapter=$GATTEMU_CENTRAL2) another one, e.g. F0:E0:D0:00:00:02."""
     stack = stack or stack_name()
     adapter = adapter or os.environ.get("GATTEMU_CENTRAL")
     if not adapter:
         raise RuntimeError("GATTEMU_CENTRAL not set: run inside scripts/sandbox")
     if stack == "bumble":
-        c: Central = BumbleCentral(adapter)
+        c: Central = BumbleCentral(adapter, address) if address else BumbleCentral(adapter)
     elif stack == "bluez":
         c = BluezCentral(adapter)
     else:

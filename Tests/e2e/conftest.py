@@ -16,10 +16,16 @@ Contract (env, set by the sandbox):
       "{root}/.build/debug/gattemu run {profile} --adapter {adapter}".
       They skip when that binary is missing or has no `run` subcommand.
   GATTEMU_LONG                            1: long/soak variants (scripts/test --long)
+  GATTEMU_BLUEZ                           the VM's peripheral-side bluetoothd: 5.66 (system,
+      default) or 5.82 (scripts/build-bluez). Per test: the `bluez_582` fixture, or
+      `bluez` parametrized indirectly, or `with use_bluez("5.82"):`.
+  GATTEMU_CENTRAL2, GATTEMU_CENTRAL3 (+ _ADDRESS)  extra controllers for more centrals
+      (open_central(adapter=..., address=...)), when the VM brought them up.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import shutil
@@ -39,6 +45,7 @@ FIXTURE_CMD = f"{sys.executable} {HERE}/fixtures/peripheral.py --adapter {{adapt
 GATTEMU_CMD = "{root}/.build/debug/gattemu run {profile} --adapter {adapter}"
 LONG = os.environ.get("GATTEMU_LONG", "") not in ("", "0")
 SUMMARY: list[str] = []  # lines shown at the end of the run (report(...))
+BLUEZ_SWITCHED: dict[str, list[str]] = {}  # BlueZ version -> tests that switched to it
 
 
 def report(line: str) -> None:
@@ -48,6 +55,10 @@ def report(line: str) -> None:
 
 
 def pytest_terminal_summary(terminalreporter):
+    if os.environ.get("GATTEMU_PERIPH"):
+        SUMMARY.insert(0, f"bluetoothd: BlueZ {os.environ.get('GATTEMU_BLUEZ') or '5.66'} (VM default)"
+                       + "".join(f"; BlueZ {v} for {len(t)} test(s): {', '.join(t)}"
+                                 for v, t in BLUEZ_SWITCHED.items()))
     if SUMMARY:
         terminalreporter.section("e2e numbers")
         for line in SUMMARY:
@@ -229,6 +240,70 @@ def bluetoothd(action: str, timeout: float = 90.0) -> None:
     """Control the peripheral-side bluetoothd (sandbox-bluetoothd start|stop|restart)."""
     root = os.environ["GATTEMU_ROOT"]
     subprocess.run([f"{root}/scripts/sandbox-bluetoothd", action], check=True, timeout=timeout)
+
+
+def bluez_version() -> str:
+    """Version of the running peripheral-side bluetoothd, e.g. "5.66" or "5.82"."""
+    root = os.environ["GATTEMU_ROOT"]
+    r = subprocess.run([f"{root}/scripts/sandbox-bluetoothd", "version"], capture_output=True,
+                       text=True, timeout=30)
+    return r.stdout.split()[0] if r.returncode == 0 and r.stdout.strip() else "stopped"
+
+
+def bluez_available(version: str) -> bool:
+    if version in ("5.66", "system", "default"):
+        return True
+    cache = os.environ.get("GATTEMU_CACHE", "/var/cache/gattemu")
+    return os.access(f"{cache}/bluez-{version}/libexec/bluetooth/bluetoothd", os.X_OK)
+
+
+@contextlib.contextmanager
+def use_bluez(version: str, who: str = ""):
+    """Run the peripheral-side bluetoothd of BlueZ `version` (restarting it if it
+    differs) for the body, then the VM's default again. Start gattemu inside the
+    body (a running gattemu survives the restarts, it registers again). Skips
+    when the version is not built or the central depends on bluetoothd."""
+    if stack_name() != "bumble":
+        pytest.skip("switching bluetoothd needs the Bumble central (GATTEMU_CENTRAL_STACK=bumble)")
+    if not bluez_available(version):
+        pytest.skip(f"BlueZ {version} not built (scripts/build-bluez)")
+    if version == "system":
+        version = "5.66"
+    root = os.environ["GATTEMU_ROOT"]
+    ctl = f"{root}/scripts/sandbox-bluetoothd"
+    subprocess.run([ctl, "use", version], check=True, timeout=120)
+    running = bluez_version()
+    print(f"bluetoothd: BlueZ {running} for {who or 'this block'}")
+    BLUEZ_SWITCHED.setdefault(running, []).append(who or "?")
+    try:
+        yield running
+    finally:
+        subprocess.run([ctl, "use", "default"], check=True, timeout=120)
+
+
+@pytest.fixture
+def bluez(request):
+    """The BlueZ version of the peripheral-side bluetoothd during this test.
+    Unparametrized: whatever runs (GATTEMU_BLUEZ). Parametrized indirectly, it
+    switches for the test and back afterwards:
+        @pytest.mark.parametrize("bluez", ["5.66", "5.82"], indirect=True)
+        async def test_x(bluez, central, start_gattemu): ...
+    List it before start_gattemu/start_peripheral so the peripheral stops first."""
+    want = getattr(request, "param", None)
+    if want is None:
+        yield bluez_version()
+        return
+    with use_bluez(want, request.node.name) as running:
+        yield running
+
+
+@pytest.fixture
+def bluez_582(request):
+    """This test runs against BlueZ 5.82's bluetoothd (per-central AcquireNotify
+    sockets, WriteValue `type`, confirmations on the notify socket); back to the
+    VM's default afterwards. Skips when 5.82 is not built."""
+    with use_bluez("5.82", request.node.name) as running:
+        yield running
 
 
 @pytest.fixture

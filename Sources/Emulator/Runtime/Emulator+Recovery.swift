@@ -84,8 +84,16 @@ extension Emulator {
     }
 
     /// Registers everything again; on failure (adapter not there yet) waits for the next stack change.
+    ///
+    /// One attempt at a time: the actor is re-entered at every `await`, and bluetoothd ≥ 5.7x sends
+    /// "bluetoothd back", "adapter added" and "powered on" close together. A second attempt overlapping
+    /// the first failed with "… is already exported" and its clean-up then dropped what the first had
+    /// just registered, leaving gattemu up but unregistered. An event arriving during an attempt is
+    /// covered by that attempt or, if it fails, by the retry it schedules.
     func recover(reason: String) async {
-        guard let stack else { return }
+        guard let stack, !recovering else { return }
+        recovering = true
+        defer { recovering = false }
         do {
             let adapter = try await registerAgain(stack)
             recoveryRetry?.cancel()
@@ -107,13 +115,22 @@ extension Emulator {
                 guard !Task.isCancelled, let self, await self.stackLost else { return }
                 await self.retryRecovery()
             }
+            if !Task.isCancelled { await self?.recoveryRetryGaveUp() }
         }
     }
 
+    /// After 60 tries the next loss must be able to schedule retries again.
+    private func recoveryRetryGaveUp() { recoveryRetry = nil }
+
     private func retryRecovery() async {
-        guard stackLost, let stack, stack.bluetoothdName != nil else { return }
+        guard stackLost, !recovering, let stack, stack.bluetoothdName != nil else { return }
+        recovering = true
+        defer { recovering = false }
         do {
             let adapter = try await registerAgain(stack)
+            // Done: a later loss schedules a fresh retry (a finished task left here would block that).
+            recoveryRetry?.cancel()
+            recoveryRetry = nil
             log.record(.bluetoothdBack, detail: "retry: registered again on \(adapter.name)")
         } catch {
             await dropRegistrations()

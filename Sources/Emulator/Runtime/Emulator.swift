@@ -27,6 +27,8 @@ public actor Emulator {
     var faultState: FaultState
     var stackLost = false
     var recoveryRetry: Task<Void, Never>?
+    /// A registration attempt after a loss is under way (see `recover(reason:)`).
+    var recovering = false
     var stackChanges: AsyncStream<StackChange>.Continuation?
     var stackSubscriptions: [DBusSignalSubscription] = []
     let terminationRequests: AsyncStream<String>.Continuation
