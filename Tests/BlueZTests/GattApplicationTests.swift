@@ -152,6 +152,35 @@ import Testing
         #expect(setup.handler.subscriptions.withLock { $0.map(\.kind) } == [.acquired, .released])
     }
 
+    @Test func perCentralSocketsCarryOnlyThatCentralsNotifications() async throws {
+        let setup = try await Self.setUp()
+        func acquire(_ device: String) async throws -> Int32 {
+            let options = DBusValue.stringVariantDictionary(["device": .objectPath(DBusObjectPath("/org/bluez/hci0/\(device)")), "mtu": .uint16(247)])
+            let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0",
+                                                        BlueZNames.gattCharacteristic, "AcquireNotify", [options])
+            return try #require(reply.first?.unixFD).takeRawValue()
+        }
+        let first = try await acquire("dev_00_AA_01_02_00_02")
+        let second = try await acquire("dev_00_AA_01_03_00_03")
+        defer { close(first) }
+        func pending(_ socket: Int32) -> [UInt8] {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            return Array(buffer.prefix(max(count, 0)))
+        }
+        #expect(try await setup.application.notify("level", value: [3], central: "00:AA:01:03:00:03") == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
+        #expect(pending(second) == [3])
+        #expect(pending(first) == [])
+        // bluetoothd closes the second central's socket (BlueZ closes a wrong one when another central
+        // disconnects): its notifications go nowhere instead of to the first central.
+        close(second)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await setup.application.notify("level", value: [4], central: "00:AA:01:03:00:03") == .sockets([]))
+        #expect(pending(first) == [])
+        #expect(try await setup.application.notify("level", value: [5]) == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
+        #expect(pending(first) == [5])
+    }
+
     @Test func notificationsWithoutSocketsArePropertiesChanged() async throws {
         let setup = try await Self.setUp()
         let changes = AsyncCollector<DBusSignal>()

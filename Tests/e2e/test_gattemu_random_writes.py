@@ -18,13 +18,12 @@ import asyncio
 import json
 import os
 import random
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import LONG, profile_path, report
+from conftest import LONG, bluez_version, profile_path, report
 from recording import _uuid
 
 WRITES = int(os.environ.get("GATTEMU_RANDOM_WRITES") or (10_000 if LONG else 2_000))
@@ -34,8 +33,7 @@ NAMES = {"noke-lock.json": {"name_prefix": "NOKE"}, "bleproof.json": {"name": "B
 
 def bluez_write_limit() -> int:
     """Longest value bluetoothd hands to an app in one write: 510 before 5.69, else 512."""
-    out = subprocess.run(["bluetoothd", "--version"], capture_output=True, text=True).stdout.strip()
-    version = tuple(int(x) for x in out.split(".")[:2] if x.isdigit()) or (5, 66)
+    version = tuple(int(x) for x in bluez_version().split(".")[:2] if x.isdigit()) or (5, 66)
     return 510 if version < (5, 69) else 512
 
 

@@ -24,6 +24,10 @@ final class CharacteristicObject: Sendable {
     }
 
     /// Writes to the target's socket, or to every socket; nil when no socket is open.
+    ///
+    /// A notification for one central goes to that central's socket only; with none (bluetoothd closed
+    /// it), it goes nowhere (`.sockets([])`) rather than to other centrals, unless BlueZ shares one
+    /// socket among all subscribers (`*`, BlueZ 5.66), which is then the only way to reach anyone.
     func sendOnSockets(_ value: [UInt8], central: String?) -> NotificationDelivery? {
         let open = sockets.withLock { sockets in
             sockets = sockets.filter { !$0.value.isClosed }
@@ -31,8 +35,9 @@ final class CharacteristicObject: Sendable {
         }
         guard !open.isEmpty else { return nil }
         let targets: [(String, AcquiredSocket)]
-        if let central, let socket = open.first(where: { $0.key == central || BlueZDevicePath.address(of: DBusObjectPath($0.key)) == central }) {
-            targets = [socket]
+        if let central, open["*"] == nil {
+            targets = open.filter { $0.key == central || BlueZDevicePath.address(of: DBusObjectPath($0.key)) == central }
+                .map { ($0.key, $0.value) }
         } else {
             targets = open.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         }

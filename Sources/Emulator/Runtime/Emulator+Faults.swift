@@ -91,6 +91,11 @@ extension Emulator {
     func deliver(_ characteristic: String, value: [UInt8], central address: String?, indicate: Bool) async {
         do {
             let delivery = try await application?.notify(characteristic, value: value, central: address)
+            if case .sockets(let centrals)? = delivery, centrals.isEmpty {
+                log.record(.note, central: address, characteristic: characteristic, value: value,
+                           detail: "\(indicate ? "indication" : "notification") not sent: no notification socket for this central")
+                return
+            }
             let how = switch delivery {
             case .sockets(let centrals)?: "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
             case .propertiesChanged?: "PropertiesChanged"
