@@ -107,8 +107,11 @@ public struct GattSubscriptionChange: Sendable, Equatable {
 public enum BlueZDevicePath {
     /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
     public static func address(of path: DBusObjectPath) -> String? {
-        guard let last = path.rawValue.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
-        let address = last.dropFirst(4).replacingOccurrences(of: "_", with: ":")
-        return address.count == 17 ? address : nil
+        // Called for every request and notification: plain UTF-8 bytes, no Foundation string search.
+        let utf8 = path.rawValue.utf8
+        let start = (utf8.lastIndex(of: UInt8(ascii: "/")).map { utf8.index(after: $0) }) ?? utf8.startIndex
+        let last = utf8[start...]
+        guard last.count == 21, last.starts(with: "dev_".utf8) else { return nil }
+        return String(decoding: last.dropFirst(4).map { $0 == UInt8(ascii: "_") ? UInt8(ascii: ":") : $0 }, as: UTF8.self)
     }
 }

@@ -32,12 +32,16 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// `  1234.567 ms write        AA:BB:… rx 0102… (request)`
     public var text: String {
-        var line = Self.milliseconds(time) + " ms " + kind.rawValue
-        if kind.rawValue.count < 12 { line += String(repeating: " ", count: 12 - kind.rawValue.count) }
-        if let central { line += " " + central }
-        if let characteristic { line += " " + characteristic }
-        if let value { line += " " + (value.isEmpty ? "(empty)" : value.hexString(uppercase: false)) }
-        if let detail { line += " " + detail }
+        var line = Self.milliseconds(time)
+        line.reserveCapacity(80 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0))
+        line += " ms "
+        line += kind.rawValue
+        let width = kind.rawValue.utf8.count
+        if width < 12 { line += String(repeating: " ", count: 12 - width) }
+        if let central { line += " "; line += central }
+        if let characteristic { line += " "; line += characteristic }
+        if let value { line += " "; line += value.isEmpty ? "(empty)" : value.hexString(uppercase: false) }
+        if let detail { line += " "; line += detail }
         return line
     }
 
@@ -57,8 +61,9 @@ public struct EmulatorEvent: Sendable, Equatable {
     /// `time` with three decimals, right-aligned in ten characters.
     static func milliseconds(_ time: Double) -> String {
         let thousandths = Int((time * 1000).rounded())
-        let fraction = String(thousandths % 1000)
-        let text = String(thousandths / 1000) + "." + String(repeating: "0", count: 3 - fraction.count) + fraction
-        return text.count < 10 ? String(repeating: " ", count: 10 - text.count) + text : text
+        let fraction = thousandths % 1000
+        let text = String(thousandths / 1000) + (fraction < 10 ? ".00" : fraction < 100 ? ".0" : ".") + String(fraction)
+        let width = text.utf8.count
+        return width < 10 ? String(repeating: " ", count: 10 - width) + text : text
     }
 }

@@ -1,40 +1,54 @@
 import DequeModule
+import Dispatch
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where events go: the console (text or JSON lines) and optionally a JSON-lines file.
 ///
-/// Every write is flushed at once, so nothing is lost when the process is killed after an event.
+/// On a terminal every line is written at once. Otherwise (a pipe or a file) lines are batched and
+/// written at most ``flushInterval`` after they were recorded, when a batch grows past
+/// ``flushThreshold``, on ``flush()`` and on ``close()``: one `write(2)` per batch instead of one per event.
 public final class EventLog: Sendable {
     public enum Format: String, Sendable { case text, json }
 
     private let format: Format
-    private let file: Mutex<FileHandle?>
     private let start = ContinuousClock.now
     private let recent = Mutex<Recent>(Recent())
+    private let lineBuffered: Bool
 
-    /// The kept events, the next sequence number and the live subscribers, under one lock so that
-    /// sequence numbers, the buffer and the streams always agree.
+    /// The kept events, the next sequence number, the live subscribers and the unwritten output, under
+    /// one lock so that sequence numbers, the buffer, the streams and the outputs always agree.
     private struct Recent {
         var events = Deque<EmulatorEvent>()
         var nextSequence = 1
         var subscribers: [Int: AsyncStream<EmulatorEvent>.Continuation] = [:]
         var nextSubscriber = 0
+        var console: [UInt8] = []
+        var file: [UInt8] = []
+        /// The events file's descriptor, -1 when there is none (or after ``close()``).
+        var fileDescriptor: Int32 = -1
+        var flushScheduled = false
     }
 
     /// How many recent events are kept for `events(since:)`.
     public static let capacity = 10_000
+    /// The longest an event waits in the batch before it is written.
+    public static let flushInterval: DispatchTimeInterval = .milliseconds(50)
+    /// A batch this large (bytes) is written at once.
+    static let flushThreshold = 16 * 1024
 
     public init(format: Format, file path: String? = nil) throws {
         self.format = format
+        lineBuffered = isatty(STDOUT_FILENO) != 0
         if let path {
-            FileManager.default.createFile(atPath: path, contents: nil)
-            guard let handle = FileHandle(forWritingAtPath: path) else {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
                 throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
             }
-            file = Mutex(handle)
-        } else {
-            file = Mutex(nil)
+            recent.withLock { $0.fileDescriptor = descriptor }
         }
     }
 
@@ -51,19 +65,63 @@ public final class EventLog: Sendable {
     public func record(_ event: EmulatorEvent) {
         // The sequence number, console, file and subscribers are all handled under the lock so that
         // every output sees events in sequence order.
-        recent.withLock { recent in
+        let scheduleFlush = recent.withLock { recent -> Bool in
             var event = event
             event.sequence = recent.nextSequence
             recent.nextSequence += 1
-            let line = (format == .json ? event.json : event.text) + "\n"
-            FileHandle.standardOutput.write(Data(line.utf8))
-            file.withLock { handle in
-                handle?.write(Data((event.json + "\n").utf8))
+            let json = format == .json || recent.fileDescriptor >= 0 ? event.json : ""
+            recent.console.append(contentsOf: (format == .json ? json : event.text).utf8)
+            recent.console.append(UInt8(ascii: "\n"))
+            if recent.fileDescriptor >= 0 {
+                recent.file.append(contentsOf: json.utf8)
+                recent.file.append(UInt8(ascii: "\n"))
             }
             recent.events.append(event)
             if recent.events.count > Self.capacity { recent.events.removeFirst() }
             for subscriber in recent.subscribers.values { subscriber.yield(event) }
+            if lineBuffered || recent.console.count + recent.file.count >= Self.flushThreshold {
+                Self.writeOut(&recent)
+                return false
+            }
+            defer { recent.flushScheduled = true }
+            return !recent.flushScheduled
         }
+        if scheduleFlush {
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.flushInterval) { [weak self] in self?.flush() }
+        }
+    }
+
+    /// Writes every batched line now.
+    public func flush() {
+        recent.withLock { Self.writeOut(&$0) }
+    }
+
+    /// Writes the batches out (under the lock, so lines never interleave or reorder).
+    private static func writeOut(_ recent: inout Recent) {
+        recent.flushScheduled = false
+        writeAll(STDOUT_FILENO, &recent.console)
+        if recent.fileDescriptor >= 0 { writeAll(recent.fileDescriptor, &recent.file) }
+    }
+
+    /// Writes all of `bytes` to `descriptor` (retrying short writes and EINTR) and empties it; output that
+    /// cannot be written (a closed pipe) is dropped, as before.
+    private static func writeAll(_ descriptor: Int32, _ bytes: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, base + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
+            }
+        }
+        bytes.removeAll(keepingCapacity: bytes.capacity <= 4 * flushThreshold)
     }
 
     /// The most recent events (up to ``capacity``), oldest first.
@@ -106,13 +164,18 @@ public final class EventLog: Sendable {
         for subscriber in subscribers.values { subscriber.finish() }
     }
 
-    /// Flushes and closes the file and ends every subscription.
+    /// Writes what is batched, closes the file and ends every subscription.
     public func close() {
-        finishSubscriptions()
-        file.withLock { handle in
-            try? handle?.synchronize()
-            try? handle?.close()
-            handle = nil
+        let subscribers = recent.withLock { recent in
+            Self.writeOut(&recent)
+            if recent.fileDescriptor >= 0 {
+                fsync(recent.fileDescriptor)
+                Glibc.close(recent.fileDescriptor)
+                recent.fileDescriptor = -1
+            }
+            defer { recent.subscribers = [:] }
+            return recent.subscribers
         }
+        for subscriber in subscribers.values { subscriber.finish() }
     }
 }

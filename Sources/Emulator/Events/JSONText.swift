@@ -2,6 +2,10 @@
 public enum JSONText {
     /// `text` as a JSON string literal, quotes included, with every character JSON requires escaped.
     public static func quoted(_ text: String) -> String {
+        // The common case (addresses, ids, details) needs no escaping: one copy, no per-scalar appends.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + text + "\""
+        }
         var result = "\""
         result.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {

@@ -226,7 +226,7 @@ extension Emulator {
     /// Puts the behaviour engine back to the profile's initial state (connections and subscriptions kept),
     /// cancels timers, republishes values and advertisements. Faults are kept (clear them separately).
     public func reset() async {
-        for timer in timers.values { timer.cancel() }
+        for timer in timers.values { timer.task.cancel() }
         timers = [:]
         let wasAdvertising = engine.isAdvertising
         engine.resetKeepingConnections()

@@ -62,24 +62,56 @@ extension Emulator {
                 log.record(.error, central: target.address, detail: error.description)
             }
         case .scheduleTimer(let id, let after, let repeating):
-            timers[id]?.cancel()
-            timers[id] = Task { [weak self] in
-                repeat {
-                    try? await Task.sleep(for: after)
-                    if Task.isCancelled { return }
-                    await self?.timerFired(id, repeating: repeating)
-                } while repeating && !Task.isCancelled
+            let deadline = ContinuousClock.now + after
+            if !repeating, let armed = timers[id], !armed.repeating, armed.deadline <= deadline {
+                // Re-armed (e.g. the Noke relock on every command): the sleeping task sleeps on to the new
+                // deadline, instead of a task cancelled and created per operation.
+                timers[id]?.deadline = deadline
+                break
             }
+            timers[id]?.task.cancel()
+            let task = Task { [weak self] in
+                if repeating {
+                    repeat {
+                        try? await Task.sleep(for: after)
+                        if Task.isCancelled { return }
+                        await self?.timerFired(id, repeating: true)
+                    } while !Task.isCancelled
+                    return
+                }
+                var wake = deadline
+                while true {
+                    try? await Task.sleep(until: wake, clock: .continuous)
+                    guard !Task.isCancelled, let later = await self?.timerDue(id) else { return }
+                    wake = later
+                }
+            }
+            timers[id] = ArmedTimer(task: task, deadline: deadline, repeating: repeating)
         case .cancelTimer(let id):
-            timers[id]?.cancel()
+            timers[id]?.task.cancel()
             timers[id] = nil
         case .log(let text):
             log.record(.note, central: central.address, detail: text)
         }
     }
 
+    /// A one-shot timer's task woke: fires it (nil) unless it was re-armed to a later deadline (returned).
+    func timerDue(_ id: String) async -> ContinuousClock.Instant? {
+        guard !Task.isCancelled, let armed = timers[id] else { return nil }
+        if armed.deadline > .now { return armed.deadline }
+        await timerFired(id, repeating: false)
+        return nil
+    }
+
     func timerFired(_ id: String, repeating: Bool) async {
         if !repeating { timers[id] = nil }
         _ = try? await run(engine.handle(.timer(id)), central: latestCentral)
     }
+}
+
+/// A running profile timer: its task and, for one-shot timers, when it fires.
+struct ArmedTimer {
+    var task: Task<Void, Never>
+    var deadline: ContinuousClock.Instant
+    var repeating: Bool
 }

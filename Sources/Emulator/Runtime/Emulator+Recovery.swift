@@ -68,7 +68,7 @@ extension Emulator {
 
     /// Forgets registrations bluetoothd no longer has, and removes their objects so they can be exported again.
     func dropRegistrations() async {
-        for timer in timers.values { timer.cancel() }
+        for timer in timers.values { timer.task.cancel() }
         timers = [:]
         let registrations = advertisements
         advertisements = []

@@ -18,7 +18,7 @@ public actor Emulator {
     var advertisements: [AdvertisementRegistration] = []
     var watcher: CentralWatcher?
     var originalAlias: String?
-    var timers: [String: Task<Void, Never>] = [:]
+    var timers: [String: ArmedTimer] = [:]
     var effectTail: Task<Void, Never>?
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     var connectedCentrals: [String] = []
@@ -85,7 +85,7 @@ public actor Emulator {
     public func stop() async {
         guard !stopped else { return }
         stopped = true
-        for timer in timers.values { timer.cancel() }
+        for timer in timers.values { timer.task.cancel() }
         timers = [:]
         await stopAdvertising()
         await application?.unregister()

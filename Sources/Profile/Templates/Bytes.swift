@@ -1,14 +1,19 @@
 extension Sequence where Element == UInt8 {
     /// Two hex digits per byte (uppercase unless asked otherwise), `separator` between bytes; one pass, no formatting calls.
+    @inlinable
     public func hexString(separator: String = "", uppercase: Bool = true) -> String {
-        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+        let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
         let separatorBytes = Array(separator.utf8)
         var text: [UInt8] = []
         text.reserveCapacity(underestimatedCount * (2 + separatorBytes.count))
-        for (index, byte) in enumerated() {
-            if index > 0 { text += separatorBytes }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+        digits.withUTF8Buffer { digits in
+            var first = true
+            for byte in self {
+                if !first { text += separatorBytes }
+                first = false
+                text.append(digits[Int(byte >> 4)])
+                text.append(digits[Int(byte & 0x0F)])
+            }
         }
         return String(decoding: text, as: UTF8.self)
     }
