@@ -114,6 +114,16 @@ class Peripheral:
             f.seek(getattr(self, "_offset", 0))
             return f.read().decode(errors="replace")
 
+    async def output_when(self, ready, timeout: float = 5.0) -> str:
+        """The output once `ready(output)` holds (gattemu writes its log in batches, up to 50 ms
+        late, when stdout is not a terminal), or as it is after `timeout`."""
+        end = time.monotonic() + timeout
+        while True:
+            out = self.output()
+            if ready(out) or time.monotonic() >= end:
+                return out
+            await asyncio.sleep(0.05)
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output().splitlines()[-lines:])
 
@@ -177,6 +187,15 @@ def start_peripheral(env, central, request):
     if rep is not None and rep.failed:
         for p in started:
             print(f"\n--- output of {shlex.join(p.argv)} ({p.log_path}):\n{p.tail(60)}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that switch bluetoothd to another BlueZ version run last: BlueZ 5.82 leaves the
+    controller's settings changed for the 5.66 that follows (seen: 5.66 then advertised from a
+    random address), so every other test sees the VM's controller as booted."""
+    switching = {"bluez", "bluez_582"}
+    items.sort(key=lambda item: bool(item.get_closest_marker("switches_bluez")
+                                      or switching & set(getattr(item, "fixturenames", ()))))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -36,7 +36,8 @@ async def test_longest_value_is_read_whole(central, start_gattemu):
         assert bytes(value) == LONG_VALUE
     finally:
         await conn.disconnect()
-    assert re.search(r"answer\s+\S+ long 3030307c", p.output()), p.output()[-3000:]
+    out = await p.output_when(lambda o: re.search(r"answer\s+\S+ long 3030307c", o))
+    assert re.search(r"answer\s+\S+ long 3030307c", out), out[-3000:]
 
 
 @pytest.mark.parametrize("path", ["acquire", "properties"])
@@ -59,7 +60,7 @@ async def test_notifications_and_indications_on_both_paths(central, start_gattem
         assert confirmed == [bytes([0x1D, i]) * 100 for i in range(3)]
     finally:
         await conn.disconnect()
-    out = p.output()
+    out = await p.output_when(lambda o: len(re.findall(r" confirmed\s+confirm", o)) >= 3)
     expected = "AcquireNotify socket" if path == "acquire" else "PropertiesChanged"
     notify_lines = [line for line in out.splitlines() if re.search(r" notify\s+(\S+ )?(echo|quiet) ", line)]
     assert len(notify_lines) == 6 and all(expected in line for line in notify_lines), notify_lines

@@ -82,6 +82,7 @@ async def run_centrals(start_gattemu, centrals, leave_after: int | None) -> tupl
     return inboxes, connections, p
 
 
+@pytest.mark.switches_bluez
 async def test_each_central_gets_only_its_own_answers(central, more_centrals, start_gattemu):
     """BlueZ 5.82: one AcquireNotify socket per central, so "notify the event's central" reaches it alone."""
     centrals = [central, *more_centrals]

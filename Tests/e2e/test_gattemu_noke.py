@@ -44,7 +44,7 @@ async def test_noke_android_flow(central, start_gattemu):
     assert r[:3] == bytes([0x51, 0x60, NOKE_UNLOCK[2]]), r.hex()
     assert r[3:] == bytes(17), r.hex()
     # gattemu logs each GATT operation; the write's bytes appear in hex in its output.
-    out = p.output().lower()
+    out = (await p.output_when(lambda o: NOKE_UNLOCK.hex() in o.lower().replace(" ", ""))).lower()
     assert NOKE_UNLOCK.hex() in out.replace(" ", "").replace(":", ""), p.tail()
 
 

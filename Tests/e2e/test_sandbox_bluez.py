@@ -15,6 +15,7 @@ from flows import NOKE_RX, NOKE_SERVICE, NOKE_TX, NOKE_UNLOCK
 DEFAULT = os.environ.get("GATTEMU_BLUEZ") or "5.66"
 
 
+@pytest.mark.switches_bluez
 async def test_use_bluez_switches_and_restores(central):
     if not bluez_available("5.82"):
         pytest.skip("BlueZ 5.82 not built (scripts/build-bluez)")
