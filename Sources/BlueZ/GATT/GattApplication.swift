@@ -115,9 +115,8 @@ public final class GattApplication: Sendable {
     /// subscribed central does (BlueZ 5.66 offers no other way).
     @discardableResult
     public func notify(_ characteristic: String, value: [UInt8], central: String? = nil) async throws(GattError) -> NotificationDelivery {
+        if let delivery = try notifyOnSockets(characteristic, value: value, central: central) { return delivery }
         guard let object = characteristics[characteristic] else { throw .notSupported }
-        object.value.withLock { $0 = value }
-        if let delivery = object.sendOnSockets(value, central: central) { return delivery }
         do {
             try await stack.connection.emitPropertiesChanged(
                 path: object.path, interface: BlueZNames.gattCharacteristic, changed: ["Value": .bytes(value)])
@@ -125,6 +124,14 @@ public final class GattApplication: Sendable {
             throw .failed
         }
         return .propertiesChanged
+    }
+
+    /// Stores `value` and writes it to the acquired notification sockets at once, without suspending;
+    /// nil when no socket is open (then ``notify(_:value:central:)`` sends `PropertiesChanged`).
+    public func notifyOnSockets(_ characteristic: String, value: [UInt8], central: String? = nil) throws(GattError) -> NotificationDelivery? {
+        guard let object = characteristics[characteristic] else { throw .notSupported }
+        object.value.withLock { $0 = value }
+        return object.sendOnSockets(value, central: central)
     }
 
     /// Stores `value` as the characteristic's `Value` without notifying anyone.

@@ -87,10 +87,14 @@ extension Emulator {
         for bytes in values { await deliver(characteristic, value: bytes, central: address, indicate: indicate) }
     }
 
-    /// Hands one value to BlueZ and logs how it left.
+    /// Hands one value to BlueZ and logs how it left. Socket writes happen without leaving the actor, so the
+    /// log keeps them in order with the events around them (a disconnection the notification preceded).
     func deliver(_ characteristic: String, value: [UInt8], central address: String?, indicate: Bool) async {
         do {
-            let delivery = try await application?.notify(characteristic, value: value, central: address)
+            var delivery = try application?.notifyOnSockets(characteristic, value: value, central: address)
+            if delivery == nil, let application {
+                delivery = try await application.notify(characteristic, value: value, central: address)
+            }
             if case .sockets(let centrals)? = delivery, centrals.isEmpty {
                 log.record(.note, central: address, characteristic: characteristic, value: value,
                            detail: "\(indicate ? "indication" : "notification") not sent: no notification socket for this central")
