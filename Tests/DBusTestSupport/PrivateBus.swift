@@ -36,29 +36,20 @@ public final class PrivateBus: Sendable {
         """.write(to: config, atomically: true, encoding: .utf8)
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw PrivateBusError.spawnFailed(errno) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
-        posix_spawn_file_actions_addclose(&actions, ends[0])
         let arguments = ["/usr/bin/dbus-daemon", "--config-file=\(config.path)", "--nofork", "--nopidfile", "--print-address=1"]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        // Worker threads block every signal and a child inherits that mask: clear it so SIGTERM works.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ)
-        close(ends[1])
-        guard spawned == 0 else {
-            close(ends[0])
-            throw PrivateBusError.spawnFailed(spawned)
+        let (write, read) = (ends[1], ends[0])
+        let child: pid_t
+        do {
+            child = try ChildProcess.spawn(arguments) { (actions: inout posix_spawn_file_actions_t) in
+                posix_spawn_file_actions_adddup2(&actions, write, 1)
+                posix_spawn_file_actions_addclose(&actions, read)
+            }
+        } catch {
+            close(write)
+            close(read)
+            throw PrivateBusError.spawnFailed(error.code)
         }
+        close(write)
         pid = child
         let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
         guard let line = reader.readLine(), !line.isEmpty else {

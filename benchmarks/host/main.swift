@@ -85,28 +85,14 @@ func statusKiB(_ pid: pid_t, _ field: String) -> Int? {
 }
 
 func spawn(_ arguments: [String], environment: [String: String], output: String) -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var noSignals = sigset_t()
-    sigemptyset(&noSignals)
-    posix_spawnattr_setsigmask(&attributes, &noSignals)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var merged = ProcessInfo.processInfo.environment
-    merged.merge(environment) { $1 }
-    var envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { envp.forEach { free($0) } }
-    var pid: pid_t = 0
-    let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, &envp)
-    guard result == 0 else { fatal("cannot start \(arguments[0]): \(String(cString: strerror(result)))") }
-    return pid
+    do {
+        return try ChildProcess.spawn(arguments, environment: environment) { (actions: inout posix_spawn_file_actions_t) in
+            posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
+    } catch {
+        fatal("cannot start \(arguments[0]): \(String(cString: strerror(error.code)))")
+    }
 }
 
 // MARK: The stand-in bluetoothd
