@@ -24,11 +24,11 @@ def characteristic_ids(profile: str) -> dict[str, str]:
         ids.update(characteristic_ids(str(Path(profile).parent / parent)))
     for service in data.get("services", []):
         for c in service.get("characteristics", []):
-            ids[_uuid(c["uuid"])] = c["id"]
+            ids[full_uuid(c["uuid"])] = c["id"]
     return ids
 
 
-def _uuid(u: str) -> str:
+def full_uuid(u: str) -> str:
     u = u.lower()
     return f"0000{u}-0000-1000-8000-00805f9b34fb" if len(u) == 4 else u
 
@@ -41,7 +41,7 @@ class RecordingConnection:
         return getattr(self.inner, name)
 
     def _id(self, uuid: str) -> str:
-        return self.ids.get(_uuid(uuid), uuid)
+        return self.ids.get(full_uuid(uuid), uuid)
 
     async def read(self, uuid):
         value = await self.inner.read(uuid)
@@ -81,6 +81,11 @@ class RecordingCentral:
         self.ops.append(("connected",))
         self.mtus.append(conn.mtu)
         return RecordingConnection(conn, self.ids, self.ops)
+
+
+def read_events(path) -> list[dict]:
+    """The JSON-lines event log written by `gattemu run --events FILE`."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def log_operations(events: list[dict], central: str) -> list[tuple]:

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import threading
-import time
 import urllib.request
 
 import pytest
 
 from conftest import profile_path, report
 from flows import FLOWS, quiet
-from recording import RecordingCentral, log_operations
+from recording import RecordingCentral, log_operations, read_events
 from test_gattemu_faults import API, PORT, wait_for_api
 
 
@@ -46,11 +44,6 @@ class SSEReader(threading.Thread):
             self.error = error
 
 
-def read_json_lines(path: str) -> list[dict]:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 @pytest.mark.parametrize("device", ["noke", "bleproof", "leaf"])
 async def test_event_log_matches_what_the_central_saw(central, start_gattemu, gattemu_bin, env, tmp_path, device):
     profile, flow = FLOWS[device]
@@ -75,7 +68,7 @@ async def test_event_log_matches_what_the_central_saw(central, start_gattemu, ga
             follow_out, follow_err = follow.communicate()
         sse.join(30)
 
-    logged = read_json_lines(str(events_file))
+    logged = read_events(str(events_file))
     seqs = [e["seq"] for e in logged]
     assert seqs == list(range(1, len(seqs) + 1)), "gaps in the event file"
     assert logged[-1]["event"] == "stopped", "the file was not flushed to the end on SIGTERM"

@@ -54,6 +54,13 @@ async def wait_for_api(peripheral, timeout: float = 30) -> dict:
     raise AssertionError("control API did not come up:\n" + peripheral.output())
 
 
+async def connect_when_advertised(central, peripheral):
+    """Waits for the control API to report advertising, then connects to the advertised name."""
+    body = await wait_for_api(peripheral)
+    name = [a for a in body["advertising"]["advertisements"] if "name" in a][0].split('"')[1]
+    return await central.connect(name=name)
+
+
 def start_gattemu(start_peripheral, profile: str, extra: str = ""):
     cmd = f"{GATTEMU} run {ROOT}/profiles/{profile} --adapter {{adapter}} --control 127.0.0.1:{PORT} --seed 5 {extra}"
     return start_peripheral(cmd=cmd)
@@ -78,9 +85,7 @@ async def test_injected_att_error_reaches_the_central(central, start_peripheral)
 
 async def test_dropped_notification_never_arrives_but_the_next_does(central, start_peripheral):
     p = start_gattemu(start_peripheral, "noke-lock.json")
-    body = await wait_for_api(p)
-    name = [a for a in body["advertising"]["advertisements"] if "name" in a][0].split('"')[1]
-    conn = await central.connect(name=name)
+    conn = await connect_when_advertised(central, p)
     try:
         received: asyncio.Queue[bytes] = asyncio.Queue()
         await conn.subscribe(TX_UUID, received.put_nowait)
@@ -171,9 +176,7 @@ async def notifications_seen(central, start_peripheral, tmp_path, seed: int, val
     cmd = (f"{GATTEMU} run {ROOT}/profiles/noke-lock.json --adapter {{adapter}} --control 127.0.0.1:{PORT} "
            f"--seed {seed} --scenario {scenario}")
     p = start_peripheral(cmd=cmd)
-    body = await wait_for_api(p)
-    name = [a for a in body["advertising"]["advertisements"] if "name" in a][0].split('"')[1]
-    conn = await central.connect(name=name)
+    conn = await connect_when_advertised(central, p)
     received: list[bytes] = []
     try:
         await conn.subscribe(TX_UUID, received.append)
@@ -203,9 +206,7 @@ async def test_seeded_probabilistic_faults_replay_over_the_air(central, start_pe
 
 async def test_notifications_truncated_corrupted_duplicated_and_reordered(central, start_peripheral):
     p = start_gattemu(start_peripheral, "noke-lock.json")
-    body = await wait_for_api(p)
-    name = [a for a in body["advertising"]["advertisements"] if "name" in a][0].split('"')[1]
-    conn = await central.connect(name=name)
+    conn = await connect_when_advertised(central, p)
     try:
         received: list[bytes] = []
         await conn.subscribe(TX_UUID, received.append)

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LONG, bluez_version, profile_path, report
-from recording import _uuid
+from recording import full_uuid, read_events
 
 WRITES = int(os.environ.get("GATTEMU_RANDOM_WRITES") or (10_000 if LONG else 2_000))
 NAMES = {"noke-lock.json": {"name_prefix": "NOKE"}, "bleproof.json": {"name": "BLEProof"},
@@ -45,17 +45,13 @@ def bluez_write_limit() -> int:
 
 def writable(profile: str) -> list[tuple[str, str, list[str]]]:
     data = json.loads(Path(profile_path(profile)).read_text())
-    return [(c["id"], _uuid(c["uuid"]), c.get("flags", []))
+    return [(c["id"], full_uuid(c["uuid"]), c.get("flags", []))
             for s in data.get("services", []) for c in s["characteristics"]
             if {"write", "write-without-response"} & set(c.get("flags", []))]
 
 
 def logged_writes(path: Path) -> int:
     return path.read_text().count('"event":"write"') if path.exists() else 0
-
-
-def read_json_lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 async def caught_up(events_file: Path, expected: int, patience: float = 20.0) -> None:
@@ -122,7 +118,7 @@ async def test_random_writes_are_all_answered_and_logged(central, start_gattemu,
         assert p.stop() == 0, p.tail()
 
     me = env["GATTEMU_CENTRAL_ADDRESS"]
-    events = read_json_lines(events_file)
+    events = read_events(events_file)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     for char, all_values in sent.items():
         values = [v for v in all_values if len(v) // 2 <= limit]
