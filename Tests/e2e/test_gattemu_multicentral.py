@@ -60,9 +60,14 @@ async def run_centrals(start_gattemu, centrals, leave_after: int | None) -> tupl
     await asyncio.sleep(1)
     for inbox in inboxes:
         inbox.clear()
-    _, status = await api("GET", "/v1/status")
-    assert len(status["centrals"]) == len(centrals), status["centrals"]
-    assert all(c["subscriptions"] == ["tx"] and c["mtu"] for c in status["centrals"]), status["centrals"]
+    def all_subscribed(status: dict) -> bool:
+        return len(status["centrals"]) == len(centrals) and all(
+            c["subscriptions"] == ["tx"] and c.get("mtu") for c in status["centrals"])
+
+    deadline = time.monotonic() + 10  # bluetoothd subscribes the last central a moment after its CCC write
+    while not all_subscribed(status := (await api("GET", "/v1/status"))[1]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert all_subscribed(status), status["centrals"]
 
     async def stream(index: int, rounds: int, leave: bool) -> None:
         tag = 0xA0 + index
