@@ -50,6 +50,29 @@ import Testing
         #expect(second.advertisements.withLock { $0 } == 0)
     }
 
+    /// The bus itself going away cannot be recovered from: the emulator asks to end, with the reason, and
+    /// `stop()` returns instead of waiting for replies that can never come.
+    @Test func losingTheBusEndsTheEmulatorAndStopReturns() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd(bus: bus)
+        try await bluetoothd.addAdapter(announce: false)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        options.seed = 1
+        let log = try EventLog(format: .text)
+        let emulator = Emulator(profile: try ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
+                                options: options, log: log)
+        try await emulator.start()
+        bus.stop()
+        let reasons = AsyncCollector<String>()
+        Task { for await reason in emulator.terminations { reasons.append(reason) } }
+        #expect(await reasons.wait(for: 1) == ["lost the connection to the D-Bus system bus"])
+        let stopped = AsyncCollector<Bool>()
+        Task { await emulator.stop(); stopped.append(true) }
+        #expect(await stopped.wait(for: 1) == [true], "stop() returned")
+        #expect(log.events(since: 0).last?.kind == .stopped)
+    }
+
     private func waitUntil(timeout: Duration = .seconds(5), _ condition: @Sendable () -> Bool) async throws {
         let end = ContinuousClock.now + timeout
         while !condition() {

@@ -13,9 +13,9 @@ extension DBusConnection {
         let milliseconds = timeout.map { Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) } ?? -1
         guard isConnected else { throw .disconnected }
         let reply: Result<DBusMessage, DBusError> = await withCheckedContinuation { continuation in
-            loop.submit { [self] in
+            loop.submit({ [self] in
                 sendWithReply(message, timeout: milliseconds) { continuation.resume(returning: $0) }
-            }
+            }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
         }
         let answer = try reply.get()
         if answer.isError { throw answer.asError() }
@@ -72,11 +72,14 @@ extension DBusConnection {
     }
 }
 
-/// Holds a reply continuation for libdbus; completes at most once.
+/// Holds a reply continuation for libdbus; completes at most once, and with `.disconnected` if libdbus
+/// releases it without a reply (the connection closed with the call pending).
 private final class ReplyBox {
     private var completion: ((Result<DBusMessage, DBusError>) -> Void)?
 
     init(_ completion: @escaping @Sendable (Result<DBusMessage, DBusError>) -> Void) { self.completion = completion }
+
+    deinit { finish(.failure(.disconnected)) }
 
     func finish(_ result: Result<DBusMessage, DBusError>) {
         let pending = completion

@@ -103,25 +103,25 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Flushes, closes and releases the libdbus connection, then stops the loop thread.
     private func shutDown(then done: @escaping @Sendable () -> Void) {
-        loop.stop { [self] in
+        loop.stop(then: { [self] in
             dbus_connection_flush(pointer)
             dbus_connection_close(pointer)
             dbus_connection_unref(pointer)
             done()
-        }
+        }, alreadyStopped: done)
     }
 
     /// Runs `body` on the connection thread and returns its result.
     func onLoop<T: Sendable>(_ body: @escaping @Sendable () throws(DBusError) -> T) async throws(DBusError) -> T {
         guard isConnected else { throw .disconnected }
         let result: Result<T, DBusError> = await withCheckedContinuation { continuation in
-            loop.submit {
+            loop.submit({
                 do throws(DBusError) {
                     continuation.resume(returning: .success(try body()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
-            }
+            }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
         }
         return try result.get()
     }

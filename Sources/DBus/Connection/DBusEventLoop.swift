@@ -8,12 +8,20 @@ import Glibc
 /// The thread that owns one libdbus connection: every libdbus call on it runs here, in submission order.
 ///
 /// It waits in `poll(2)` on libdbus's watches and an eventfd for submitted jobs; no polling loop, no sleeps.
+/// Once stopped it runs no more jobs: each job submitted after the stop, or still queued behind it, gets its
+/// `abandoned` closure called instead, so a caller waiting for it is never left waiting.
 /// `@unchecked Sendable`: `watches`, `timeouts` and `stopped` are touched only on the loop thread
-/// (libdbus calls the watch and timeout callbacks from inside calls made on it); `jobs` is a mutex.
+/// (libdbus calls the watch and timeout callbacks from inside calls made on it); `queue` is a mutex.
 final class DBusEventLoop: @unchecked Sendable {
     typealias Job = @Sendable () -> Void
 
-    private let jobs = Mutex<[Job]>([])
+    private struct Queued {
+        let job: Job
+        let abandoned: Job?
+    }
+
+    /// Jobs not yet run, and whether the loop has stopped taking them.
+    private let queue = Mutex<(jobs: [Queued], closed: Bool)>(([], false))
     private let wakeDescriptor: Int32
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
@@ -28,10 +36,14 @@ final class DBusEventLoop: @unchecked Sendable {
 
     deinit { close(wakeDescriptor) }
 
-    /// Runs `job` on the loop thread, after the jobs submitted before it.
-    func submit(_ job: @escaping Job) {
-        jobs.withLock { $0.append(job) }
-        wake()
+    /// Runs `job` on the loop thread, after the jobs submitted before it; if the loop has stopped (or stops
+    /// before reaching it), calls `abandoned` instead, on the caller's or the loop's thread.
+    func submit(_ job: @escaping Job, abandoned: Job? = nil) {
+        let accepted = queue.withLock { queue in
+            if !queue.closed { queue.jobs.append(Queued(job: job, abandoned: abandoned)) }
+            return !queue.closed
+        }
+        if accepted { wake() } else { abandoned?() }
     }
 
     func wake() {
@@ -76,12 +88,19 @@ final class DBusEventLoop: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the loop after the jobs already submitted; `then` runs last, on the loop thread.
-    func stop(then finalJob: @escaping Job) {
-        submit { [self] in
+    /// Stops the loop after the jobs already submitted; `then` runs last, on the loop thread. Jobs submitted
+    /// after this call are abandoned; so is this one (`alreadyStopped` runs instead) if the loop had stopped.
+    func stop(then finalJob: @escaping Job, alreadyStopped: Job? = nil) {
+        submit({ [self] in
+            let left = queue.withLock { queue in
+                queue.closed = true
+                defer { queue.jobs = [] }
+                return queue.jobs
+            }
             finalJob()
             stopped = true
-        }
+            for queued in left { queued.abandoned?() }
+        }, abandoned: alreadyStopped)
     }
 
     private func run() {
@@ -91,7 +110,7 @@ final class DBusEventLoop: @unchecked Sendable {
                 runJobs()
                 if stopped { break }
                 dispatchQueuedMessages()
-                if !jobs.withLock({ $0.isEmpty }) { continue }
+                if !queue.withLock({ $0.jobs.isEmpty }) { continue }
                 waitAndHandle()
                 dispatchQueuedMessages()
             }
@@ -99,14 +118,17 @@ final class DBusEventLoop: @unchecked Sendable {
     }
 
     private func runJobs() {
-        let pending = jobs.withLock { queue -> [Job] in
-            let taken = queue
-            queue.removeAll(keepingCapacity: true)
+        let pending = queue.withLock { queue -> [Queued] in
+            let taken = queue.jobs
+            queue.jobs.removeAll(keepingCapacity: true)
             return taken
         }
-        for job in pending {
-            job()
-            if stopped { return }
+        for (index, queued) in pending.enumerated() {
+            queued.job()
+            if stopped {
+                for later in pending[(index + 1)...] { later.abandoned?() }
+                return
+            }
         }
     }
 

@@ -52,6 +52,8 @@ public actor Emulator {
         }
         let stack = try await BlueZStack.connect(bus: bus)
         self.stack = stack
+        let requests = terminationRequests
+        stack.connection.onDisconnect { requests.yield("lost the connection to the D-Bus system bus") }
         let adapter = try await stack.adapter(options.adapter)
         self.adapter = adapter
         engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: adapter.address, seed: options.seed))
