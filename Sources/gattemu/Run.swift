@@ -63,7 +63,12 @@ struct Run: AsyncParsableCommand {
         options.seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
         options.exitOnLoss = exitOnLoss
         if let address = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"] { options.bus = .address(address) }
-        let emulator = Emulator(profile: profile, options: options, log: log)
+        let emulator: Emulator
+        do {
+            emulator = try Emulator(profile: profile, options: options, log: log)
+        } catch {
+            throw Failure.runtime("\(error)")
+        }
         let server: ControlServer?
         do {
             server = try endpoint.map { endpoint throws(ControlSetupError) in

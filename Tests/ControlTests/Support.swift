@@ -16,7 +16,7 @@ func makeEmulator(_ profile: String = "noke-lock", seed: UInt64 = 0) throws -> E
     let loaded = try ProfileLoader.load(path: profilesFolder.appendingPathComponent("\(profile).json").path)
     var options = EmulatorOptions()
     options.seed = seed
-    return Emulator(profile: loaded, options: options, log: try EventLog(format: .json))
+    return try Emulator(profile: loaded, options: options, log: try EventLog(format: .json))
 }
 
 /// Runs `body` against the control API of `target` through Hummingbird's router test client.

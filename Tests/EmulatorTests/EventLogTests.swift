@@ -21,6 +21,10 @@ import Testing
         #expect(event.text == "     5.000 ms notify       AA tx 5160")
         #expect(EmulatorEvent(time: 12345678.9, kind: .advertisementChanged).text.hasPrefix("12345678.900 ms advertisement-changed"))
         #expect(EmulatorEvent(time: 0, kind: .read, value: []).text.hasSuffix("(empty)"))
+        #expect(EmulatorEvent(time: 0, kind: .read).text == "     0.000 ms read        ")
+        #expect(EmulatorEvent(time: 0.0456, kind: .mtu, detail: "517").text == "     0.046 ms mtu          517")
+        #expect(EmulatorEvent(time: 99.9996, kind: .write).text.hasPrefix("   100.000 ms write"))
+        #expect(EmulatorEvent(time: 123456.07, kind: .write).text.hasPrefix("123456.070 ms write"))
     }
 
     @Test func recentEventsAreKeptInOrderUpToTheCapacity() throws {

@@ -24,7 +24,7 @@ import Testing
         options.bus = .address(bus.address)
         options.seed = 1
         let log = try EventLog(format: .text)
-        let emulator = Emulator(profile: try ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
+        let emulator = try Emulator(profile: ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
                                 options: options, log: log)
         try await emulator.start()
         #expect(first.applications.withLock { $0 } == 1)
@@ -60,7 +60,7 @@ import Testing
         options.bus = .address(bus.address)
         options.seed = 1
         let log = try EventLog(format: .text)
-        let emulator = Emulator(profile: try ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
+        let emulator = try Emulator(profile: ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
                                 options: options, log: log)
         try await emulator.start()
         bus.stop()

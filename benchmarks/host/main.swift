@@ -26,6 +26,9 @@ struct Options {
     var wrap: [String] = []
     var log = "/tmp/gattemu-hostbench.log"
     var extra: [String] = []
+    /// Measure a peer emulator of benchmarks/peers instead of gattemu (`bless`, `bluez-peripheral`).
+    var peer: String?
+    var python = (ProcessInfo.processInfo.environment["GATTEMU_VENV"] ?? "/var/cache/gattemu/venv") + "/bin/python"
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -45,11 +48,16 @@ struct Options {
             case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
             case "--quick": options.ops = 300; options.bursts = 2
             case "--log": options.log = value()
+            case "--peer":
+                options.peer = value()
+                options.notifyPaths = ["properties"]
+                options.bursts = 0  // bless stops answering after a burst (benchmarks/README.md)
             case "--": options.extra = Array(rest); rest = []
             case "-h", "--help":
                 print("""
                 gattemu-hostbench [--gattemu PATH] [--profile FILE] [--ops N] [--warmup N] [--bursts N]
-                                  [--notify-path acquire,properties] [--wrap 'CMD ARGS'] [--quick] [--log FILE] [-- GATTEMU ARGS]
+                                  [--notify-path acquire,properties] [--wrap 'CMD ARGS'] [--quick] [--log FILE]
+                                  [--peer bless|bluez-peripheral] [-- GATTEMU ARGS]
                 """)
                 exit(0)
             default: fatal("unknown argument \(argument)")
@@ -213,16 +221,22 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
     let bus = try PrivateBus()
     defer { bus.stop() }
     let standIn = try await StandIn(bus: bus)
-    let arguments = options.wrap + [options.gattemu, "run", options.profile, "--notify-path", notifyPath] + options.extra
+    let arguments: [String]
+    if let peer = options.peer {
+        let script = "benchmarks/peers/\(peer.replacingOccurrences(of: "-", with: "_"))_peer.py"
+        arguments = options.wrap + [options.python, script, "--profile", "noke", "--adapter", "hci0", "--address", "00:AA:01:01:00:01"]
+    } else {
+        arguments = options.wrap + [options.gattemu, "run", options.profile, "--notify-path", notifyPath] + options.extra
+    }
     let started = ContinuousClock.now
-    let pid = spawn(arguments, environment: ["GATTEMU_BUS_ADDRESS": bus.address], output: options.log)
+    let pid = spawn(arguments, environment: ["GATTEMU_BUS_ADDRESS": bus.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address], output: options.log)
     defer {
         kill(pid, SIGTERM)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
     while standIn.advertisementRegistered.value == nil {
-        if ContinuousClock.now - started > .seconds(options.wrap.isEmpty ? 20 : 120) { fatal("gattemu did not register an advertisement; see \(options.log)") }
+        if ContinuousClock.now - started > .seconds(options.wrap.isEmpty ? 20 : 120) { fatal("\(arguments[0]) did not register an advertisement; see \(options.log)") }
         try await Task.sleep(for: .milliseconds(1))
     }
     if let registered = standIn.advertisementRegistered.value {
@@ -319,18 +333,21 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
 // MARK: Main
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
-guard FileManager.default.isExecutableFile(atPath: options.gattemu) else { fatal("\(options.gattemu) is missing: swift build -c release") }
+let subject = options.peer.map { "peer \($0) (\(options.python))" } ?? "\(options.gattemu) \(options.profile)"
+guard FileManager.default.isExecutableFile(atPath: options.peer == nil ? options.gattemu : options.python) else {
+    fatal(options.peer == nil ? "\(options.gattemu) is missing: swift build -c release" : "\(options.python) is missing: benchmarks/bootstrap")
+}
 try? FileManager.default.removeItem(atPath: options.log)
-print("gattemu host profile: \(options.gattemu) \(options.profile), \(options.ops) ops per loop, \(options.bursts) bursts of \(options.burstSize)"
+print("host profile: \(subject), \(options.ops) ops per loop, \(options.bursts) bursts of \(options.burstSize)"
       + (options.wrap.isEmpty ? "" : ", under \(options.wrap.joined(separator: " "))"))
-print("| notify path | start → adv registered ms | write-req CPU µs/op | write-req wall µs/op | write-cmd CPU µs/op | write-cmd wall µs/op | burst notifications/s | burst CPU µs/notification | VmHWM KiB | VmRSS KiB |")
+print("| subject, notify path | start → adv registered ms | write-req CPU µs/op | write-req wall µs/op | write-cmd CPU µs/op | write-cmd wall µs/op | burst notifications/s | burst CPU µs/notification | VmHWM KiB | VmRSS KiB |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for path in options.notifyPaths {
     let figures = try await measure(notifyPath: path, options: options)
     let request = figures.phases.first { $0.name == "write-req" }
     let command = figures.phases.first { $0.name == "write-cmd" }
     func f(_ value: Double?, _ digits: Int = 1) -> String { value.map { String(format: "%.\(digits)f", $0) } ?? "–" }
-    print("| \(path) | \(f(figures.startMilliseconds)) | \(f(request?.cpuMicroseconds)) | \(f(request?.wallMicroseconds)) | "
+    print("| \(options.peer ?? "gattemu") \(path) | \(f(figures.startMilliseconds)) | \(f(request?.cpuMicroseconds)) | \(f(request?.wallMicroseconds)) | "
           + "\(f(command?.cpuMicroseconds)) | \(f(command?.wallMicroseconds)) | \(f(figures.burstPerSecond, 0)) | "
           + "\(f(figures.burstCPUMicroseconds)) | \(figures.hwmKiB) | \(figures.rssKiB) |")
 }

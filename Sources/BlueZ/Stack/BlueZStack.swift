@@ -15,11 +15,14 @@ public final class BlueZStack: Sendable {
         var heardFromBus = false
     }
 
-    /// Connects to `bus` and starts following the owner of `org.bluez`; fails when bluetoothd is not there.
-    public static func connect(bus: DBusBus = .system, requireBluetoothd: Bool = true) async throws(BlueZError) -> BlueZStack {
+    /// Connects to `bus` (served by `loop`, or a loop of its own) and starts following the owner of
+    /// `org.bluez`; fails when bluetoothd is not there.
+    public static func connect(
+        bus: DBusBus = .system, on loop: DBusEventLoop? = nil, requireBluetoothd: Bool = true
+    ) async throws(BlueZError) -> BlueZStack {
         let connection: DBusConnection
         do {
-            connection = try await DBusConnection.connect(to: bus)
+            connection = try await DBusConnection.connect(to: bus, on: loop)
         } catch {
             throw .busUnavailable(error.description)
         }

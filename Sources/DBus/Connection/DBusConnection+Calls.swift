@@ -13,7 +13,7 @@ extension DBusConnection {
         let milliseconds = timeout.map { Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) } ?? -1
         guard isConnected else { throw .disconnected }
         let reply: Result<DBusMessage, DBusError> = await withCheckedContinuation { continuation in
-            loop.submit({ [self] in
+            submit({ [self] in
                 sendWithReply(message, timeout: milliseconds) { continuation.resume(returning: $0) }
             }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
         }

@@ -11,6 +11,10 @@ import Synchronization
 /// touched only on `loop`'s thread; public methods hop there with `loop.submit`.
 public final class DBusConnection: @unchecked Sendable {
     let loop: DBusEventLoop
+    /// Whether `loop` was made for this connection (and stops with it).
+    private let ownsLoop: Bool
+    /// Set on the loop thread once the libdbus connection is closed and released; jobs check it.
+    private var released = false
     let pointer: OpaquePointer
     /// The unique bus name assigned by the bus, e.g. `:1.42`.
     public let uniqueName: String
@@ -27,8 +31,9 @@ public final class DBusConnection: @unchecked Sendable {
         var disconnectHandlers: [@Sendable () -> Void] = []
     }
 
-    /// Connects to `bus` and registers with it.
-    public static func connect(to bus: DBusBus) async throws(DBusError) -> DBusConnection {
+    /// Connects to `bus` and registers with it, served by `loop` (shared, it outlives the connection) or by
+    /// a loop of its own (stopped on close).
+    public static func connect(to bus: DBusBus, on loop: DBusEventLoop? = nil) async throws(DBusError) -> DBusConnection {
         // libdbus is thread-safe only after this call; it is idempotent.
         dbus_threads_init_default()
         var error = CDBus.DBusError()
@@ -51,19 +56,33 @@ public final class DBusConnection: @unchecked Sendable {
         guard let connection else { throw .connectionFailed(Self.message(of: error)) }
         dbus_connection_set_exit_on_disconnect(connection, 0)
         let uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
+        let created: DBusConnection
         do {
-            return try DBusConnection(pointer: connection, uniqueName: uniqueName)
+            created = try DBusConnection(pointer: connection, uniqueName: uniqueName, loop: loop)
         } catch {
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
             throw error
         }
+        // Messages that arrived meanwhile wait in libdbus's queue; the loop dispatches them once attached.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            created.loop.submit({
+                created.loop.attach(created.pointer)
+                continuation.resume()
+            }, abandoned: { continuation.resume() })
+        }
+        return created
     }
 
-    private init(pointer: OpaquePointer, uniqueName: String) throws(DBusError) {
+    private init(pointer: OpaquePointer, uniqueName: String, loop: DBusEventLoop?) throws(DBusError) {
         self.pointer = pointer
         self.uniqueName = uniqueName
-        self.loop = try DBusEventLoop()
+        self.ownsLoop = loop == nil
+        if let loop {
+            self.loop = loop
+        } else {
+            self.loop = try DBusEventLoop(name: "dbus \(uniqueName)")
+        }
         // libdbus holds a reference to us until the connection is finalized (close() or loss of the bus).
         let context = Unmanaged.passRetained(self).toOpaque()
         dbus_connection_add_filter(pointer, { _, message, data in
@@ -74,7 +93,6 @@ public final class DBusConnection: @unchecked Sendable {
             guard let data else { return }
             Unmanaged<DBusConnection>.fromOpaque(data).release()
         })
-        loop.start(connection: pointer, name: "dbus \(uniqueName)")
     }
 
     static func message(of error: CDBus.DBusError) -> String {
@@ -103,19 +121,35 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Flushes, closes and releases the libdbus connection, then stops the loop thread.
     private func shutDown(then done: @escaping @Sendable () -> Void) {
-        loop.stop(then: { [self] in
+        let release: DBusEventLoop.Job = { [self] in
+            guard !released else { return done() }
+            released = true
             dbus_connection_flush(pointer)
             dbus_connection_close(pointer)
+            loop.detach(pointer)
             dbus_connection_unref(pointer)
             done()
-        }, alreadyStopped: done)
+        }
+        if ownsLoop {
+            loop.stop(then: release, alreadyStopped: done)
+        } else {
+            submit(release, abandoned: done)
+        }
+    }
+
+    /// Runs `job` on the loop thread unless the libdbus connection has been released by then; then (or if
+    /// the loop has stopped) `abandoned` runs instead.
+    func submit(_ job: @escaping DBusEventLoop.Job, abandoned: DBusEventLoop.Job? = nil) {
+        loop.submit({ [self] in
+            if released { abandoned?() } else { job() }
+        }, abandoned: abandoned)
     }
 
     /// Runs `body` on the connection thread and returns its result.
     func onLoop<T: Sendable>(_ body: @escaping @Sendable () throws(DBusError) -> T) async throws(DBusError) -> T {
         guard isConnected else { throw .disconnected }
         let result: Result<T, DBusError> = await withCheckedContinuation { continuation in
-            loop.submit({
+            submit({
                 do throws(DBusError) {
                     continuation.resume(returning: .success(try body()))
                 } catch {

@@ -1,18 +1,21 @@
 import CDBus
-import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The thread that owns one libdbus connection: every libdbus call on it runs here, in submission order.
+/// A thread that serves libdbus connections and runs Swift jobs, one at a time, in submission order.
 ///
-/// It waits in `poll(2)` on libdbus's watches and an eventfd for submitted jobs; no polling loop, no sleeps.
-/// Once stopped it runs no more jobs: each job submitted after the stop, or still queued behind it, gets its
-/// `abandoned` closure called instead, so a caller waiting for it is never left waiting.
-/// `@unchecked Sendable`: `watches`, `timeouts` and `stopped` are touched only on the loop thread
-/// (libdbus calls the watch and timeout callbacks from inside calls made on it); `queue` is a mutex.
-final class DBusEventLoop: @unchecked Sendable {
+/// It waits in `poll(2)` on the attached connections' watches and an eventfd for submitted jobs; no polling
+/// loop, no sleeps. It is also a `SerialExecutor` and a `TaskExecutor`: an actor whose executor is the loop,
+/// or a task that prefers it, runs on the thread that reads and writes its D-Bus messages, so answering a
+/// method call needs no thread hand-off at all. A loop made by ``DBusConnection/connect(to:on:)`` without
+/// one stops with its connection; one made with ``init(name:)`` runs for the life of the process, because
+/// an actor using it may be called at any time.
+///
+/// `@unchecked Sendable`: `watches`, `timeouts`, `connections` and `stopped` are touched only on the loop
+/// thread (libdbus calls the watch and timeout callbacks from inside calls made on it); `queue` is a mutex.
+public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable {
     typealias Job = @Sendable () -> Void
 
     private struct Queued {
@@ -23,18 +26,44 @@ final class DBusEventLoop: @unchecked Sendable {
     /// Jobs not yet run, and whether the loop has stopped taking them.
     private let queue = Mutex<(jobs: [Queued], closed: Bool)>(([], false))
     private let wakeDescriptor: Int32
+    private let name: String
+    private let thread = Mutex<pthread_t?>(nil)
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
+    private var connections: [OpaquePointer] = []
     private var stopped = false
-    private var connection: OpaquePointer?
 
-    init() throws(DBusError) {
+    /// Starts a loop thread named `name`.
+    public init(name: String) throws(DBusError) {
         let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard descriptor >= 0 else { throw .system("eventfd", errno: errno) }
         wakeDescriptor = descriptor
+        self.name = name
+        let context = Unmanaged.passRetained(self).toOpaque()  // released by the thread when it ends
+        var created = pthread_t()
+        let result = pthread_create(&created, nil, { context in
+            guard let context else { return nil }
+            let loop = Unmanaged<DBusEventLoop>.fromOpaque(context).takeRetainedValue()
+            gattemu_name_this_thread(loop.name)  // the kernel keeps 15 bytes
+            loop.run()
+            return nil
+        }, context)
+        guard result == 0 else {
+            Unmanaged<DBusEventLoop>.fromOpaque(context).release()
+            close(descriptor)
+            throw .system("pthread_create", errno: result)
+        }
+        pthread_detach(created)
+        thread.withLock { $0 = created }
     }
 
     deinit { close(wakeDescriptor) }
+
+    /// Whether the caller runs on the loop thread.
+    public var isCurrent: Bool {
+        guard let running = thread.withLock({ $0 }) else { return false }
+        return pthread_equal(pthread_self(), running) != 0
+    }
 
     /// Runs `job` on the loop thread, after the jobs submitted before it; if the loop has stopped (or stops
     /// before reaching it), calls `abandoned` instead, on the caller's or the loop's thread.
@@ -43,7 +72,9 @@ final class DBusEventLoop: @unchecked Sendable {
             if !queue.closed { queue.jobs.append(Queued(job: job, abandoned: abandoned)) }
             return !queue.closed
         }
-        if accepted { wake() } else { abandoned?() }
+        guard accepted else { abandoned?(); return }
+        // The loop looks at its queue before it waits again: a job it submits to itself needs no wake-up.
+        if !isCurrent { wake() }
     }
 
     func wake() {
@@ -51,9 +82,31 @@ final class DBusEventLoop: @unchecked Sendable {
         _ = write(wakeDescriptor, &one, 8)
     }
 
-    /// Installs the watch and timeout callbacks on `connection` and starts the thread.
-    func start(connection: OpaquePointer, name: String) {
-        self.connection = connection
+    // MARK: Executor
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let serial = asUnownedSerialExecutor()
+        let preferred = asUnownedTaskExecutor()
+        // A loop used as an actor's executor is never stopped (see the type's note); a task that only
+        // prefers a stopped loop goes on on the global executor.
+        submit({ job.runSynchronously(isolatedTo: serial, taskExecutor: preferred) },
+               abandoned: { job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor()) })
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(isCurrent, "not on the D-Bus loop thread")
+    }
+
+    // MARK: Connections
+
+    /// Serves `connection` from now on: installs its watch and timeout callbacks; loop thread only.
+    func attach(_ connection: OpaquePointer) {
+        connections.append(connection)
         let context = Unmanaged.passUnretained(self).toOpaque()
         dbus_connection_set_watch_functions(connection, { watch, data in
             guard let watch, let data else { return 0 }
@@ -83,9 +136,15 @@ final class DBusEventLoop: @unchecked Sendable {
             guard let data else { return }
             Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().wake()
         }, context, nil)
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+    }
+
+    /// Stops serving `connection` (closed and released by the caller just before); loop thread only.
+    func detach(_ connection: OpaquePointer) {
+        connections.removeAll { $0 == connection }
+        if connections.isEmpty {
+            watches = []
+            timeouts = [:]
+        }
     }
 
     /// Stops the loop after the jobs already submitted; `then` runs last, on the loop thread. Jobs submitted
@@ -103,17 +162,16 @@ final class DBusEventLoop: @unchecked Sendable {
         }, abandoned: alreadyStopped)
     }
 
+    // MARK: The loop
+
     private func run() {
-        // The loop keeps itself alive until stopped.
-        withExtendedLifetime(self) {
-            while !stopped {
-                runJobs()
-                if stopped { break }
-                dispatchQueuedMessages()
-                if !queue.withLock({ $0.jobs.isEmpty }) { continue }
-                waitAndHandle()
-                dispatchQueuedMessages()
-            }
+        while !stopped {
+            runJobs()
+            if stopped { break }
+            dispatchQueuedMessages()
+            if !queue.withLock({ $0.jobs.isEmpty }) { continue }
+            waitAndHandle()
+            dispatchQueuedMessages()
         }
     }
 
@@ -133,8 +191,9 @@ final class DBusEventLoop: @unchecked Sendable {
     }
 
     private func dispatchQueuedMessages() {
-        guard let connection else { return }
-        while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+        for connection in connections {
+            while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+        }
     }
 
     private func waitAndHandle() {

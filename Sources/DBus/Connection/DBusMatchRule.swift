@@ -26,7 +26,7 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
         var parts = ["type='signal'"]
         func add(_ key: String, _ value: String?) {
             guard let value else { return }
-            parts.append("\(key)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'")
+            parts.append("\(key)='\(value.replacing("'", with: "'\\''"))'")
         }
         add("sender", sender)
         add("path", path?.rawValue)

@@ -110,7 +110,8 @@ extension DBusConnection {
             sender: message.sender, path: path, interface: interface, member: member, arguments: arguments, message: message,
             gate: gate)
         let handler = method.handler
-        Task { [self] in
+        // Started on the loop: a handler that calls an actor served by the same loop runs without a hand-off.
+        Task(executorPreference: loop) { [self] in
             await previous?.opened()
             let outcome: Result<[DBusValue], any Error>
             do {
@@ -119,7 +120,7 @@ extension DBusConnection {
                 outcome = .failure(error)
             }
             gate.open()
-            loop.submit { [self] in
+            submit { [self] in
                 switch outcome {
                 case .success(let values): reply(to: message, values)
                 case .failure(let error as DBusError): replyError(to: message, error)

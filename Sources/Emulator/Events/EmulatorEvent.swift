@@ -32,17 +32,26 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// `  1234.567 ms write        AA:BB:… rx 0102… (request)`
     public var text: String {
-        var line = Self.milliseconds(time)
-        line.reserveCapacity(80 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0))
-        line += " ms "
-        line += kind.rawValue
+        var line: [UInt8] = []
+        appendText(to: &line)
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    /// Appends ``text`` as UTF-8 to `line` (no intermediate strings: the log formats every event).
+    public func appendText(to line: inout [UInt8]) {
+        line.reserveCapacity(line.count + 80 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0))
+        Self.appendMilliseconds(time, to: &line)
+        line += " ms ".utf8
+        line += kind.rawValue.utf8
         let width = kind.rawValue.utf8.count
-        if width < 12 { line += String(repeating: " ", count: 12 - width) }
-        if let central { line += " "; line += central }
-        if let characteristic { line += " "; line += characteristic }
-        if let value { line += " "; line += value.isEmpty ? "(empty)" : value.hexString(uppercase: false) }
-        if let detail { line += " "; line += detail }
-        return line
+        if width < 12 { line += repeatElement(UInt8(ascii: " "), count: 12 - width) }
+        if let central { line.append(UInt8(ascii: " ")); line += central.utf8 }
+        if let characteristic { line.append(UInt8(ascii: " ")); line += characteristic.utf8 }
+        if let value {
+            line.append(UInt8(ascii: " "))
+            if value.isEmpty { line += "(empty)".utf8 } else { value.appendHex(to: &line, uppercase: false) }
+        }
+        if let detail { line.append(UInt8(ascii: " ")); line += detail.utf8 }
     }
 
     /// One JSON object with sorted keys, for JSON-lines logs.
@@ -60,10 +69,21 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// `time` with three decimals, right-aligned in ten characters.
     static func milliseconds(_ time: Double) -> String {
-        let thousandths = Int((time * 1000).rounded())
-        let fraction = thousandths % 1000
-        let text = String(thousandths / 1000) + (fraction < 10 ? ".00" : fraction < 100 ? ".0" : ".") + String(fraction)
-        let width = text.utf8.count
-        return width < 10 ? String(repeating: " ", count: 10 - width) + text : text
+        var text: [UInt8] = []
+        appendMilliseconds(time, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    static func appendMilliseconds(_ time: Double, to line: inout [UInt8]) {
+        let thousandths = max(0, Int((time * 1000).rounded()))
+        var digits: [UInt8] = []
+        var rest = thousandths
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0 || digits.count < 4
+        digits.insert(UInt8(ascii: "."), at: 3)
+        if digits.count < 10 { line += repeatElement(UInt8(ascii: " "), count: 10 - digits.count) }
+        line += digits.reversed()
     }
 }

@@ -70,7 +70,7 @@ public final class EventLog: Sendable {
             event.sequence = recent.nextSequence
             recent.nextSequence += 1
             let json = format == .json || recent.fileDescriptor >= 0 ? event.json : ""
-            recent.console.append(contentsOf: (format == .json ? json : event.text).utf8)
+            if format == .json { recent.console += json.utf8 } else { event.appendText(to: &recent.console) }
             recent.console.append(UInt8(ascii: "\n"))
             if recent.fileDescriptor >= 0 {
                 recent.file.append(contentsOf: json.utf8)

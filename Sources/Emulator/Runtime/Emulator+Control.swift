@@ -158,7 +158,7 @@ extension Emulator {
         log.record(.note, detail: "fault \(fault.id) installed: on \(spec.on.rawValue) \(spec.action.summary)")
         if spec.on == .start {
             let id = fault.id
-            faultState.scheduled[id] = Task { [weak self] in
+            faultState.scheduled[id] = Task(executorPreference: loop) { [weak self] in
                 try? await Task.sleep(for: .milliseconds(spec.scope.afterMilliseconds))
                 guard !Task.isCancelled else { return }
                 await self?.fireStartFault(id)

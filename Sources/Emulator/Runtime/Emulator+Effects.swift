@@ -19,7 +19,7 @@ extension Emulator {
         let rest = Array(effects)
         guard !rest.isEmpty else { return reply }
         let previous = effectTail
-        effectTail = Task { [weak self] in
+        effectTail = Task(executorPreference: loop) { [weak self] in
             await previous?.value
             for effect in rest {
                 await self?.perform(effect, central: central)
@@ -70,7 +70,7 @@ extension Emulator {
                 break
             }
             timers[id]?.task.cancel()
-            let task = Task { [weak self] in
+            let task = Task(executorPreference: loop) { [weak self] in
                 if repeating {
                     repeat {
                         try? await Task.sleep(for: after)

@@ -121,7 +121,7 @@ extension Emulator {
 
     /// Disconnects centrals shortly after the current operation is answered.
     func scheduleDisconnect(_ addresses: [String]) {
-        Task { [weak self] in
+        Task(executorPreference: loop) { [weak self] in
             try? await Task.sleep(for: .milliseconds(50))
             for address in addresses { await self?.disconnectCentral(address) }
         }
@@ -138,7 +138,7 @@ extension Emulator {
 
     /// Runs `silence`, `advertise`, `powerCycle` (and `disconnect` of every central) in the background.
     func startAdapterAction(_ action: FaultAction) {
-        Task { [weak self] in await self?.performAdapterAction(action) }
+        Task(executorPreference: loop) { [weak self] in await self?.performAdapterAction(action) }
     }
 
     func performAdapterAction(_ action: FaultAction) async {

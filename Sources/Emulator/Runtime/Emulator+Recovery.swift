@@ -9,7 +9,7 @@ extension Emulator {
     func watchStack(_ stack: BlueZStack, adapter: Adapter) async throws(BlueZError) {
         let (changes, continuation) = AsyncStream.makeStream(of: StackChange.self)
         stackChanges = continuation
-        Task { [weak self] in
+        Task(executorPreference: loop) { [weak self] in
             for await change in changes { await self?.stackChanged(change) }
         }
         stack.onBluetoothdChange { owner in continuation.yield(owner == nil ? .bluetoothdLost : .bluetoothdBack) }
@@ -109,7 +109,7 @@ extension Emulator {
     /// Tries again in a second, at most 60 times in a row, in case no further stack event arrives.
     private func scheduleRecoveryRetry() {
         guard recoveryRetry == nil, stack?.bluetoothdName != nil else { return }
-        recoveryRetry = Task { [weak self] in
+        recoveryRetry = Task(executorPreference: loop) { [weak self] in
             for _ in 0..<60 {
                 try? await Task.sleep(for: .seconds(1))
                 guard !Task.isCancelled, let self, await self.stackLost else { return }

@@ -7,7 +7,12 @@ import Profile
 /// executes the engine's effects in order, and logs every operation.
 ///
 /// Start with ``start()``; stop with ``stop()``, which unregisters everything and restores the adapter alias.
+/// The actor runs on the thread of its D-Bus connection (`loop`), so a request is read, answered and its
+/// notifications sent without a thread hand-off; nothing in it may block.
 public actor Emulator {
+    /// The emulator's executor and the thread of its bus connection.
+    let loop: DBusEventLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     let profile: DeviceProfile
     let options: EmulatorOptions
     let log: EventLog
@@ -35,7 +40,8 @@ public actor Emulator {
     /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
     public nonisolated let terminations: AsyncStream<String>
 
-    public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog) {
+    public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog) throws(DBusError) {
+        self.loop = try DBusEventLoop(name: "gattemu d-bus")
         self.profile = profile
         self.options = options
         self.log = log
@@ -50,7 +56,7 @@ public actor Emulator {
         case .system: .system
         case .address(let address): .address(address)
         }
-        let stack = try await BlueZStack.connect(bus: bus)
+        let stack = try await BlueZStack.connect(bus: bus, on: loop)
         self.stack = stack
         let requests = terminationRequests
         stack.connection.onDisconnect { requests.yield("lost the connection to the D-Bus system bus") }
@@ -60,7 +66,7 @@ public actor Emulator {
         originalAlias = adapter.alias
         let (events, continuation) = AsyncStream.makeStream(of: CentralEvent.self)
         centralEvents = continuation
-        Task { [weak self] in
+        Task(executorPreference: loop) { [weak self] in
             for await event in events { await self?.centralEvent(event) }
         }
         try await register(on: adapter, stack: stack)

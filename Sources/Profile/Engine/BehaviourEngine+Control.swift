@@ -7,7 +7,7 @@ extension BehaviourEngine {
     /// Switches the advertisement variant as an `advertise` action would; returns the effects to run.
     public mutating func switchAdvertisement(to variant: String?) -> [Effect] {
         advertisementVariant = variant
-        publishedAdvertisements = advertisements()
+        markAdvertisementsPublished()
         return [.switchAdvertisement(variant: variant)]
     }
 

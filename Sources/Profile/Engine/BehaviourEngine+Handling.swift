@@ -120,8 +120,18 @@ extension BehaviourEngine {
     }
 
     /// Emits `.switchAdvertisement` for the current variant when state changed what the advertisements say.
+    /// Takes the advertisements as they are now as the ones BlueZ has.
+    mutating func markAdvertisementsPublished() {
+        publishedAdvertisements = advertisements()
+        publishedInputs = (advertisementVariant, state, variables)
+    }
+
     private mutating func publishAdvertisementChanges(into outcome: inout EngineOutcome) {
+        // The advertisements depend only on these; most events change none of them (nothing to render).
+        guard advertisementVariant != publishedInputs.variant || state != publishedInputs.state
+            || variables != publishedInputs.variables else { return }
         let current = advertisements()
+        publishedInputs = (advertisementVariant, state, variables)
         guard current != publishedAdvertisements else { return }
         publishedAdvertisements = current
         let switched = outcome.effects.contains {
@@ -175,7 +185,7 @@ extension BehaviourEngine {
             outcome.effects.append(.delay(.milliseconds(milliseconds(duration))))
         case .advertise(let variant):
             advertisementVariant = variant
-            publishedAdvertisements = advertisements()
+            markAdvertisementsPublished()
             outcome.effects.append(.switchAdvertisement(variant: variant))
         case .startAdvertising:
             isAdvertising = true

@@ -28,6 +28,8 @@ public struct BehaviourEngine: Sendable {
     var values: [String: [UInt8]] = [:]
     var generator: SeededGenerator
     var publishedAdvertisements: [AdvertisementSpec] = []
+    /// What `publishedAdvertisements` were rendered from.
+    var publishedInputs: (variant: String?, state: [String: ProfileValue], variables: [String: ProfileValue]) = (nil, [:], [:])
 
     public init(profile: DeviceProfile, environment: EngineEnvironment) {
         self.profile = profile
@@ -52,7 +54,7 @@ public struct BehaviourEngine: Sendable {
         for characteristic in profile.characteristics {
             values[characteristic.id] = render(characteristic.value.template, event: nil)
         }
-        publishedAdvertisements = advertisements()
+        markAdvertisementsPublished()
     }
 
     /// The stored value of a characteristic; empty for unknown ids.

@@ -2,10 +2,17 @@ extension Sequence where Element == UInt8 {
     /// Two hex digits per byte (uppercase unless asked otherwise), `separator` between bytes; one pass, no formatting calls.
     @inlinable
     public func hexString(separator: String = "", uppercase: Bool = true) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(underestimatedCount * (2 + separator.utf8.count))
+        appendHex(to: &text, separator: separator, uppercase: uppercase)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends what ``hexString(separator:uppercase:)`` returns, as UTF-8, to `text`.
+    @inlinable
+    public func appendHex(to text: inout [UInt8], separator: String = "", uppercase: Bool = true) {
         let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
         let separatorBytes = Array(separator.utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(underestimatedCount * (2 + separatorBytes.count))
         digits.withUTF8Buffer { digits in
             var first = true
             for byte in self {
@@ -15,7 +22,6 @@ extension Sequence where Element == UInt8 {
                 text.append(digits[Int(byte & 0x0F)])
             }
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }
 
