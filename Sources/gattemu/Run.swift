@@ -5,6 +5,7 @@ import Dispatch
 import Emulator
 import Foundation
 import Logging
+import NIOCore
 import Profile
 
 /// Run a profile: advertise it and answer centrals until SIGINT or SIGTERM.
@@ -87,7 +88,7 @@ struct Run: AsyncParsableCommand {
             controlTask?.cancel()
             await emulator.stop()
             log.close()
-            throw Failure.runtime("\(error)")
+            throw error as? Failure ?? Failure.runtime("\(error)")
         }
         let ending = await withTaskGroup(of: Ending.self) { group in
             group.addTask { .signal(await signals.next()) }
@@ -137,7 +138,9 @@ struct Run: AsyncParsableCommand {
             do {
                 try await server.run(logger: logger) { continuation.yield(.success($0)) }
             } catch {
-                continuation.yield(.failure(ControlSetupError(message: "control API on \(server.endpoint): \(error)")))
+                // NIO's IOError reads "bind(descriptor:ptr:bytes:): Address already in use) (errno: 98)".
+                let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)).lowercased() } ?? "\(error)"
+                continuation.yield(.failure(ControlSetupError(message: "control API on \(server.endpoint): \(reason)")))
             }
             continuation.finish()
         }

@@ -78,6 +78,20 @@ def test_missing_adapter_exits_1(gattemu_bin):
     assert len(lines) == 1 and "hci9" in lines[0], r.stderr
 
 
+def test_control_port_in_use_exits_1_with_one_line(gattemu_bin):
+    """Another process holds the control port: one readable line, exit 1, nothing left registered."""
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = run_gattemu(gattemu_bin, "run", profile_path("bleproof.json"), "--adapter", os.environ["GATTEMU_PERIPH"],
+                        "--control", f"127.0.0.1:{port}")
+    assert r.returncode == 1, r
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert lines == [f"gattemu: control API on 127.0.0.1:{port}: address already in use"], r.stderr
+
+
 def test_adapters_lists_peripheral_adapter(gattemu_bin):
     r = run_gattemu(gattemu_bin, "adapters")
     assert r.returncode == 0, r

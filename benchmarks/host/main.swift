@@ -226,7 +226,9 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
         let script = "benchmarks/peers/\(peer.replacingOccurrences(of: "-", with: "_"))_peer.py"
         arguments = options.wrap + [options.python, script, "--profile", "noke", "--adapter", "hci0", "--address", "00:AA:01:01:00:01"]
     } else {
-        arguments = options.wrap + [options.gattemu, "run", options.profile, "--notify-path", notifyPath] + options.extra
+        // The control API is on, as by default, on a port of its own (a leftover gattemu may hold 8765).
+        arguments = options.wrap + [options.gattemu, "run", options.profile, "--notify-path", notifyPath, "--control", "127.0.0.1:0"]
+            + options.extra
     }
     let started = ContinuousClock.now
     let pid = spawn(arguments, environment: ["GATTEMU_BUS_ADDRESS": bus.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address], output: options.log)
@@ -236,6 +238,8 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
         waitpid(pid, &status, 0)
     }
     while standIn.advertisementRegistered.value == nil {
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid { fatal("\(arguments[0]) exited before it advertised; see \(options.log)") }
         if ContinuousClock.now - started > .seconds(options.wrap.isEmpty ? 20 : 120) { fatal("\(arguments[0]) did not register an advertisement; see \(options.log)") }
         try await Task.sleep(for: .milliseconds(1))
     }
