@@ -27,7 +27,8 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     private let queue = Mutex<(jobs: [Queued], closed: Bool)>(([], false))
     private let wakeDescriptor: Int32
     private let name: String
-    private let thread = Mutex<pthread_t?>(nil)
+    /// The loop thread's `pthread_t` (0 until it is known); read on every submit.
+    private let thread = Atomic<UInt>(0)
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
     private var connections: [OpaquePointer] = []
@@ -54,15 +55,15 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
             throw .system("pthread_create", errno: result)
         }
         pthread_detach(created)
-        thread.withLock { $0 = created }
+        thread.store(UInt(created), ordering: .releasing)
     }
 
     deinit { close(wakeDescriptor) }
 
     /// Whether the caller runs on the loop thread.
     public var isCurrent: Bool {
-        guard let running = thread.withLock({ $0 }) else { return false }
-        return pthread_equal(pthread_self(), running) != 0
+        let running = thread.load(ordering: .acquiring)
+        return running != 0 && pthread_equal(pthread_self(), pthread_t(running)) != 0
     }
 
     /// Runs `job` on the loop thread, after the jobs submitted before it; if the loop has stopped (or stops
