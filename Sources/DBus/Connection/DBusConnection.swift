@@ -119,7 +119,7 @@ public final class DBusConnection: @unchecked Sendable {
         }
     }
 
-    /// Flushes, closes and releases the libdbus connection, then stops the loop thread.
+    /// Flushes, closes and releases the libdbus connection, then stops the loop thread if it is its own.
     private func shutDown(then done: @escaping @Sendable () -> Void) {
         let release: DBusEventLoop.Job = { [self] in
             guard !released else { return done() }

@@ -67,13 +67,7 @@ public struct EmulatorEvent: Sendable, Equatable {
         return "{" + members.joined(separator: ",") + "}"
     }
 
-    /// `time` with three decimals, right-aligned in ten characters.
-    static func milliseconds(_ time: Double) -> String {
-        var text: [UInt8] = []
-        appendMilliseconds(time, to: &text)
-        return String(decoding: text, as: UTF8.self)
-    }
-
+    /// Appends `time` with three decimals, right-aligned in ten characters.
     static func appendMilliseconds(_ time: Double, to line: inout [UInt8]) {
         let thousandths = max(0, Int((time * 1000).rounded()))
         var digits: [UInt8] = []
