@@ -4,7 +4,7 @@ import Foundation
 
 /// List the Bluetooth adapters bluetoothd knows, with what they can do for advertising.
 struct Adapters: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List adapters: address, power, advertising instances, supported includes.")
+    static let configuration = CommandConfiguration(commandName: "adapters", abstract: "List adapters: address, power, advertising instances, supported includes.")
 
     func run() async throws {
         let stack: BlueZStack

@@ -4,7 +4,7 @@ import Foundation
 /// `gattemu ctl …`: a client of a running `gattemu run`'s control API.
 struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Control a running emulator through its control API.",
+        commandName: "ctl", abstract: "Control a running emulator through its control API.",
         discussion: "Exit codes: 0 ok, 1 server unreachable or request refused (its message on one line), 2 bad command line.",
         subcommands: [CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
                       CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self])

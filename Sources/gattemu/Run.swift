@@ -10,8 +10,9 @@ import Profile
 
 /// Run a profile: advertise it and answer centrals until SIGINT or SIGTERM.
 struct Run: AsyncParsableCommand {
+    // Names given, not derived: deriving one costs a scan of every protocol conformance in the binary.
     static let configuration = CommandConfiguration(
-        abstract: "Emulate the peripheral a profile describes until SIGINT or SIGTERM.")
+        commandName: "run", abstract: "Emulate the peripheral a profile describes until SIGINT or SIGTERM.")
 
     @Argument(help: "The profile (JSON) to run.")
     var profile: String
