@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import Emulator
 import Profile
@@ -78,6 +78,19 @@ public indirect enum JSONAny: Sendable, Equatable {
 }
 
 extension JSONAny {
+    /// A parsed value, numbers as written (duplicate keys: the last one).
+    public init(_ node: JSONNode) {
+        switch node.value {
+        case .null: self = .null
+        case .bool(let b): self = .bool(b)
+        case .number(let n): self = .raw(n.text)
+        case .string(let s): self = .string(s)
+        case .array(let items): self = .array(items.map(JSONAny.init))
+        case .object(let members):
+            self = .object(Dictionary(members.map { ($0.key, JSONAny($0.value)) }, uniquingKeysWith: { _, last in last }))
+        }
+    }
+
     /// Encodes an `Encodable` value (status, fault listings) as raw JSON with sorted keys.
     static func encoded(_ value: some Encodable) -> JSONAny {
         let encoder = JSONEncoder()

@@ -1,5 +1,5 @@
 import Emulator
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import Profile
 
@@ -98,7 +98,7 @@ struct ControlRoutes: Sendable {
 
     func disconnect(_ context: BasicRequestContext) async throws(ControlError) -> Response {
         let address = (context.parameters.get("address") ?? "").uppercased()
-        guard FaultSpecDecoder.parseHex(address.replacingOccurrences(of: ":", with: ""))?.count == 6, address.count == 17 else {
+        guard FaultSpecDecoder.parseHex(address.replacing(":", with: ""))?.count == 6, address.count == 17 else {
             throw .badRequest("bad central address \"\(address)\": expected AA:BB:CC:DD:EE:FF")
         }
         do {

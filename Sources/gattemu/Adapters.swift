@@ -1,6 +1,6 @@
 import ArgumentParser
 import BlueZ
-import Foundation
+import FoundationEssentials
 
 /// List the Bluetooth adapters bluetoothd knows, with what they can do for advertising.
 struct Adapters: AsyncParsableCommand {

@@ -1,5 +1,11 @@
 import ArgumentParser
-import Foundation
+import Control
+import Emulator
+import FoundationEssentials
+import Profile
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `gattemu ctl …`: a client of a running `gattemu run`'s control API.
 struct Ctl: AsyncParsableCommand {
@@ -27,11 +33,10 @@ struct CtlOptions: ParsableArguments {
                              token: token ?? environment["GATTEMU_TOKEN"])
     }
 
-    /// Prints `json` as JSON (with `--json`) or `text`.
-    func output(_ json: Any, text: () -> String) {
+    /// Prints `json` as JSON, keys sorted (with `--json`), or `text`.
+    func output(_ json: JSONNode, text: () -> String) {
         if self.json {
-            let data = (try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])) ?? Data()
-            print(String(decoding: data, as: UTF8.self))
+            print(JSONAny(json).text)
         } else {
             let text = text()
             if !text.isEmpty { print(text) }
@@ -44,7 +49,7 @@ struct CtlStatus: AsyncParsableCommand {
     @OptionGroup var options: CtlOptions
 
     func run() async throws {
-        let status = try await options.client().call(.GET, "/v1/status") as? [String: Any] ?? [:]
+        let status = try await options.client().call(.GET, "/v1/status")
         options.output(status) { CtlFormat.status(status) }
     }
 }
@@ -60,14 +65,14 @@ struct CtlEvents: AsyncParsableCommand {
         let json = options.json
         if follow {
             try await client.follow(since: since ?? 0) { line in
-                FileHandle.standardOutput.write(Data(((json ? line : CtlFormat.event(line)) + "\n").utf8))
+                var bytes = Array(((json ? line : CtlFormat.event(line)) + "\n").utf8)
+                DescriptorOutput.writeAll(&bytes, to: STDOUT_FILENO)
             }
             return
         }
-        let answer = try await client.call(.GET, "/v1/events?since=\(since ?? 0)&limit=10000") as? [String: Any] ?? [:]
-        for event in answer["events"] as? [[String: Any]] ?? [] {
-            let line = (try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-            print(json ? line : CtlFormat.event(line))
+        let answer = try await client.call(.GET, "/v1/events?since=\(since ?? 0)&limit=10000")
+        for event in answer["events"]?.arrayItems ?? [] {
+            print(json ? JSONAny(event).text : CtlFormat.event(event))
         }
     }
 }
@@ -79,14 +84,14 @@ struct CtlTrigger: AsyncParsableCommand {
     @Option(name: .customLong("arg"), help: ArgumentHelp("A trigger argument.", valueName: "name=value")) var arguments: [String] = []
 
     func run() async throws {
-        var body: [String: String] = [:]
+        var body: [String: JSONAny] = [:]
         for argument in arguments {
             guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
                 throw Failure.badInput("--arg \(argument): expected name=value")
             }
-            body[String(argument[..<equals])] = String(argument[argument.index(after: equals)...])
+            body[String(argument[..<equals])] = .string(String(argument[argument.index(after: equals)...]))
         }
-        let answer = try await options.client().call(.POST, "/v1/triggers/\(CtlFormat.escape(name))", body: ["arguments": body])
+        let answer = try await options.client().call(.POST, "/v1/triggers/\(CtlFormat.escape(name))", body: .object(["arguments": .object(body)]))
         options.output(answer) { "fired \(name)" }
     }
 }
@@ -101,10 +106,10 @@ struct ValueOptions: ParsableArguments {
         if [hex, utf8, base64].compactMap({ $0 }).count != 1 { throw ValidationError("give exactly one of --hex, --utf8, --base64") }
     }
 
-    var body: [String: String] {
-        if let hex { return ["hex": hex] }
-        if let utf8 { return ["utf8": utf8] }
-        return ["base64": base64 ?? ""]
+    var body: JSONAny {
+        if let hex { return .object(["hex": .string(hex)]) }
+        if let utf8 { return .object(["utf8": .string(utf8)]) }
+        return .object(["base64": .string(base64 ?? "")])
     }
 }
 
@@ -166,8 +171,7 @@ struct CtlAdvertise: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let body: [String: Any] = ["variant": variant.map { $0 as Any } ?? NSNull()]
-        let answer = try await options.client().call(.PUT, "/v1/advertisement", body: body)
+        let answer = try await options.client().call(.PUT, "/v1/advertisement", body: .object(["variant": variant.map(JSONAny.string) ?? .null]))
         options.output(answer) { "advertising \(variant ?? "(base)")" }
     }
 }

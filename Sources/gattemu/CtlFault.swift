@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Control
+import FoundationEssentials
+import Profile
 
 struct CtlFault: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -47,60 +49,66 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: "The whole spec as JSON (see docs/control.md).") var spec: String?
     @Option(help: "A JSON file with a spec, an array of specs or {\"faults\": [...]}.") var file: String?
 
-    func buildBody() throws -> Any {
+    func buildBody() throws -> JSONAny {
         if let spec {
-            guard let json = try? JSONSerialization.jsonObject(with: Data(spec.utf8)) else { throw Failure.badInput("--spec: not valid JSON") }
-            return json
+            do {
+                return JSONAny(try JSONParser.parse(spec, file: "--spec"))
+            } catch {
+                throw Failure.badInput("--spec: not valid JSON (\(error))")
+            }
         }
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else { throw Failure.badInput("--file \(file): cannot read it") }
-            guard let json = try? JSONSerialization.jsonObject(with: data) else { throw Failure.badInput("--file \(file): not valid JSON") }
-            return json
+            do {
+                return JSONAny(try JSONParser.parse(Array(data), file: file))
+            } catch {
+                throw Failure.badInput("--file \(file): not valid JSON (\(error))")
+            }
         }
-        var body: [String: Any] = [:]
-        var actions: [(String, Any, String)] = []  // key, value, default `on`
+        var body: [String: JSONAny] = [:]
+        var actions: [(String, JSONAny, String)] = []  // key, value, default `on`
         if let delay {
             let parts = delay.split(separator: "-", maxSplits: 1).map(String.init)
-            actions.append(("delay", parts.count == 2 ? ["min": parts[0], "max": parts[1]] : delay as Any, "write"))
+            actions.append(("delay", parts.count == 2 ? .object(["min": .string(parts[0]), "max": .string(parts[1])]) : .string(delay), "write"))
         }
-        if drop { actions.append(("drop", true, "write")) }
-        if let error { actions.append(("error", error, "write")) }
-        if let flipBits { actions.append(("corrupt", ["flipBits": flipBits], "notify")) }
+        if drop { actions.append(("drop", .bool(true), "write")) }
+        if let error { actions.append(("error", .string(error), "write")) }
+        if let flipBits { actions.append(("corrupt", .object(["flipBits": .int(flipBits)]), "notify")) }
         if let replace {
             let parts = replace.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, let at = Int(parts[0]) else { throw Failure.badInput("--replace: expected OFFSET:HEX, e.g. 0:ff") }
-            actions.append(("corrupt", ["at": at, "hex": String(parts[1])], "notify"))
+            actions.append(("corrupt", .object(["at": .int(at), "hex": .string(String(parts[1]))]), "notify"))
         }
-        if let truncate { actions.append(("truncate", truncate, "notify")) }
-        if duplicate { actions.append(("duplicate", true, "notify")) }
-        if reorder { actions.append(("reorder", true, "notify")) }
-        if disconnect { actions.append(("disconnect", true, "start")) }
-        if let silence { actions.append(("silence", silence, "start")) }
-        if let advertise { actions.append(("advertise", advertise == "base" ? NSNull() : advertise as Any, "start")) }
-        if let powerCycle { actions.append(("powerCycle", powerCycle, "start")) }
+        if let truncate { actions.append(("truncate", .int(truncate), "notify")) }
+        if duplicate { actions.append(("duplicate", .bool(true), "notify")) }
+        if reorder { actions.append(("reorder", .bool(true), "notify")) }
+        if disconnect { actions.append(("disconnect", .bool(true), "start")) }
+        if let silence { actions.append(("silence", .string(silence), "start")) }
+        if let advertise { actions.append(("advertise", advertise == "base" ? .null : .string(advertise), "start")) }
+        if let powerCycle { actions.append(("powerCycle", .string(powerCycle), "start")) }
         guard actions.count == 1, let (key, value, defaultOn) = actions.first else {
             throw Failure.badInput(actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
         }
         body[key] = value
         let on = self.on ?? (defaultOn == "start" && (characteristic != nil || nth != nil) ? "write" : defaultOn)
-        if on != "start" || self.on != nil { body["on"] = on }
-        if let characteristic { body["characteristic"] = characteristic }
-        if let central { body["central"] = central }
-        if let nth { body["nth"] = nth }
-        if let count { body["count"] = count }
-        if let probability { body["probability"] = probability }
-        if let seed { body["seed"] = seed }
-        if let after { body["after"] = after }
-        if let id { body["id"] = id }
-        return body
+        if on != "start" || self.on != nil { body["on"] = .string(on) }
+        if let characteristic { body["characteristic"] = .string(characteristic) }
+        if let central { body["central"] = .string(central) }
+        if let nth { body["nth"] = .int(nth) }
+        if let count { body["count"] = .int(count) }
+        if let probability { body["probability"] = .double(probability) }
+        if let seed { body["seed"] = .raw(String(seed)) }
+        if let after { body["after"] = .string(after) }
+        if let id { body["id"] = .string(id) }
+        return .object(body)
     }
 
     func run() async throws {
         let body = try buildBody()
         let answer = try await options.client().call(.POST, "/v1/faults", body: body)
         options.output(answer) {
-            if let fault = answer as? [String: Any] { return "added " + CtlFormat.fault(fault) }
-            return ((answer as? [String: Any])?["faults"] as? [[String: Any]] ?? []).map { "added " + CtlFormat.fault($0) }.joined(separator: "\n")
+            guard let faults = answer["faults"]?.arrayItems else { return "added " + CtlFormat.fault(answer) }
+            return faults.map { "added " + CtlFormat.fault($0) }.joined(separator: "\n")
         }
     }
 }
@@ -112,7 +120,7 @@ struct CtlFaultList: AsyncParsableCommand {
     func run() async throws {
         let answer = try await options.client().call(.GET, "/v1/faults")
         options.output(answer) {
-            let faults = (answer as? [String: Any])?["faults"] as? [[String: Any]] ?? []
+            let faults = answer["faults"]?.arrayItems ?? []
             return faults.isEmpty ? "no faults" : faults.map(CtlFormat.fault).joined(separator: "\n")
         }
     }
@@ -135,6 +143,6 @@ struct CtlFaultClear: AsyncParsableCommand {
 
     func run() async throws {
         let answer = try await options.client().call(.DELETE, "/v1/faults")
-        options.output(answer) { "removed \((answer as? [String: Any])?["removed"] as? Int ?? 0) fault(s)" }
+        options.output(answer) { "removed \(answer["removed"]?.intValue ?? 0) fault(s)" }
     }
 }

@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import Emulator
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Emulates Bluetooth LE peripherals described by JSON profiles, on BlueZ.
 @main
@@ -20,19 +23,19 @@ struct Gattemu: AsyncParsableCommand {
                 try command.run()
             }
         } catch let failure as Failure {
-            FileHandle.standardError.write(Data("gattemu: \(failure.message)\n".utf8))
-            Foundation.exit(failure.code)
+            DescriptorOutput.writeError("gattemu: \(failure.message)\n")
+            Glibc.exit(failure.code)
         } catch {
             let code = exitCode(for: error)
             if code == .success {
                 exit(withError: error)
             }
             if error is ExitCode {
-                Foundation.exit(code.rawValue)
+                Glibc.exit(code.rawValue)
             }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            DescriptorOutput.writeError(fullMessage(for: error) + "\n")
             // ArgumentParser reports a bad command line as a validation failure; anything else failed at run time.
-            Foundation.exit(code == .validationFailure ? Failure.badInput : Failure.runtime)
+            Glibc.exit(code == .validationFailure ? Failure.badInput : Failure.runtime)
         }
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Emulator
-import Foundation
+import FoundationEssentials
 import Profile
 
 /// Loads a profile with `--set` overrides, or fails with every located problem (exit 2).

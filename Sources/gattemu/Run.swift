@@ -3,10 +3,13 @@ import BlueZ
 import Control
 import Dispatch
 import Emulator
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOCore
 import Profile
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Run a profile: advertise it and answer centrals until SIGINT or SIGTERM.
 struct Run: AsyncParsableCommand {
@@ -58,7 +61,7 @@ struct Run: AsyncParsableCommand {
         do {
             log = try EventLog(format: logFormat, file: events)
         } catch {
-            throw Failure.badInput("cannot write events to \(events ?? ""): \(error.localizedDescription)")
+            throw Failure.badInput("\(error)")
         }
         var options = EmulatorOptions(adapter: adapter)
         options.notifyPath = notifyPath.path
@@ -139,8 +142,7 @@ struct Run: AsyncParsableCommand {
             do {
                 try await server.run(logger: logger) { continuation.yield(.success($0)) }
             } catch {
-                // NIO's IOError reads "bind(descriptor:ptr:bytes:): Address already in use) (errno: 98)".
-                let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)).lowercased() } ?? "\(error)"
+                let reason = (error as? IOError)?.reason ?? "\(error)"
                 continuation.yield(.failure(ControlSetupError(message: "control API on \(server.endpoint): \(reason)")))
             }
             continuation.finish()

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Emulator
-import Foundation
+import FoundationEssentials
 import Profile
 
 /// Check profiles without touching BlueZ; every problem is printed with file:line:column and its JSON path.
@@ -22,7 +22,7 @@ struct Validate: ParsableCommand {
                 print("\(path): ok")
             } catch let failure as Failure {
                 failed = true
-                FileHandle.standardError.write(Data((failure.message + "\n").utf8))
+                DescriptorOutput.writeError(failure.message + "\n")
             }
         }
         if failed { throw ExitCode(Failure.badInput) }

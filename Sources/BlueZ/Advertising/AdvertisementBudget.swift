@@ -1,4 +1,3 @@
-import Foundation
 
 /// How many bytes an advertisement takes in the legacy advertising data and scan response (31 each).
 ///
@@ -26,7 +25,7 @@ public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible 
         addUUIDs(advertisement.serviceUUIDs, field: "serviceUUIDs")
         addUUIDs(advertisement.solicitUUIDs, field: "solicitUUIDs")
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
-            advertisingData.append(Item(field: String(format: "manufacturerData[0x%04X]", company), bytes: 2 + 2 + bytes.count))
+            advertisingData.append(Item(field: "manufacturerData[\(company.hexLiteral(digits: 4))]", bytes: 2 + 2 + bytes.count))
         }
         for (uuid, bytes) in advertisement.serviceData.sorted(by: { $0.key < $1.key }) {
             advertisingData.append(Item(field: "serviceData[\(uuid)]", bytes: 2 + Self.uuidSize(uuid) + bytes.count))
@@ -38,7 +37,7 @@ public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible 
             advertisingData.append(Item(field: "includes tx-power", bytes: 3))
         }
         for (type, bytes) in advertisement.data.sorted(by: { $0.key < $1.key }) {
-            advertisingData.append(Item(field: String(format: "data[0x%02X]", type), bytes: 2 + bytes.count))
+            advertisingData.append(Item(field: "data[\(type.hexLiteral(digits: 2))]", bytes: 2 + bytes.count))
         }
         if let name = advertisement.localName {
             scanResponse.append(Item(field: "localName", bytes: 2 + name.utf8.count))

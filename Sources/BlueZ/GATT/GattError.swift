@@ -1,4 +1,3 @@
-import Foundation
 import DBus
 
 /// An error a GATT handler returns to the central, as BlueZ maps it to an ATT error code.
@@ -23,7 +22,7 @@ public enum GattError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidOffset: .named("org.bluez.Error.InvalidOffset", message: "Invalid offset")
         case .invalidValueLength: .named("org.bluez.Error.InvalidValueLength", message: "Invalid value length")
         case .notSupported: .named("org.bluez.Error.NotSupported", message: "Not supported")
-        case .application(let code): .named("org.bluez.Error.Failed", message: String(format: "0x%02X", code))
+        case .application(let code): .named("org.bluez.Error.Failed", message: code.hexLiteral(digits: 2))
         }
     }
 
@@ -36,7 +35,7 @@ public enum GattError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidOffset: "invalid-offset"
         case .invalidValueLength: "invalid-value-length"
         case .notSupported: "not-supported"
-        case .application(let code): String(format: "0x%02X", code)
+        case .application(let code): code.hexLiteral(digits: 2)
         }
     }
 }

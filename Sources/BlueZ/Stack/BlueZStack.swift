@@ -1,4 +1,3 @@
-import Foundation
 import DBus
 import Synchronization
 
@@ -110,7 +109,7 @@ public final class BlueZStack: Sendable {
             guard let first = all.first else { throw .adapterNotFound("(any)", available: []) }
             return first
         }
-        guard let match = all.first(where: { $0.name == wanted || $0.address.caseInsensitiveCompare(wanted) == .orderedSame }) else {
+        guard let match = all.first(where: { $0.name == wanted || $0.address.equalsIgnoringCase(wanted) }) else {
             throw .adapterNotFound(wanted, available: all.map(\.name))
         }
         return match

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Profile
 
 /// One entry of the event log: something that happened between gattemu, bluetoothd and a central.

@@ -1,6 +1,5 @@
 import DequeModule
 import Dispatch
-import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +45,7 @@ public final class EventLog: Sendable {
         if let path {
             let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else {
-                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+                throw EventLogFileError(path: path, reason: String(cString: strerror(errno)).lowercased())
             }
             recent.withLock { $0.fileDescriptor = descriptor }
         }
@@ -103,25 +102,10 @@ public final class EventLog: Sendable {
         if recent.fileDescriptor >= 0 { writeAll(recent.fileDescriptor, &recent.file) }
     }
 
-    /// Writes all of `bytes` to `descriptor` (retrying short writes and EINTR) and empties it; output that
-    /// cannot be written (a closed pipe) is dropped, as before.
     private static func writeAll(_ descriptor: Int32, _ bytes: inout [UInt8]) {
         guard !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, base + offset, buffer.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
-        }
-        bytes.removeAll(keepingCapacity: bytes.capacity <= 4 * flushThreshold)
+        DescriptorOutput.writeAll(&bytes, to: descriptor)
+        if bytes.capacity > 4 * flushThreshold { bytes = [] }
     }
 
     /// The most recent events (up to ``capacity``), oldest first.
@@ -178,4 +162,13 @@ public final class EventLog: Sendable {
         }
         for subscriber in subscribers.values { subscriber.finish() }
     }
+}
+
+/// The events file could not be opened for writing.
+public struct EventLogFileError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    /// Why, as the system says it ("permission denied").
+    public var reason: String
+
+    public var description: String { "cannot write events to \(path): \(reason)" }
 }

@@ -1,3 +1,4 @@
+import BlueZ
 import Profile
 
 /// One operation the runtime asks the fault engine about.
@@ -202,7 +203,7 @@ public struct FaultEngine: Sendable, Equatable {
 
     func matches(_ scope: FaultScope, _ operation: FaultOperation) -> Bool {
         if let characteristic = scope.characteristic, characteristic != operation.characteristic { return false }
-        if let central = scope.central, !operation.centrals.contains(where: { $0.caseInsensitiveCompare(central) == .orderedSame }) {
+        if let central = scope.central, !operation.centrals.contains(where: { $0.equalsIgnoringCase(central) }) {
             return false
         }
         return true

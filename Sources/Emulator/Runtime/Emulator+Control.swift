@@ -201,7 +201,7 @@ extension Emulator {
 
     /// Disconnects a connected central.
     public func disconnect(central address: String) async throws(ControlFailure) {
-        guard let connected = connectedCentrals.first(where: { $0.caseInsensitiveCompare(address) == .orderedSame }) else {
+        guard let connected = connectedCentrals.first(where: { $0.equalsIgnoringCase(address) }) else {
             throw ControlFailure(.notFound, "central \(address) is not connected", details: ["connected": connectedCentrals])
         }
         log.record(.note, central: connected, detail: "control: disconnect")

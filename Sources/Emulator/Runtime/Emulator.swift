@@ -1,6 +1,6 @@
 import BlueZ
 import DBus
-import Foundation
+import FoundationEssentials
 import Profile
 
 /// Runs one profile on one adapter: registers it with BlueZ, answers centrals through the behaviour engine,
@@ -154,7 +154,7 @@ public actor Emulator {
         if let name = advertisement.localName { parts.append("name \"\(name)\"") }
         if !advertisement.serviceUUIDs.isEmpty { parts.append("services \(advertisement.serviceUUIDs.joined(separator: ","))") }
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
-            parts.append(String(format: "manufacturer 0x%04X: ", company) + bytes.hexString(separator: " ", uppercase: false))
+            parts.append("manufacturer \(company.hexLiteral(digits: 4)): " + bytes.hexString(separator: " ", uppercase: false))
         }
         parts.append(AdvertisementBudget(advertisement).description)
         return parts.joined(separator: "; ")

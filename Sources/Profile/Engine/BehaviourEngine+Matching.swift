@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension BehaviourEngine {
     mutating func matches(_ trigger: RuleTrigger, _ event: EngineEvent, arguments: [String: String]) -> Bool {
@@ -39,7 +39,7 @@ extension BehaviourEngine {
     static func matches(_ matcher: JSONFieldMatcher, _ value: [UInt8]) -> Bool {
         guard var text = String(validating: value, as: UTF8.self) else { return false }
         for piece in matcher.removeFirst where !piece.isEmpty {
-            if let range = text.range(of: piece) { text.removeSubrange(range) }
+            if let range = text.firstRange(of: piece) { text.removeSubrange(range) }
         }
         if let prefix = matcher.stripPrefix, text.hasPrefix(prefix) { text.removeFirst(prefix.count) }
         if let suffix = matcher.stripSuffix, text.hasSuffix(suffix) { text.removeLast(suffix.count) }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Builds and splits JSON paths such as `services[0].characteristics[1].flags[0]`.
 public enum JSONPath {
@@ -12,7 +12,7 @@ public enum JSONPath {
     static func appending(_ key: String, to path: String) -> String {
         let plain = !key.isEmpty && key.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "$" }
         if plain { return path.isEmpty ? key : path + "." + key }
-        let escaped = key.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        let escaped = key.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
         return path + "[\"" + escaped + "\"]"
     }
 

@@ -92,6 +92,17 @@ extension JSONNode {
         return nil
     }
 
+    public var doubleValue: Double? {
+        if case .number(let n) = value { return n.double }
+        return nil
+    }
+
+    /// The items, when this node is an array.
+    public var arrayItems: [JSONNode]? {
+        if case .array(let items) = value { return items }
+        return nil
+    }
+
     /// A plain Swift rendering without locations, for equality checks in matchers.
     public var plain: PlainJSON {
         switch value {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Loads profiles from files: JSON parsing, `extends`, `--set` overrides, validation.
 public enum ProfileLoader {
