@@ -36,6 +36,27 @@ import Testing
         #expect(engine.handle(.read(characteristic: "tx", central: phone, offset: 0)).firedRules == [])
     }
 
+    @Test func oneTemplateTextKeepsItsKindWhereverItIsUsed() throws {
+        // The decoder parses each template text once; the same text as a log line (text) and as a value
+        // (bytes) must still render as text and as bytes.
+        var engine = try engine("""
+            "rules": [
+              { "id": "one", "on": { "write": "rx" }, "do": [
+                { "log": "41 {request[0]}" }, { "notify": "tx", "value": "41 {request[0]}" },
+                { "log": "41 {request[0]}" }, { "notify": "tx", "value": "41 {request[0]}" }
+              ] }
+            ]
+            """)
+        let effects = write(&engine, [0x07]).effects
+        #expect(effects.count == 4)
+        #expect(effects.filter { $0 == .log("41 07") }.count == 2)
+        let notified = effects.compactMap { effect -> [UInt8]? in
+            if case .notify(_, let value, _, _) = effect { return value }
+            return nil
+        }
+        #expect(notified == [[0x41, 0x07], [0x41, 0x07]])
+    }
+
     @Test func otherwiseFiresOnlyWhenNothingElseDid() throws {
         var engine = try engine("""
             "rules": [

@@ -93,6 +93,8 @@ import Testing
         #expect(JSONPath.components(of: "") == nil)
         #expect(JSONPath.components(of: "a.") == nil)
         #expect(JSONPath.components(of: "a[x]") == nil)
-        #expect(DeviceProfile.render([.key("a"), .index(2), .key("0xFFFF"), .key("c.d")]) == "a[2].0xFFFF[\"c.d\"]")
+        #expect(JSONPath.appending("c.d", to: JSONPath.appending("0xFFFF", to: JSONPath.appending(2, to: "a"))) == "a[2].0xFFFF[\"c.d\"]")
+        #expect(JSONPath.appending("über_1-$", to: "a") == "a.über_1-$")  // letters beyond ASCII need no quotes
+        #expect(JSONPath.appending("a b\"", to: "") == "[\"a b\\\"\"]")
     }
 }

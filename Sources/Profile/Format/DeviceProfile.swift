@@ -1,6 +1,6 @@
 /// A validated device profile: GATT table, advertisements, variables, state, timers and rules.
 ///
-/// Load one with `ProfileLoader.load(path:overrides:)`. It keeps a source map, so code outside this
+/// Load one with `ProfileLoader.load(path:overrides:)`. It keeps its source tree, so code outside this
 /// module can report located problems with `diagnostic(at:message:hint:)`.
 public struct DeviceProfile: Sendable {
     /// The file it was loaded from, as named to the loader.
@@ -20,20 +20,29 @@ public struct DeviceProfile: Sendable {
     public var triggers: [NamedTrigger]
     public var timers: [TimerDefinition]
     public var rules: [Rule]
-    var sourceMap: [String: SourceLocation]
+    /// The merged JSON the profile was decoded from (after `extends` and `--set`), for ``location(of:)``.
+    var sourceTree: JSONNode?
     /// Faults injected from the start (`"faults"`; see `docs/control.md`).
     public var faults: [FaultSpec] = []
 
-    /// Where the value at a JSON path (e.g. `advertisements[0].localName`) was written, if known.
+    /// Where the value at a JSON path (e.g. `advertisements[0].localName`) was written, if known; a path
+    /// that goes deeper than the file gives the nearest enclosing value's place.
     public func location(of jsonPath: String) -> SourceLocation? {
-        if let exact = sourceMap[jsonPath] { return exact }
-        // Fall back to the nearest enclosing value that has a location.
-        guard var components = JSONPath.components(of: jsonPath) else { return nil }
-        while !components.isEmpty {
-            components.removeLast()
-            if let location = sourceMap[Self.render(components)] { return location }
+        guard let tree = sourceTree else { return nil }
+        if jsonPath.isEmpty { return tree.location }
+        guard let components = JSONPath.components(of: jsonPath) else { return nil }
+        var node = tree
+        var matched = 0
+        for component in components {
+            let next: JSONNode? = switch component {
+            case .key(let key): node[key]
+            case .index(let index): node.arrayItems.flatMap { $0.indices.contains(index) ? $0[index] : nil }
+            }
+            guard let next else { break }
+            node = next
+            matched += 1
         }
-        return nil
+        return matched > 0 ? node.location : nil
     }
 
     /// A diagnostic located at a JSON path, for checks done outside this module (e.g. the 31-byte
@@ -43,17 +52,6 @@ public struct DeviceProfile: Sendable {
     ) -> Diagnostic {
         let location = location(of: jsonPath) ?? SourceLocation(file: file, line: 1, column: 1)
         return Diagnostic(severity: severity, at: location, path: jsonPath, message: message, hint: hint)
-    }
-
-    static func render(_ components: [JSONPath.Component]) -> String {
-        var path = ""
-        for component in components {
-            switch component {
-            case .key(let key): path = JSONPath.appending(key, to: path)
-            case .index(let index): path = JSONPath.appending(index, to: path)
-            }
-        }
-        return path
     }
 
     /// Every characteristic, in table order.

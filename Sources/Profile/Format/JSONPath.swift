@@ -10,10 +10,21 @@ public enum JSONPath {
 
     /// `path.key`, or `path["key"]` when the key needs quoting.
     static func appending(_ key: String, to path: String) -> String {
-        let plain = !key.isEmpty && key.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "$" }
+        let plain = !key.isEmpty && (key.utf8.allSatisfy(isPlainASCII)
+            || key.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "$" })
         if plain { return path.isEmpty ? key : path + "." + key }
         let escaped = key.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
         return path + "[\"" + escaped + "\"]"
+    }
+
+    /// An ASCII letter, digit, `_`, `-` or `$`, checked byte-wise: `Character`'s Unicode property lookups made
+    /// this a hot spot of profile loading.
+    private static func isPlainASCII(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "$"): true
+        default: false
+        }
     }
 
     static func appending(_ index: Int, to path: String) -> String {

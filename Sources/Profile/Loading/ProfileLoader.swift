@@ -45,7 +45,7 @@ public enum ProfileLoader {
 
         var decoder = ProfileDecoder(file: file)
         guard var profile = decoder.profile(root) else { return (nil, diagnostics + decoder.diagnostics) }
-        profile.sourceMap = SourceMapBuilder.build(root)
+        profile.sourceTree = root
         var checks = SemanticChecks(profile: profile)
         checks.run(templates: decoder.templates)
         diagnostics += sorted(decoder.diagnostics + checks.diagnostics)
@@ -127,23 +127,3 @@ public enum ProfileValidator {
     }
 }
 
-/// Records the location of every value in a JSON tree by its path.
-enum SourceMapBuilder {
-    static func build(_ root: JSONNode) -> [String: SourceLocation] {
-        var map: [String: SourceLocation] = [:]
-        visit(root, path: "", into: &map)
-        return map
-    }
-
-    private static func visit(_ node: JSONNode, path: String, into map: inout [String: SourceLocation]) {
-        map[path] = node.location
-        switch node.value {
-        case .object(let members):
-            for member in members { visit(member.value, path: JSONPath.appending(member.key, to: path), into: &map) }
-        case .array(let items):
-            for (index, item) in items.enumerated() { visit(item, path: JSONPath.appending(index, to: path), into: &map) }
-        default:
-            break
-        }
-    }
-}

@@ -28,6 +28,24 @@ private struct TemplateParser {
 
     var current: Character? { index < characters.count ? characters[index] : nil }
 
+    /// `Character.isWhitespace`, answered without a Unicode property lookup for ASCII.
+    static func isSpace(_ character: Character) -> Bool {
+        if let ascii = character.asciiValue { return ascii == 0x20 || (0x09...0x0D).contains(ascii) }
+        return character.isWhitespace
+    }
+
+    /// An ASCII letter (names are ASCII).
+    static func isLetter(_ character: Character) -> Bool {
+        guard let ascii = character.asciiValue else { return false }
+        return (0x41...0x5A).contains(ascii) || (0x61...0x7A).contains(ascii)
+    }
+
+    /// An ASCII digit.
+    static func isDigit(_ character: Character) -> Bool {
+        guard let ascii = character.asciiValue else { return false }
+        return (0x30...0x39).contains(ascii)
+    }
+
     func error(_ message: String, at offset: Int? = nil, hint: String? = nil) -> TemplateSyntaxError {
         TemplateSyntaxError(message: message, offset: offset ?? index, hint: hint)
     }
@@ -67,7 +85,7 @@ private struct TemplateParser {
             } else if kind == .text {
                 literal.append(contentsOf: Array(String(character).utf8))
                 index += 1
-            } else if character.isWhitespace {
+            } else if Self.isSpace(character) {
                 index += 1
             } else {
                 literal.append(contentsOf: try parseHexRun())
@@ -84,7 +102,7 @@ private struct TemplateParser {
             index += 2
         }
         var nibbles: [UInt8] = []
-        while let character = current, !character.isWhitespace, character != "{" {
+        while let character = current, !Self.isSpace(character), character != "{" {
             guard let ascii = character.asciiValue, let digit = hexDigitValue(ascii) else {
                 throw error(
                     "'\(character)' is not a hex digit", hint: character.isLetter
@@ -161,8 +179,8 @@ private struct TemplateParser {
             return inner
         }
         if character == "\"" { return .string(try parseStringLiteral(), offset: start) }
-        if character.isASCII, character.isNumber { return .integer(try parseInteger(), offset: start) }
-        guard character.isASCII, character.isLetter || character == "_" else {
+        if Self.isDigit(character) { return .integer(try parseInteger(), offset: start) }
+        guard Self.isLetter(character) || character == "_" else {
             throw error("unexpected '\(character)', expected a number, a string, a name or a function call")
         }
         let name = parseIdentifier()
@@ -221,7 +239,7 @@ private struct TemplateParser {
 
     mutating func parseIdentifier() -> String {
         var name = ""
-        while let character = current, character.isASCII, character.isLetter || character.isNumber || character == "_" {
+        while let character = current, Self.isLetter(character) || Self.isDigit(character) || character == "_" {
             name.append(character)
             index += 1
         }
@@ -236,11 +254,11 @@ private struct TemplateParser {
             radix = 16
             index += 2
         }
-        while let character = current, character.isASCII, character.isHexDigit, radix == 16 || character.isNumber {
+        while let character = current, character.isASCII, character.isHexDigit, radix == 16 || Self.isDigit(character) {
             text.append(character)
             index += 1
         }
-        if let character = current, character.isASCII, character.isLetter || character == "_" {
+        if let character = current, Self.isLetter(character) || character == "_" {
             throw error("unexpected '\(character)' in a number", hint: radix == 10 ? "hex numbers start with 0x" : nil)
         }
         guard !text.isEmpty else { throw error("expected a number", at: start) }

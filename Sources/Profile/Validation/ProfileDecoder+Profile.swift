@@ -14,7 +14,7 @@ extension ProfileDecoder {
         }
         var profile = DeviceProfile(
             file: file, description: nil, device: DeviceDefinition(), advertisements: [], services: [], variables: [],
-            state: [], triggers: [], timers: [], rules: [], sourceMap: [:])
+            state: [], triggers: [], timers: [], rules: [], sourceTree: nil)
         if let description = root["description"] { profile.description = string(description, "description") }
         if let device = root["device"] { profile.device = self.device(device, "device") }
         if let services = root["services"], let items = array(services, "services") {

@@ -12,6 +12,9 @@ struct ProfileDecoder {
 
     var diagnostics: [Diagnostic] = []
     var templates: [PendingTemplate] = []
+    /// Templates already parsed in this profile, by source text: profiles repeat them (a burst of identical
+    /// notifications), and parsing is most of the cost of loading.
+    var parsedTemplates: [String: Template] = [:]
     /// Service UUIDs by service id, so advertisements can name services by id.
     var serviceUUIDsByID: [String: String] = [:]
     let file: String
@@ -169,7 +172,13 @@ struct ProfileDecoder {
         _ text: String, node: JSONNode, _ path: String, kind: Template.Kind, usage: TemplateUsage
     ) -> Template? {
         do {
-            let template = try Template.parse(text, kind: kind)
+            let template: Template
+            if let parsed = parsedTemplates[text], parsed.kind == kind {
+                template = parsed
+            } else {
+                template = try Template.parse(text, kind: kind)
+                parsedTemplates[text] = template
+            }
             templates.append(PendingTemplate(template: template, usage: usage, path: path, location: node.location))
             return template
         } catch {
