@@ -13,7 +13,7 @@ measures, with the Bumble central of Tests/e2e/central.py on $GATTEMU_CENTRAL:
          successful read (connect + MTU + discovery + read)
   rtt:   write -> notification (or indication) round trips, p50/p99
   cpu:   user+sys of the peripheral process (and of bluetoothd) per 1,000 ops
-  rss:   VmHWM / VmRSS of the peripheral process after each phase
+  rss:   VmHWM / VmRSS (and smaps_rollup's Anonymous) of the peripheral process after each phase
   burst: notifications/s for a burst of BURST notifications per 2-byte write
   soak:  RSS after N pipelined write->notify operations (leaks)
 
@@ -72,6 +72,13 @@ def mem_kib(pid: int) -> dict:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             k, _, v = line.partition(":")
             if k in ("VmHWM", "VmRSS"):
+                out[k] = int(v.split()[0])
+    except OSError:
+        pass
+    try:  # heap, stacks: what one more instance costs (file pages, even a tmpfs copy's, are shareable)
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            k, _, v = line.partition(":")
+            if k == "Anonymous":
                 out[k] = int(v.split()[0])
     except OSError:
         pass
@@ -610,6 +617,7 @@ def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
         ("CPU per 1,000 soak ops (ms)", ("noke", "soak", "cpu_ms_per_1000")),
         ("peak RSS VmHWM (KiB), Noke", ("noke", "mem_end_kib", "VmHWM")),
         ("peak RSS VmHWM (KiB), BLEProof", ("bleproof", "mem_end_kib", "VmHWM")),
+        ("anonymous memory at the end (KiB), Noke", ("noke", "mem_end_kib", "Anonymous")),
     ]
     soak_cps = meta.get("soak") or []
     for cp in soak_cps:

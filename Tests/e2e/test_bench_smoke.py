@@ -34,7 +34,7 @@ def test_bench_smoke_run_measures_every_figure(gattemu_bin, tmp_path):
     table = data["table"]
     for figure in ("start → adv registered (ms), Noke", "RTT write-req → notify p50 (ms)",
                    "RTT write-cmd → notify p50 (ms)", "CPU per 1,000 write-cmd→notify (ms)",
-                   "peak RSS VmHWM (KiB), Noke"):
+                   "peak RSS VmHWM (KiB), Noke", "anonymous memory at the end (KiB), Noke"):
         assert isinstance(table[figure]["gattemu"], (int, float)) and table[figure]["gattemu"] > 0, figure
         assert isinstance(table[figure]["bless"], (int, float)) and table[figure]["bless"] > 0, figure
     assert table["burst notifications/s (central receives)"]["gattemu"] > 0
