@@ -15,31 +15,43 @@ final class CharacteristicObject: Sendable {
     let handle = Locked<UInt16>(0)
     let queue: DispatchQueue
 
-    init(definition: GattCharacteristicDefinition, path: DBusObjectPath, servicePath: DBusObjectPath) {
+    /// One socket per characteristic reaches every subscriber (BlueZ before 5.70), whichever central it was
+    /// acquired for.
+    let sharedSockets: Bool
+
+    init(definition: GattCharacteristicDefinition, path: DBusObjectPath, servicePath: DBusObjectPath, sharedSockets: Bool) {
         self.definition = definition
         self.path = path
         self.servicePath = servicePath
+        self.sharedSockets = sharedSockets
         value = Mutex(definition.initialValue)
         queue = DispatchQueue(label: "gattemu.socket.\(definition.id)")
     }
 
-    /// Writes to the target's socket, or to every socket; nil when no socket is open.
+    /// Writes to the sockets that reach `central` (every subscriber when nil); nil when no socket is open.
     ///
-    /// A notification for one central goes to that central's socket only; with none (bluetoothd closed
-    /// it), it goes nowhere (`.sockets([])`) rather than to other centrals, unless BlueZ shares one
-    /// socket among all subscribers (`*`, BlueZ 5.66), which is then the only way to reach anyone.
+    /// Per-central sockets: a notification for one central goes to that central's socket only; with none
+    /// (never subscribed, or bluetoothd closed it) it goes nowhere (`.sockets([])`) rather than to other
+    /// centrals. Shared sockets (older BlueZ, or `*` when BlueZ names no device): any one of them reaches
+    /// every subscriber, including those that subscribed after it was acquired (bluetoothd calls
+    /// AcquireNotify only once), so the value is written once, on the central's own socket if it has one.
     func sendOnSockets(_ value: [UInt8], central: String?) -> NotificationDelivery? {
         let open = sockets.withLock { sockets in
             sockets = sockets.filter { !$0.value.isClosed }
             return sockets
         }
         guard !open.isEmpty else { return nil }
-        let targets: [(String, AcquiredSocket)]
-        if let central, open["*"] == nil {
-            targets = open.filter { $0.key == central || BlueZDevicePath.address(of: DBusObjectPath($0.key)) == central }
-                .map { ($0.key, $0.value) }
+        let own = central.flatMap { central in
+            open.first { $0.key == central || BlueZDevicePath.address(of: DBusObjectPath($0.key)) == central }
+        }
+        let targets: [(key: String, value: AcquiredSocket)]
+        if sharedSockets || open["*"] != nil {
+            let shared = own ?? open["*"].map { (key: "*", value: $0) } ?? open.min { $0.key < $1.key }
+            targets = shared.map { [$0] } ?? []
+        } else if central != nil {
+            targets = own.map { [$0] } ?? []
         } else {
-            targets = open.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            targets = open.sorted { $0.key < $1.key }
         }
         var reached: [String] = []
         for (key, socket) in targets where socket.send(value) {

@@ -20,13 +20,17 @@ public final class GattApplication: Sendable {
         services: [GattServiceDefinition], handler: any GattRequestHandler, adapter: Adapter, stack: BlueZStack,
         path: DBusObjectPath = "/org/gattemu/app0"
     ) async throws(BlueZError) -> GattApplication {
-        let application = GattApplication(services: services, handler: handler, adapterPath: adapter.path, stack: stack, path: path)
+        let application = GattApplication(
+            services: services, handler: handler, adapterPath: adapter.path, sharedSockets: adapter.sharesNotificationSockets, stack: stack, path: path)
         try await application.export(services: services)
         try await application.registerWithBlueZ()
         return application
     }
 
-    private init(services: [GattServiceDefinition], handler: any GattRequestHandler, adapterPath: DBusObjectPath, stack: BlueZStack, path: DBusObjectPath) {
+    private init(
+        services: [GattServiceDefinition], handler: any GattRequestHandler, adapterPath: DBusObjectPath, sharedSockets: Bool,
+        stack: BlueZStack, path: DBusObjectPath
+    ) {
         self.path = path
         self.adapterPath = adapterPath
         self.stack = stack
@@ -38,7 +42,8 @@ public final class GattApplication: Sendable {
             paths.append(servicePath)
             for (index, definition) in service.characteristics.enumerated() {
                 let characteristicPath = servicePath.appending("char\(index)")
-                characteristics[definition.id] = CharacteristicObject(definition: definition, path: characteristicPath, servicePath: servicePath)
+                characteristics[definition.id] = CharacteristicObject(
+                    definition: definition, path: characteristicPath, servicePath: servicePath, sharedSockets: sharedSockets)
                 paths.append(characteristicPath)
                 paths += definition.descriptors.indices.map { characteristicPath.appending("desc\($0)") }
             }
@@ -111,8 +116,9 @@ public final class GattApplication: Sendable {
 
     /// Sends `value` as a notification or indication of `characteristic`.
     ///
-    /// With `central` set and a socket acquired for that central, only it receives the value; otherwise every
-    /// subscribed central does (BlueZ 5.66 offers no other way).
+    /// With `central` set and BlueZ's per-central sockets (5.70 and later), only that central receives the
+    /// value, and nobody when it has no socket; otherwise every subscribed central does (older BlueZ offers no
+    /// other way).
     @discardableResult
     public func notify(_ characteristic: String, value: [UInt8], central: String? = nil) async throws(GattError) -> NotificationDelivery {
         if let delivery = try notifyOnSockets(characteristic, value: value, central: central) { return delivery }

@@ -16,6 +16,10 @@ public struct Adapter: Sendable {
     /// What `Includes` may name (`tx-power`, `appearance`, `local-name`, …).
     public let supportedIncludes: [String]
     public let supportedSecondaryChannels: [String]
+    /// True when bluetoothd keeps one AcquireNotify socket per characteristic for all subscribers (BlueZ
+    /// before 5.70) rather than one per central. Told by the adapter's properties: `Manufacturer` and
+    /// `Version` arrived in 5.72, so 5.70 and 5.71 are taken for older.
+    public let sharesNotificationSockets: Bool
 
     init(stack: BlueZStack, path: DBusObjectPath, adapterProperties: [String: DBusValue], advertisingProperties: [String: DBusValue]?) {
         self.stack = stack
@@ -28,6 +32,7 @@ public struct Adapter: Sendable {
         activeInstances = advertisingProperties?["ActiveInstances"]?.integer.map(Int.init)
         supportedIncludes = advertisingProperties?["SupportedIncludes"]?.arrayElements?.compactMap(\.string) ?? []
         supportedSecondaryChannels = advertisingProperties?["SupportedSecondaryChannels"]?.arrayElements?.compactMap(\.string) ?? []
+        sharesNotificationSockets = adapterProperties["Manufacturer"] == nil
     }
 
     /// Whether the adapter can advertise (it has `LEAdvertisingManager1`).

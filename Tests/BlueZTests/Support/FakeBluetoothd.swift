@@ -17,7 +17,9 @@ final class FakeBluetoothd: Sendable {
         var path: DBusObjectPath
     }
 
-    init(bus: PrivateBus) async throws {
+    /// `newerBlueZ`: the adapter lists `Manufacturer` and `Version` as BlueZ 5.72 and later do (those
+    /// open one AcquireNotify socket per central); without, it looks like BlueZ 5.66.
+    init(bus: PrivateBus, newerBlueZ: Bool = false) async throws {
         connection = try await bus.connect()
         try await connection.requestName(BlueZNames.service)
         let registeredApplications = self.registeredApplications
@@ -31,7 +33,7 @@ final class FakeBluetoothd: Sendable {
                     alias.withLock { $0 = value.string ?? "" }
                 }),
                 .constant("Powered", .boolean(true)),
-            ]),
+            ] + (newerBlueZ ? [.constant("Manufacturer", .uint16(1521)), .constant("Version", .byte(9))] : [])),
             DBusInterface(name: BlueZNames.gattManager, methods: [
                 DBusMethod("RegisterApplication", input: "oa{sv}") { call in
                     registeredApplications.withLock { $0.append(Registration(owner: call.sender ?? "", path: call.arguments[0].objectPath ?? "/")) }
