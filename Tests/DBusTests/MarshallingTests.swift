@@ -16,6 +16,15 @@ import Testing
         .dictionary(key: .uint16, value: .bytes, [DBusDictionaryEntry(key: .uint16(0xFFFF), value: .bytes([1, 2]))]),
         .structure([.int32(1), .variant(.variant(.string("nested"))), .strings([])]),
         .variant(.array(element: "a{sv}", [.stringVariantDictionary([:])])),
+        // Element signatures read off the first element, from libdbus when it is a container or absent.
+        .dictionary(key: .uint16, value: .bytes, []),
+        .dictionary(key: .string, value: "(ii)", [DBusDictionaryEntry(key: .string("p"), value: .structure([.int32(1), .int32(2)]))]),
+        .dictionary(key: .string, value: "a{sv}", [DBusDictionaryEntry(key: .string("o"), value: .stringVariantDictionary(["k": .boolean(true)]))]),
+        .dictionary(key: .objectPath, value: .string, [DBusDictionaryEntry(key: .objectPath("/a"), value: .string("b"))]),
+        .array(element: "a{sv}", [.stringVariantDictionary(["x": .byte(1)]), .stringVariantDictionary([:])]),
+        .array(element: .variant, [.variant(.uint32(7)), .variant(.strings(["s"]))]),
+        .array(element: "as", [.strings(["a"]), .strings([])]),
+        .array(element: .unixFD, []),
     ]
 
     @Test func everyTypeRoundTripsThroughTheBus() async throws {

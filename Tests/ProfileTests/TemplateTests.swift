@@ -112,4 +112,16 @@ import Testing
             "counter() cannot be used here"
         ])
     }
+
+    @Test func hexTextOfContiguousAndOtherByteSequences() {
+        #expect([0x51, 0x60, 0x0A].hexString() == "51600A")
+        #expect([0x51, 0x60, 0x0A].hexString(separator: " ", uppercase: false) == "51 60 0a")
+        #expect([UInt8]().hexString(separator: ":") == "")
+        #expect([0xFF].hexString(separator: ":") == "FF")
+        // Not contiguous: the byte-by-byte path.
+        #expect([UInt8]([1, 0xAB, 2]).reversed().hexString(separator: "--") == "02--AB--01")
+        var line = Array("x ".utf8)
+        [0xDE, 0xAD].appendHex(to: &line, uppercase: false)
+        #expect(String(decoding: line, as: UTF8.self) == "x dead")
+    }
 }

@@ -103,7 +103,7 @@ extension GattApplication {
         var methods: [DBusMethod] = [
             Self.readValueMethod(attribute, handler: handler),
             Self.writeValueMethod(attribute, handler: handler) { call, options in
-                options["type"]?.string.flatMap(GattWriteRequest.Kind.init(rawValue:))
+                options.type.flatMap(GattWriteRequest.Kind.init(rawValue:))
                     ?? (call.expectsReply ? .request : hasWriteWithoutResponse ? untrackedWriteKind : .request)
             },
         ]
@@ -116,13 +116,13 @@ extension GattApplication {
             methods += [
                 DBusMethod("StartNotify") { call in
                     await handler.subscriptionChanged(
-                        GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext(options: [:], call: call)))
+                        GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext(options: GattRequestOptions(nil), call: call)))
                     await notifyingChanged(true)
                     return []
                 },
                 DBusMethod("StopNotify") { call in
                     await handler.subscriptionChanged(
-                        GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext(options: [:], call: call)))
+                        GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext(options: GattRequestOptions(nil), call: call)))
                     await notifyingChanged(false)
                     return []
                 },
@@ -133,7 +133,7 @@ extension GattApplication {
             ]
             if definition.notifyPath == .acquireNotify {
                 methods.append(DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { call in
-                    let context = GattRequestContext(options: call.arguments[0].stringKeyedDictionary ?? [:], call: call)
+                    let context = GattRequestContext(options: GattRequestOptions(call.arguments.first), call: call)
                     let key = context.device?.rawValue ?? "*"
                     let mtu = context.mtu ?? 23
                     let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { _ in }, onClose: {
@@ -159,7 +159,7 @@ extension GattApplication {
         }
         if definition.acquireWrite {
             methods.append(DBusMethod("AcquireWrite", input: "a{sv}", output: "hq") { call in
-                let context = GattRequestContext(options: call.arguments[0].stringKeyedDictionary ?? [:])
+                let context = GattRequestContext(options: GattRequestOptions(call.arguments.first))
                 let mtu = context.mtu ?? 23
                 let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { packet in
                     let request = GattWriteRequest(
@@ -193,9 +193,8 @@ extension GattApplication {
     /// `ReadValue(a{sv}) → ay`, answered by the handler.
     static func readValueMethod(_ attribute: GattAttributeID, handler: any GattRequestHandler) -> DBusMethod {
         DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
-            let options = call.arguments[0].stringKeyedDictionary ?? [:]
-            let request = GattReadRequest(
-                attribute: attribute, offset: Int(options["offset"]?.integer ?? 0), context: GattRequestContext(options: options, call: call))
+            let options = GattRequestOptions(call.arguments.first)
+            let request = GattReadRequest(attribute: attribute, offset: options.offset, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 return [.bytes(try await handler.read(request))]
             } catch {
@@ -207,15 +206,15 @@ extension GattApplication {
     /// `WriteValue(ay, a{sv})`, answered by the handler; `kind` tells the write type from the call and its options.
     static func writeValueMethod(
         _ attribute: GattAttributeID, handler: any GattRequestHandler,
-        kind: @escaping @Sendable (DBusMethodCall, [String: DBusValue]) -> GattWriteRequest.Kind?,
+        kind: @escaping @Sendable (DBusMethodCall, GattRequestOptions) -> GattWriteRequest.Kind?,
         stored: @escaping @Sendable ([UInt8]) -> Void = { _ in }
     ) -> DBusMethod {
         DBusMethod("WriteValue", input: "aya{sv}") { call in
-            let options = call.arguments[1].stringKeyedDictionary ?? [:]
+            let options = GattRequestOptions(call.arguments.last)
             let request = GattWriteRequest(
-                attribute: attribute, value: call.arguments[0].bytes ?? [], offset: Int(options["offset"]?.integer ?? 0),
+                attribute: attribute, value: call.arguments.first?.bytes ?? [], offset: options.offset,
                 kind: kind(call, options), bluetoothdAnswered: !call.expectsReply,
-                prepareAuthorize: options["prepare-authorize"]?.boolean ?? false, context: GattRequestContext(options: options, call: call))
+                prepareAuthorize: options.prepareAuthorize, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 try await handler.write(request)
             } catch {

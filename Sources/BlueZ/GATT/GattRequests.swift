@@ -15,10 +15,10 @@ public struct GattRequestContext: Sendable, Equatable {
     /// The D-Bus call that carried the request, if any (see ``begin()``).
     let call: DBusMethodCall?
 
-    init(options: [String: DBusValue], call: DBusMethodCall? = nil) {
-        device = options["device"]?.objectPath
-        mtu = options["mtu"]?.integer.flatMap { UInt16(exactly: $0) }
-        link = options["link"]?.string
+    init(options: GattRequestOptions, call: DBusMethodCall? = nil) {
+        device = options.device
+        mtu = options.mtu
+        link = options.link
         self.call = call
     }
 
@@ -37,6 +37,35 @@ public struct GattRequestContext: Sendable, Equatable {
     /// Equal when they describe the same central and link; the carrying call does not count.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.device == rhs.device && lhs.mtu == rhs.mtu && lhs.link == rhs.link
+    }
+}
+
+/// The `a{sv}` options bluetoothd passes with a GATT call, read in one pass over the entries (this runs for
+/// every read and write: no dictionary is built); unknown keys and mistyped values are ignored.
+struct GattRequestOptions {
+    var device: DBusObjectPath?
+    var mtu: UInt16?
+    var link: String?
+    var offset = 0
+    /// `request`, `command` or `reliable`, from BlueZ versions that say.
+    var type: String?
+    var prepareAuthorize = false
+
+    init(_ value: DBusValue?) {
+        guard case .dictionary(_, _, let entries)? = value else { return }
+        for entry in entries {
+            guard case .string(let key) = entry.key else { continue }
+            let value = entry.value.unwrappingVariants
+            switch key {
+            case "device": device = value.objectPath
+            case "mtu": mtu = value.integer.flatMap { UInt16(exactly: $0) }
+            case "link": link = value.string
+            case "offset": offset = value.integer.flatMap { Int(exactly: $0) } ?? 0
+            case "type": type = value.string
+            case "prepare-authorize": prepareAuthorize = value.boolean ?? false
+            default: break
+            }
+        }
     }
 }
 
@@ -107,11 +136,21 @@ public struct GattSubscriptionChange: Sendable, Equatable {
 public enum BlueZDevicePath {
     /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
     public static func address(of path: DBusObjectPath) -> String? {
-        // Called for every request and notification: plain UTF-8 bytes, no Foundation string search.
-        let utf8 = path.rawValue.utf8
-        let start = (utf8.lastIndex(of: UInt8(ascii: "/")).map { utf8.index(after: $0) }) ?? utf8.startIndex
-        let last = utf8[start...]
-        guard last.count == 21, last.starts(with: "dev_".utf8) else { return nil }
-        return String(decoding: last.dropFirst(4).map { $0 == UInt8(ascii: "_") ? UInt8(ascii: ":") : $0 }, as: UTF8.self)
+        // Called for every request and notification: one pass over the last 21 bytes, no string searching.
+        var raw = path.rawValue
+        return raw.withUTF8 { bytes -> String? in
+            // "/dev_" + 17 characters of address, at the end.
+            guard bytes.count >= 22, bytes[bytes.count - 22] == UInt8(ascii: "/") else { return nil }
+            let last = UnsafeBufferPointer(rebasing: bytes[(bytes.count - 21)...])
+            guard last[0] == UInt8(ascii: "d"), last[1] == UInt8(ascii: "e"), last[2] == UInt8(ascii: "v"),
+                  last[3] == UInt8(ascii: "_") else { return nil }
+            return String(unsafeUninitializedCapacity: 17) { address in
+                for index in 0..<17 {
+                    let byte = last[4 + index]
+                    address[index] = byte == UInt8(ascii: "_") ? UInt8(ascii: ":") : byte
+                }
+                return 17
+            }
+        }
     }
 }

@@ -98,7 +98,7 @@ extension DBusConnection {
         guard let method = candidates.lazy.flatMap(\.methods).first(where: { $0.name == member }) else {
             return replyError(to: message, DBusError.Name.unknownMethod, "no method \(member) on \(path)")
         }
-        let signature = DBusSignature(arguments.map(\.signature.rawValue).joined())
+        let signature = message.signature
         guard signature == method.inputSignature else {
             return replyError(to: message, DBusError.Name.invalidArgs,
                               "\(member) takes (\(method.inputSignature)), got (\(signature))")

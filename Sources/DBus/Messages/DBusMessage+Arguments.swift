@@ -99,8 +99,6 @@ extension DBusMessage {
     }
 
     private static func readArray(_ iterator: inout DBusMessageIter) throws(DBusError) -> DBusValue {
-        let signature = currentSignature(&iterator)
-        let elementSignature = DBusSignature(String(signature.rawValue.dropFirst()))
         let elementType = dbus_message_iter_get_element_type(&iterator)
         var inner = DBusMessageIter()
         dbus_message_iter_recurse(&iterator, &inner)
@@ -112,22 +110,48 @@ extension DBusMessage {
             return .bytes(Array(UnsafeRawBufferPointer(start: base, count: Int(count))))
         }
         if elementType == DBusTypeCode.dictionaryEntry {
-            // a{KV}: the key is one basic type code, the value is the rest before "}".
-            let body = signature.rawValue.dropFirst(2).dropLast()
-            let key = DBusSignature(String(body.prefix(1)))
-            let value = DBusSignature(String(body.dropFirst()))
+            let (key, value) = dictionarySignatures(&iterator, entries: inner)
             var entries: [DBusDictionaryEntry] = []
             while dbus_message_iter_get_arg_type(&inner) != DBusTypeCode.invalid {
                 var entry = DBusMessageIter()
                 dbus_message_iter_recurse(&inner, &entry)
-                let fields = try readAll(&entry)
-                guard fields.count == 2 else { throw .unexpectedMessage("dictionary entry with \(fields.count) fields") }
-                entries.append(DBusDictionaryEntry(key: fields[0], value: fields[1]))
+                let entryKey = try read(&entry)
+                guard dbus_message_iter_next(&entry) != 0 else { throw .unexpectedMessage("dictionary entry without a value") }
+                entries.append(DBusDictionaryEntry(key: entryKey, value: try read(&entry)))
+                guard dbus_message_iter_next(&entry) == 0 else { throw .unexpectedMessage("dictionary entry with more than two fields") }
                 dbus_message_iter_next(&inner)
             }
             return .dictionary(key: key, value: value, entries)
         }
-        return .array(element: elementSignature, try readAll(&inner))
+        let element = singleCodeSignature(elementType) ?? DBusSignature(String(currentSignature(&iterator).rawValue.dropFirst()))
+        return .array(element: element, try readAll(&inner))
+    }
+
+    /// The signature of a type that is one code (`s`, `v`, `u`, …), without asking libdbus (which allocates
+    /// a copy); nil for arrays and structures.
+    private static func singleCodeSignature(_ type: Int32) -> DBusSignature? {
+        guard type != DBusTypeCode.array, type != DBusTypeCode.structure, type != DBusTypeCode.dictionaryEntry,
+              type != DBusTypeCode.invalid, let code = UnicodeScalar(UInt32(type)) else { return nil }
+        return DBusSignature(String(Character(code)))
+    }
+
+    /// The key and value signatures of the dictionary at `iterator` (`entries` is its content): read off the
+    /// first entry when its value is one code (`a{sv}`, `a{qv}`, …), else from libdbus.
+    private static func dictionarySignatures(_ iterator: inout DBusMessageIter, entries: DBusMessageIter) -> (DBusSignature, DBusSignature) {
+        var entries = entries
+        if dbus_message_iter_get_arg_type(&entries) == DBusTypeCode.dictionaryEntry {
+            var entry = DBusMessageIter()
+            dbus_message_iter_recurse(&entries, &entry)
+            let keyType = dbus_message_iter_get_arg_type(&entry)
+            dbus_message_iter_next(&entry)
+            if let key = singleCodeSignature(keyType), let value = singleCodeSignature(dbus_message_iter_get_arg_type(&entry)) {
+                return (key, value)
+            }
+        }
+        // a{KV}: the key is one basic type code, the value is the rest before "}".
+        let signature = currentSignature(&iterator).rawValue
+        let body = signature.dropFirst(2).dropLast()
+        return (DBusSignature(String(body.prefix(1))), DBusSignature(String(body.dropFirst())))
     }
 
     private static func currentSignature(_ iterator: inout DBusMessageIter) -> DBusSignature {

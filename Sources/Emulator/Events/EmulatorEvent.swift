@@ -39,7 +39,10 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// Appends ``text`` as UTF-8 to `line` (no intermediate strings: the log formats every event).
     public func appendText(to line: inout [UInt8]) {
-        line.reserveCapacity(line.count + 80 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0))
+        // Lines are appended to a batch that grows until it is written: reserve geometrically, since an
+        // exact reservation per line would copy the whole batch for every line.
+        let needed = line.count + 80 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0)
+        if line.capacity < needed { line.reserveCapacity(max(needed, line.capacity * 2)) }
         Self.appendMilliseconds(time, to: &line)
         line += " ms ".utf8
         line += kind.rawValue.utf8
@@ -69,15 +72,21 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// Appends `time` with three decimals, right-aligned in ten characters.
     static func appendMilliseconds(_ time: Double, to line: inout [UInt8]) {
-        let thousandths = max(0, Int((time * 1000).rounded()))
-        var digits: [UInt8] = []
-        var rest = thousandths
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0 || digits.count < 4
-        digits.insert(UInt8(ascii: "."), at: 3)
-        if digits.count < 10 { line += repeatElement(UInt8(ascii: " "), count: 10 - digits.count) }
-        line += digits.reversed()
+        var rest = max(0, Int((time * 1000).rounded()))
+        var digits = 1
+        var power = 10
+        while power <= rest, digits < 19 { digits += 1; power &*= 10 }
+        // At least "0.000"; the integer part's digits, the point, three decimals.
+        let width = max(digits, 4) + 1
+        line.append(contentsOf: repeatElement(UInt8(ascii: " "), count: max(width, 10)))
+        line.withUnsafeMutableBufferPointer { buffer in
+            var index = buffer.count - 1
+            for position in 0..<(width - 1) {
+                buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                index -= 1
+                if position == 2 { buffer[index] = UInt8(ascii: "."); index -= 1 }
+            }
+        }
     }
 }

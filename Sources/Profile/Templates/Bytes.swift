@@ -13,6 +13,26 @@ extension Sequence where Element == UInt8 {
     public func appendHex(to text: inout [UInt8], separator: String = "", uppercase: Bool = true) {
         let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
         let separatorBytes = Array(separator.utf8)
+        let filled: Void? = withContiguousStorageIfAvailable { bytes in
+            // Contiguous bytes (arrays, every log line): grow once, then fill in place.
+            guard !bytes.isEmpty else { return }
+            let start = text.count
+            text.append(contentsOf: repeatElement(0, count: bytes.count * 2 + (bytes.count - 1) * separatorBytes.count))
+            digits.withUTF8Buffer { digits in
+                text.withUnsafeMutableBufferPointer { buffer in
+                    var index = start
+                    for (position, byte) in bytes.enumerated() {
+                        if position > 0 {
+                            for separatorByte in separatorBytes { buffer[index] = separatorByte; index += 1 }
+                        }
+                        buffer[index] = digits[Int(byte >> 4)]
+                        buffer[index + 1] = digits[Int(byte & 0x0F)]
+                        index += 2
+                    }
+                }
+            }
+        }
+        guard filled == nil else { return }
         digits.withUTF8Buffer { digits in
             var first = true
             for byte in self {
