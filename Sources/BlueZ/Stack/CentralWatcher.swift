@@ -27,28 +27,33 @@ public final class CentralWatcher: Sendable {
             }
             if changed { handler(isConnected ? .connected(address: address) : .disconnected(address: address)) }
         }
-        var subscriptions: [DBusSignalSubscription] = []
+        let connection = stack.connection
+        // The three match rules are independent: added at once, one round trip instead of three. The
+        // connected devices are listed once all three are in place, so no connection falls in between.
+        async let connections = Self.subscription(connection, DBusMatchRule(
+            sender: BlueZNames.service, pathNamespace: adapter.path, interface: BlueZNames.properties, member: "PropertiesChanged",
+            arg0: BlueZNames.device)) { signal in
+            guard let changed = signal.arguments.dropFirst().first?.stringKeyedDictionary, let isConnected = changed["Connected"]?.boolean else { return }
+            update(signal.path, isConnected)
+        }
+        async let additions = Self.subscription(connection, DBusMatchRule(
+            sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesAdded")) { signal in
+            guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
+                  case .dictionary(_, _, let interfaces)? = signal.arguments.dropFirst().first else { return }
+            for entry in interfaces where entry.key.string == BlueZNames.device {
+                if entry.value.stringKeyedDictionary?["Connected"]?.boolean == true { update(path, true) }
+            }
+        }
+        async let removals = Self.subscription(connection, DBusMatchRule(
+            sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesRemoved")) { signal in
+            guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
+                  signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.device)) == true else { return }
+            update(path, false)
+        }
+        let results = await [connections, additions, removals]
+        let subscriptions = results.compactMap { try? $0.get() }
         do {
-            subscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
-                sender: BlueZNames.service, pathNamespace: adapter.path, interface: BlueZNames.properties, member: "PropertiesChanged",
-                arg0: BlueZNames.device)) { signal in
-                guard let changed = signal.arguments.dropFirst().first?.stringKeyedDictionary, let isConnected = changed["Connected"]?.boolean else { return }
-                update(signal.path, isConnected)
-            })
-            subscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
-                sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesAdded")) { signal in
-                guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
-                      case .dictionary(_, _, let interfaces)? = signal.arguments.dropFirst().first else { return }
-                for entry in interfaces where entry.key.string == BlueZNames.device {
-                    if entry.value.stringKeyedDictionary?["Connected"]?.boolean == true { update(path, true) }
-                }
-            })
-            subscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
-                sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesRemoved")) { signal in
-                guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
-                      signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.device)) == true else { return }
-                update(path, false)
-            })
+            for result in results { _ = try result.get() }
             for (path, interfaces) in try await stack.managedObjects() where path.isDescendant(of: adapter.path) {
                 if interfaces[BlueZNames.device]?["Connected"]?.boolean == true { update(path, true) }
             }
@@ -60,6 +65,17 @@ public final class CentralWatcher: Sendable {
             throw .call("cannot watch centrals", error as? DBusError ?? .disconnected)
         }
         return CentralWatcher(subscriptions: subscriptions, connected: connected)
+    }
+
+    /// Subscribes to `rule`, the outcome as a value (for `async let`).
+    private static func subscription(
+        _ connection: DBusConnection, _ rule: DBusMatchRule, handler: @escaping @Sendable (DBusSignal) -> Void
+    ) async -> Result<DBusSignalSubscription, DBusError> {
+        do {
+            return .success(try await connection.subscribe(to: rule, handler: handler))
+        } catch {
+            return .failure(error)
+        }
     }
 
     private init(subscriptions: [DBusSignalSubscription], connected: Locked<Set<String>>) {

@@ -80,13 +80,38 @@ public actor Emulator {
         guard adapter.canAdvertise else {
             throw .call("adapter \(adapter.name) cannot advertise", .named("org.bluez.Error.NotSupported", message: "no LEAdvertisingManager1"))
         }
-        if let name = engine.deviceName() { try await adapter.setAlias(name) }
-        if let centralEvents {
-            watcher = try await CentralWatcher.watch(adapter: adapter, stack: stack) { centralEvents.yield($0) }
+        // Following centrals takes round trips that nothing but advertising needs to wait for: they run
+        // alongside setting the alias and registering the application.
+        async let watching = Self.watchCentrals(adapter: adapter, stack: stack, events: centralEvents)
+        do throws(BlueZError) {
+            if let name = engine.deviceName() { try await adapter.setAlias(name) }
+            let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath)
+            application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+        } catch {
+            if case .success(let started)? = await watching { await started.cancel() }
+            throw error
         }
-        let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath)
-        application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+        switch await watching {
+        case .failure(let error)?:
+            await application?.unregister()
+            application = nil
+            throw error
+        case .success(let started)?: watcher = started
+        case nil: break
+        }
         if engine.isAdvertising { try await startAdvertising() }
+    }
+
+    /// A ``CentralWatcher`` feeding `events`, the outcome as a value (for `async let`); nil without `events`.
+    private static func watchCentrals(
+        adapter: Adapter, stack: BlueZStack, events: AsyncStream<CentralEvent>.Continuation?
+    ) async -> Result<CentralWatcher, BlueZError>? {
+        guard let events else { return nil }
+        do {
+            return .success(try await CentralWatcher.watch(adapter: adapter, stack: stack) { events.yield($0) })
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// Unregisters advertisements and the application, restores the alias and closes the bus connection.
