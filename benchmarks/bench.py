@@ -67,21 +67,17 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 def mem_kib(pid: int) -> dict:
+    """VmHWM/VmRSS from status, and smaps_rollup's Anonymous: heap and stacks, what one more instance
+    costs (file pages, even a tmpfs copy's, are shareable)."""
     out = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            k, _, v = line.partition(":")
-            if k in ("VmHWM", "VmRSS"):
-                out[k] = int(v.split()[0])
-    except OSError:
-        pass
-    try:  # heap, stacks: what one more instance costs (file pages, even a tmpfs copy's, are shareable)
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            k, _, v = line.partition(":")
-            if k == "Anonymous":
-                out[k] = int(v.split()[0])
-    except OSError:
-        pass
+    for name, keys in (("status", ("VmHWM", "VmRSS")), ("smaps_rollup", ("Anonymous",))):
+        try:
+            for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+                k, _, v = line.partition(":")
+                if k in keys:
+                    out[k] = int(v.split()[0])
+        except OSError:
+            pass
     return out
 
 

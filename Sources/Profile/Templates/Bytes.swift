@@ -11,35 +11,34 @@ extension Sequence where Element == UInt8 {
     /// Appends what ``hexString(separator:uppercase:)`` returns, as UTF-8, to `text`.
     @inlinable
     public func appendHex(to text: inout [UInt8], separator: String = "", uppercase: Bool = true) {
-        let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
-        let separatorBytes = Array(separator.utf8)
-        let filled: Void? = withContiguousStorageIfAvailable { bytes in
-            // Contiguous bytes (arrays, every log line): grow once, then fill in place.
-            guard !bytes.isEmpty else { return }
-            let start = text.count
-            text.append(contentsOf: repeatElement(0, count: bytes.count * 2 + (bytes.count - 1) * separatorBytes.count))
-            digits.withUTF8Buffer { digits in
-                text.withUnsafeMutableBufferPointer { buffer in
-                    var index = start
-                    for (position, byte) in bytes.enumerated() {
-                        if position > 0 {
-                            for separatorByte in separatorBytes { buffer[index] = separatorByte; index += 1 }
-                        }
-                        buffer[index] = digits[Int(byte >> 4)]
-                        buffer[index + 1] = digits[Int(byte & 0x0F)]
-                        index += 2
-                    }
-                }
-            }
+        // Contiguous bytes (arrays: every log line) are read in place; other sequences are copied first.
+        let appended: Void? = withContiguousStorageIfAvailable { bytes in
+            appendHexDigits(of: bytes, to: &text, separator: separator, uppercase: uppercase)
         }
-        guard filled == nil else { return }
-        digits.withUTF8Buffer { digits in
-            var first = true
-            for byte in self {
-                if !first { text += separatorBytes }
-                first = false
-                text.append(digits[Int(byte >> 4)])
-                text.append(digits[Int(byte & 0x0F)])
+        if appended == nil {
+            Array(self).withUnsafeBufferPointer { appendHexDigits(of: $0, to: &text, separator: separator, uppercase: uppercase) }
+        }
+    }
+}
+
+/// Grows `text` once by the digits and separators of `bytes`, then writes them in place.
+@usableFromInline
+func appendHexDigits(of bytes: UnsafeBufferPointer<UInt8>, to text: inout [UInt8], separator: String, uppercase: Bool) {
+    guard !bytes.isEmpty else { return }
+    let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
+    let separatorBytes = Array(separator.utf8)
+    let start = text.count
+    text.append(contentsOf: repeatElement(0, count: bytes.count * 2 + (bytes.count - 1) * separatorBytes.count))
+    digits.withUTF8Buffer { digits in
+        text.withUnsafeMutableBufferPointer { buffer in
+            var index = start
+            for (position, byte) in bytes.enumerated() {
+                if position > 0 {
+                    for separatorByte in separatorBytes { buffer[index] = separatorByte; index += 1 }
+                }
+                buffer[index] = digits[Int(byte >> 4)]
+                buffer[index + 1] = digits[Int(byte & 0x0F)]
+                index += 2
             }
         }
     }
