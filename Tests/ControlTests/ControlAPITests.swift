@@ -147,6 +147,22 @@ import Testing
         }
     }
 
+    /// `ctl events --follow` connecting while gattemu shuts down gets what was logged and a complete answer.
+    @Test(.timeLimit(.minutes(1))) func eventStreamAskedForDuringShutdownEnds() async throws {
+        let emulator = try makeEmulator()
+        emulator.events.record(.note, detail: "one")
+        emulator.events.record(.stopped)
+        emulator.events.finishSubscriptions()
+        try await withAPI(emulator) { client in
+            try await client.execute(uri: "/v1/events/stream?since=0", method: .get) { response in
+                #expect(response.status == .ok)
+                let text = String(buffer: response.body)
+                #expect(text.components(separatedBy: "\n").filter { $0.hasPrefix("id: ") } == ["id: 1", "id: 2"])
+                #expect(text.contains("event: stopped"))
+            }
+        }
+    }
+
     @Test func advertisementVariantsAndReset() async throws {
         let emulator = try makeEmulator("leaf-reader")
         try await withAPI(emulator) { client in

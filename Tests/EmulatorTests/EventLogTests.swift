@@ -41,3 +41,29 @@ import Testing
         #expect(log.events(since: EventLog.capacity + 5).isEmpty)
     }
 }
+
+@Suite struct EventLogSubscriptionTests {
+    /// A client that asks for the stream while gattemu shuts down (after the live streams were ended)
+    /// gets the kept events and an end, not a stream that waits for events that will never come.
+    @Test(.timeLimit(.minutes(1))) func subscribingAfterTheEndDeliversTheKeptEventsAndEnds() async throws {
+        let log = try EventLog(format: .json)
+        log.record(.note, detail: "a")
+        log.record(.stopped)
+        log.finishSubscriptions()
+        var seen: [Int] = []
+        for await event in log.subscribe(since: 0) { seen.append(event.sequence) }
+        #expect(seen == [1, 2])
+        var unseen = 0
+        for await _ in log.subscribe() { unseen += 1 }
+        #expect(unseen == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func subscribingAfterCloseEnds() async throws {
+        let log = try EventLog(format: .json)
+        log.record(.stopped)
+        log.close()
+        var seen: [Int] = []
+        for await event in log.subscribe(since: 0) { seen.append(event.sequence) }
+        #expect(seen == [1])
+    }
+}

@@ -25,6 +25,8 @@ public final class EventLog: Sendable {
         var nextSequence = 1
         var subscribers: [Int: AsyncStream<EmulatorEvent>.Continuation] = [:]
         var nextSubscriber = 0
+        /// Set by ``finishSubscriptions()`` and ``close()``: later subscriptions get the kept events and end.
+        var subscriptionsEnded = false
         var console: [UInt8] = []
         var file: [UInt8] = []
         /// The events file's descriptor, -1 when there is none (or after ``close()``).
@@ -124,17 +126,23 @@ public final class EventLog: Sendable {
     /// The sequence number of the latest event (0 when none).
     public var lastSequence: Int { recent.withLock { $0.nextSequence - 1 } }
 
-    /// Kept events after `sequence`, then every new event as it is recorded, until the stream's consumer stops.
+    /// Kept events after `sequence`, then every new event as it is recorded, until the stream's consumer stops
+    /// or the subscriptions end (a stream asked for after that has the kept events only).
     public func subscribe(since sequence: Int? = nil) -> AsyncStream<EmulatorEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: EmulatorEvent.self, bufferingPolicy: .bufferingNewest(Self.capacity))
-        let id = recent.withLock { recent in
+        let id = recent.withLock { recent -> Int? in
             if let sequence {
                 for event in recent.events where event.sequence > sequence { continuation.yield(event) }
             }
+            guard !recent.subscriptionsEnded else { return nil }
             let id = recent.nextSubscriber
             recent.nextSubscriber += 1
             recent.subscribers[id] = continuation
             return id
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             self?.recent.withLock { _ = $0.subscribers.removeValue(forKey: id) }
@@ -144,8 +152,15 @@ public final class EventLog: Sendable {
 
     /// Ends every subscription: each stream delivers what it holds, then finishes.
     public func finishSubscriptions() {
-        let subscribers = recent.withLock { recent in defer { recent.subscribers = [:] }; return recent.subscribers }
-        for subscriber in subscribers.values { subscriber.finish() }
+        let subscribers = recent.withLock { Self.endSubscriptions(&$0) }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
+    /// Marks the subscriptions ended and hands out the live ones for finishing outside the lock.
+    private static func endSubscriptions(_ recent: inout Recent) -> [AsyncStream<EmulatorEvent>.Continuation] {
+        recent.subscriptionsEnded = true
+        defer { recent.subscribers = [:] }
+        return Array(recent.subscribers.values)
     }
 
     /// Writes what is batched, closes the file and ends every subscription.
@@ -157,10 +172,9 @@ public final class EventLog: Sendable {
                 Glibc.close(recent.fileDescriptor)
                 recent.fileDescriptor = -1
             }
-            defer { recent.subscribers = [:] }
-            return recent.subscribers
+            return Self.endSubscriptions(&recent)
         }
-        for subscriber in subscribers.values { subscriber.finish() }
+        for subscriber in subscribers { subscriber.finish() }
     }
 }
 
