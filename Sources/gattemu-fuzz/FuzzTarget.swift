@@ -27,6 +27,19 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             }
         case .dbus:
             _ = try? DBusMarshalling.arguments(ofMarshalledMessage: data)
+            _ = try? DBusMarshalling.readArguments(ofMarshalledMessage: data) { reader in
+                // Every accessor in turn, whatever the argument types: a mismatch must be a nil, never a crash.
+                for step in 0..<12 {
+                    switch step % 6 {
+                    case 0: _ = reader.bytes()
+                    case 1: _ = reader.string()
+                    case 2: _ = reader.integer()
+                    case 3: reader.forEachEntry { _, value in _ = value.objectPath(); _ = value.boolean() }
+                    case 4: _ = try? reader.value()
+                    default: _ = reader.boolean()
+                    }
+                }
+            }
         case .engine:
             for profile in ShippedProfiles.all {
                 var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:AA:01:01:00:01", seed: 1))

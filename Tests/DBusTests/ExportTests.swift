@@ -156,21 +156,21 @@ import Testing
         // "Note" calls begin() first, then waits 300 ms: later calls start at once.
         try await server.export([DBusInterface(name: "test.Order", methods: [
             DBusMethod("Hold", input: "s") { call in
-                started.withLock { $0.append(call.arguments[0].string ?? "") }
+                started.withLock { $0.append((try? call.arguments[0].string) ?? "") }
                 try await Task.sleep(for: .milliseconds(300))
-                finished.withLock { $0.append(call.arguments[0].string ?? "") }
+                finished.withLock { $0.append((try? call.arguments[0].string) ?? "") }
                 return []
             },
             DBusMethod("Note", input: "s") { call in
-                started.withLock { $0.append(call.arguments[0].string ?? "") }
+                started.withLock { $0.append((try? call.arguments[0].string) ?? "") }
                 call.begin()
                 try await Task.sleep(for: .milliseconds(300))
-                finished.withLock { $0.append(call.arguments[0].string ?? "") }
+                finished.withLock { $0.append((try? call.arguments[0].string) ?? "") }
                 return []
             },
             DBusMethod("Quick", input: "s") { call in
-                started.withLock { $0.append(call.arguments[0].string ?? "") }
-                finished.withLock { $0.append(call.arguments[0].string ?? "") }
+                started.withLock { $0.append((try? call.arguments[0].string) ?? "") }
+                finished.withLock { $0.append((try? call.arguments[0].string) ?? "") }
                 return []
             },
         ])], at: "/order")

@@ -47,13 +47,57 @@ import Testing
         let server = try await bus.connect()
         let client = try await bus.connect()
         let echoAll = DBusInterface(name: "test.Echo", methods: [
-            DBusMethod("Swap", input: "sy", output: "ys") { call in [call.arguments[1], call.arguments[0]] },
+            DBusMethod("Swap", input: "sy", output: "ys") { call in let arguments = try call.arguments; return [arguments[1], arguments[0]] },
         ])
         try await server.export([echoAll], at: "/echo")
         let reply = try await client.call(
             destination: server.uniqueName, path: "/echo", interface: "test.Echo", member: "Swap",
             arguments: [.string("first"), .byte(2)])
         #expect(reply == [.byte(2), .string("first")])
+    }
+
+    /// The reader a GATT write uses: typed values out of `ay` and `a{sv}`, looking through variants, nil (and
+    /// on to the next argument) for another type.
+    @Test func argumentReaderReadsTypedValuesInOrder() async throws {
+        let bus = try PrivateBus()
+        let server = try await bus.connect()
+        let client = try await bus.connect()
+        let reader = DBusInterface(name: "test.Reader", methods: [
+            DBusMethod("Read", input: "sya{sv}ay", output: "as") { call in
+                let seen = call.readArguments { reader -> [String] in
+                    var seen = ["\(reader.bytes() as Any)", "\(reader.integer() as Any)"]
+                    reader.forEachEntry { key, value in
+                        switch key {
+                        case "device": seen.append("device \(value.objectPath() as Any)")
+                        case "mtu", "offset", "huge": seen.append("\(key) \(value.integer() as Any)")
+                        case "flag": seen.append("flag \(value.boolean() as Any)")
+                        case "nested", "path": seen.append("\(key) \(value.string() as Any)")
+                        default: seen.append("\(key) mistyped \(value.integer() as Any)")
+                        }
+                    }
+                    seen.append("\(reader.bytes() ?? [])")
+                    seen.append("end \(reader.bytes() as Any) \((try? reader.value()) as Any)")
+                    return seen
+                }
+                return [.strings(seen)]
+            },
+        ])
+        try await server.export([reader], at: "/reader")
+        let options: [(String, DBusValue)] = [
+            ("device", .objectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF")), ("mtu", .uint16(517)), ("offset", .uint32(5)),
+            ("huge", .uint64(.max)), ("flag", .boolean(true)), ("nested", .variant(.string("x"))),
+            ("path", .objectPath("/p")), ("link", .string("LE")),
+        ]
+        let reply = try await client.call(
+            destination: server.uniqueName, path: "/reader", interface: "test.Reader", member: "Read",
+            arguments: [.string("not bytes"), .byte(7), .dictionary(key: .string, value: .variant, options.map {
+                DBusDictionaryEntry(key: .string($0.0), value: .variant($0.1))
+            }), .bytes([1, 2, 3])])
+        #expect(reply.first?.arrayElements?.compactMap(\.string) == [
+            "nil", "Optional(7)", "device Optional(/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF)", "mtu Optional(517)",
+            "offset Optional(5)", "huge nil", "flag Optional(true)", "nested Optional(\"x\")", "path Optional(\"/p\")",
+            "link mistyped nil", "[1, 2, 3]", "end nil nil",
+        ])
     }
 
     @Test func fileDescriptorsArePassedAndOwned() async throws {
@@ -94,7 +138,7 @@ import Testing
 
     private var echoInterface: DBusInterface {
         DBusInterface(name: "test.Echo", methods: [
-            DBusMethod("Echo", input: "v", output: "v") { call in call.arguments },
+            DBusMethod("Echo", input: "v", output: "v") { call in try call.arguments },
         ])
     }
 }

@@ -130,7 +130,8 @@ final class StandIn: Sendable {
             ]),
             DBusInterface(name: BlueZNames.gattManager, methods: [
                 DBusMethod("RegisterApplication", input: "oa{sv}") { call in
-                    application.withLock { $0 = (call.sender ?? "", call.arguments[0].objectPath ?? "/") }
+                    let path = try call.arguments[0].objectPath ?? "/"
+                    application.withLock { $0 = (call.sender ?? "", path) }
                     return []
                 },
                 DBusMethod("UnregisterApplication", input: "o") { _ in [] },

@@ -116,13 +116,13 @@ extension GattApplication {
             methods += [
                 DBusMethod("StartNotify") { call in
                     await handler.subscriptionChanged(
-                        GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext(options: GattRequestOptions(nil), call: call)))
+                        GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext(options: GattRequestOptions(), call: call)))
                     await notifyingChanged(true)
                     return []
                 },
                 DBusMethod("StopNotify") { call in
                     await handler.subscriptionChanged(
-                        GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext(options: GattRequestOptions(nil), call: call)))
+                        GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext(options: GattRequestOptions(), call: call)))
                     await notifyingChanged(false)
                     return []
                 },
@@ -133,7 +133,7 @@ extension GattApplication {
             ]
             if definition.notifyPath == .acquireNotify {
                 methods.append(DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { call in
-                    let context = GattRequestContext(options: GattRequestOptions(call.arguments.first), call: call)
+                    let context = GattRequestContext(options: GattRequestOptions(of: call), call: call)
                     let key = context.device?.rawValue ?? "*"
                     let mtu = context.mtu ?? 23
                     let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { _ in }, onClose: {
@@ -159,7 +159,7 @@ extension GattApplication {
         }
         if definition.acquireWrite {
             methods.append(DBusMethod("AcquireWrite", input: "a{sv}", output: "hq") { call in
-                let context = GattRequestContext(options: GattRequestOptions(call.arguments.first))
+                let context = GattRequestContext(options: GattRequestOptions(of: call))
                 let mtu = context.mtu ?? 23
                 let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { packet in
                     let request = GattWriteRequest(
@@ -193,7 +193,7 @@ extension GattApplication {
     /// `ReadValue(a{sv}) → ay`, answered by the handler.
     static func readValueMethod(_ attribute: GattAttributeID, handler: any GattRequestHandler) -> DBusMethod {
         DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
-            let options = GattRequestOptions(call.arguments.first)
+            let options = GattRequestOptions(of: call)
             let request = GattReadRequest(attribute: attribute, offset: options.offset, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 return [.bytes(try await handler.read(request))]
@@ -210,9 +210,9 @@ extension GattApplication {
         stored: @escaping @Sendable ([UInt8]) -> Void = { _ in }
     ) -> DBusMethod {
         DBusMethod("WriteValue", input: "aya{sv}") { call in
-            let options = GattRequestOptions(call.arguments.last)
+            let (value, options) = call.readArguments { reader in (reader.bytes() ?? [], GattRequestOptions(reading: &reader)) }
             let request = GattWriteRequest(
-                attribute: attribute, value: call.arguments.first?.bytes ?? [], offset: options.offset,
+                attribute: attribute, value: value, offset: options.offset,
                 kind: kind(call, options), bluetoothdAnswered: !call.expectsReply,
                 prepareAuthorize: options.prepareAuthorize, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {

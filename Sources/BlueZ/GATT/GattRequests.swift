@@ -51,21 +51,26 @@ struct GattRequestOptions {
     var type: String?
     var prepareAuthorize = false
 
-    init(_ value: DBusValue?) {
-        guard case .dictionary(_, _, let entries)? = value else { return }
-        for entry in entries {
-            guard case .string(let key) = entry.key else { continue }
-            let value = entry.value.unwrappingVariants
+    init() {}
+
+    /// Reads the current argument of `reader` (the call's options dictionary).
+    init(reading reader: inout DBusArgumentReader) {
+        reader.forEachEntry { key, value in
             switch key {
-            case "device": device = value.objectPath
-            case "mtu": mtu = value.integer.flatMap { UInt16(exactly: $0) }
-            case "link": link = value.string
-            case "offset": offset = value.integer.flatMap { Int(exactly: $0) } ?? 0
-            case "type": type = value.string
-            case "prepare-authorize": prepareAuthorize = value.boolean ?? false
+            case "device": device = value.objectPath()
+            case "mtu": mtu = value.integer().flatMap { UInt16(exactly: $0) }
+            case "link": link = value.string()
+            case "offset": offset = value.integer().flatMap { Int(exactly: $0) } ?? 0
+            case "type": type = value.string()
+            case "prepare-authorize": prepareAuthorize = value.boolean() ?? false
             default: break
             }
         }
+    }
+
+    /// The options of a call whose only argument they are (`ReadValue`, `AcquireWrite`, `AcquireNotify`).
+    init(of call: DBusMethodCall) {
+        self = call.readArguments { GattRequestOptions(reading: &$0) }
     }
 }
 

@@ -66,12 +66,6 @@ extension DBusConnection {
         if let policy = entry?.policy ?? managerPolicy, !policy.allows(message.sender) {
             return replyError(to: message, DBusError.Name.accessDenied, "\(message.sender ?? "this caller") may not call \(path)")
         }
-        let arguments: [DBusValue]
-        do {
-            arguments = try message.arguments()
-        } catch {
-            return replyError(to: message, DBusError.Name.invalidArgs, error.description)
-        }
         switch (interface, member) {
         case (Self.introspectableInterface?, "Introspect"), (nil, "Introspect"):
             let xml = DBusIntrospection.xml(
@@ -84,6 +78,12 @@ extension DBusConnection {
             return reply(to: message, [objects.managedObjects(below: path)])
         case (Self.propertiesInterface?, _):
             guard let entry else { return replyError(to: message, DBusError.Name.unknownObject, "no object at \(path)") }
+            let arguments: [DBusValue]
+            do {
+                arguments = try message.arguments()
+            } catch {
+                return replyError(to: message, DBusError.Name.invalidArgs, error.description)
+            }
             return handlePropertiesCall(message, member: member, arguments: arguments, interfaces: entry.interfaces)
         default:
             break
@@ -107,7 +107,7 @@ extension DBusConnection {
         let gate = DBusCallGate()
         lastMethodCall = gate
         let call = DBusMethodCall(
-            sender: message.sender, path: path, interface: interface, member: member, arguments: arguments, message: message,
+            sender: message.sender, path: path, interface: interface, member: member, message: message,
             gate: gate)
         let handler = method.handler
         // Started on the loop: a handler that calls an actor served by the same loop runs without a hand-off.

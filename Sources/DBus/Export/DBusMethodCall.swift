@@ -9,20 +9,34 @@ public struct DBusMethodCall: Sendable {
     public let path: DBusObjectPath
     public let interface: String?
     public let member: String
-    public let arguments: [DBusValue]
     let message: DBusMessage
     /// Opened when this call has begun; the next call's handler waits for it.
     let gate: DBusCallGate?
 
-    init(sender: String?, path: DBusObjectPath, interface: String?, member: String, arguments: [DBusValue],
-         message: DBusMessage, gate: DBusCallGate? = nil) {
+    init(sender: String?, path: DBusObjectPath, interface: String?, member: String, message: DBusMessage, gate: DBusCallGate? = nil) {
         self.sender = sender
         self.path = path
         self.interface = interface
         self.member = member
-        self.arguments = arguments
         self.message = message
         self.gate = gate
+    }
+
+    /// The arguments as values, decoded from the message on each use (calls that arrive often read them with
+    /// ``readArguments(_:)`` instead); a message that cannot be decoded throws `InvalidArgs`.
+    public var arguments: [DBusValue] {
+        get throws(DBusError) {
+            do {
+                return try message.arguments()
+            } catch {
+                throw .named(DBusError.Name.invalidArgs, message: error.description)
+            }
+        }
+    }
+
+    /// Reads the arguments in order with `body`, without building values; the reader is valid only inside it.
+    public func readArguments<T>(_ body: (inout DBusArgumentReader) -> T) -> T {
+        message.readArguments(body)
     }
 
     /// False when the caller flagged the call no-reply: whatever the handler returns is dropped.

@@ -4,6 +4,16 @@ import CDBus
 public enum DBusMarshalling {
     /// The arguments of a marshalled message; throws for bytes libdbus does not accept as a message.
     public static func arguments(ofMarshalledMessage bytes: [UInt8]) throws(DBusError) -> [DBusValue] {
+        try message(demarshalling: bytes).arguments()
+    }
+
+    /// Reads the arguments of a marshalled message with `body`, as method handlers read theirs with
+    /// ``DBusMethodCall/readArguments(_:)``; throws for bytes libdbus does not accept as a message.
+    public static func readArguments<T>(ofMarshalledMessage bytes: [UInt8], _ body: (inout DBusArgumentReader) -> T) throws(DBusError) -> T {
+        try message(demarshalling: bytes).readArguments(body)
+    }
+
+    private static func message(demarshalling bytes: [UInt8]) throws(DBusError) -> DBusMessage {
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
@@ -11,7 +21,7 @@ public enum DBusMarshalling {
             buffer.withMemoryRebound(to: CChar.self) { dbus_message_demarshal($0.baseAddress, Int32(clamping: $0.count), &error) }
         }
         guard let message else { throw .unexpectedMessage(DBusConnection.message(of: error)) }
-        return try DBusMessage(taking: message).arguments()
+        return DBusMessage(taking: message)
     }
 
     /// A method call with `arguments`, marshalled to wire format (for tests and fuzz seeds).

@@ -56,13 +56,13 @@ extension DBusMessage {
         return values
     }
 
-    private static func basic<T>(_ iterator: inout DBusMessageIter, _ initial: T) -> T {
+    static func basic<T>(_ iterator: inout DBusMessageIter, _ initial: T) -> T {
         var value = initial
         withUnsafeMutablePointer(to: &value) { dbus_message_iter_get_basic(&iterator, $0) }
         return value
     }
 
-    private static func read(_ iterator: inout DBusMessageIter) throws(DBusError) -> DBusValue {
+    static func read(_ iterator: inout DBusMessageIter) throws(DBusError) -> DBusValue {
         let type = dbus_message_iter_get_arg_type(&iterator)
         switch type {
         case DBusTypeCode.byte: return .byte(basic(&iterator, UInt8(0)))
@@ -100,15 +100,9 @@ extension DBusMessage {
 
     private static func readArray(_ iterator: inout DBusMessageIter) throws(DBusError) -> DBusValue {
         let elementType = dbus_message_iter_get_element_type(&iterator)
+        if elementType == DBusTypeCode.byte { return .bytes(byteArray(&iterator)) }
         var inner = DBusMessageIter()
         dbus_message_iter_recurse(&iterator, &inner)
-        if elementType == DBusTypeCode.byte {
-            var base: UnsafeMutableRawPointer?
-            var count: Int32 = 0
-            withUnsafeMutablePointer(to: &base) { dbus_message_iter_get_fixed_array(&inner, $0, &count) }
-            guard let base, count > 0 else { return .bytes([]) }
-            return .bytes(Array(UnsafeRawBufferPointer(start: base, count: Int(count))))
-        }
         if elementType == DBusTypeCode.dictionaryEntry {
             let (key, value) = dictionarySignatures(&iterator, entries: inner)
             var entries: [DBusDictionaryEntry] = []
@@ -125,6 +119,17 @@ extension DBusMessage {
         }
         let element = singleCodeSignature(elementType) ?? DBusSignature(String(currentSignature(&iterator).rawValue.dropFirst()))
         return .array(element: element, try readAll(&inner))
+    }
+
+    /// The bytes of the `ay` at `iterator`, copied out of the message in one go.
+    static func byteArray(_ iterator: inout DBusMessageIter) -> [UInt8] {
+        var inner = DBusMessageIter()
+        dbus_message_iter_recurse(&iterator, &inner)
+        var base: UnsafeMutableRawPointer?
+        var count: Int32 = 0
+        withUnsafeMutablePointer(to: &base) { dbus_message_iter_get_fixed_array(&inner, $0, &count) }
+        guard let base, count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: base, count: Int(count)))
     }
 
     /// The signature of a type that is one code (`s`, `v`, `u`, …), without asking libdbus (which allocates

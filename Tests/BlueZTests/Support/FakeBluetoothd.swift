@@ -36,21 +36,25 @@ final class FakeBluetoothd: Sendable {
             ] + (newerBlueZ ? [.constant("Manufacturer", .uint16(1521)), .constant("Version", .byte(9))] : [])),
             DBusInterface(name: BlueZNames.gattManager, methods: [
                 DBusMethod("RegisterApplication", input: "oa{sv}") { call in
-                    registeredApplications.withLock { $0.append(Registration(owner: call.sender ?? "", path: call.arguments[0].objectPath ?? "/")) }
+                    let path = try call.arguments[0].objectPath ?? "/"
+                    registeredApplications.withLock { $0.append(Registration(owner: call.sender ?? "", path: path)) }
                     return []
                 },
                 DBusMethod("UnregisterApplication", input: "o") { call in
-                    registeredApplications.withLock { $0.removeAll { $0.path == call.arguments[0].objectPath } }
+                    let path = try call.arguments[0].objectPath
+                    registeredApplications.withLock { $0.removeAll { $0.path == path } }
                     return []
                 },
             ]),
             DBusInterface(name: BlueZNames.advertisingManager, methods: [
                 DBusMethod("RegisterAdvertisement", input: "oa{sv}") { call in
-                    registeredAdvertisements.withLock { $0.append(Registration(owner: call.sender ?? "", path: call.arguments[0].objectPath ?? "/")) }
+                    let path = try call.arguments[0].objectPath ?? "/"
+                    registeredAdvertisements.withLock { $0.append(Registration(owner: call.sender ?? "", path: path)) }
                     return []
                 },
                 DBusMethod("UnregisterAdvertisement", input: "o") { call in
-                    registeredAdvertisements.withLock { $0.removeAll { $0.path == call.arguments[0].objectPath } }
+                    let path = try call.arguments[0].objectPath
+                    registeredAdvertisements.withLock { $0.removeAll { $0.path == path } }
                     return []
                 },
             ], properties: [
