@@ -18,6 +18,16 @@ import Testing
         #expect(Self.names.count >= 20)
     }
 
+    /// Objects with more than a handful of keys take another way to find duplicates (a set instead of comparing
+    /// with the earlier keys); both must report them.
+    @Test(arguments: [3, 40])
+    func duplicateKeysAreReportedInSmallAndLargeObjects(unknownKeys: Int) {
+        let unknown = (0..<unknownKeys).map { "\"x\($0)\": 0" }.joined(separator: ", ")
+        let found = problems(#"{"format": 1, "# + unknown + #", "format": 1}"#)
+        #expect(found.filter { $0.contains("duplicate key \"format\"") }.count == 1, "\(found)")
+        #expect(found.filter { $0.contains("unknown key") }.count == unknownKeys)
+    }
+
     @Test(arguments: names)
     func reportsExpectedDiagnostics(name: String) throws {
         let folder = try Paths.fixtures.appendingPathComponent("broken")

@@ -12,7 +12,14 @@ public enum JSONPath {
     static func appending(_ key: String, to path: String) -> String {
         let plain = !key.isEmpty && (key.utf8.allSatisfy(isPlainASCII)
             || key.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "$" })
-        if plain { return path.isEmpty ? key : path + "." + key }
+        if plain {
+            if path.isEmpty { return key }
+            var joined = path
+            joined.reserveCapacity(path.utf8.count + 1 + key.utf8.count)
+            joined += "."
+            joined += key
+            return joined
+        }
         let escaped = key.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
         return path + "[\"" + escaped + "\"]"
     }

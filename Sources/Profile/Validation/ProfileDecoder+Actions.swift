@@ -1,10 +1,9 @@
 extension ProfileDecoder {
     /// One action object; `set` with several names gives several actions.
     mutating func action(_ node: JSONNode, _ path: String) -> [Action] {
-        guard let members = members(node, path, allowed: Self.actionKinds + ["value", "to", "after"]) else { return [] }
+        guard let members = members(node, path, allowed: Self.actionKeys) else { return [] }
         let kinds = members.filter { Self.actionKinds.contains($0.key) }
-        let allowed = Self.actionKinds + ["value", "to", "after", "$comment"]
-        if kinds.isEmpty, members.contains(where: { !allowed.contains($0.key) }) { return [] }
+        if kinds.isEmpty, members.contains(where: { $0.key != "$comment" && !Self.actionKeys.contains($0.key) }) { return [] }
         guard kinds.count == 1, let kind = kinds.first else {
             error(node, path, kinds.isEmpty
                 ? "an action needs one of \(Self.actionKinds.map { "\"\($0)\"" }.joined(separator: ", "))"
@@ -13,11 +12,8 @@ extension ProfileDecoder {
         }
         let kindPath = JSONPath.appending(kind.key, to: path)
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
-        let extras: [String: [String]] = [
-            "notify": ["value", "to"], "indicate": ["value", "to"], "setValue": ["value"], "startTimer": ["after"],
-        ]
-        for member in members where ["value", "to", "after"].contains(member.key)
-            && !(extras[kind.key] ?? []).contains(member.key) {
+        for member in members where Self.actionOptions.contains(member.key)
+            && !(Self.actionOptionsByKind[kind.key] ?? []).contains(member.key) {
             error(at: member.keyLocation, sub(member.key), "\"\(member.key)\" does not apply to a \"\(kind.key)\" action")
         }
         func make(_ kind: Action.Kind) -> [Action] { [Action(kind: kind, path: kindPath)] }

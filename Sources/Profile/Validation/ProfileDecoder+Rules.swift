@@ -5,6 +5,12 @@ extension ProfileDecoder {
         "reply", "succeed", "fail", "notify", "indicate", "setValue", "set", "delay", "advertise",
         "startAdvertising", "stopAdvertising", "disconnect", "startTimer", "cancelTimer", "log",
     ]
+    /// Keys an action object may have besides its kind, and the kinds each applies to.
+    static let actionOptions = ["value", "to", "after"]
+    static let actionOptionsByKind: [String: [String]] = [
+        "notify": ["value", "to"], "indicate": ["value", "to"], "setValue": ["value"], "startTimer": ["after"],
+    ]
+    static let actionKeys = actionKinds + actionOptions
 
     mutating func rule(_ node: JSONNode, _ path: String, index: Int) -> Rule? {
         guard members(node, path, allowed: ["id", "on", "when", "do", "stop", "otherwise", "description"]) != nil

@@ -46,15 +46,18 @@ struct ProfileDecoder {
             typeError(node, path, expected: "an object")
             return nil
         }
-        var seen: Set<String> = []
-        for member in members {
-            let memberPath = JSONPath.appending(member.key, to: path)
-            if !seen.insert(member.key).inserted {
-                error(at: member.keyLocation, memberPath, "duplicate key \"\(member.key)\"")
+        // Objects here have a handful of keys: comparing with the earlier ones beats hashing every key.
+        var seen: Set<String>? = members.count > 16 ? [] : nil
+        for (position, member) in members.enumerated() {
+            let duplicate = seen == nil
+                ? members[..<position].contains { $0.key == member.key }
+                : seen?.insert(member.key).inserted == false
+            if duplicate {
+                error(at: member.keyLocation, JSONPath.appending(member.key, to: path), "duplicate key \"\(member.key)\"")
             }
             if member.key == "$comment" { continue }
             if !allowed.contains(member.key) {
-                error(at: member.keyLocation, memberPath, "unknown key \"\(member.key)\"",
+                error(at: member.keyLocation, JSONPath.appending(member.key, to: path), "unknown key \"\(member.key)\"",
                       hint: Suggestions.hint(for: member.key, in: allowed))
             }
         }
@@ -134,9 +137,15 @@ struct ProfileDecoder {
         return text
     }
 
+    /// An ASCII letter or `_`, then ASCII letters, digits, `_` or `-` (checked byte-wise, as in ``JSONPath``).
     static func isIdentifier(_ text: String) -> Bool {
-        guard let first = text.first, first.isASCII, first.isLetter || first == "_" else { return false }
-        return text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+        let utf8 = text.utf8
+        guard let first = utf8.first, isASCIILetter(first) || first == UInt8(ascii: "_") else { return false }
+        return utf8.allSatisfy { isASCIILetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    private static func isASCIILetter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
     }
 
     mutating func uuid(_ node: JSONNode, _ path: String) -> String? {
