@@ -31,7 +31,7 @@ public struct DBusArgumentReader {
     public mutating func string() -> String? {
         readCurrent { iterator, type in
             guard type == DBusTypeCode.string || type == DBusTypeCode.objectPath || type == DBusTypeCode.signature else { return nil }
-            return DBusMessage.basic(&iterator, UnsafePointer<CChar>?.none).map { String(cString: $0) }
+            return DBusMessage.text(&iterator)
         }
     }
 
@@ -39,7 +39,7 @@ public struct DBusArgumentReader {
     public mutating func objectPath() -> DBusObjectPath? {
         readCurrent { iterator, type in
             guard type == DBusTypeCode.objectPath else { return nil }
-            return DBusMessage.basic(&iterator, UnsafePointer<CChar>?.none).map { DBusObjectPath(String(cString: $0)) }
+            return DBusObjectPath(DBusMessage.text(&iterator))
         }
     }
 

@@ -62,6 +62,11 @@ extension DBusMessage {
         return value
     }
 
+    /// The string, object path or signature at `iterator`, copied out of the message.
+    static func text(_ iterator: inout DBusMessageIter) -> String {
+        basic(&iterator, UnsafePointer<CChar>?.none).map { String(cString: $0) } ?? ""
+    }
+
     static func read(_ iterator: inout DBusMessageIter) throws(DBusError) -> DBusValue {
         let type = dbus_message_iter_get_arg_type(&iterator)
         switch type {
@@ -75,8 +80,7 @@ extension DBusMessage {
         case DBusTypeCode.uint64: return .uint64(basic(&iterator, UInt64(0)))
         case DBusTypeCode.double: return .double(basic(&iterator, Double(0)))
         case DBusTypeCode.string, DBusTypeCode.objectPath, DBusTypeCode.signature:
-            let pointer = basic(&iterator, UnsafePointer<CChar>?.none)
-            let text = pointer.map { String(cString: $0) } ?? ""
+            let text = text(&iterator)
             if type == DBusTypeCode.string { return .string(text) }
             if type == DBusTypeCode.objectPath { return .objectPath(DBusObjectPath(text)) }
             return .signature(DBusSignature(text))
