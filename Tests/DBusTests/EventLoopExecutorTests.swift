@@ -1,4 +1,4 @@
-import DBus
+@testable import DBus
 import DBusTestSupport
 import Synchronization
 import Testing
@@ -48,5 +48,31 @@ import Testing
         await server.close()
         #expect(await counter.count() == 201)
         #expect(await counter.offLoop == 0)
+    }
+}
+
+/// Serving calls costs no wake-ups: what libdbus reads on the loop thread is dispatched before the loop waits
+/// again, so the eventfd is written only when another thread has something for the loop.
+@Suite struct EventLoopWakeUpTests {
+    @Test func messagesReadOnTheLoopThreadDoNotWakeIt() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let loop = try DBusEventLoop(name: "test loop")
+        let server = try await DBusConnection.connect(to: .address(bus.address), on: loop)
+        let client = try await bus.connect()
+        try await server.export([DBusInterface(name: "test.Echo", methods: [
+            DBusMethod("Echo", input: "u", output: "u") { call in try call.arguments },
+        ])], at: "/echo")
+
+        let before = loop.wakeUps.load(ordering: .relaxed)
+        for number in 1...200 {
+            let reply = try await client.call(
+                destination: server.uniqueName, path: "/echo", interface: "test.Echo", member: "Echo",
+                arguments: [.uint32(UInt32(number))])
+            #expect(reply == [.uint32(UInt32(number))])
+        }
+        let wakeUps = loop.wakeUps.load(ordering: .relaxed) - before
+        #expect(wakeUps == 0, "200 calls served with \(wakeUps) eventfd wake-ups")
+        await server.close()
     }
 }

@@ -29,6 +29,8 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     private let name: String
     /// The loop thread's `pthread_t` (0 until it is known); read on every submit.
     private let thread = Atomic<UInt>(0)
+    /// How many times the eventfd was written to wake the loop (tests check that serving does not).
+    let wakeUps = Atomic<Int>(0)
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
     private var connections: [OpaquePointer] = []
@@ -79,6 +81,7 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     }
 
     func wake() {
+        wakeUps.add(1, ordering: .relaxed)
         var one: UInt64 = 1
         _ = write(wakeDescriptor, &one, 8)
     }
@@ -135,7 +138,10 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
         }, context, nil)
         dbus_connection_set_wakeup_main_function(connection, { data in
             guard let data else { return }
-            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().wake()
+            let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
+            // libdbus asks for this on every message it reads; on the loop thread no wake-up is needed, because
+            // the loop dispatches after every watch it handles and every batch of jobs, before it waits again.
+            if !loop.isCurrent { loop.wake() }
         }, context, nil)
     }
 
