@@ -76,11 +76,13 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
             return !queue.closed
         }
         guard accepted else { abandoned?(); return }
-        // The loop looks at its queue before it waits again: a job it submits to itself needs no wake-up.
-        if !isCurrent { wake() }
+        wake()
     }
 
+    /// Wakes the loop from its wait, unless called on the loop thread: the loop runs its jobs and dispatches
+    /// what libdbus has read after every watch it handles, before it waits again, so it needs no wake-up then.
     func wake() {
+        guard !isCurrent else { return }
         wakeUps.add(1, ordering: .relaxed)
         var one: UInt64 = 1
         _ = write(wakeDescriptor, &one, 8)
@@ -138,10 +140,8 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
         }, context, nil)
         dbus_connection_set_wakeup_main_function(connection, { data in
             guard let data else { return }
-            let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
-            // libdbus asks for this on every message it reads; on the loop thread no wake-up is needed, because
-            // the loop dispatches after every watch it handles and every batch of jobs, before it waits again.
-            if !loop.isCurrent { loop.wake() }
+            // libdbus asks for this on every message it reads, mostly on the loop thread itself.
+            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().wake()
         }, context, nil)
     }
 
