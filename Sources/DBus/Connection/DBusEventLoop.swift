@@ -27,7 +27,8 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     private let queue = Mutex<(jobs: [Queued], closed: Bool)>(([], false))
     private let wakeDescriptor: Int32
     private let name: String
-    /// The loop thread's `pthread_t` (0 until it is known); read on every submit.
+    /// The loop thread's `pthread_t` (0 until it is known); read on every wake-up request (each submit, each
+    /// message libdbus reads).
     private let thread = Atomic<UInt>(0)
     /// How many times the eventfd was written to wake the loop (tests check that serving does not).
     let wakeUps = Atomic<Int>(0)
