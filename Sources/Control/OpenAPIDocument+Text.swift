@@ -765,7 +765,8 @@ extension OpenAPIDocument {
               "note",
               "error",
               "bluetoothd-lost",
-              "bluetoothd-back"
+              "bluetoothd-back",
+              "refused"
             ]
           },
           "central": {

@@ -218,3 +218,48 @@ import Testing
         #expect(received.map { $0.arguments[1].stringKeyedDictionary ?? [:] } == [["Notifying": .boolean(true)], ["Value": .bytes([7, 7])]])
     }
 }
+
+/// Numbers in GATT calls are checked where they enter: out-of-range offsets and oversized values are refused
+/// with the ATT error BlueZ would give, MTUs outside 23…517 are taken as not given, and the handler never
+/// sees any of it. (Only bluetoothd may call, but nothing it sends may trap.)
+@Suite struct GattHostileNumberTests {
+    @Test func outOfRangeOffsetsAndLengthsAreRefusedBeforeTheHandler() async throws {
+        let setup = try await GattApplicationTests.setUp()
+        let target = setup.stack.connection.uniqueName
+        let level: DBusObjectPath = "/org/gattemu/app0/service0/char0"
+        let control: DBusObjectPath = "/org/gattemu/app0/service0/char1"
+        let device: DBusValue = .objectPath("/org/bluez/hci0/dev_00_AA_01_02_00_02")
+        for offset: DBusValue in [.int64(-5), .int32(-1), .uint32(70_000), .int64(.min), .uint64(.max)] {
+            let options: DBusValue = .stringVariantDictionary(["device": device, "offset": offset])
+            let read = await #expect(throws: DBusError.self) {
+                try await setup.bluetoothd.call(target, level, BlueZNames.gattCharacteristic, "ReadValue", [options])
+            }
+            #expect(read?.name == "org.bluez.Error.InvalidOffset", "read at \(offset)")
+            let write = await #expect(throws: DBusError.self) {
+                try await setup.bluetoothd.call(target, control, BlueZNames.gattCharacteristic, "WriteValue", [.bytes([1]), options])
+            }
+            #expect(write?.name == "org.bluez.Error.InvalidOffset", "write at \(offset)")
+        }
+        for (length, offset) in [(513, 0), (100, 500)] {
+            let options: DBusValue = .stringVariantDictionary(["device": device, "offset": .uint16(UInt16(offset))])
+            let write = await #expect(throws: DBusError.self) {
+                try await setup.bluetoothd.call(target, control, BlueZNames.gattCharacteristic, "WriteValue",
+                                                [.bytes(Array(repeating: 7, count: length)), options])
+            }
+            #expect(write?.name == "org.bluez.Error.InvalidValueLength", "\(length) bytes at \(offset)")
+        }
+        #expect(setup.handler.reads.withLock { $0.isEmpty })
+        #expect(setup.handler.writes.withLock { $0.isEmpty })
+
+        // MTUs outside what a link can have are ignored; the call itself is served.
+        for mtu: DBusValue in [.uint16(0), .uint16(22), .uint16(518), .int64(-1)] {
+            _ = try await setup.bluetoothd.call(target, level, BlueZNames.gattCharacteristic, "ReadValue",
+                                                [.stringVariantDictionary(["device": device, "mtu": mtu])])
+        }
+        #expect(setup.handler.reads.withLock { $0.map(\.context.mtu) } == [nil, nil, nil, nil])
+        // The largest legitimate offset still reaches the handler (which answers it: past its 100 bytes).
+        _ = try? await setup.bluetoothd.call(target, level, BlueZNames.gattCharacteristic, "ReadValue",
+                                            [.stringVariantDictionary(["device": device, "offset": .uint16(512)])])
+        #expect(setup.handler.reads.withLock { $0.last?.offset } == 512)
+    }
+}

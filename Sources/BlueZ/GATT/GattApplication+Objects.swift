@@ -194,6 +194,7 @@ extension GattApplication {
     static func readValueMethod(_ attribute: GattAttributeID, handler: any GattRequestHandler) -> DBusMethod {
         DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
             let options = GattRequestOptions(of: call)
+            if let problem = options.problem { throw problem.dbusError }
             let request = GattReadRequest(attribute: attribute, offset: options.offset, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 return [.bytes(try await handler.read(request))]
@@ -211,6 +212,11 @@ extension GattApplication {
     ) -> DBusMethod {
         DBusMethod("WriteValue", input: "aya{sv}") { call in
             let (value, options) = call.readArguments { reader in (reader.bytes() ?? [], GattRequestOptions(reading: &reader)) }
+            if let problem = options.problem { throw problem.dbusError }
+            // No central can write more than an attribute holds; only a stranger on the bus would try.
+            guard options.offset + value.count <= GattRequestOptions.maximumValueLength else {
+                throw GattError.invalidValueLength.dbusError
+            }
             let request = GattWriteRequest(
                 attribute: attribute, value: value, offset: options.offset,
                 kind: kind(call, options), bluetoothdAnswered: !call.expectsReply,

@@ -42,14 +42,25 @@ public struct GattRequestContext: Sendable, Equatable {
 
 /// The `a{sv}` options bluetoothd passes with a GATT call, read in one pass over the entries (this runs for
 /// every read and write: no dictionary is built); unknown keys and mistyped values are ignored.
+///
+/// Numbers are checked here, where they enter: an offset outside 0…``maximumValueLength`` makes ``problem``
+/// say so (the call is refused with `InvalidOffset`), an MTU outside 23…517 is taken as not given.
 struct GattRequestOptions {
     var device: DBusObjectPath?
     var mtu: UInt16?
     var link: String?
+    /// Always within 0…``maximumValueLength`` (0 when the caller's was not: see ``problem``).
     var offset = 0
     /// `request`, `command` or `reliable`, from BlueZ versions that say.
     var type: String?
     var prepareAuthorize = false
+    /// Why the call must be refused before it reaches the handler, if it must.
+    var problem: GattError?
+
+    /// The longest attribute value ATT allows, and so the largest meaningful offset.
+    static let maximumValueLength = 512
+    /// The ATT MTUs a link can have (Core spec: LE minimum 23; BlueZ's maximum 517).
+    static let validMTUs: ClosedRange<UInt16> = 23...517
 
     init() {}
 
@@ -58,9 +69,14 @@ struct GattRequestOptions {
         reader.forEachEntry { key, value in
             switch key {
             case "device": device = value.objectPath()
-            case "mtu": mtu = value.integer().flatMap { UInt16(exactly: $0) }
-            case "link": link = value.string()
-            case "offset": offset = value.integer().flatMap { Int(exactly: $0) } ?? 0
+            case "mtu": mtu = value.integer().flatMap { UInt16(exactly: $0) }.flatMap { Self.validMTUs.contains($0) ? $0 : nil }
+            case "link": link = value.string().map { String($0.prefix(16)) }
+            case "offset":
+                if let given = value.integer(), (0...Int64(Self.maximumValueLength)).contains(given) {
+                    offset = Int(given)
+                } else {
+                    problem = .invalidOffset
+                }
             case "type": type = value.string()
             case "prepare-authorize": prepareAuthorize = value.boolean() ?? false
             default: break

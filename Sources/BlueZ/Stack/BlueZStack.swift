@@ -3,16 +3,12 @@ import Synchronization
 
 /// gattemu's connection to bluetoothd: the bus, who owns `org.bluez` now, and its adapters.
 ///
-/// Only the current owner of `org.bluez` may call objects exported with ``callerPolicy``.
+/// Who owns `org.bluez` is followed from the bus's own `NameOwnerChanged` signals only, and every signal
+/// subscribed to from `org.bluez` is accepted only from that owner (see ``DBusConnection/subscribe(to:handler:)``);
+/// only that owner may call objects exported with ``callerPolicy``.
 public final class BlueZStack: Sendable {
     public let connection: DBusConnection
-    private let owner = Mutex<OwnerState>(OwnerState())
     private let ownerHandlers = Mutex<[@Sendable (String?) -> Void]>([])
-
-    struct OwnerState {
-        var name: String?
-        var heardFromBus = false
-    }
 
     /// Connects to `bus` (served by `loop`, or a loop of its own) and starts following the owner of
     /// `org.bluez`; fails when bluetoothd is not there.
@@ -27,12 +23,8 @@ public final class BlueZStack: Sendable {
         }
         let stack = BlueZStack(connection: connection)
         do {
-            _ = try await connection.watchNameOwner(BlueZNames.service) { [weak stack] owner in
+            try await connection.watchNameOwner(BlueZNames.service) { [weak stack] owner in
                 stack?.ownerChanged(owner)
-            }
-            let current = try await connection.nameOwner(of: BlueZNames.service)
-            stack.owner.withLock { state in
-                if !state.heardFromBus { state.name = current }
             }
         } catch {
             await connection.close()
@@ -50,12 +42,11 @@ public final class BlueZStack: Sendable {
     }
 
     private func ownerChanged(_ name: String?) {
-        owner.withLock { $0 = OwnerState(name: name, heardFromBus: true) }
         for handler in ownerHandlers.withLock({ $0 }) { handler(name) }
     }
 
     /// The unique bus name of the running bluetoothd, or nil while it is gone.
-    public var bluetoothdName: String? { owner.withLock { $0.name } }
+    public var bluetoothdName: String? { connection.currentOwner(of: BlueZNames.service) }
 
     /// Calls `handler` whenever bluetoothd appears (its unique name) or disappears (nil).
     public func onBluetoothdChange(_ handler: @escaping @Sendable (String?) -> Void) {

@@ -32,11 +32,12 @@ extension DBusConnection {
         try await onLoop { [self] () throws(DBusError) in try send(message) }
     }
 
-    /// Emits a signal from `path`.
+    /// Emits a signal from `path`: to every client whose match rules ask for it, or only to `destination`.
     public func emitSignal(
-        path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue] = []
+        path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue] = [], destination: String? = nil
     ) async throws(DBusError) {
         let message = try DBusMessage.signal(path: path, interface: interface, member: member)
+        if let destination { dbus_message_set_destination(message.pointer, destination) }
         try message.append(arguments)
         try await onLoop { [self] () throws(DBusError) in try send(message) }
     }

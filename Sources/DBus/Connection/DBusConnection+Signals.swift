@@ -6,10 +6,13 @@ extension DBusConnection {
 
     /// Subscribes `handler` to signals matching `rule`, from the time this returns until the subscription is cancelled.
     ///
-    /// The handler runs on the connection's thread, in arrival order, and must not block.
+    /// A rule naming a well-known sender (`org.bluez`) gets only signals from that name's current owner: the
+    /// connection follows the owner (see ``watchNameOwner(_:handler:)``). The handler runs on the connection's
+    /// thread, in arrival order, and must not block.
     public func subscribe(
         to rule: DBusMatchRule, handler: @escaping @Sendable (DBusSignal) -> Void
     ) async throws(DBusError) -> DBusSignalSubscription {
+        if rule.followsWellKnownSender, let sender = rule.sender { try await follow(sender) }
         let id = try await onLoop { [self] () throws(DBusError) -> UInt64 in
             let id = nextSubscriptionID
             nextSubscriptionID += 1
@@ -18,8 +21,8 @@ extension DBusConnection {
         }
         do {
             _ = try await call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(rule.description)])
+                destination: DBusMatchRule.busName, path: "/org/freedesktop/DBus",
+                interface: DBusMatchRule.busName, member: "AddMatch", arguments: [.string(rule.description)])
         } catch {
             _ = try? await onLoop { [self] in signalSubscriptions[id] = nil }
             throw error
@@ -43,15 +46,35 @@ extension DBusConnection {
     }
 
     /// Hands an incoming signal to every matching subscription; loop thread only.
+    ///
+    /// The bus delivers a signal addressed to us whatever our match rules say, and lets any client send one:
+    /// those are refused unless the bus itself sent them, before their arguments are even read. A signal
+    /// from a sender other than the one a subscription names (a client posing as `org.bluez`) reaches no
+    /// handler and is reported as refused.
     func deliverSignal(_ message: DBusMessage) {
-        guard !signalSubscriptions.isEmpty,
-              let path = message.path, let interface = message.interface, let member = message.member,
-              let arguments = try? message.arguments()
-        else { return }
-        let signal = DBusSignal(sender: message.sender ?? "", path: path, interface: interface, member: member, arguments: arguments)
-        for (_, subscription) in signalSubscriptions.sorted(by: { $0.key < $1.key }) where subscription.rule.matches(signal) {
-            subscription.handler(signal)
+        let sender = message.sender ?? ""
+        if message.destination != nil, sender != DBusMatchRule.busName {
+            return refused(message, .unicastSignal)
         }
+        guard !signalSubscriptions.isEmpty, let path = message.path, let interface = message.interface, let member = message.member
+        else { return }
+        // Headers first: a signal no rule could match is dropped without decoding its arguments.
+        let header = DBusSignal(sender: sender, path: path, interface: interface, member: member, arguments: [])
+        let candidates = signalSubscriptions.filter { $0.value.rule.matchesHeader(of: header) }
+        guard !candidates.isEmpty, let arguments = try? message.arguments() else { return }
+        let signal = DBusSignal(sender: sender, path: path, interface: interface, member: member, arguments: arguments)
+        let owners = state.withLock { $0.nameOwners }
+        var delivered = false
+        var posing = false
+        for (_, subscription) in candidates.sorted(by: { $0.key < $1.key }) {
+            if subscription.rule.matches(signal, owner: { owners[$0] }) {
+                subscription.handler(signal)
+                delivered = true
+            } else if subscription.rule.sender != nil, subscription.rule.matches(signal, owner: { _ in sender }) {
+                posing = true
+            }
+        }
+        if posing, !delivered { refused(message, .wrongSender) }
     }
 }
 

@@ -22,13 +22,18 @@ public final class DBusConnection: @unchecked Sendable {
     var signalSubscriptions: [UInt64: SignalSubscription] = [:]
     var nextSubscriptionID: UInt64 = 1
     var objects = DBusObjectRegistry()
+    /// Well-known names whose owner is followed (see ``watchNameOwner(_:handler:)``).
+    var followedNames: [String: FollowedName] = [:]
     /// The gate of the latest method call handed to a handler (see ``DBusMethodCall/begin()``).
     var lastMethodCall: DBusCallGate?
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     struct State {
         var isConnected = true
         var disconnectHandlers: [@Sendable () -> Void] = []
+        var refusalHandlers: [@Sendable (DBusRefusal) -> Void] = []
+        /// Owners of the followed names, as last heard from the bus.
+        var nameOwners: [String: String] = [:]
     }
 
     /// Connects to `bus` and registers with it, served by `loop` (shared, it outlives the connection) or by
@@ -158,6 +163,34 @@ public final class DBusConnection: @unchecked Sendable {
             }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
         }
         return try result.get()
+    }
+
+    /// Runs `body` on the connection thread and returns once it has called its completion (which it may
+    /// keep and call later, on the loop thread).
+    func onLoopAsync(_ body: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) async throws(DBusError) {
+        guard isConnected else { throw .disconnected }
+        let completed: Bool = await withCheckedContinuation { continuation in
+            submit({ body { continuation.resume(returning: true) } },
+                   abandoned: { continuation.resume(returning: false) })
+        }
+        guard completed else { throw .disconnected }
+    }
+
+    /// Calls `handler` for every message this connection refuses: a signal sent to it directly, a signal
+    /// from someone other than the sender its subscription names, a method call its policy denies.
+    ///
+    /// The handler runs on the connection's thread, may be called at a hostile rate, and must not block.
+    public func onRefusal(_ handler: @escaping @Sendable (DBusRefusal) -> Void) {
+        state.withLock { $0.refusalHandlers.append(handler) }
+    }
+
+    /// Tells the refusal handlers; loop thread only.
+    func refused(_ message: DBusMessage, _ reason: DBusRefusal.Reason) {
+        let handlers = state.withLock { $0.refusalHandlers }
+        guard !handlers.isEmpty else { return }
+        let refusal = DBusRefusal(
+            reason: reason, sender: message.sender, path: message.path, interface: message.interface, member: message.member)
+        for handler in handlers { handler(refusal) }
     }
 
     /// Queues `message` for sending; on the loop thread only.

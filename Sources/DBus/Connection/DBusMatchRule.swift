@@ -37,16 +37,36 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
         return parts.joined(separator: ",")
     }
 
-    /// Whether `signal` matches; a well-known `sender` name is not checked locally (the bus routes by it).
-    public func matches(_ signal: DBusSignal) -> Bool {
-        if let sender, sender.hasPrefix(":"), signal.sender != sender { return false }
+    /// Whether `signal` matches. The sender is checked against who really sent it: a unique name as is,
+    /// the bus's own name as is (only the bus sends as `org.freedesktop.DBus`), and another well-known name
+    /// through `owner`, which gives that name's current unique owner (nil: nobody, so nothing matches).
+    public func matches(_ signal: DBusSignal, owner: (String) -> String? = { _ in nil }) -> Bool {
+        if let sender {
+            let expected = sender.hasPrefix(":") || sender == DBusMatchRule.busName ? sender : owner(sender)
+            guard let expected, signal.sender == expected else { return false }
+        }
+        guard matchesHeader(of: signal) else { return false }
+        if let arg0, signal.arguments.first?.string != arg0 { return false }
+        return true
+    }
+
+    /// Whether the signal's path, interface and member could match (arguments and sender not checked).
+    func matchesHeader(of signal: DBusSignal) -> Bool {
         if let path, signal.path != path { return false }
         if let pathNamespace, !signal.path.isDescendant(of: pathNamespace) { return false }
         if let interface, signal.interface != interface { return false }
         if let member, signal.member != member { return false }
-        if let arg0, signal.arguments.first?.string != arg0 { return false }
         return true
     }
+
+    /// Whether the rule names a well-known sender other than the bus, whose owner must be followed.
+    var followsWellKnownSender: Bool {
+        guard let sender else { return false }
+        return !sender.hasPrefix(":") && sender != Self.busName
+    }
+
+    /// The bus's own name: the sender of every signal the bus itself emits.
+    static let busName = "org.freedesktop.DBus"
 }
 
 /// A signal received from the bus.

@@ -64,6 +64,7 @@ extension DBusConnection {
         let entry = objects.objects[path]
         let managerPolicy = objects.managers[path]
         if let policy = entry?.policy ?? managerPolicy, !policy.allows(message.sender) {
+            refused(message, .callerNotAllowed)
             return replyError(to: message, DBusError.Name.accessDenied, "\(message.sender ?? "this caller") may not call \(path)")
         }
         switch (interface, member) {

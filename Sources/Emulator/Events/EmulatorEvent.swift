@@ -8,6 +8,8 @@ public struct EmulatorEvent: Sendable, Equatable {
         case connected, disconnected, mtu, subscribed, unsubscribed
         case read, write, answer, notify, indicate, confirmed
         case rule, fault, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
+        /// A D-Bus message gattemu refused: a spoofed signal, a call from someone other than bluetoothd.
+        case refused
     }
 
     /// Position in the log, from 1; assigned by `EventLog` (0 until recorded).

@@ -11,7 +11,7 @@ extension Emulator: GattRequestHandler {
         if let descriptor = id.descriptor {
             // Descriptors are served from their declared value.
             let value = descriptorValue(characteristic: id.characteristic, descriptor: descriptor)
-            guard request.offset <= value.count else { throw answer(.invalidOffset, central, id) }
+            guard (0...value.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
             let bytes = Array(value.dropFirst(request.offset))
             log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
@@ -28,7 +28,7 @@ extension Emulator: GattRequestHandler {
             throw answer(ProfileMapping.gattError(error), central, id)
         case .success?, nil:
             let stored = engine.value(of: id.characteristic)
-            guard request.offset <= stored.count else { throw answer(.invalidOffset, central, id) }
+            guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
             let bytes = faults.mutate(Array(stored.dropFirst(request.offset)))
             log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
@@ -55,7 +55,7 @@ extension Emulator: GattRequestHandler {
         if request.offset > 0 {
             // A long write arrives in pieces at increasing offsets: assemble on the stored value.
             var stored = engine.value(of: id.characteristic)
-            guard request.offset <= stored.count else { throw answer(.invalidOffset, central, id) }
+            guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
             stored.replaceSubrange(request.offset..<min(stored.count, request.offset + value.count), with: value)
             value = stored
         }

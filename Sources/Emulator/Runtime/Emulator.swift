@@ -58,6 +58,8 @@ public actor Emulator {
         }
         let stack = try await BlueZStack.connect(bus: bus, on: loop)
         self.stack = stack
+        let refusals = RefusalLog(log: log)
+        stack.connection.onRefusal { refusals.record($0) }
         let requests = terminationRequests
         stack.connection.onDisconnect { requests.yield("lost the connection to the D-Bus system bus") }
         let adapter = try await stack.adapter(options.adapter)
