@@ -15,6 +15,9 @@ struct Gattemu: AsyncParsableCommand {
 
     /// Parses and runs; bad command lines exit 2 (not ArgumentParser's 64), runtime failures 1.
     static func main() async {
+        // A reader that goes away (`gattemu run | head`) must not kill gattemu mid-shutdown: writes to it
+        // fail with EPIPE instead, and the log drops what it cannot write.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -263,3 +263,37 @@ import Testing
         #expect(setup.handler.reads.withLock { $0.last?.offset } == 512)
     }
 }
+
+/// A central that stops reading its notification socket loses notifications past the socket's buffer,
+/// counted; it never blocks the sender (the D-Bus thread) nor another central's notifications.
+@Suite struct StalledNotificationSocketTests {
+    @Test func aFullSocketDropsAndCountsWithoutBlocking() async throws {
+        let setup = try await GattApplicationTests.setUp(newerBlueZ: true)
+        let stalled = try await GattApplicationTests.acquire(setup, "dev_00_AA_01_02_00_02")
+        let reading = try await GattApplicationTests.acquire(setup, "dev_00_AA_01_03_00_03")
+        defer { close(stalled); close(reading) }
+        var full: [String: Int] = [:]
+        var reached = 0
+        // Far more than any socket buffer holds; with blocking sends this never returns.
+        for index in 0..<5_000 {
+            let value = Array(repeating: UInt8(truncatingIfNeeded: index), count: 20)
+            guard case .sockets(let centrals, let dropped)? = try setup.application.notifyOnSockets("level", value: value, central: "00:AA:01:02:00:02")
+            else { Issue.record("no socket delivery"); return }
+            reached += centrals.count
+            full.merge(dropped) { max($0, $1) }
+        }
+        let key = "/org/bluez/hci0/dev_00_AA_01_02_00_02"
+        let dropped = try #require(full[key])
+        #expect(dropped > 0)
+        #expect(reached + dropped == 5_000, "every notification either left or was counted as dropped")
+        // The other central is unaffected.
+        #expect(try await setup.application.notify("level", value: [9], central: "00:AA:01:03:00:03") == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
+        #expect(GattApplicationTests.pending(reading) == [[9]])
+        // What was queued arrives in order once the stalled central reads; then sending works again.
+        let queued = GattApplicationTests.pending(stalled)
+        #expect(queued.count == reached)
+        #expect(queued.first == Array(repeating: 0, count: 20))
+        #expect(try await setup.application.notify("level", value: [7], central: "00:AA:01:02:00:02") == .sockets([key]))
+        #expect(GattApplicationTests.pending(stalled) == [[7]])
+    }
+}

@@ -67,3 +67,70 @@ import Testing
         #expect(seen == [1])
     }
 }
+
+/// The log's outputs cannot stall gattemu: a reader that stops reading loses console lines (counted), never
+/// the events file and never the recording thread (the D-Bus thread); the events file is opened safely.
+@Suite struct EventLogOutputTests {
+    @Test(.timeLimit(.minutes(1))) func aStalledConsoleNeverBlocksRecordingOrClosing() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattemu-log-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("events.jsonl").path
+        let log = try EventLog(format: .text, file: file, console: ends[1])
+        // About 6 MB of text into a 64 KiB pipe nobody reads.
+        let detail = String(repeating: "x", count: 300)
+        for index in 0..<20_000 { log.record(.note, detail: "\(index) \(detail)") }
+        log.close()
+        // The events file has every event.
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 20_000)
+        #expect(lines.last?.contains("\"seq\":20000") == true)
+        // The console got what fitted, from the first line on.
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(ends[0], &buffer, buffer.count)
+        #expect(count > 0)
+        #expect(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self).contains("note         0 xxx"))
+        #expect(log.droppedConsoleLines > 0)
+    }
+
+    @Test func theEventsFileIsNotFollowedThroughSymlinksNorAFIFO() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattemu-log-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = directory.appendingPathComponent("precious").path
+        try "keep me\n".write(toFile: target, atomically: true, encoding: .utf8)
+        let link = directory.appendingPathComponent("events.jsonl").path
+        #expect(symlink(target, link) == 0)
+        #expect(throws: EventLogFileError.self) { try EventLog(format: .json, file: link) }
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "keep me\n")
+        let fifo = directory.appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let error = #expect(throws: EventLogFileError.self) { try EventLog(format: .json, file: fifo) }
+        #expect(error?.reason.contains("not a regular file") == true)
+        // A new file, and an existing one (truncated), end up readable by the owner only.
+        let fresh = directory.appendingPathComponent("fresh.jsonl").path
+        try EventLog(format: .json, file: fresh).close()
+        try "old contents\n".write(toFile: target, atomically: true, encoding: .utf8)
+        #expect(chmod(target, 0o644) == 0)
+        let log = try EventLog(format: .json, file: target)
+        log.record(.note)
+        log.close()
+        for path in [fresh, target] {
+            var info = stat()
+            #expect(stat(path, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o600, "\(path)")
+        }
+        #expect(try String(contentsOfFile: target, encoding: .utf8).hasPrefix("{") == true)
+    }
+
+    @Test func controlCharactersAreEscapedInTextLines() {
+        let event = EmulatorEvent(time: 0, kind: .note, central: "AA", characteristic: "x\u{1B}[2J", detail: "rule \u{1B}]0;owned\u{07} \u{9B}31m done\r\n")
+        let text = event.text
+        #expect(!text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        #expect(text.contains("x\\x1b[2J"))
+        #expect(text.contains("rule \\x1b]0;owned\\x07 \\u{9b}31m done\\r\\n"))
+    }
+}

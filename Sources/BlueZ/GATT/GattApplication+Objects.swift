@@ -54,10 +54,15 @@ final class CharacteristicObject: Sendable {
             targets = open.sorted { $0.key < $1.key }
         }
         var reached: [String] = []
-        for (key, socket) in targets where socket.send(value) {
-            reached.append(key)
+        var dropped: [String: Int] = [:]
+        for (key, socket) in targets {
+            switch socket.send(value) {
+            case .sent: reached.append(key)
+            case .full(let count): dropped[key] = count
+            case .closed: break
+            }
         }
-        return .sockets(reached)
+        return .sockets(reached, dropped: dropped)
     }
 
     func closeSockets() {

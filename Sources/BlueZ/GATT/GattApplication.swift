@@ -162,6 +162,7 @@ public final class GattApplication: Sendable {
 public enum NotificationDelivery: Sendable, Equatable {
     /// A `PropertiesChanged` signal: every subscribed central.
     case propertiesChanged
-    /// Written to the acquired sockets of these centrals (`*` is BlueZ 5.66's shared socket).
-    case sockets([String])
+    /// Written to the acquired sockets of these centrals (`*` is BlueZ 5.66's shared socket); `dropped`: the
+    /// centrals whose socket was full (not reading), with how many notifications their socket has dropped.
+    case sockets([String], dropped: [String: Int] = [:])
 }

@@ -8,13 +8,32 @@ import Glibc
 /// Our end of a socket pair handed to bluetoothd by `AcquireNotify` or `AcquireWrite`.
 ///
 /// `onPacket` gets every packet bluetoothd writes (acquired writes); `onClose` runs once when bluetoothd
-/// closes its end. `@unchecked Sendable`: the descriptor is immutable and `source` is only touched in
-/// `init` and `close()`, which the dispatch source's own serial queue and the state mutex order.
+/// closes its end. Sends never block: what the socket's buffer cannot take is dropped and counted. The
+/// descriptor is closed under the same lock sends hold, so a send can never reach a descriptor number the
+/// system has since given to another file. `@unchecked Sendable`: `source` is only touched in `init` and
+/// `close()`, which the dispatch source's own serial queue and the state mutex order.
 final class AcquiredSocket: @unchecked Sendable {
-    let descriptor: Int32
+    private let descriptor: Int32
     let mtu: UInt16
     private let source: DispatchSourceRead
-    private let closed = Mutex(false)
+    private let state = Locked(State())
+
+    private struct State: Sendable {
+        /// Set by ``close()``: nothing more is sent.
+        var closed = false
+        /// Set once the descriptor itself is closed (by the source's cancel handler).
+        var released = false
+        /// Notifications dropped because the socket's buffer was full.
+        var dropped = 0
+    }
+
+    /// What became of one ``send(_:)``.
+    enum SendResult: Equatable {
+        case sent
+        /// The buffer is full (the central is not reading): dropped; the count so far on this socket.
+        case full(dropped: Int)
+        case closed
+    }
 
     /// Creates the pair; returns ours and the end to send to bluetoothd.
     static func makePair(
@@ -46,21 +65,34 @@ final class AcquiredSocket: @unchecked Sendable {
                 onClose()
             }
         }
-        source.setCancelHandler { Glibc.close(descriptor) }
+        let state = self.state
+        source.setCancelHandler {
+            state.withLock { state in
+                state.released = true
+                Glibc.close(descriptor)
+            }
+        }
         source.resume()
     }
 
-    /// Sends one notification; false when bluetoothd has closed its end.
-    func send(_ value: [UInt8]) -> Bool {
-        guard !closed.withLock({ $0 }) else { return false }
-        let sent = value.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        return sent == value.count
+    /// Sends one notification without blocking.
+    func send(_ value: [UInt8]) -> SendResult {
+        state.withLock { state in
+            guard !state.closed, !state.released else { return .closed }
+            let sent = value.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if sent == value.count { return .sent }
+            if sent < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS {
+                state.dropped += 1
+                return .full(dropped: state.dropped)
+            }
+            return .closed
+        }
     }
 
-    var isClosed: Bool { closed.withLock { $0 } }
+    var isClosed: Bool { state.withLock { $0.closed || $0.released } }
 
     func close() {
-        let first = closed.withLock { closed in defer { closed = true }; return !closed }
+        let first = state.withLock { state in defer { state.closed = true }; return !state.closed }
         if first { source.cancel() }
     }
 }

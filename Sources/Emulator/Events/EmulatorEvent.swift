@@ -50,13 +50,31 @@ public struct EmulatorEvent: Sendable, Equatable {
         line += kind.rawValue.utf8
         let width = kind.rawValue.utf8.count
         if width < 12 { line += repeatElement(UInt8(ascii: " "), count: 12 - width) }
-        if let central { line.append(UInt8(ascii: " ")); line += central.utf8 }
-        if let characteristic { line.append(UInt8(ascii: " ")); line += characteristic.utf8 }
+        if let central { line.append(UInt8(ascii: " ")); Self.appendEscaped(central, to: &line) }
+        if let characteristic { line.append(UInt8(ascii: " ")); Self.appendEscaped(characteristic, to: &line) }
         if let value {
             line.append(UInt8(ascii: " "))
             if value.isEmpty { line += "(empty)".utf8 } else { value.appendHex(to: &line, uppercase: false) }
         }
-        if let detail { line.append(UInt8(ascii: " ")); line += detail.utf8 }
+        if let detail { line.append(UInt8(ascii: " ")); Self.appendEscaped(detail, to: &line) }
+    }
+
+    /// Appends `text` with terminal control characters written out (`\x1b`, `\r`, `\u{9b}`): text from
+    /// profiles and centrals must not move the cursor, retitle the window or hide lines of a terminal.
+    static func appendEscaped(_ text: String, to line: inout [UInt8]) {
+        let bytes = text.utf8
+        // Most text has no control characters (C0, DEL, or C1, which UTF-8 writes as C2 80…C2 9F).
+        guard bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return line += bytes }
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A: line += #"\n"#.utf8
+            case 0x0D: line += #"\r"#.utf8
+            case 0x09: line += #"\t"#.utf8
+            case 0..<0x20, 0x7F: line += "\\x".utf8; [UInt8(scalar.value)].appendHex(to: &line, uppercase: false)
+            case 0x80...0x9F: line += "\\u{".utf8; [UInt8(scalar.value)].appendHex(to: &line, uppercase: false); line.append(UInt8(ascii: "}"))
+            default: line += String(scalar).utf8
+            }
+        }
     }
 
     /// One JSON object with sorted keys, for JSON-lines logs.

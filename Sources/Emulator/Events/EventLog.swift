@@ -7,9 +7,11 @@ import Glibc
 
 /// Where events go: the console (text or JSON lines) and optionally a JSON-lines file.
 ///
-/// On a terminal every line is written at once. Otherwise (a pipe or a file) lines are batched and
-/// written at most ``flushInterval`` after they were recorded, when a batch grows past
-/// ``flushThreshold``, on ``flush()`` and on ``close()``: one `write(2)` per batch instead of one per event.
+/// Recording never waits for output: lines are appended to a batch under a lock and written by a writer of
+/// their own — at once on a terminal, otherwise at most ``flushInterval`` later or when a batch grows past
+/// ``flushThreshold`` (one `write(2)` per batch). A console nobody reads (a stalled pipe) loses lines beyond
+/// ``consoleBacklog`` bytes, counted and reported once it moves again; the events file keeps everything up to
+/// ``fileBacklog`` bytes waiting. ``close()`` writes what is left, giving a stalled console ``closeGrace``.
 public final class EventLog: Sendable {
     public enum Format: String, Sendable { case text, json }
 
@@ -17,6 +19,10 @@ public final class EventLog: Sendable {
     private let start = ContinuousClock.now
     private let recent = Mutex<Recent>(Recent())
     private let lineBuffered: Bool
+    private let console: Int32
+    /// False for a regular file: writes to it never stall, so they need no waiting for readiness.
+    private let consoleMayStall: Bool
+    private let writer = DispatchQueue(label: "gattemu.event-log")
 
     /// The kept events, the next sequence number, the live subscribers and the unwritten output, under
     /// one lock so that sequence numbers, the buffer, the streams and the outputs always agree.
@@ -31,7 +37,14 @@ public final class EventLog: Sendable {
         var file: [UInt8] = []
         /// The events file's descriptor, -1 when there is none (or after ``close()``).
         var fileDescriptor: Int32 = -1
-        var flushScheduled = false
+        /// A write of the batch is queued on the writer (now, or after the flush interval).
+        var writeQueued = false
+        var droppedConsoleLines = 0
+        /// Console lines dropped since the last report of it.
+        var unreportedConsoleDrops = 0
+        var droppedFileLines = 0
+        /// When ``close()`` began; a console that has not taken output within ``closeGrace`` after it is given up.
+        var closingSince: ContinuousClock.Instant?
     }
 
     /// How many recent events are kept for `events(since:)`.
@@ -40,17 +53,53 @@ public final class EventLog: Sendable {
     public static let flushInterval: DispatchTimeInterval = .milliseconds(50)
     /// A batch this large (bytes) is written at once.
     static let flushThreshold = 16 * 1024
+    /// Console output waiting beyond this (bytes) is dropped, not kept: its reader has stopped reading.
+    public static let consoleBacklog = 1 << 20
+    /// Events-file output waiting beyond this (bytes) is dropped (a file system that stopped taking writes).
+    public static let fileBacklog = 64 << 20
+    /// How long ``close()`` keeps trying to write to a console that does not take output.
+    public static let closeGrace: Duration = .seconds(2)
 
-    public init(format: Format, file path: String? = nil) throws {
+    /// `file` is created (or truncated) readable by its owner only; a symbolic link, a FIFO or any other
+    /// non-regular file there is refused. `console` is where lines go (standard output).
+    public init(format: Format, file path: String? = nil, console: Int32 = STDOUT_FILENO) throws {
         self.format = format
-        lineBuffered = isatty(STDOUT_FILENO) != 0
+        self.console = console
+        lineBuffered = isatty(console) != 0
+        var info = stat()
+        consoleMayStall = !(fstat(console, &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
         if let path {
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard descriptor >= 0 else {
-                throw EventLogFileError(path: path, reason: String(cString: strerror(errno)).lowercased())
-            }
+            let descriptor = try Self.openEventsFile(path)
             recent.withLock { $0.fileDescriptor = descriptor }
         }
+    }
+
+    /// Opens `path` for the events: never through a symbolic link, never anything but a regular file
+    /// (opening a FIFO does not wait for a reader), mode 0600, emptied.
+    static func openEventsFile(_ path: String) throws -> Int32 {
+        func failure(_ reason: String) -> EventLogFileError { EventLogFileError(path: path, reason: reason) }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+        guard descriptor >= 0 else {
+            let code = errno
+            switch code {
+            case ELOOP: throw failure("it is a symbolic link (refused)")
+            case ENXIO: throw failure("not a regular file (refused)")  // a FIFO nobody reads
+            default: throw failure(String(cString: strerror(code)).lowercased())
+            }
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            Glibc.close(descriptor)
+            throw failure("not a regular file (refused)")
+        }
+        let flags = fcntl(descriptor, F_GETFL)
+        guard flags >= 0, fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) == 0, ftruncate(descriptor, 0) == 0,
+              fchmod(descriptor, 0o600) == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw failure(String(cString: strerror(code)).lowercased())
+        }
+        return descriptor
     }
 
     /// Milliseconds since the log was created.
@@ -64,50 +113,100 @@ public final class EventLog: Sendable {
     }
 
     public func record(_ event: EmulatorEvent) {
-        // The sequence number, console, file and subscribers are all handled under the lock so that
-        // every output sees events in sequence order.
-        let scheduleFlush = recent.withLock { recent -> Bool in
+        // The sequence number, the batches and the subscribers are all handled under the lock so that every
+        // output sees events in sequence order.
+        let write = recent.withLock { recent -> Write? in
             var event = event
             event.sequence = recent.nextSequence
             recent.nextSequence += 1
             let json = format == .json || recent.fileDescriptor >= 0 ? event.json : ""
-            if format == .json { recent.console += json.utf8 } else { event.appendText(to: &recent.console) }
-            recent.console.append(UInt8(ascii: "\n"))
+            if recent.console.count < Self.consoleBacklog {
+                if format == .json { recent.console += json.utf8 } else { event.appendText(to: &recent.console) }
+                recent.console.append(UInt8(ascii: "\n"))
+            } else {
+                recent.droppedConsoleLines += 1
+                recent.unreportedConsoleDrops += 1
+            }
             if recent.fileDescriptor >= 0 {
-                recent.file.append(contentsOf: json.utf8)
-                recent.file.append(UInt8(ascii: "\n"))
+                if recent.file.count < Self.fileBacklog {
+                    recent.file.append(contentsOf: json.utf8)
+                    recent.file.append(UInt8(ascii: "\n"))
+                } else {
+                    recent.droppedFileLines += 1
+                }
             }
             recent.events.append(event)
             if recent.events.count > Self.capacity { recent.events.removeFirst() }
             for subscriber in recent.subscribers.values { subscriber.yield(event) }
-            if lineBuffered || recent.console.count + recent.file.count >= Self.flushThreshold {
-                Self.writeOut(&recent)
-                return false
-            }
-            defer { recent.flushScheduled = true }
-            return !recent.flushScheduled
+            guard !recent.writeQueued else { return nil }
+            recent.writeQueued = true
+            return lineBuffered || recent.console.count + recent.file.count >= Self.flushThreshold ? .now : .later
         }
-        if scheduleFlush {
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.flushInterval) { [weak self] in self?.flush() }
+        switch write {
+        case .now?: writer.async { [self] in writeBatch() }
+        case .later?: writer.asyncAfter(deadline: .now() + Self.flushInterval) { [self] in writeBatch() }
+        case nil: break
         }
     }
 
-    /// Writes every batched line now.
+    private enum Write { case now, later }
+
+    /// Console lines dropped so far because nobody read the console.
+    public var droppedConsoleLines: Int { recent.withLock { $0.droppedConsoleLines } }
+
+    /// Writes every batched line now (waits for the writer).
     public func flush() {
-        recent.withLock { Self.writeOut(&$0) }
+        writer.sync { writeBatch() }
     }
 
-    /// Writes the batches out (under the lock, so lines never interleave or reorder).
-    private static func writeOut(_ recent: inout Recent) {
-        recent.flushScheduled = false
-        writeAll(STDOUT_FILENO, &recent.console)
-        if recent.fileDescriptor >= 0 { writeAll(recent.fileDescriptor, &recent.file) }
+    /// Takes the batches and writes them, outside the lock; on the writer's queue only.
+    private func writeBatch() {
+        let (console, file, descriptor, drops) = recent.withLock { recent in
+            defer {
+                recent.console = []
+                recent.file = []
+                recent.unreportedConsoleDrops = 0
+                recent.writeQueued = false
+            }
+            return (recent.console, recent.file, recent.fileDescriptor, recent.unreportedConsoleDrops)
+        }
+        var output = console
+        if drops > 0 {
+            output += "[gattemu: \(drops) log lines not shown: standard output was not being read]\n".utf8
+        }
+        let unwritten = DescriptorOutput.writeAll(&output, to: self.console, giveUp: consoleMayStall ? { [self] in
+            recent.withLock { $0.closingSince }.map { .now - $0 >= Self.closeGrace } ?? false
+        } : nil)
+        if unwritten > 0 {
+            let lines = console.suffix(unwritten).reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            recent.withLock { $0.droppedConsoleLines += max(lines, 1) }
+        }
+        var fileBytes = file
+        if descriptor >= 0 { _ = DescriptorOutput.writeAll(&fileBytes, to: descriptor) }
     }
 
-    private static func writeAll(_ descriptor: Int32, _ bytes: inout [UInt8]) {
-        guard !bytes.isEmpty else { return }
-        DescriptorOutput.writeAll(&bytes, to: descriptor)
-        if bytes.capacity > 4 * flushThreshold { bytes = [] }
+    /// Writes what is batched, closes the file and ends every subscription. A console that does not take
+    /// output within ``closeGrace`` loses the rest.
+    public func close() {
+        let subscribers = recent.withLock { recent in
+            recent.closingSince = .now
+            return Self.endSubscriptions(&recent)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+        writer.sync {
+            writeBatch()
+            recent.withLock { recent in
+                if recent.fileDescriptor >= 0 {
+                    if recent.droppedFileLines > 0 {
+                        var note = Array("{\"event\":\"note\",\"detail\":\"\(recent.droppedFileLines) events not written: the file did not take them\"}\n".utf8)
+                        _ = DescriptorOutput.writeAll(&note, to: recent.fileDescriptor)
+                    }
+                    fsync(recent.fileDescriptor)
+                    Glibc.close(recent.fileDescriptor)
+                    recent.fileDescriptor = -1
+                }
+            }
+        }
     }
 
     /// The most recent events (up to ``capacity``), oldest first.
@@ -161,20 +260,6 @@ public final class EventLog: Sendable {
         recent.subscriptionsEnded = true
         defer { recent.subscribers = [:] }
         return Array(recent.subscribers.values)
-    }
-
-    /// Writes what is batched, closes the file and ends every subscription.
-    public func close() {
-        let subscribers = recent.withLock { recent in
-            Self.writeOut(&recent)
-            if recent.fileDescriptor >= 0 {
-                fsync(recent.fileDescriptor)
-                Glibc.close(recent.fileDescriptor)
-                recent.fileDescriptor = -1
-            }
-            return Self.endSubscriptions(&recent)
-        }
-        for subscriber in subscribers { subscriber.finish() }
     }
 }
 

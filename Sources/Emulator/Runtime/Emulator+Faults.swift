@@ -95,13 +95,22 @@ extension Emulator {
             if delivery == nil, let application {
                 delivery = try await application.notify(characteristic, value: value, central: address)
             }
-            if case .sockets(let centrals)? = delivery, centrals.isEmpty {
-                log.record(.note, central: address, characteristic: characteristic, value: value,
-                           detail: "\(indicate ? "indication" : "notification") not sent: no notification socket for this central")
+            let what = indicate ? "indication" : "notification"
+            if case .sockets(_, let dropped)? = delivery {
+                for (socket, count) in dropped.sorted(by: { $0.key < $1.key }) {
+                    log.record(.note, central: Self.central(ofSocket: socket) ?? address, characteristic: characteristic, value: value,
+                               detail: "\(what) dropped: the central is not reading its notification socket (\(count) dropped on it so far)")
+                }
+            }
+            if case .sockets(let centrals, let dropped)? = delivery, centrals.isEmpty {
+                if dropped.isEmpty {
+                    log.record(.note, central: address, characteristic: characteristic, value: value,
+                               detail: "\(what) not sent: no notification socket for this central")
+                }
                 return
             }
             let how = switch delivery {
-            case .sockets(let centrals)?: "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
+            case .sockets(let centrals, _)?: "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
             case .propertiesChanged?: "PropertiesChanged"
             case nil: "not sent (no GATT application)"
             }
@@ -109,6 +118,11 @@ extension Emulator {
         } catch {
             log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
         }
+    }
+
+    /// The central address of a notification socket's key (a device path), nil for BlueZ 5.66's shared `*`.
+    static func central(ofSocket key: String) -> String? {
+        BlueZDevicePath.address(of: DBusObjectPath(key))
     }
 
     /// Logs each fired fault and starts its adapter-level actions.

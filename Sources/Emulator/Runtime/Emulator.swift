@@ -26,6 +26,8 @@ public actor Emulator {
     var timers: [String: ArmedTimer] = [:]
     var effectTail: Task<Void, Never>?
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
+    /// Hands ``centralEvents`` to the actor; awaited on stop so its events are logged before `stopped`.
+    var centralEventsTask: Task<Void, Never>?
     var connectedCentrals: [String] = []
     var stopped = false
     /// Fault engine and control-API bookkeeping (see `Emulator+Faults.swift`).
@@ -68,7 +70,7 @@ public actor Emulator {
         originalAlias = adapter.alias
         let (events, continuation) = AsyncStream.makeStream(of: CentralEvent.self)
         centralEvents = continuation
-        Task(executorPreference: loop) { [weak self] in
+        centralEventsTask = Task(executorPreference: loop) { [weak self] in
             for await event in events { await self?.centralEvent(event) }
         }
         try await register(on: adapter, stack: stack)
@@ -122,6 +124,8 @@ public actor Emulator {
         stopped = true
         for timer in timers.values { timer.task.cancel() }
         timers = [:]
+        for task in faultState.scheduled.values { task.cancel() }
+        faultState.scheduled = [:]
         await stopAdvertising()
         await application?.unregister()
         await watcher?.cancel()
@@ -134,6 +138,11 @@ public actor Emulator {
             try? await adapter.setAlias(originalAlias)
         }
         await stack?.close()
+        // What is still under way logs before `stopped`, so that `stopped` is the last event: the central
+        // events already received, and effects left to run after earlier answers.
+        await centralEventsTask?.value
+        effectTail?.cancel()
+        await effectTail?.value
         log.record(.stopped)
     }
 
