@@ -72,6 +72,8 @@ enum Replay {
             ("ReadValue", [options]),
             ("WriteValue", [.bytes(Array(0..<20)), options]),
             ("AcquireNotify", [options]),
+            ("ReadValueNegativeOffset", [.stringVariantDictionary(["offset": .int64(-5), "mtu": .uint16(0)])]),
+            ("WriteValueTooLong", [.bytes(Array(repeating: 7, count: 600)), .stringVariantDictionary(["offset": .uint16(500)])]),
             ("Nested", [.structure([.int32(1), .variant(.strings(["a", "b"])), .dictionary(key: .uint16, value: .variant, [])])]),
         ]
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -1,3 +1,4 @@
+@_spi(Fuzzing) import BlueZ
 import DBus
 import Foundation
 import Profile
@@ -10,6 +11,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case template
     /// D-Bus wire bytes through libdbus and our argument decoding (what bluetoothd sends us).
     case dbus
+    /// D-Bus wire bytes decoded as bluetoothd's `ReadValue` and `WriteValue` calls: the options dictionary,
+    /// offsets, MTUs and values, checked where they enter.
+    case dbusRequest = "dbus-request"
     /// Arbitrary writes from a central to every writable characteristic of the shipped profiles.
     case engine
 
@@ -39,6 +43,10 @@ enum FuzzTarget: String, CaseIterable, Sendable {
                     default: _ = reader.boolean()
                     }
                 }
+            }
+        case .dbusRequest:
+            for asWrite in [false, true] {
+                _ = try? DBusMarshalling.readArguments(ofMarshalledMessage: data) { GattCallDecoding.check(&$0, asWrite: asWrite) }
             }
         case .engine:
             for profile in ShippedProfiles.all {

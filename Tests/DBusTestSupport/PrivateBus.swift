@@ -16,25 +16,28 @@ public final class PrivateBus: Sendable {
     private let output: FileHandle
     private let stopped = Mutex(false)
 
-    public init() throws {
+    /// Who may do what on the bus.
+    public enum Policy: Sendable {
+        /// Anyone may own any name and call anything (most tests).
+        case permissive
+        /// The policy of this machine's system bus: Debian's `/usr/share/dbus-1/system.conf` with its
+        /// `system.d` files (BlueZ's `bluetooth.conf`), on a socket of its own that any user may reach.
+        case system
+    }
+
+    public init(policy: Policy = .permissive) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattemu-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Other users (an unprivileged attacker in a test) must reach the socket.
+        chmod(directory.path, 0o755)
         let config = directory.appendingPathComponent("bus.conf")
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:path=\(directory.path)/socket</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """.write(to: config, atomically: true, encoding: .utf8)
+        if case .system = policy {
+            try Self.systemConfiguration(socket: directory.path + "/socket").write(to: config, atomically: true, encoding: .utf8)
+        } else {
+            try Self.permissiveConfiguration(socket: directory.path + "/socket").write(to: config, atomically: true, encoding: .utf8)
+        }
         var ends: [Int32] = [0, 0]
+
         guard pipe(&ends) == 0 else { throw PrivateBusError.spawnFailed(errno) }
         let arguments = ["/usr/bin/dbus-daemon", "--config-file=\(config.path)", "--nofork", "--nopidfile", "--print-address=1"]
         let (write, read) = (ends[1], ends[0])
@@ -60,6 +63,35 @@ public final class PrivateBus: Sendable {
         }
         address = line
         self.output = reader
+    }
+
+    static func permissiveConfiguration(socket: String) -> String {
+        """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
+    }
+
+    /// Debian's system bus configuration, listening on `socket` instead, without dropping to the
+    /// `messagebus` user, and with its relative `system.d` made absolute.
+    static func systemConfiguration(socket: String) throws -> String {
+        var text = try String(contentsOfFile: "/usr/share/dbus-1/system.conf", encoding: .utf8)
+        text = text.replacing(/<listen>[^<]*<\/listen>/, with: "<listen>unix:path=\(socket)</listen>")
+        text = text.replacing(/<user>[^<]*<\/user>/, with: "")
+        text = text.replacing(/<pidfile>[^<]*<\/pidfile>/, with: "")
+        text = text.replacing(/<servicehelper>[^<]*<\/servicehelper>/, with: "")
+        text = text.replacing("<includedir>system.d</includedir>", with: "<includedir>/usr/share/dbus-1/system.d</includedir>")
+        return text
     }
 
     /// A new connection to this bus.

@@ -89,6 +89,8 @@ final class StandInBluetoothd: Sendable {
     let adapterPath: DBusObjectPath = "/org/bluez/hci0"
     let applications = Locked(0)
     let advertisements = Locked(0)
+    /// Who registered the latest application (gattemu's unique name).
+    let registrant = Locked<String?>(nil)
     let advertisementDelay: Duration
 
     init(bus: PrivateBus, advertisementDelay: Duration = .zero) async throws {
@@ -102,6 +104,7 @@ final class StandInBluetoothd: Sendable {
     func addAdapter(announce: Bool) async throws {
         let applications = self.applications
         let advertisements = self.advertisements
+        let registrant = self.registrant
         let delay = advertisementDelay
         let alias = Locked("host")
         try await connection.export([
@@ -113,8 +116,9 @@ final class StandInBluetoothd: Sendable {
                 .constant("Powered", .boolean(true)),
             ]),
             DBusInterface(name: BlueZNames.gattManager, methods: [
-                DBusMethod("RegisterApplication", input: "oa{sv}") { _ in
+                DBusMethod("RegisterApplication", input: "oa{sv}") { call in
                     applications.withLock { $0 += 1 }
+                    registrant.withLock { $0 = call.sender }
                     return []
                 },
                 DBusMethod("UnregisterApplication", input: "o") { _ in

@@ -131,6 +131,9 @@ class Central:
     async def start(self): ...
     async def close(self): ...
 
+    async def disconnect_all(self) -> None:
+        """Drops every link this central has and waits until each is gone."""
+
     async def _scan(self, match: Callable[[AdvInfo], bool], window: float) -> AdvInfo | None:
         """One fresh discovery session of at most `window` s; first match or None."""
         raise NotImplementedError
@@ -285,6 +288,18 @@ class BumbleCentral(Central):
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
 
+    async def disconnect_all(self):
+        if self.device is None:
+            return
+        for c in list(self.device.connections.values()):
+            gone = asyncio.Event()
+            c.on("disconnection", lambda *_: gone.set())
+            try:
+                await asyncio.wait_for(c.disconnect(), 10)
+                await asyncio.wait_for(gone.wait(), 10)
+            except Exception as e:  # noqa: BLE001 - already gone, or the controller lost it
+                log.info("disconnect_all: %s", e)
+
     async def close(self):
         if self.device is not None:
             for c in list(self.device.connections.values()):
@@ -431,6 +446,22 @@ class BluezCentral(Central):
         if self.bus is not None:
             self.bus.disconnect()
             self.bus = None
+
+    async def disconnect_all(self):
+        prefix = f"/org/bluez/{self.adapter}/dev_"
+        try:
+            (objs,) = await self._call("/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        except RuntimeError as e:
+            log.info("GetManagedObjects: %s", e)
+            return
+        for path, interfaces in objs.items():
+            device = interfaces.get("org.bluez.Device1", {})
+            connected = device.get("Connected")
+            if path.startswith(prefix) and connected is not None and connected.value:
+                try:
+                    await self._call(path, "org.bluez.Device1", "Disconnect")
+                except RuntimeError as e:
+                    log.info("Disconnect %s: %s", path, e)
 
     async def _call(self, path, iface, member, signature="", body=()):
         from dbus_fast import Message, MessageType

@@ -14,7 +14,8 @@ Contract (env, set by the sandbox):
   GATTEMU_CMD                             optional: how the gattemu tests
       (test_gattemu_*.py) start gattemu, same placeholders; default
       "{root}/.build/debug/gattemu run {profile} --adapter {adapter}".
-      They skip when that binary is missing or has no `run` subcommand.
+      A missing binary, or one without a `run` subcommand, fails them (it is
+      never a skip: a green run must mean gattemu was tested).
   GATTEMU_LONG                            1: long/soak variants (scripts/test --long)
   GATTEMU_BLUEZ                           the VM's peripheral-side bluetoothd: 5.66 (system,
       default) or 5.82 (scripts/build-bluez). Per test: the `bluez_582` fixture, or
@@ -72,10 +73,13 @@ def _require_sandbox():
 
 
 class Peripheral:
-    """A peripheral process under test, with its output in $GATTEMU_OUT."""
+    """A peripheral process under test, with its output in $GATTEMU_OUT.
 
-    def __init__(self, argv: list[str], name: str, log_path: Path):
-        self.argv, self.name, self.log_path = argv, name, log_path
+    `ready(output)` says when it is registered and advertising (gattemu logs `started` once its GATT
+    application and advertisements are registered); `advertising()` waits for it before scanning."""
+
+    def __init__(self, argv: list[str], name: str, log_path: Path, ready=None):
+        self.argv, self.name, self.log_path, self.ready = argv, name, log_path, ready
         self.proc: subprocess.Popen | None = None
         self._log = None
 
@@ -127,9 +131,24 @@ class Peripheral:
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output().splitlines()[-lines:])
 
+    async def wait_ready(self, timeout: float = 60.0) -> None:
+        """Returns once the process says it is registered (or at once without a `ready` test); fails
+        with its output if it exits first or takes longer than `timeout`."""
+        if self.ready is None:
+            return
+        end = time.monotonic() + timeout
+        while not self.ready(self.output()):
+            if not self.running:
+                raise AssertionError(f"{self.argv[0]} exited with {self.proc.returncode} before it was ready; "
+                                     f"output:\n{self.tail()}")
+            if time.monotonic() >= end:
+                raise AssertionError(f"{self.argv[0]} not ready within {timeout}s; output:\n{self.tail()}")
+            await asyncio.sleep(0.05)
+
     async def advertising(self, central: Central, timeout: float = 60.0, **match):
-        """central.find(**match), but fail at once (with the process output) if
-        the process exits before it is seen."""
+        """central.find(**match) once the process is ready, but fail at once (with the process output)
+        if the process exits before it is seen."""
+        await self.wait_ready(timeout)
         end = time.monotonic() + timeout
         while True:
             if not self.running:
@@ -159,16 +178,63 @@ async def central(env) -> Central:
     await c.close()
 
 
+def _is_gattemu(argv: list[str]) -> bool:
+    return any(Path(a).name == "gattemu" for a in argv[:1]) and "run" in argv[1:2]
+
+
+def gattemu_ready(output: str) -> bool:
+    """gattemu logs `started` (text or JSON) once its application and advertisements are registered."""
+    return " started " in output or '"event":"started"' in output
+
+
+async def _connections(index: str) -> list[tuple[str, str]]:
+    """(address, btmgmt address type) of the links of controller `index`, as the kernel knows them."""
+    from central import amgmt
+    try:
+        out = await amgmt("--index", index, "con", timeout=10)
+    except Exception:  # noqa: BLE001 - a controller taken by the Bumble user channel answers nothing
+        return []
+    links = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].count(":") == 5 and parts[1] == "type":
+            kind = " ".join(parts[2:])
+            links.append((parts[0], "2" if "Random" in kind else "1" if "LE" in kind else "0"))
+    return links
+
+
+async def clean_radio(central: Central) -> None:
+    """No link may outlive a test: the central drops its links, and any link the peripheral's
+    controller still has is disconnected and waited out. A test that starts on a link left by the one
+    before it sees the previous peripheral's GATT database (or bluetoothd's without any application)."""
+    from central import amgmt
+    await central.disconnect_all()
+    index = os.environ.get("GATTEMU_PERIPH", "").removeprefix("hci")
+    if not index:
+        return
+    end = time.monotonic() + 15
+    while links := await _connections(index):
+        if time.monotonic() >= end:
+            raise AssertionError(f"links still up on hci{index} after 15 s: {links}")
+        for address, kind in links:
+            with contextlib.suppress(Exception):
+                await amgmt("--index", index, "disconnect", "-t", kind, address, timeout=10)
+        await asyncio.sleep(0.2)
+
+
 @pytest.fixture
-def start_peripheral(env, central, request):
+async def start_peripheral(env, central, request):
     """Factory: start_peripheral(name=..., cmd=None, profile=None) -> Peripheral.
 
     Starts the peripheral command (GATTEMU_PERIPHERAL_CMD or the Python fixture)
     on $GATTEMU_PERIPH and stops it at teardown. Callers wait for it to show
-    up with `await central.find(name=...)`.
+    up with `await p.advertising(central, ...)` (which, for gattemu, first waits
+    until it is registered). Every test starts and ends with a clean radio: no
+    link from the central, none left on the peripheral's controller.
     """
     started: list[Peripheral] = []
     out = Path(env["GATTEMU_OUT"])
+    await clean_radio(central)
 
     def start(name: str = "gattemu-fixture", cmd: str | None = None, profile: str | None = None,
               adapter: str | None = None, extra_args: list[str] | tuple = ()) -> Peripheral:
@@ -176,13 +242,19 @@ def start_peripheral(env, central, request):
         line = template.format(adapter=adapter or env["GATTEMU_PERIPH"], name=name,
                                root=env.get("GATTEMU_ROOT", ""), profile=profile or "")
         log = out / f"peripheral-{request.node.name}.log".replace("/", "_")
-        p = Peripheral(shlex.split(line) + list(extra_args), name, log).start()
+        argv = shlex.split(line) + list(extra_args)
+        p = Peripheral(argv, name, log, ready=gattemu_ready if _is_gattemu(argv) else None).start()
         started.append(p)
         return p
 
     yield start
-    for p in started:
-        p.stop()
+    # Links first, then the peripherals: stopping a peripheral under a live link leaves the link to
+    # the next test.
+    try:
+        await clean_radio(central)
+    finally:
+        for p in started:
+            p.stop()
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:
         for p in started:
@@ -216,7 +288,7 @@ def gattemu_bin(env, tmp_path_factory) -> str:
     tmpfs once: the project share is uncached 9p, where each start re-reads it."""
     path = shlex.split(_gattemu_template())[0].format(root=env.get("GATTEMU_ROOT", ""))
     if not os.access(path, os.X_OK):
-        pytest.skip(f"{path} not built (swift build)")
+        pytest.fail(f"{path} not built (swift build): the gattemu tests cannot run", pytrace=False)
     try:
         r = subprocess.run([path, "run", "--help"], capture_output=True, timeout=60,
                            stdin=subprocess.DEVNULL)
@@ -224,7 +296,7 @@ def gattemu_bin(env, tmp_path_factory) -> str:
     except (OSError, subprocess.TimeoutExpired) as e:
         text = str(e)
     if "run" not in text or "--adapter" not in text:
-        pytest.skip(f"{path} has no `run` subcommand yet")
+        pytest.fail(f"{path} has no `run` subcommand: not the gattemu under test\n{text[:500]}", pytrace=False)
     if path.endswith("/.build/debug/gattemu"):
         copy = tmp_path_factory.mktemp("bin") / "gattemu"
         shutil.copy2(path, copy)

@@ -23,7 +23,11 @@ API = f"http://127.0.0.1:{PORT}"
 CONFIG_UUID = "00002bb2-0000-1000-8000-00805f9b34fb"
 TX_UUID = "1bc50003-0200-d29e-e511-446c609db825"
 
-pytestmark = pytest.mark.skipif(not GATTEMU.exists(), reason="build gattemu first (swift build)")
+
+
+@pytest.fixture(autouse=True)
+def _built(gattemu_bin):
+    """Every test here needs the binary: a missing one fails them (conftest's gattemu_bin)."""
 
 
 def call(method: str, path: str, body=None) -> tuple[int, dict]:

@@ -198,8 +198,11 @@ extension GattApplication {
     /// `ReadValue(a{sv}) → ay`, answered by the handler.
     static func readValueMethod(_ attribute: GattAttributeID, handler: any GattRequestHandler) -> DBusMethod {
         DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
-            let options = GattRequestOptions(of: call)
-            if let problem = options.problem { throw problem.dbusError }
+            let options: GattRequestOptions
+            switch call.readArguments({ GattRequestOptions.read(&$0) }) {
+            case .success(let read): options = read
+            case .failure(let error): throw error.dbusError
+            }
             let request = GattReadRequest(attribute: attribute, offset: options.offset, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 return [.bytes(try await handler.read(request))]
@@ -216,11 +219,11 @@ extension GattApplication {
         stored: @escaping @Sendable ([UInt8]) -> Void = { _ in }
     ) -> DBusMethod {
         DBusMethod("WriteValue", input: "aya{sv}") { call in
-            let (value, options) = call.readArguments { reader in (reader.bytes() ?? [], GattRequestOptions(reading: &reader)) }
-            if let problem = options.problem { throw problem.dbusError }
-            // No central can write more than an attribute holds; only a stranger on the bus would try.
-            guard options.offset + value.count <= GattRequestOptions.maximumValueLength else {
-                throw GattError.invalidValueLength.dbusError
+            let value: [UInt8]
+            let options: GattRequestOptions
+            switch call.readArguments({ GattRequestOptions.write(&$0) }) {
+            case .success(let write): (value, options) = write
+            case .failure(let error): throw error.dbusError
             }
             let request = GattWriteRequest(
                 attribute: attribute, value: value, offset: options.offset,

@@ -88,6 +88,44 @@ struct GattRequestOptions {
     init(of call: DBusMethodCall) {
         self = call.readArguments { GattRequestOptions(reading: &$0) }
     }
+
+    /// `ReadValue(a{sv})`'s argument, or the error the call is refused with.
+    static func read(_ reader: inout DBusArgumentReader) -> Result<GattRequestOptions, GattError> {
+        let options = GattRequestOptions(reading: &reader)
+        return options.problem.map { .failure($0) } ?? .success(options)
+    }
+
+    /// `WriteValue(ay, a{sv})`'s arguments, or the error the call is refused with: no central can write more
+    /// than an attribute holds (only a stranger on the bus would try).
+    static func write(_ reader: inout DBusArgumentReader) -> Result<(value: [UInt8], options: GattRequestOptions), GattError> {
+        let value = reader.bytes() ?? []
+        let options = GattRequestOptions(reading: &reader)
+        if let problem = options.problem { return .failure(problem) }
+        guard options.offset + value.count <= maximumValueLength else { return .failure(.invalidValueLength) }
+        return .success((value, options))
+    }
+}
+
+/// The decoding of GATT calls, for the fuzz target: what the handlers do with a call's arguments.
+@_spi(Fuzzing) public enum GattCallDecoding {
+    /// Decodes the arguments as `ReadValue` and as `WriteValue` would; traps if a number that passes escapes
+    /// the range the handlers rely on.
+    public static func check(_ reader: inout DBusArgumentReader, asWrite: Bool) {
+        if asWrite {
+            guard case .success(let (value, options)) = GattRequestOptions.write(&reader) else { return }
+            precondition((0...GattRequestOptions.maximumValueLength).contains(options.offset + value.count))
+            check(options)
+        } else {
+            guard case .success(let options) = GattRequestOptions.read(&reader) else { return }
+            check(options)
+        }
+    }
+
+    private static func check(_ options: GattRequestOptions) {
+        precondition((0...GattRequestOptions.maximumValueLength).contains(options.offset))
+        precondition(options.mtu.map(GattRequestOptions.validMTUs.contains) ?? true)
+        _ = GattRequestContext(options: options).centralAddress
+    }
 }
 
 /// Which GATT attribute a request is for: a characteristic, or one of its descriptors.
