@@ -33,9 +33,11 @@ let package = Package(
         .target(name: "Emulator", dependencies: [
             "BlueZ", "Profile", .product(name: "DequeModule", package: "swift-collections"),
         ]),
+        // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
+        .target(name: "ControlBodies", dependencies: ["Profile"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
         .target(name: "Control", dependencies: [
-            "Emulator", "Profile",
+            "Emulator", "Profile", "ControlBodies",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -52,7 +54,7 @@ let package = Package(
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["DBus", "Profile"]),
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["DBus", "Profile", "ControlBodies"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),

@@ -1,3 +1,4 @@
+import ControlBodies
 import Emulator
 import FoundationEssentials
 import Hummingbird
@@ -112,13 +113,7 @@ struct ControlRoutes: Sendable {
     func advertisement(_ request: Request) async throws(ControlError) -> Response {
         var request = request
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        guard let variantNode = node["variant"] else { throw .badRequest("missing \"variant\" (a variant name, or null for the base advertisement)") }
-        let variant: String?
-        switch variantNode.value {
-        case .null: variant = nil
-        case .string(let name): variant = name
-        default: throw .badRequest("variant: expected a string or null")
-        }
+        let variant = try Bodies.variant(node)
         do {
             try await target.setAdvertisement(variant: variant)
         } catch {
@@ -136,13 +131,7 @@ struct ControlRoutes: Sendable {
         let specs: [FaultSpec]
         let single: Bool
         do {
-            if case .object = node.value, node["faults"] == nil {
-                specs = [try FaultSpecDecoder.spec(node)]
-                single = true
-            } else {
-                specs = try FaultSpecDecoder.scenario(node)
-                single = false
-            }
+            (specs, single) = try ControlBody.faults(node)
         } catch {
             throw ControlError(error)
         }
