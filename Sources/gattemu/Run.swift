@@ -50,12 +50,24 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Bearer token every control request must carry (required off loopback).", valueName: "token"))
     var controlToken: String?
 
+    @Option(help: ArgumentHelp("Also accept this Host for the control API (repeatable): a name, or NAME:PORT for a tunnel or proxy on another port.", valueName: "name"))
+    var controlAllowHost: [String] = []
+
+    @Option(help: ArgumentHelp("Let web pages of this origin call the control API (repeatable, exact, e.g. http://localhost:3000).", valueName: "origin"))
+    var controlAllowOrigin: [String] = []
+
     @Option(help: ArgumentHelp("Inject the faults of this JSON scenario file (see docs/control.md).", valueName: "file"))
     var scenario: String?
 
     func run() async throws {
         let profile = try loadProfile(self.profile, overrides: overrides)
         let endpoint = try controlEndpoint()
+        let access: ControlAccess
+        do {
+            access = try ControlAccess(allowedHosts: controlAllowHost, allowedOrigins: controlAllowOrigin)
+        } catch {
+            throw Failure.badInput(error.message)
+        }
         let faults = try profile.faults + loadScenario(scenario, for: profile)
         let log: EventLog
         do {
@@ -77,7 +89,7 @@ struct Run: AsyncParsableCommand {
         let server: ControlServer?
         do {
             server = try endpoint.map { endpoint throws(ControlSetupError) in
-                try ControlServer(endpoint: endpoint, token: controlToken, target: emulator)
+                try ControlServer(endpoint: endpoint, token: controlToken, target: emulator, access: access)
             }
         } catch {
             throw Failure.badInput(error.message)
