@@ -15,6 +15,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: []),
         .package(url: "https://github.com/apple/swift-nio", from: "2.60.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // Already required by Hummingbird; the control API merges its event stream with heartbeats.
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+        // Already required by Hummingbird; the control API's connection guard sees its HTTP request parts.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
         // Already required by Hummingbird; the control API's middleware names a few header fields.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
@@ -40,7 +44,10 @@ let package = Package(
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
         .target(name: "Control", dependencies: [
             "Emulator", "Profile", "ControlBodies",
+            .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -68,6 +75,9 @@ let package = Package(
             "Control", "Emulator", "Profile", "BlueZ", "DBus",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ]),
     ],
     swiftLanguageModes: [.v6]

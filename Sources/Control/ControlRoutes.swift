@@ -7,6 +7,8 @@ import Profile
 /// The `/v1` endpoints. Every handler answers JSON; problems are thrown as ``ControlError``.
 struct ControlRoutes: Sendable {
     let target: any ControlTarget
+    let streams: EventStreamSlots
+    let heartbeat: Duration
 
     func register(on router: Router<BasicRequestContext>) {
         let v1 = router.group("v1")
@@ -44,14 +46,14 @@ struct ControlRoutes: Sendable {
         ]).response()
     }
 
-    /// Server-Sent Events: `id: SEQ`, `event: KIND`, `data: {json}`; resumes after `since` or `Last-Event-ID`.
+    /// Server-Sent Events (``EventStream``); resumes after `since` or `Last-Event-ID`; 503 past the stream limit.
     func stream(_ request: Request) throws(ControlError) -> Response {
         let lastID = request.headers.first { $0.name.canonicalName == "last-event-id" }.flatMap { Int($0.value) }
         let since = try integer(request, "since") ?? lastID
-        let events = target.events.subscribe(since: since)
-        let body = ResponseBody(asyncSequence: events.map { event in
-            ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.kind.rawValue)\ndata: \(event.json)\n\n")
-        })
+        guard let slot = streams.take() else {
+            throw ControlError(.serviceUnavailable, "too many event-stream clients (\(streams.maximum))", details: ["limit": .int(streams.maximum)])
+        }
+        let body = EventStream.body(target.events.subscribe(since: since), heartbeat: heartbeat, slot: slot)
         return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
     }
 

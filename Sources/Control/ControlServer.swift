@@ -1,6 +1,7 @@
 import Emulator
 import FoundationEssentials
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -9,17 +10,20 @@ import ServiceLifecycle
 ///
 /// Middleware, outermost first: ``HostMiddleware`` (421), ``OriginMiddleware`` (403, CORS),
 /// ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204), ``BearerTokenMiddleware`` (401),
-/// ``ContentTypeMiddleware`` (415) (docs/control.md, "Security").
+/// ``ContentTypeMiddleware`` (415). Connections are limited by ``ConnectionGuard`` (docs/control.md, "Security").
 public struct ControlServer: Sendable {
     public let endpoint: ControlEndpoint
     public let token: String?
     public let access: ControlAccess
+    public let limits: ControlLimits
     let target: any ControlTarget
     let listening = ListeningPort()
+    let streams: EventStreamSlots
+    let connections: ConnectionRegistry
 
     /// Refuses a non-loopback endpoint without a token.
     public init(endpoint: ControlEndpoint, token: String?, target: any ControlTarget,
-                access: ControlAccess = ControlAccess()) throws(ControlSetupError) {
+                access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits()) throws(ControlSetupError) {
         if let token, token.isEmpty { throw ControlSetupError(message: "--control-token must not be empty") }
         if !endpoint.isLoopback, token == nil {
             throw ControlSetupError(message: "the control API on \(endpoint) (not loopback) needs --control-token TOKEN")
@@ -28,6 +32,9 @@ public struct ControlServer: Sendable {
         self.token = token
         self.target = target
         self.access = access
+        self.limits = limits
+        self.streams = EventStreamSlots(maximum: limits.maximumEventStreams)
+        self.connections = ConnectionRegistry(maximum: limits.maximumConnections)
     }
 
     /// The router with every route and middleware; tests use it with HummingbirdTesting (whose router
@@ -41,15 +48,20 @@ public struct ControlServer: Sendable {
         router.add(middleware: OptionsMiddleware())
         if let token { router.add(middleware: BearerTokenMiddleware(token: token)) }
         router.add(middleware: ContentTypeMiddleware())
-        ControlRoutes(target: target).register(on: router)
+        ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat).register(on: router)
         return router
     }
 
     /// The Hummingbird application; `onRunning` gets the bound address (the real port when 0 was asked).
     public func application(logger: Logger = Logger(label: "gattemu.control"),
                             onRunning: @escaping @Sendable (String) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(
+        let idleTimeout = limits.idleTimeout
+        let http = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger)],
+            idleTimeout: TimeAmount(idleTimeout))
+        return Application(
             router: router(),
+            server: .http1(configuration: http),
             configuration: .init(address: .hostname(endpoint.host, port: endpoint.port), serverName: "gattemu"),
             onServerRunning: { [listening, endpoint] channel in
                 // Before any request is handled: Hummingbird serves connections only once this returns.
