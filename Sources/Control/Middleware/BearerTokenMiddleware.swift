@@ -1,6 +1,7 @@
 import Hummingbird
 
-/// Requires `Authorization: Bearer TOKEN` on every request (401 JSON error otherwise).
+/// Requires `Authorization: Bearer TOKEN` on every request (401 JSON error otherwise); ``OptionsMiddleware``
+/// answers OPTIONS before it.
 struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String
 
