@@ -87,7 +87,7 @@ final class RawConnection: @unchecked Sendable {
 
     /// Connects; `receiveBuffer` shrinks the socket's receive buffer (a client that reads slowly).
     init(port: Int, receiveBuffer: Int32? = nil) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw RawHTTPError("socket: \(errno)") }
         if var size = receiveBuffer {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
