@@ -15,6 +15,12 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: []),
         .package(url: "https://github.com/apple/swift-nio", from: "2.60.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // Already required by Hummingbird; the control API merges its event stream with heartbeats.
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+        // Already required by Hummingbird; the control API's connection guard sees its HTTP request parts.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
+        // Already required by Hummingbird; the control API's middleware names a few header fields.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // libdbus, through pkg-config `dbus-1`.
@@ -33,10 +39,16 @@ let package = Package(
         .target(name: "Emulator", dependencies: [
             "BlueZ", "Profile", .product(name: "DequeModule", package: "swift-collections"),
         ]),
+        // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
+        .target(name: "ControlBodies", dependencies: ["Profile"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
         .target(name: "Control", dependencies: [
-            "Emulator", "Profile",
+            "Emulator", "Profile", "ControlBodies",
+            .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -52,7 +64,7 @@ let package = Package(
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile"]),
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
@@ -62,6 +74,10 @@ let package = Package(
         .testTarget(name: "ControlTests", dependencies: [
             "Control", "Emulator", "Profile", "BlueZ", "DBus",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -37,5 +37,13 @@ public struct ControlEndpoint: Sendable, Equatable, CustomStringConvertible {
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    /// True for `0.0.0.0` and `::`: every address of this machine.
+    public var isWildcard: Bool { host == "0.0.0.0" || host == "::" || host == "0:0:0:0:0:0:0:0" }
+
+    /// The address as it appears in a `Host` header: IPv6 in brackets, then the port.
+    public static func authority(_ host: String, port: Int) -> String {
+        (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+    }
+
+    public var description: String { Self.authority(host, port: port) }
 }

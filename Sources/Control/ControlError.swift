@@ -1,3 +1,4 @@
+import ControlBodies
 import FoundationEssentials
 import Hummingbird
 import Emulator
@@ -35,6 +36,10 @@ extension ControlError {
         case .unavailable: .serviceUnavailable
         }
         self.init(status, failure.message, details: failure.details.mapValues { .array($0.map(JSONAny.string)) })
+    }
+
+    init(_ error: BodyError) {
+        self.init(.badRequest, error.message, details: error.details.mapValues(JSONAny.string))
     }
 
     init(_ error: FaultSpecError) {

@@ -1,3 +1,4 @@
+import ControlBodies
 import Emulator
 import FoundationEssentials
 import Hummingbird
@@ -6,6 +7,8 @@ import Profile
 /// The `/v1` endpoints. Every handler answers JSON; problems are thrown as ``ControlError``.
 struct ControlRoutes: Sendable {
     let target: any ControlTarget
+    let streams: EventStreamSlots
+    let heartbeat: Duration
 
     func register(on router: Router<BasicRequestContext>) {
         let v1 = router.group("v1")
@@ -43,14 +46,14 @@ struct ControlRoutes: Sendable {
         ]).response()
     }
 
-    /// Server-Sent Events: `id: SEQ`, `event: KIND`, `data: {json}`; resumes after `since` or `Last-Event-ID`.
+    /// Server-Sent Events (``EventStream``); resumes after `since` or `Last-Event-ID`; 503 past the stream limit.
     func stream(_ request: Request) throws(ControlError) -> Response {
         let lastID = request.headers.first { $0.name.canonicalName == "last-event-id" }.flatMap { Int($0.value) }
         let since = try integer(request, "since") ?? lastID
-        let events = target.events.subscribe(since: since)
-        let body = ResponseBody(asyncSequence: events.map { event in
-            ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.kind.rawValue)\ndata: \(event.json)\n\n")
-        })
+        guard let slot = streams.take() else {
+            throw ControlError(.serviceUnavailable, "too many event-stream clients (\(streams.maximum))", details: ["limit": .int(streams.maximum)])
+        }
+        let body = EventStream.body(target.events.subscribe(since: since), heartbeat: heartbeat, slot: slot)
         return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
     }
 
@@ -112,13 +115,7 @@ struct ControlRoutes: Sendable {
     func advertisement(_ request: Request) async throws(ControlError) -> Response {
         var request = request
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        guard let variantNode = node["variant"] else { throw .badRequest("missing \"variant\" (a variant name, or null for the base advertisement)") }
-        let variant: String?
-        switch variantNode.value {
-        case .null: variant = nil
-        case .string(let name): variant = name
-        default: throw .badRequest("variant: expected a string or null")
-        }
+        let variant = try Bodies.variant(node)
         do {
             try await target.setAdvertisement(variant: variant)
         } catch {
@@ -136,13 +133,7 @@ struct ControlRoutes: Sendable {
         let specs: [FaultSpec]
         let single: Bool
         do {
-            if case .object = node.value, node["faults"] == nil {
-                specs = [try FaultSpecDecoder.spec(node)]
-                single = true
-            } else {
-                specs = try FaultSpecDecoder.scenario(node)
-                single = false
-            }
+            (specs, single) = try ControlBody.faults(node)
         } catch {
             throw ControlError(error)
         }

@@ -1,18 +1,29 @@
 import Emulator
 import FoundationEssentials
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
 
 /// The control API server: Hummingbird 2 on one address, serving `/v1` for one ``ControlTarget``.
+///
+/// Middleware, outermost first: ``HostMiddleware`` (421), ``OriginMiddleware`` (403, CORS),
+/// ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204), ``BearerTokenMiddleware`` (401),
+/// ``ContentTypeMiddleware`` (415). Connections are limited by ``ConnectionGuard`` (docs/control.md, "Security").
 public struct ControlServer: Sendable {
     public let endpoint: ControlEndpoint
     public let token: String?
+    public let access: ControlAccess
+    public let limits: ControlLimits
     let target: any ControlTarget
+    let listening = ListeningPort()
+    let streams: EventStreamSlots
+    let connections: ConnectionRegistry
 
     /// Refuses a non-loopback endpoint without a token.
-    public init(endpoint: ControlEndpoint, token: String?, target: any ControlTarget) throws(ControlSetupError) {
+    public init(endpoint: ControlEndpoint, token: String?, target: any ControlTarget,
+                access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits()) throws(ControlSetupError) {
         if let token, token.isEmpty { throw ControlSetupError(message: "--control-token must not be empty") }
         if !endpoint.isLoopback, token == nil {
             throw ControlSetupError(message: "the control API on \(endpoint) (not loopback) needs --control-token TOKEN")
@@ -20,26 +31,43 @@ public struct ControlServer: Sendable {
         self.endpoint = endpoint
         self.token = token
         self.target = target
+        self.access = access
+        self.limits = limits
+        self.streams = EventStreamSlots(maximum: limits.maximumEventStreams)
+        self.connections = ConnectionRegistry(maximum: limits.maximumConnections)
     }
 
-    /// The router with every route and middleware; tests use it with HummingbirdTesting.
+    /// The router with every route and middleware; tests use it with HummingbirdTesting (whose router
+    /// client says `Host: localhost`, that is port 80).
     public func router() -> Router<BasicRequestContext> {
+        let policy = AccessPolicy(endpoint: endpoint, access: access, listening: listening)
         let router = Router()
+        router.add(middleware: HostMiddleware(policy: policy))
+        router.add(middleware: OriginMiddleware(policy: policy))
         router.add(middleware: JSONErrorMiddleware())
+        router.add(middleware: OptionsMiddleware())
         if let token { router.add(middleware: BearerTokenMiddleware(token: token)) }
-        ControlRoutes(target: target).register(on: router)
+        router.add(middleware: ContentTypeMiddleware())
+        ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat).register(on: router)
         return router
     }
 
     /// The Hummingbird application; `onRunning` gets the bound address (the real port when 0 was asked).
     public func application(logger: Logger = Logger(label: "gattemu.control"),
                             onRunning: @escaping @Sendable (String) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(
+        let idleTimeout = limits.idleTimeout
+        let http = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger)],
+            idleTimeout: TimeAmount(idleTimeout))
+        return Application(
             router: router(),
+            server: .http1(configuration: http),
             configuration: .init(address: .hostname(endpoint.host, port: endpoint.port), serverName: "gattemu"),
-            onServerRunning: { channel in
-                let address = channel.localAddress.map { "\($0.ipAddress ?? endpoint.host):\($0.port ?? endpoint.port)" } ?? endpoint.description
-                await onRunning(address)
+            onServerRunning: { [listening, endpoint] channel in
+                // Before any request is handled: Hummingbird serves connections only once this returns.
+                if let port = channel.localAddress?.port { listening.set(port) }
+                let address = channel.localAddress.map { ControlEndpoint.authority($0.ipAddress ?? endpoint.host, port: $0.port ?? endpoint.port) }
+                await onRunning(address ?? endpoint.description)
             },
             logger: logger)
     }
@@ -75,45 +103,5 @@ public struct ControlSetupError: Error, Sendable, CustomStringConvertible {
 
     public init(message: String) {
         self.message = message
-    }
-}
-
-/// Requires `Authorization: Bearer TOKEN` on every request (401 JSON error otherwise).
-struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
-    let token: String
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let given = request.headers[.authorization].flatMap { header -> Substring? in
-            let parts = header.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-            return parts[1]
-        }
-        guard let given, Self.constantTimeEquals(Array(given.utf8), Array(token.utf8)) else {
-            var response = ControlError(.unauthorized, given == nil ? "missing Authorization: Bearer token" : "wrong token").response
-            response.headers[.wwwAuthenticate] = "Bearer realm=\"gattemu\""
-            return response
-        }
-        return try await next(request, context)
-    }
-
-    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
-    }
-}
-
-/// Turns thrown errors and Hummingbird's own errors (unknown route, 405) into JSON error bodies.
-struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as ControlError {
-            return error.response
-        } catch let error as HTTPError {
-            let message = error.body ?? (error.status == .notFound ? "no such endpoint: \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
-            return ControlError(error.status, message).response
-        } catch {
-            return ControlError(.internalServerError, "internal error: \(error)").response
-        }
     }
 }

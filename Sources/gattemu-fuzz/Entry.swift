@@ -2,7 +2,7 @@ import DBus
 import Foundation
 
 #if FUZZING
-/// libFuzzer entry point; the target comes from `GATTEMU_FUZZ_TARGET` (profile, template, dbus, engine).
+/// libFuzzer entry point; the target comes from `GATTEMU_FUZZ_TARGET` (profile, template, dbus, engine, control).
 let selectedTarget = FuzzTarget(rawValue: ProcessInfo.processInfo.environment["GATTEMU_FUZZ_TARGET"] ?? "") ?? .profile
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -22,7 +22,7 @@ func runFuzzerDriver(
 @_cdecl("gattemu_fuzz_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     // Load once before fuzzing, so one-time allocations are not charged to the first input.
-    if selectedTarget == .engine && ShippedProfiles.all.isEmpty {
+    if [.engine, .control].contains(selectedTarget) && ShippedProfiles.all.isEmpty {
         FileHandle.standardError.write(Data("gattemu-fuzz: no shipped profiles found (set GATTEMU_ROOT)\n".utf8))
         return 2
     }

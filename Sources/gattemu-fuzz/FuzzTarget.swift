@@ -1,4 +1,5 @@
 @_spi(Fuzzing) import BlueZ
+import ControlBodies
 import DBus
 import Foundation
 import Profile
@@ -16,6 +17,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case dbusRequest = "dbus-request"
     /// Arbitrary writes from a central to every writable characteristic of the shipped profiles.
     case engine
+    /// Control API request bodies: JSON, values, trigger arguments, advertisement variants, fault specs
+    /// and scenarios (checked against the shipped profiles), as the routes decode them.
+    case control
 
     func run(_ data: [UInt8]) {
         switch self {
@@ -57,6 +61,16 @@ enum FuzzTarget: String, CaseIterable, Sendable {
                     _ = engine.handle(.write(characteristic: characteristic.id, central: central, value: data, withResponse: characteristic.has(.write)))
                     _ = engine.handle(.read(characteristic: characteristic.id, central: central, offset: Int(data.first ?? 0)))
                 }
+            }
+        case .control:
+            guard let node = try? ControlBody.json(data) else { return }
+            _ = try? ControlBody.object(node)
+            _ = try? ControlBody.value(node)
+            _ = try? ControlBody.arguments(node)
+            _ = try? ControlBody.variant(node)
+            guard let (specs, _) = try? ControlBody.faults(node) else { return }
+            for profile in ShippedProfiles.all {
+                for spec in specs { _ = profile.problem(with: spec) }
             }
         }
     }

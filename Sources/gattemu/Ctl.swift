@@ -21,16 +21,33 @@ struct CtlOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The control API (default: $GATTEMU_CONTROL or http://127.0.0.1:8765).", valueName: "url"))
     var control: String?
 
-    @Option(help: ArgumentHelp("Bearer token (default: $GATTEMU_TOKEN).", valueName: "token"))
+    @Option(help: ArgumentHelp("Bearer token (default: $GATTEMU_CONTROL_TOKEN, then $GATTEMU_TOKEN). Visible to other users: prefer --token-file or the environment.", valueName: "token"))
     var token: String?
+
+    @Option(help: ArgumentHelp("Read the bearer token from the first line of this file (mode 600 or 400).", valueName: "file"))
+    var tokenFile: String?
 
     @Flag(help: "Print the server's JSON instead of text.")
     var json = false
 
     func client() throws -> CtlClient {
         let environment = ProcessInfo.processInfo.environment
-        return try CtlClient(base: control ?? environment["GATTEMU_CONTROL"] ?? "http://127.0.0.1:8765",
-                             token: token ?? environment["GATTEMU_TOKEN"])
+        return try CtlClient(base: control ?? environment["GATTEMU_CONTROL"] ?? "http://127.0.0.1:8765", token: resolvedToken(environment))
+    }
+
+    /// `--token`, `--token-file` (not both), `$GATTEMU_CONTROL_TOKEN`, `$GATTEMU_TOKEN`: the first given.
+    func resolvedToken(_ environment: [String: String]) throws -> String? {
+        if token != nil, tokenFile != nil { throw Failure.badInput("give --token or --token-file, not both") }
+        if let token { return token }
+        if let tokenFile {
+            do {
+                return try ControlToken.read(file: tokenFile, option: "--token-file")
+            } catch {
+                throw Failure.badInput(error.message)
+            }
+        }
+        let fromEnvironment = [ControlToken.environmentVariable, "GATTEMU_TOKEN"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
+        return fromEnvironment
     }
 
     /// Prints `json` as JSON, keys sorted (with `--json`), or `text`.

@@ -47,8 +47,17 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the control API on HOST:PORT, or 'off'.", valueName: "address"))
     var control = ControlEndpoint.default.description
 
-    @Option(help: ArgumentHelp("Bearer token every control request must carry (required off loopback).", valueName: "token"))
+    @Option(help: ArgumentHelp("Bearer token every control request must carry (required off loopback). Visible to other users: prefer --control-token-file or $GATTEMU_CONTROL_TOKEN.", valueName: "token"))
     var controlToken: String?
+
+    @Option(help: ArgumentHelp("Read the control token from the first line of this file (mode 600 or 400).", valueName: "file"))
+    var controlTokenFile: String?
+
+    @Option(help: ArgumentHelp("Also accept this Host for the control API (repeatable): a name, or NAME:PORT for a tunnel or proxy on another port.", valueName: "name"))
+    var controlAllowHost: [String] = []
+
+    @Option(help: ArgumentHelp("Let web pages of this origin call the control API (repeatable, exact, e.g. http://localhost:3000).", valueName: "origin"))
+    var controlAllowOrigin: [String] = []
 
     @Option(help: ArgumentHelp("Inject the faults of this JSON scenario file (see docs/control.md).", valueName: "file"))
     var scenario: String?
@@ -56,6 +65,13 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         let profile = try loadProfile(self.profile, overrides: overrides)
         let endpoint = try controlEndpoint()
+        let token = try endpoint == nil ? nil : resolvedControlToken()
+        let access: ControlAccess
+        do {
+            access = try ControlAccess(allowedHosts: controlAllowHost, allowedOrigins: controlAllowOrigin)
+        } catch {
+            throw Failure.badInput(error.message)
+        }
         let faults = try profile.faults + loadScenario(scenario, for: profile)
         let log: EventLog
         do {
@@ -77,7 +93,7 @@ struct Run: AsyncParsableCommand {
         let server: ControlServer?
         do {
             server = try endpoint.map { endpoint throws(ControlSetupError) in
-                try ControlServer(endpoint: endpoint, token: controlToken, target: emulator)
+                try ControlServer(endpoint: endpoint, token: token, target: emulator, access: access)
             }
         } catch {
             throw Failure.badInput(error.message)
@@ -126,11 +142,36 @@ struct Run: AsyncParsableCommand {
         guard let endpoint = ControlEndpoint(parsing: control) else {
             throw Failure.badInput("--control \(control): expected HOST:PORT (e.g. 127.0.0.1:8765) or off")
         }
-        if !endpoint.isLoopback, controlToken == nil {
-            throw Failure.badInput("--control \(endpoint) is not a loopback address: give --control-token TOKEN")
+        if !endpoint.isLoopback, controlToken == nil, controlTokenFile == nil, Self.environmentToken == nil {
+            throw Failure.badInput("--control \(endpoint) is not a loopback address: give --control-token-file FILE (or $\(ControlToken.environmentVariable), or --control-token TOKEN)")
         }
-        if let controlToken, controlToken.isEmpty { throw Failure.badInput("--control-token must not be empty") }
         return endpoint
+    }
+
+    /// The token from `--control-token`, `--control-token-file` or `$GATTEMU_CONTROL_TOKEN` (in that order;
+    /// the two options together are refused); a token on the command line is warned about.
+    func resolvedControlToken() throws -> String? {
+        if controlToken != nil, controlTokenFile != nil {
+            throw Failure.badInput("give --control-token or --control-token-file, not both")
+        }
+        if let controlToken {
+            if controlToken.isEmpty { throw Failure.badInput("--control-token must not be empty") }
+            DescriptorOutput.writeError("gattemu: warning: --control-token is visible to other users of this machine (ps, /proc/PID/cmdline); prefer --control-token-file FILE or $\(ControlToken.environmentVariable)\n")
+            return controlToken
+        }
+        if let controlTokenFile {
+            do {
+                return try ControlToken.read(file: controlTokenFile, option: "--control-token-file")
+            } catch {
+                throw Failure.badInput(error.message)
+            }
+        }
+        return Self.environmentToken
+    }
+
+    /// `$GATTEMU_CONTROL_TOKEN`, unless unset or empty.
+    static var environmentToken: String? {
+        ProcessInfo.processInfo.environment[ControlToken.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Starts the control server and waits until it listens (or failed to).

@@ -1,0 +1,17 @@
+/// Resource limits of the control API (docs/control.md, "Security"). The defaults are what `gattemu run`
+/// uses; tests shorten the times.
+public struct ControlLimits: Sendable, Equatable {
+    /// Connections open at once. At the limit a new connection closes the longest-idle one (no request in
+    /// progress); when every connection is busy it is closed at once.
+    public var maximumConnections = 64
+    /// `/v1/events/stream` clients at once; one more is answered 503.
+    public var maximumEventStreams = 16
+    /// A connection without a request in progress for this long is closed; so is one whose request does not
+    /// arrive whole within it, or whose client reads nothing of the answer for this long.
+    public var idleTimeout: Duration = .seconds(30)
+    /// An event stream writes a comment line (`: keep-alive`) after this long without events, which also
+    /// notices a client that went away.
+    public var heartbeat: Duration = .seconds(15)
+
+    public init() {}
+}

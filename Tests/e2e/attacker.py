@@ -1,0 +1,146 @@
+"""An unprivileged local user attacking a running gattemu (used by test_hostile.py).
+
+    python attacker.py spoof NAME --dest UNIQUE|broadcast --owner UNIQUE --adapter hciN
+    python attacker.py call --dest UNIQUE [--stay-root]     ReadValue with offset -5
+    python attacker.py idle-http --port P --count N --hold S
+    python attacker.py sse --port P --count N --hold S
+
+Started as root, it raises its descriptor limit and then becomes `nobody` (uid 65534) before doing
+anything, unless --stay-root: the point is what any local user can do. Prints one JSON line with
+what happened.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import sys
+import time
+
+NOBODY = 65534
+
+
+def drop_privileges(files: int = 4096) -> None:
+    if os.getuid() != 0:
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def spoof(name: str, dest: str | None, owner: str, adapter: str) -> dict:
+    """Signals posing as the bus (NameOwnerChanged) and as bluetoothd (everything else)."""
+    import dbus
+    import dbus.lowlevel as low
+    bus = dbus.SystemBus()
+    adapter_path = f"/org/bluez/{adapter}"
+    fake_device = f"{adapter_path}/dev_66_66_66_66_66_66"
+    true = dbus.Boolean(True, variant_level=1)
+    false = dbus.Boolean(False, variant_level=1)
+    messages = {
+        "bluetoothd-gone": ("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged", "sss",
+                            ["org.bluez", owner, ""]),
+        "bluetoothd-replaced": ("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged", "sss",
+                                ["org.bluez", owner, ":1.9999"]),
+        "adapter-removed": ("/", "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", "oas",
+                            [dbus.ObjectPath(adapter_path), ["org.bluez.Adapter1"]]),
+        "adapter-powered-off": (adapter_path, "org.freedesktop.DBus.Properties", "PropertiesChanged", "sa{sv}as",
+                                ["org.bluez.Adapter1", dbus.Dictionary({"Powered": false}, signature="sv"), []]),
+        "fake-central-connected": (fake_device, "org.freedesktop.DBus.Properties", "PropertiesChanged", "sa{sv}as",
+                                   ["org.bluez.Device1", dbus.Dictionary({"Connected": true}, signature="sv"), []]),
+        "fake-central-added": ("/", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", "oa{sa{sv}}",
+                               [dbus.ObjectPath(fake_device),
+                                dbus.Dictionary({"org.bluez.Device1": dbus.Dictionary({"Connected": true}, signature="sv")},
+                                                signature="sa{sv}")]),
+    }
+    path, interface, member, signature, args = messages[name]
+    message = low.SignalMessage(path, interface, member)
+    if dest:
+        message.set_destination(dest)
+    message.append(*args, signature=signature)
+    bus.send_message(message)
+    bus.flush()
+    return {"sent": name, "unicast": bool(dest), "uid": os.getuid()}
+
+
+def call(dest: str) -> dict:
+    import dbus
+    bus = dbus.SystemBus()
+    obj = bus.get_object(dest, "/org/gattemu/app0/service0/char0", introspect=False)
+    try:
+        obj.ReadValue(dbus.Dictionary({"offset": dbus.Int64(-5, variant_level=1)}, signature="sv"),
+                      dbus_interface="org.bluez.GattCharacteristic1", timeout=10)
+        return {"error": None, "uid": os.getuid()}
+    except dbus.DBusException as e:
+        return {"error": e.get_dbus_name(), "uid": os.getuid()}
+
+
+def hold_connections(port: int, count: int, hold: float, request: bytes | None) -> dict:
+    opened, refused = [], 0
+    for _ in range(count):
+        s = socket.socket()
+        # Short: a server that stops accepting leaves connects hanging in a full backlog.
+        s.settimeout(0.3)
+        try:
+            s.connect(("127.0.0.1", port))
+            if request:
+                s.sendall(request)
+            opened.append(s)
+        except OSError:
+            refused += 1
+            s.close()
+    # Report what is still open after a moment (the server may close what it will not serve).
+    print(json.dumps({"opened": len(opened), "refused": refused}), flush=True)
+    end = time.monotonic() + hold
+    while time.monotonic() < end:
+        time.sleep(0.2)
+    alive = 0
+    for s in opened:
+        try:
+            s.setblocking(False)
+            alive += 1 if s.recv(1, socket.MSG_PEEK) != b"" else 0
+        except BlockingIOError:
+            alive += 1
+        except OSError:
+            pass
+        s.close()
+    return {"opened": len(opened), "refused": refused, "alive_at_end": alive, "uid": os.getuid()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("spoof")
+    p.add_argument("name")
+    p.add_argument("--dest", required=True)
+    p.add_argument("--owner", required=True)
+    p.add_argument("--adapter", required=True)
+    p = sub.add_parser("call")
+    p.add_argument("--dest", required=True)
+    p.add_argument("--stay-root", action="store_true")
+    for name in ("idle-http", "sse"):
+        p = sub.add_parser(name)
+        p.add_argument("--port", type=int, required=True)
+        p.add_argument("--count", type=int, required=True)
+        p.add_argument("--hold", type=float, default=5)
+    args = parser.parse_args()
+    if not getattr(args, "stay_root", False):
+        drop_privileges()
+    if args.what == "spoof":
+        result = spoof(args.name, None if args.dest == "broadcast" else args.dest, args.owner, args.adapter)
+    elif args.what == "call":
+        result = call(args.dest)
+    elif args.what == "idle-http":
+        result = hold_connections(args.port, args.count, args.hold, None)
+    else:
+        request = f"GET /v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1:{args.port}\r\nAccept: text/event-stream\r\n\r\n".encode()
+        result = hold_connections(args.port, args.count, args.hold, request)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
