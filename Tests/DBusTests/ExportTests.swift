@@ -153,7 +153,8 @@ import Testing
         let started = Locked<[String]>([])
         let finished = Locked<[String]>([])
         // "Hold" waits 300 ms without begin(): later calls start only after it returns.
-        // "Note" calls begin() first, then waits 300 ms: later calls start at once.
+        // "Note" calls begin() first, then waits for the call after it to finish (at most 10 s): it can only
+        // if begin() let it start.
         try await server.export([DBusInterface(name: "test.Order", methods: [
             DBusMethod("Hold", input: "s") { call in
                 started.withLock { $0.append((try? call.arguments[0].string) ?? "") }
@@ -164,7 +165,8 @@ import Testing
             DBusMethod("Note", input: "s") { call in
                 started.withLock { $0.append((try? call.arguments[0].string) ?? "") }
                 call.begin()
-                try await Task.sleep(for: .milliseconds(300))
+                let end = ContinuousClock.now + .seconds(10)
+                while !finished.value.contains("last"), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
                 finished.withLock { $0.append((try? call.arguments[0].string) ?? "") }
                 return []
             },

@@ -145,9 +145,9 @@ public final class GattApplication: Sendable {
         characteristics[characteristic]?.value.withLock { $0 = value }
     }
 
-    /// The centrals (device paths, or "*" for a shared socket) with an acquired notification socket.
+    /// The centrals (device paths, or "*" for a shared socket) with an open acquired notification socket.
     public func acquiredNotificationCentrals(_ characteristic: String) -> [String] {
-        characteristics[characteristic]?.sockets.withLock { Array($0.keys).sorted() } ?? []
+        characteristics[characteristic]?.sockets.withLock { $0.filter { !$0.value.isClosed }.keys.sorted() } ?? []
     }
 
     /// The ATT handle BlueZ assigned (0 until it does); BlueZ writes it back through `Set`.
