@@ -1,0 +1,94 @@
+/// The properties byte of a characteristic declaration (Core spec Vol 3 Part G 3.3.1.1).
+///
+/// BlueZ names them as `Flags` strings: ``init(bluezFlags:)`` and ``bluezFlags`` convert; BlueZ's security
+/// flags (`encrypt-read`, …) are not properties and are kept apart as ``CharacteristicSecurity``.
+public struct CharacteristicProperties: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let broadcast = CharacteristicProperties(rawValue: 0x01)
+    public static let read = CharacteristicProperties(rawValue: 0x02)
+    public static let writeWithoutResponse = CharacteristicProperties(rawValue: 0x04)
+    public static let write = CharacteristicProperties(rawValue: 0x08)
+    public static let notify = CharacteristicProperties(rawValue: 0x10)
+    public static let indicate = CharacteristicProperties(rawValue: 0x20)
+    public static let authenticatedSignedWrites = CharacteristicProperties(rawValue: 0x40)
+    public static let extendedProperties = CharacteristicProperties(rawValue: 0x80)
+
+    /// BlueZ's flag name for each property bit, in bit order.
+    public static let bluezNames: [(CharacteristicProperties, String)] = [
+        (.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "write-without-response"), (.write, "write"),
+        (.notify, "notify"), (.indicate, "indicate"), (.authenticatedSignedWrites, "authenticated-signed-writes"),
+        (.extendedProperties, "extended-properties"),
+    ]
+
+    /// The properties among BlueZ `Flags` (other flags are ignored).
+    public init<Flags: Sequence>(bluezFlags: Flags) where Flags.Element == String {
+        var properties: CharacteristicProperties = []
+        for flag in bluezFlags {
+            if let match = Self.bluezNames.first(where: { $0.1 == flag }) { properties.insert(match.0) }
+        }
+        self = properties
+    }
+
+    /// BlueZ `Flags` names of these properties, in bit order.
+    public var bluezFlags: [String] { Self.bluezNames.filter { contains($0.0) }.map(\.1) }
+
+    public var description: String { bluezFlags.joined(separator: ",") }
+}
+
+/// What a characteristic asks of the link before it may be used: BlueZ's `encrypt-*`,
+/// `encrypt-authenticated-*` and `secure-*` flags, per operation.
+public struct CharacteristicSecurity: Sendable, Hashable {
+    public enum Level: Int, Sendable, Hashable, Comparable {
+        case none = 0
+        /// `encrypt-…`: an encrypted link (pairing of any kind).
+        case encrypted
+        /// `encrypt-authenticated-…`: an encrypted link from MITM-protected pairing.
+        case authenticated
+        /// `secure-…`: LE Secure Connections.
+        case secure
+
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        var prefix: String? {
+            switch self {
+            case .none: nil
+            case .encrypted: "encrypt"
+            case .authenticated: "encrypt-authenticated"
+            case .secure: "secure"
+            }
+        }
+    }
+
+    public var read: Level = .none
+    public var write: Level = .none
+    public var notify: Level = .none
+    public var indicate: Level = .none
+
+    public init() {}
+
+    /// The security levels among BlueZ `Flags`.
+    public init<Flags: Sequence>(bluezFlags: Flags) where Flags.Element == String {
+        for flag in bluezFlags {
+            for level in [Level.secure, .authenticated, .encrypted] {
+                guard let prefix = level.prefix, flag.hasPrefix(prefix + "-") else { continue }
+                switch flag.dropFirst(prefix.count + 1) {
+                case "read": read = max(read, level)
+                case "write": write = max(write, level)
+                case "notify": notify = max(notify, level)
+                case "indicate": indicate = max(indicate, level)
+                default: continue
+                }
+                break
+            }
+        }
+    }
+
+    /// BlueZ `Flags` names for these levels.
+    public var bluezFlags: [String] {
+        [("read", read), ("write", write), ("notify", notify), ("indicate", indicate)].compactMap { operation, level in
+            level.prefix.map { "\($0)-\(operation)" }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// Hexadecimal digits, shared by the types of this module.
+enum HexDigits {
+    /// The value of one ASCII hex digit, either case; nil for anything else.
+    static func value(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static let upper = Array("0123456789ABCDEF".utf8)
+    private static let lower = Array("0123456789abcdef".utf8)
+
+    /// Two upper-case digits.
+    static func pair(_ byte: UInt8) -> String {
+        String(decoding: [upper[Int(byte >> 4)], upper[Int(byte & 0x0F)]], as: UTF8.self)
+    }
+
+    /// Lower-case digits of `bytes`, no separators.
+    static func lowercase<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        var text: [UInt8] = []
+        for byte in bytes {
+            text.append(lower[Int(byte >> 4)])
+            text.append(lower[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
