@@ -32,6 +32,8 @@ let package = Package(
         // Bluetooth's own types (addresses, UUIDs, AD structures, ATT opcodes and errors, characteristic
         // properties), shared by every layer; no dependencies.
         .target(name: "Bluetooth"),
+        // A device as recorded from outside (capture or live clone) and the profile that replays it.
+        .target(name: "Replica", dependencies: ["Bluetooth"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ peripheral object model: adapter, GATT application, advertisements, centrals.
@@ -71,6 +73,7 @@ let package = Package(
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
