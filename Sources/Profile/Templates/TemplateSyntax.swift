@@ -50,5 +50,5 @@ public struct TemplateSyntaxError: Error, Sendable, Equatable, CustomStringConve
     public var offset: Int
     public var hint: String?
 
-    public var description: String { "at offset \(offset): \(message)" }
+    public var description: String { TerminalText.escaped("at offset \(offset): \(message)") }
 }
