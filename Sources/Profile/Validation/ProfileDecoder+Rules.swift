@@ -133,10 +133,10 @@ extension ProfileDecoder {
         }
         if let value = node["regex"], let pattern = string(value, sub("regex")) {
             do {
-                _ = try Regex(pattern)
-                matcher.regex = pattern
+                matcher.regex = try BytePattern(pattern)
             } catch {
-                self.error(value, sub("regex"), "invalid regular expression: \(error)")
+                self.error(at: Self.location(in: value, scalarOffset: error.offset), sub("regex"),
+                           "invalid regular expression: \(error.message)", hint: error.hint)
             }
         }
         if let value = node["json"] { matcher.json = jsonMatcher(value, sub("json")) }

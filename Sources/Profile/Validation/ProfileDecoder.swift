@@ -196,10 +196,29 @@ struct ProfileDecoder {
         }
     }
 
-    /// The location of a character inside a JSON string (exact when the string has no escapes).
+    /// The location of the character at `offset` (in `Character`s) of a JSON string node.
     static func location(in node: JSONNode, offset: Int) -> SourceLocation {
+        guard case .string(let text) = node.value else { return location(in: node, scalarOffset: offset) }
+        return location(in: node, scalarOffset: text.prefix(offset).unicodeScalars.count)
+    }
+
+    /// The location of the scalar at `scalarOffset` of a JSON string node. Exact when the string was written with
+    /// the escapes JSON needs (`\\`, `\"`, `\n`, `\u001B`, …) and no others.
+    static func location(in node: JSONNode, scalarOffset: Int) -> SourceLocation {
         var location = node.location
-        location.column += 1 + offset
+        location.column += 1
+        guard case .string(let text) = node.value else {
+            location.column += scalarOffset
+            return location
+        }
+        for scalar in text.unicodeScalars.prefix(scalarOffset) {
+            switch scalar {
+            case "\"", "\\", "\u{08}", "\u{0C}", "\n", "\r", "\t": location.column += 2
+            case "\u{00}"..."\u{1F}": location.column += 6
+            default: location.column += 1
+            }
+        }
+        if scalarOffset > text.unicodeScalars.count { location.column += scalarOffset - text.unicodeScalars.count }
         return location
     }
 
