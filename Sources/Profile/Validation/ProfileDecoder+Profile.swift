@@ -106,9 +106,9 @@ extension ProfileDecoder {
         var duration: DurationSpec?
         var repeats = false
         switch (node["after"], node["every"]) {
-        case (let after?, nil): duration = self.duration(after, sub("after"))
+        case (let after?, nil): duration = timerDuration(after, sub("after"))
         case (nil, let every?):
-            duration = self.duration(every, sub("every"))
+            duration = timerDuration(every, sub("every"))
             repeats = true
         case (_?, _?): error(node, path, "a timer takes \"after\" or \"every\", not both")
         case (nil, nil): error(node, path, "a timer needs \"after\" (once) or \"every\" (repeating)")
@@ -128,5 +128,17 @@ extension ProfileDecoder {
         return TimerDefinition(
             id: id, after: duration, repeats: repeats, startOnConnect: startOnConnect,
             cancelOnDisconnect: cancelOnDisconnect, path: path)
+    }
+
+    /// A timer's `after`/`every` (or a `startTimer` action's `after`): a duration of at least
+    /// ``ProfileLimits/minimumTimerMilliseconds`` when it is written as a number.
+    mutating func timerDuration(_ node: JSONNode, _ path: String) -> DurationSpec? {
+        guard let duration = duration(node, path) else { return nil }
+        if case .milliseconds(let value) = duration, value < ProfileLimits.minimumTimerMilliseconds {
+            error(node, path, "a timer needs at least \(ProfileLimits.minimumTimerMilliseconds) ms, not \(value)",
+                  hint: "timers fire at most every \(ProfileLimits.minimumTimerMilliseconds) ms")
+            return nil
+        }
+        return duration
     }
 }

@@ -180,6 +180,10 @@ struct ProfileDecoder {
     mutating func template(
         _ text: String, node: JSONNode, _ path: String, kind: Template.Kind, usage: TemplateUsage
     ) -> Template? {
+        guard text.utf8.count <= ProfileLimits.templateLength else {
+            error(node, path, "the template is \(text.utf8.count) bytes long, over the \(ProfileLimits.templateLength)-byte limit")
+            return nil
+        }
         do {
             let template: Template
             if let parsed = parsedTemplates[text], parsed.kind == kind {
@@ -222,18 +226,30 @@ struct ProfileDecoder {
         return location
     }
 
-    /// A duration: milliseconds as a number, `"250ms"`/`"5s"`, or the name of a number variable.
+    /// A duration: milliseconds as a number, `"250ms"`/`"5s"`, or the name of a number variable; at most
+    /// ``ProfileLimits/maximumDurationMilliseconds``.
     mutating func duration(_ node: JSONNode, _ path: String) -> DurationSpec? {
+        let maximum = ProfileLimits.maximumDurationMilliseconds
         if case .string(let text) = node.value {
-            if text.hasSuffix("ms"), let value = Int(text.dropLast(2)), value >= 0 { return .milliseconds(value) }
-            if text.hasSuffix("s"), let value = Int(text.dropLast(1)), value >= 0, value <= 86_400_000 {
-                return .milliseconds(value * 1000)
+            var milliseconds: Int?
+            if text.hasSuffix("ms"), let value = Int(text.dropLast(2)), value >= 0 {
+                milliseconds = value
+            } else if text.hasSuffix("s"), let value = Int(text.dropLast(1)), value >= 0 {
+                milliseconds = value > maximum ? value : value * 1000
+            } else if Self.isIdentifier(text) {
+                return .variable(text)
             }
-            if Self.isIdentifier(text) { return .variable(text) }
-            error(node, path, "\"\(text)\" is not a duration",
-                  hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")
-            return nil
+            guard let milliseconds else {
+                error(node, path, "\"\(text)\" is not a duration",
+                      hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")
+                return nil
+            }
+            guard milliseconds <= maximum else {
+                error(node, path, "\"\(text)\" is longer than 24 hours (\(maximum) ms)")
+                return nil
+            }
+            return .milliseconds(milliseconds)
         }
-        return integer(node, path, in: 0...86_400_000).map { .milliseconds($0) }
+        return integer(node, path, in: 0...maximum).map { .milliseconds($0) }
     }
 }
