@@ -60,6 +60,7 @@ extension ProfileDecoder {
             return []
         }
         var values: [NamedValue] = []
+        var names: Set<String> = []
         for member in members {
             let memberPath = JSONPath.appending(member.key, to: path)
             guard Self.isIdentifier(member.key) else {
@@ -71,12 +72,12 @@ extension ProfileDecoder {
                 error(at: member.keyLocation, memberPath, "\"\(member.key)\" is a built-in name")
                 continue
             }
-            if values.contains(where: { $0.name == member.key }) {
+            guard names.insert(member.key).inserted else {
                 error(at: member.keyLocation, memberPath, "duplicate key \"\(member.key)\"")
                 continue
             }
             if let value = profileValue(member.value, memberPath) {
-                values.append(NamedValue(name: member.key, value: value, path: memberPath))
+                values.append(NamedValue(name: member.key, value: value, path: memberPath, keyLocation: member.keyLocation))
             }
         }
         return values

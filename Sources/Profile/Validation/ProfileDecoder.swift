@@ -18,6 +18,8 @@ struct ProfileDecoder {
     /// Service UUIDs by service id, so advertisements can name services by id.
     var serviceUUIDsByID: [String: String] = [:]
     let file: String
+    /// Bounds the work of "did you mean" hints for the whole profile (shared with ``SemanticChecks``).
+    let suggestions = SuggestionBudget()
 
     init(file: String) {
         self.file = file
@@ -58,7 +60,7 @@ struct ProfileDecoder {
             if member.key == "$comment" { continue }
             if !allowed.contains(member.key) {
                 error(at: member.keyLocation, JSONPath.appending(member.key, to: path), "unknown key \"\(member.key)\"",
-                      hint: Suggestions.hint(for: member.key, in: allowed))
+                      hint: Suggestions.hint(for: member.key, in: { allowed }, budget: suggestions))
             }
         }
         return members
