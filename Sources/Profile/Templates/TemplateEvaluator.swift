@@ -77,24 +77,20 @@ extension Template {
                 if output.count < length { output += repeatElement(fill, count: length - output.count) }
             case .expression(let expression, _):
                 let value = evaluate(expression, in: &context)
-                if kind == .bytes, case .bytes(let bytes) = value {
-                    Self.append(bytes, to: &output, capped: &context.capped)
-                } else if kind == .bytes {
-                    Self.append(value.bytes, to: &output, capped: &context.capped)
-                } else {
-                    Self.append(value.text.utf8, to: &output, capped: &context.capped)
-                }
+                Self.append(kind == .bytes ? value.bytes : Array(value.text.utf8), to: &output, capped: &context.capped)
             }
         }
         return output
     }
 
     /// Appends as much of `bytes` as fits under ``ProfileLimits/valueLength``.
-    private static func append(_ bytes: some Collection<UInt8>, to output: inout [UInt8], capped: inout Bool) {
+    private static func append(_ bytes: [UInt8], to output: inout [UInt8], capped: inout Bool) {
         let room = ProfileLimits.valueLength - output.count
         if bytes.count > room {
             capped = true
-            output += bytes.prefix(room)
+            output += bytes[..<room]
+        } else if output.isEmpty {
+            output = bytes
         } else {
             output += bytes
         }

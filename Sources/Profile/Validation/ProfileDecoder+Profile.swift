@@ -125,9 +125,10 @@ extension ProfileDecoder {
             }
         }
         let cancelOnDisconnect = node["cancelOnDisconnect"].flatMap { bool($0, sub("cancelOnDisconnect")) } ?? startOnConnect
-        guard let id, let duration else { return nil }
+        guard let id else { return nil }
+        // A timer whose duration is wrong (already reported) is kept, so rules naming it get no second error.
         return TimerDefinition(
-            id: id, after: duration, repeats: repeats, startOnConnect: startOnConnect,
+            id: id, after: duration ?? .milliseconds(ProfileLimits.minimumTimerMilliseconds), repeats: repeats, startOnConnect: startOnConnect,
             cancelOnDisconnect: cancelOnDisconnect, path: path)
     }
 
