@@ -157,7 +157,8 @@ extension BehaviourEngine {
         if rendered.capped {
             effects.append(.log("\(what): a template value reached a limit and was cut (values at \(ProfileLimits.valueLength) bytes, counts at \(TemplateBuiltins.maximumLength))"))
         }
-        let limit = profile.characteristic(characteristic)?.maxLength ?? ProfileLimits.attributeValueLength
+        guard rendered.bytes.count > smallestValueLimit else { return rendered.bytes }
+        let limit = valueLimits[characteristic] ?? ProfileLimits.attributeValueLength
         guard rendered.bytes.count > limit else { return rendered.bytes }
         effects.append(.log("\(what): the value for \"\(characteristic)\" is \(rendered.bytes.count) bytes, cut to its maximum of \(limit)"))
         return Array(rendered.bytes.prefix(limit))

@@ -34,6 +34,10 @@ public struct BehaviourEngine: Sendable {
     let initialConnectionState: [String: ProfileValue]
     /// Durations already reported as clamped to the limits (each is logged once).
     var clampedDurations: Set<String> = []
+    /// Each characteristic's longest value (`maxLength`, else 512), and the smallest of them, so that the
+    /// common short value needs no lookup.
+    let valueLimits: [String: Int]
+    let smallestValueLimit: Int
 
     public init(profile: DeviceProfile, environment: EngineEnvironment) {
         self.profile = profile
@@ -43,6 +47,12 @@ public struct BehaviourEngine: Sendable {
         var initialConnectionState: [String: ProfileValue] = [:]
         for name in profile.connectionState { initialConnectionState[name] = initialState[name] }
         self.initialConnectionState = initialConnectionState
+        var limits: [String: Int] = [:]
+        for characteristic in profile.characteristics where limits[characteristic.id] == nil {
+            limits[characteristic.id] = characteristic.maxLength ?? ProfileLimits.attributeValueLength
+        }
+        valueLimits = limits
+        smallestValueLimit = limits.values.min() ?? ProfileLimits.attributeValueLength
         reset()
     }
 
