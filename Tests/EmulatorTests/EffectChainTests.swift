@@ -7,12 +7,14 @@ import Testing
 
 /// The effects after an answer wait behind earlier events' effects; how many events may wait is bounded.
 @Suite struct EffectChainTests {
-    /// Every write is answered at once and then delays `delay` ms before logging.
-    static func emulator(delay: Int) throws -> Emulator {
+    /// Every write is answered at once; the first (00) then waits 3 s before its log line, so the effects of the
+    /// next writes queue behind it, however slowly the test machine runs them.
+    static func emulator() throws -> Emulator {
         let profile = try ProfileLoader.load(json: """
             { "format": 1,
               "services": [{ "id": "s", "uuid": "180f", "characteristics": [{ "id": "rx", "uuid": "2a19", "flags": ["write-without-response"] }] }],
-              "rules": [{ "on": { "write": "rx" }, "do": [{ "delay": \(delay) }, { "log": "late {request}" }] }] }
+              "rules": [{ "on": { "write": "rx", "equals": "00" }, "do": [{ "delay": 3000 }, { "log": "late {request}" }] },
+                        { "on": { "write": "rx" }, "otherwise": true, "do": [{ "delay": 1 }, { "log": "late {request}" }] }] }
             """, file: "chain.json")
         return try Emulator(profile: profile, options: EmulatorOptions(), log: try EventLog(format: .json))
     }
@@ -24,7 +26,7 @@ import Testing
     }
 
     @Test func chainsBeyondTheLimitAreDroppedLoudlyAndTheCountGoesBackDown() async throws {
-        let emulator = try Self.emulator(delay: 20)
+        let emulator = try Self.emulator()
         let limit = Emulator.maximumPendingEffectChains
         for index in 0..<(limit + 10) {
             try await emulator.write(Self.write([UInt8(index)]))
