@@ -130,7 +130,7 @@ import Testing
         let event = EmulatorEvent(time: 0, kind: .note, central: "AA", characteristic: "x\u{1B}[2J", detail: "rule \u{1B}]0;owned\u{07} \u{9B}31m done\r\n")
         let text = event.text
         #expect(!text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
-        #expect(text.contains("x\\x1b[2J"))
-        #expect(text.contains("rule \\x1b]0;owned\\x07 \\u{9b}31m done\\r\\n"))
+        #expect(text.contains("x\\u{1B}[2J"))
+        #expect(text.contains("rule \\u{1B}]0;owned\\u{7} \\u{9B}31m done\\r\\n"))
     }
 }

@@ -25,6 +25,8 @@ public actor Emulator {
     var originalAlias: String?
     var timers: [String: ArmedTimer] = [:]
     var effectTail: Task<Void, Never>?
+    /// Events whose after-the-answer effects are queued on `effectTail` and not yet done (Emulator+Effects.swift).
+    var pendingEffectChains = 0
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     /// Hands ``centralEvents`` to the actor; awaited on stop so its events are logged before `stopped`.
     var centralEventsTask: Task<Void, Never>?

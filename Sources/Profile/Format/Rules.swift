@@ -37,8 +37,8 @@ public struct WriteMatcher: Sendable, Equatable {
     /// `value & mask == expected` over the first `mask.count` bytes (shorter values never match).
     public var mask: (mask: [UInt8], expected: [UInt8])?
     public var length: ClosedRange<Int>?
-    /// A regular expression that must match somewhere in the value decoded as UTF-8.
-    public var regex: String?
+    /// A pattern that must match somewhere in the value decoded as UTF-8 (compiled at load; see ``BytePattern``).
+    public var regex: BytePattern?
     public var json: JSONFieldMatcher?
 
     public init() {}
