@@ -71,7 +71,14 @@ import Testing
 /// The log's outputs cannot stall gattemu: a reader that stops reading loses console lines (counted), never
 /// the events file and never the recording thread (the D-Bus thread); the events file is opened safely.
 @Suite struct EventLogOutputTests {
-    @Test(.timeLimit(.minutes(1))) func aStalledConsoleNeverBlocksRecordingOrClosing() throws {
+    @Test(.timeLimit(.minutes(1))) func aStalledConsoleNeverBlocksRecordingOrClosing() async throws {
+        // Off the concurrency pool: closing waits out the stalled console's grace period.
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            DispatchQueue.global().async { continuation.resume(with: Result { try Self.stalledConsole() }) }
+        }
+    }
+
+    static func stalledConsole() throws {
         var ends: [Int32] = [0, 0]
         #expect(pipe(&ends) == 0)
         defer { close(ends[0]); close(ends[1]) }

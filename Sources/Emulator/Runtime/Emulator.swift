@@ -92,7 +92,15 @@ public actor Emulator {
         do throws(BlueZError) {
             if let name = engine.deviceName() { try await adapter.setAlias(name) }
             let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath)
-            application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+            do {
+                application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+            } catch {
+                // Handles a profile asks for (an imported device's) may collide with BlueZ's own services.
+                guard services.contains(where: \.asksForHandles) else { throw error }
+                log.record(.note, detail: "bluetoothd refused the profile's handles (\(error.description)): registering with handles it chooses")
+                application = try await GattApplication.register(
+                    services: services.map(\.withoutHandles), handler: self, adapter: adapter, stack: stack)
+            }
         } catch {
             if case .success(let started)? = await watching { await started.cancel() }
             throw error

@@ -29,10 +29,16 @@ extension BehaviourEngine {
         for pass in [false, true] where !stopped {
             // The second pass runs `otherwise` rules, only when no regular rule fired.
             if pass && !outcome.firedRules.isEmpty { break }
-            for rule in profile.rules where rule.otherwise == pass {
+            // Of the `closestTo` rules that could fire, only the closest one does (found when the first is met).
+            var closest: Int??
+            for (index, rule) in profile.rules.enumerated() where rule.otherwise == pass {
                 guard matches(rule.trigger, event, arguments: arguments),
                     rule.conditions.allSatisfy({ holds($0, arguments: arguments) })
                 else { continue }
+                if case .write(_, let matcher) = rule.trigger, matcher.closestTo != nil {
+                    if closest == nil { closest = closestRule(pass: pass, event: event, arguments: arguments) }
+                    guard closest == .some(index) else { continue }
+                }
                 outcome.firedRules.append(rule.id)
                 for action in rule.actions { perform(action, for: event, arguments: arguments, into: &outcome) }
                 if rule.stop {
@@ -43,6 +49,21 @@ extension BehaviourEngine {
         }
         publishAdvertisementChanges(into: &outcome)
         return outcome
+    }
+
+    /// The index of the `closestTo` rule of this pass whose bytes are closest to the written value (ties: the
+    /// first), among those whose other matchers and conditions hold.
+    private mutating func closestRule(pass: Bool, event: EngineEvent, arguments: [String: String]) -> Int? {
+        guard case .write(_, _, let value, _) = event else { return nil }
+        var best: (index: Int, distance: Int)?
+        for (index, rule) in profile.rules.enumerated() where rule.otherwise == pass {
+            guard case .write(_, let matcher) = rule.trigger, let reference = matcher.closestTo,
+                  matches(rule.trigger, event, arguments: arguments),
+                  rule.conditions.allSatisfy({ holds($0, arguments: arguments) }) else { continue }
+            let distance = WriteMatcher.distance(value, reference)
+            if best.map({ distance < $0.distance }) ?? true { best = (index, distance) }
+        }
+        return best?.index
     }
 
     /// Bookkeeping before rules run; false when the event is not handled further.

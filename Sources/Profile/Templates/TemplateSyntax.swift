@@ -13,6 +13,16 @@ public struct Template: Sendable, Equatable {
     public var source: String
     public var kind: Kind
 
+    /// The bytes it always renders, when it has no expressions.
+    public var literalBytes: [UInt8]? {
+        var bytes: [UInt8] = []
+        for part in parts {
+            guard case .literal(let piece) = part else { return nil }
+            bytes += piece
+        }
+        return bytes
+    }
+
     init(source: String, kind: Kind, parts: [TemplatePart]) {
         self.parts = parts
         self.source = source

@@ -1,6 +1,6 @@
 extension ProfileDecoder {
     static let triggerKinds = ["read", "write", "subscribe", "unsubscribe", "connect", "disconnect", "timer", "trigger"]
-    static let writeMatcherKeys = ["equals", "prefix", "mask", "length", "regex", "json"]
+    static let writeMatcherKeys = ["equals", "prefix", "mask", "length", "regex", "json", "closestTo"]
     static let actionKinds = [
         "reply", "succeed", "fail", "notify", "indicate", "setValue", "set", "delay", "advertise",
         "startAdvertising", "stopAdvertising", "disconnect", "startTimer", "cancelTimer", "log",
@@ -145,6 +145,13 @@ extension ProfileDecoder {
             }
         }
         if let value = node["json"] { matcher.json = jsonMatcher(value, sub("json")) }
+        if let value = node["closestTo"], let source = valueSource(value, sub("closestTo"), usage: .rule) {
+            if let bytes = source.template.literalBytes {
+                matcher.closestTo = attributeSized(bytes, value, sub("closestTo"))
+            } else {
+                error(value, sub("closestTo"), "closestTo takes fixed bytes", hint: "write them as hex, e.g. {\"hex\": \"51 60\"}")
+            }
+        }
         return matcher
     }
 

@@ -109,6 +109,7 @@ struct SemanticChecks {
     }
 
     private mutating func checkServices() {
+        checkHandles()
         let serviceIDs = Set(profile.services.map(\.id))
         for service in profile.services {
             for (index, include) in service.includes.enumerated() {
@@ -131,6 +132,44 @@ struct SemanticChecks {
                     if length > ProfileLimits.attributeValueLength {
                         report(descriptor.path, "descriptor value is \(length) bytes, over the \(ProfileLimits.attributeValueLength)-byte attribute limit")
                     }
+                }
+            }
+        }
+    }
+
+    /// Handles asked of BlueZ: each at most once, a characteristic's value after its service's declaration (and
+    /// after the declaration's own handle), a descriptor after its characteristic's value.
+    private mutating func checkHandles() {
+        var used: [UInt16: String] = [:]
+        func claim(_ handle: UInt16?, _ path: String) {
+            guard let handle else { return }
+            if let first = used[handle] {
+                report(JSONPath.appending("handle", to: path), "handle \(handle) is asked for twice", hint: "also at \(first)")
+            } else {
+                used[handle] = path
+            }
+        }
+        for service in profile.services {
+            claim(service.handle, service.path)
+            var previous = service.handle
+            for characteristic in service.characteristics {
+                if let handle = characteristic.handle {
+                    // The declaration takes handle - 1, which must come after everything before it.
+                    claim(handle - 1 == 0 ? nil : handle - 1, characteristic.path + " (declaration)")
+                    claim(handle, characteristic.path)
+                    if let previous, handle <= previous + 1 {
+                        report(JSONPath.appending("handle", to: characteristic.path),
+                               "handle \(handle) must leave room after \(previous) for the characteristic's declaration",
+                               hint: "a characteristic's declaration takes the handle before its value")
+                    }
+                    previous = handle
+                }
+                for descriptor in characteristic.descriptors {
+                    claim(descriptor.handle, descriptor.path)
+                    if let handle = descriptor.handle, let previous, handle <= previous {
+                        report(JSONPath.appending("handle", to: descriptor.path), "handle \(handle) must come after \(previous)")
+                    }
+                    if let handle = descriptor.handle { previous = handle }
                 }
             }
         }
