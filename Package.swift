@@ -32,6 +32,9 @@ let package = Package(
         // Bluetooth's own types (addresses, UUIDs, AD structures, ATT opcodes and errors, characteristic
         // properties), shared by every layer; no dependencies.
         .target(name: "Bluetooth"),
+        // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
+        // connections, ATT, SMP. Depends on Bluetooth only; no Foundation.
+        .target(name: "Capture", dependencies: ["Bluetooth"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ peripheral object model: adapter, GATT application, advertisements, centrals.
