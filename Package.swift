@@ -74,6 +74,9 @@ let package = Package(
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+        // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
