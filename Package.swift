@@ -70,7 +70,7 @@ let package = Package(
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies"]),
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
         // Capture debugging and benchmark driver (benchmarks/README.md, scripts/check-capture-decoder): counts, dump, decode, generate.
