@@ -82,6 +82,34 @@ import Testing
         #expect(trace.attTransactions.first?.response?.direction == .peripheralToCentral)
     }
 
+    @Test func inferredRolesRelabelOnlyTheirOwnConnection() throws {
+        var script = CaptureScript()
+        script.att(handle: 0x40, .writeCommand, [3, 0, 1], from: .hostToController)
+        script.att(handle: 0x41, .writeCommand, [3, 0, 1], from: .hostToController)
+        script.att(handle: 0x40, .readByGroupTypeRequest, [1, 0, 0xFF, 0xFF, 0x00, 0x28], from: .controllerToHost)
+        script.att(handle: 0x41, .findInformationRequest, [1, 0, 0xFF, 0xFF], from: .hostToController)
+        script.event(SyntheticHCI.disconnectionComplete(handle: 0x40))
+        // The same handle again, made up afresh, its role assumed until discovery says otherwise.
+        script.att(handle: 0x40, .writeCommand, [3, 0, 2], from: .hostToController)
+        let trace = try CaptureTrace.read(bytes: script.btsnoop())
+        #expect(trace.connections.map(\.localRole) == [.peripheral, .central, .central])
+        #expect(trace.attPDUs.map(\.connection) == [0, 1, 0, 1, 2])
+        #expect(trace.attPDUs.map(\.direction) == [.peripheralToCentral, .centralToPeripheral, .centralToPeripheral, .centralToPeripheral,
+                                                  .centralToPeripheral])
+    }
+
+    @Test func notesNamingConnectionsAreCappedCaptureWideOnesKept() throws {
+        var script = CaptureScript()
+        for _ in 0..<(CaptureNote.limit + 10) {
+            script.att(handle: 0x40, .writeCommand, [3, 0, 1], from: .hostToController)
+            script.event(SyntheticHCI.disconnectionComplete(handle: 0x40))
+        }
+        let trace = try CaptureTrace.read(bytes: script.btsnoop())
+        #expect(trace.connections.count == CaptureNote.limit + 10)
+        #expect(trace.notes.count == CaptureNote.limit + 1)
+        #expect(trace.notes.last == .noAdvertisingReports)
+    }
+
     @Test func aCreateConnectionNamesThePeerWhenTheEventIsMissing() throws {
         var script = CaptureScript()
         script.event(SyntheticHCI.readBDAddrComplete(localAddress))

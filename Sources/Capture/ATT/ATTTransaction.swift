@@ -12,6 +12,7 @@ public struct ATTTransaction: Sendable, Hashable {
     public var response: ATTPDU?
     public var outcome: Outcome
 
+    /// How the request ended.
     public enum Outcome: Sendable, Hashable {
         case answered
         case error(ATTErrorCode)

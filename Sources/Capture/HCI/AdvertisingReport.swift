@@ -29,12 +29,14 @@ public struct AdvertisingReport: Sendable, Hashable {
     /// Where AD parsing stopped early, if it did; the structures before it are in ``advertisingData``.
     public var dataProblem: AdvertisingData.ParseProblem?
 
+    /// The LE Meta subevent the report came in.
     public enum Subevent: UInt8, Sendable, Hashable {
         case legacy = 0x02
         case directed = 0x0B
         case extended = 0x0D
     }
 
+    /// Whether the data is whole.
     public enum DataStatus: Sendable, Hashable {
         case complete
         /// The controller gave up on the rest (extended status 0b10).
@@ -80,11 +82,12 @@ public struct Advertiser: Sendable, Hashable {
     /// Reports that were scan responses.
     public var scanResponseCount: Int { reports.count { $0.isScanResponse } }
 
-    /// Local names in the data, distinct, in order of first appearance.
+    /// Local names in the data, distinct, in order of first appearance (at most 32).
     public var names: [String] {
         var names: [String] = []
-        for report in reports {
-            if let name = report.advertisingData.localName, !names.contains(name) { names.append(name) }
+        var seen: Set<String> = []
+        for report in reports where names.count < 32 {
+            if let name = report.advertisingData.localName, seen.insert(name).inserted { names.append(name) }
         }
         return names
     }

@@ -1,7 +1,8 @@
 import Bluetooth
 
-/// ACL data: reassembled into L2CAP PDUs, then ATT (CID 4), LE signalling (5), SMP (6), and ATT over
-/// BR/EDR channels opened for PSM 0x001F; other channels are noted, not decoded.
+/// ACL data: reassembled into L2CAP PDUs, then dispatched by channel: ATT (CID 4), LE signalling (5),
+/// SMP (6), BR/EDR signalling (1) and ATT over BR/EDR channels opened for PSM 0x001F; other channels are
+/// noted, not decoded.
 extension CaptureDecoder {
     mutating func decodeACL(_ record: HCIRecord, controller: UInt16, moment: CaptureMoment) {
         var cursor = ByteCursor(record.payload)
@@ -79,100 +80,5 @@ extension CaptureDecoder {
 
     func direction(_ connection: CaptureConnection, _ sender: HCIDirection) -> LinkDirection {
         connection.localRole?.direction(of: sender) ?? .unknown
-    }
-
-    private mutating func decodeATT(_ information: ArraySlice<UInt8>, connection: CaptureConnection, channel: UInt16, sender: HCIDirection,
-                                    firstFrame: Int, moment: CaptureMoment) {
-        guard let opcodeByte = information.first else {
-            return report(.malformedATT(opcode: 0, "empty ATT PDU"), frame: moment.frame)
-        }
-        let opcode = ATTOpcode(rawValue: opcodeByte)
-        var connection = connection
-        if connection.roleInferred, sender != .unknown, !settledRoles.contains(connection.id),
-           [ATTOpcode.readByGroupTypeRequest, .findInformationRequest, .findByTypeValueRequest].contains(opcode) {
-            // The side that discovers services is the client: taken as the central.
-            settledRoles.insert(connection.id)
-            let role: ConnectionRole = sender == .hostToController ? .central : .peripheral
-            note(.roleInferred(connection: connection.id, role: role, evidenceFrame: moment.frame))
-            if role != connection.localRole {
-                update(HandleKey(controller: connection.controller, handle: connection.handle)) { $0.localRole = role }
-                connection.localRole = role
-            }
-        }
-        var linkDirection = direction(connection, sender)
-        if sender == .unknown {
-            // No HCI direction: requests, commands and confirmations come from the client, taken as the central.
-            switch opcode.kind {
-            case .request, .command, .confirmation: linkDirection = .centralToPeripheral
-            case .response, .notification, .indication: linkDirection = .peripheralToCentral
-            case .unknown: linkDirection = .unknown
-            }
-        }
-        let pdu = ATTPDU(frame: moment.frame, firstFrame: firstFrame, timestamp: moment.timestamp, connection: connection.id, sender: sender,
-                         direction: linkDirection, channel: channel, opcode: opcode, parameters: Array(information.dropFirst()))
-        statistics.attPDUs += 1
-        pending.append(.att(pdu))
-        if let problem = pairing.add(pdu, { pending.append(.attTransaction($0)) }) { report(problem, frame: moment.frame) }
-    }
-
-    /// LE signalling: code, identifier, length, data (one command per PDU).
-    private mutating func decodeLESignalling(_ information: ArraySlice<UInt8>, connection: CaptureConnection, sender: HCIDirection,
-                                             moment: CaptureMoment) {
-        var cursor = ByteCursor(information)
-        guard let code = cursor.u8(), let identifier = cursor.u8(), let length = cursor.u16le(), let data = cursor.take(Int(length)) else {
-            return report(.malformedSignalling(code: information.first ?? 0, "shorter than its header says"), frame: moment.frame)
-        }
-        var body = ByteCursor(data)
-        let message: L2CAPSignal.Message
-        switch code {
-        case 0x12:
-            guard let low = body.u16le(), let high = body.u16le(), let latency = body.u16le(), let timeout = body.u16le() else {
-                return report(.malformedSignalling(code: code, "connection parameter update request too short"), frame: moment.frame)
-            }
-            message = .connectionParameterUpdateRequest(intervalMin: low, intervalMax: high, latency: latency, timeout: timeout)
-        case 0x13:
-            guard let result = body.u16le() else { return report(.malformedSignalling(code: code, "response too short"), frame: moment.frame) }
-            message = .connectionParameterUpdateResponse(accepted: result == 0)
-        case 0x14, 0x17:
-            guard let psm = body.u16le() else { return report(.malformedSignalling(code: code, "request too short"), frame: moment.frame) }
-            message = .creditBasedConnectionRequest(psm: psm, enhanced: code == 0x17)
-            // The requester receives on its source channels; data sent to it uses them.
-            if code == 0x14, let source = body.u16le() {
-                channelRequests[ChannelKey(connection: connection.id, sender: sender.opposite, channel: source)] = psm
-            } else if code == 0x17, body.skip(6) {
-                while let source = body.u16le() {
-                    channelRequests[ChannelKey(connection: connection.id, sender: sender.opposite, channel: source)] = psm
-                }
-            }
-        default:
-            message = .other(code: code)
-        }
-        pending.append(.signalling(L2CAPSignal(frame: moment.frame, timestamp: moment.timestamp, connection: connection.id, sender: sender,
-                                               direction: direction(connection, sender), identifier: identifier, message: message)))
-    }
-
-    /// BR/EDR signalling, for the channels opened for ATT: Connection Request (PSM, source CID) and
-    /// Connection Response (destination CID, source CID, result); several commands may share a PDU.
-    private mutating func decodeClassicSignalling(_ information: ArraySlice<UInt8>, connection: CaptureConnection, sender: HCIDirection,
-                                                  moment: CaptureMoment) {
-        var cursor = ByteCursor(information)
-        while let code = cursor.u8() {
-            guard cursor.skip(1), let length = cursor.u16le(), let data = cursor.take(Int(length)) else { return }
-            var body = ByteCursor(data)
-            switch code {
-            case 0x02:
-                guard let psm = body.u16le(), let source = body.u16le() else { continue }
-                channelRequests[ChannelKey(connection: connection.id, sender: sender, channel: source)] = psm
-            case 0x03:
-                guard let destination = body.u16le(), let source = body.u16le(), let result = body.u16le(), result == 0 else { continue }
-                let requester = sender.opposite
-                guard let psm = channelRequests[ChannelKey(connection: connection.id, sender: requester, channel: source)] else { continue }
-                // The requester sends to the responder's channel (destination), the responder to the requester's (source).
-                channels[ChannelKey(connection: connection.id, sender: requester, channel: destination)] = psm
-                channels[ChannelKey(connection: connection.id, sender: sender, channel: source)] = psm
-            default:
-                continue
-            }
-        }
     }
 }

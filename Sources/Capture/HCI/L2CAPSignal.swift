@@ -9,6 +9,7 @@ public struct L2CAPSignal: Sendable, Hashable {
     public var identifier: UInt8
     public var message: Message
 
+    /// The command, decoded where it matters here.
     public enum Message: Sendable, Hashable {
         /// Intervals in 1.25 ms units, timeout in 10 ms units.
         case connectionParameterUpdateRequest(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16)

@@ -24,6 +24,18 @@ public enum CaptureNote: Sendable, Hashable, CustomStringConvertible {
     /// Timestamps before 2000 or after 2100: the writer's clock or epoch was wrong; use relative times.
     case implausibleTimestamps(first: Int64)
 
+    /// Notes about the whole capture (kept always); the others name one connection, handle or channel
+    /// (the first 1000 are kept).
+    public var isCaptureWide: Bool {
+        switch self {
+        case .attOnlyExport, .noAdvertisingReports, .truncatedRecords, .noACLDirection, .classicConnections, .implausibleTimestamps: true
+        default: false
+        }
+    }
+
+    /// How many notes naming one connection, handle or channel a trace or summary keeps.
+    public static let limit = 1000
+
     public var description: String {
         switch self {
         case .attOnlyExport:

@@ -2,7 +2,7 @@ import Bluetooth
 
 /// What `gattemu import --list` shows: per peer device its names, advertising, connections and ATT
 /// operations, plus the capture's format, time span, problems and notes. Built while reading, in memory
-/// bounded by the number of devices, whatever the capture's size.
+/// that grows with the devices and connections it lists, never with the traffic.
 public struct CaptureSummary: Sendable {
     public var format: CaptureFormat
     public var linktypes: [UInt32]
@@ -18,6 +18,7 @@ public struct CaptureSummary: Sendable {
     public var smpMessages: [UInt8: Int] = [:]
     public var problems: [CaptureProblem] = []
     public var problemCount = 0
+    /// Capture-wide notes, and the first 1000 naming one connection, handle or channel.
     public var notes: [CaptureNote] = []
 
     /// Microseconds from the first to the last timestamp.
@@ -26,10 +27,12 @@ public struct CaptureSummary: Sendable {
         return last - first
     }
 
+    /// Reads a capture file, keeping only the summary; throws when nothing can be read.
     public static func read(path: String) throws(CaptureProblem) -> CaptureSummary {
         try CaptureSummary(reader: CaptureReader(path: path))
     }
 
+    /// Reads a capture held in memory, keeping only the summary.
     public static func read(bytes: [UInt8]) throws(CaptureProblem) -> CaptureSummary {
         try CaptureSummary(reader: CaptureReader(bytes: bytes))
     }
@@ -57,8 +60,10 @@ public struct CaptureSummary: Sendable {
     /// Collects events into a summary.
     struct Builder {
         private var deviceIndex: [DeviceSummary.Identity: Int] = [:]
-        /// Connection id → device index.
+        /// Connection id → device index, and position in that device's connections.
         private var connectionDevice: [Int: Int] = [:]
+        private var connectionPosition: [Int: Int] = [:]
+        private var controllers: [UInt16: ControllerInfo] = [:]
         /// Resolvable private addresses seen as connection peers → the identity they resolved to.
         private var aliases: [DeviceAddress: DeviceAddress] = [:]
         /// Per connection: the value handle of the Device Name characteristic (0x2A00), once discovered.
@@ -74,9 +79,7 @@ public struct CaptureSummary: Sendable {
         mutating func add(_ event: CaptureEvent, to summary: inout CaptureSummary) {
             switch event {
             case .controller(let info):
-                summary.controllers.removeAll { $0.index == info.index }
-                summary.controllers.append(info)
-                summary.controllers.sort { $0.index < $1.index }
+                controllers[info.index] = info
             case .advertisingReport(let report):
                 let index = device(.address(report.address), frame: report.frame, in: &summary)
                 summary.devices[index].advertisingReports += report.fragments
@@ -91,9 +94,10 @@ public struct CaptureSummary: Sendable {
                     aliases[DeviceAddress(rpa, type: .random)] = peer
                 }
                 let entry = DeviceSummary.Connection(connection)
-                if let existing = summary.devices[index].connections.firstIndex(where: { $0.id == connection.id }) {
-                    summary.devices[index].connections[existing] = entry
+                if let position = connectionPosition[connection.id] {
+                    summary.devices[index].connections[position] = entry
                 } else {
+                    connectionPosition[connection.id] = summary.devices[index].connections.count
                     summary.devices[index].connections.append(entry)
                 }
             case .connectionFailed:
@@ -112,7 +116,7 @@ public struct CaptureSummary: Sendable {
                 summary.problemCount += 1
                 if summary.problems.count < ProblemLog.limit { summary.problems.append(problem) }
             case .note(let note):
-                summary.notes.append(note)
+                if note.isCaptureWide || summary.notes.count < CaptureNote.limit { summary.notes.append(note) }
             }
         }
 
@@ -140,6 +144,7 @@ public struct CaptureSummary: Sendable {
 
         /// Folds devices seen under a resolvable private address into their identity.
         mutating func finish(_ summary: inout CaptureSummary) {
+            summary.controllers = controllers.values.sorted { $0.index < $1.index }
             for (alias, identity) in aliases {
                 guard let from = deviceIndex[.address(alias)], let to = deviceIndex[.address(identity)], from != to else { continue }
                 summary.devices[to].merge(summary.devices[from])
@@ -152,6 +157,7 @@ public struct CaptureSummary: Sendable {
 
 /// One peer device of a capture: what it advertised, its connections and the ATT operations on them.
 public struct DeviceSummary: Sendable, Hashable {
+    /// Who the device is: its address, or only the handle its data came on.
     public enum Identity: Sendable, Hashable, CustomStringConvertible {
         case address(DeviceAddress)
         /// Only ACL data was seen (no connection event): the peer is unknown.
@@ -190,7 +196,7 @@ public struct DeviceSummary: Sendable, Hashable {
 
     public var identity: Identity
     public var firstFrame: Int
-    /// Advertised local names, then the GAP Device Name when read over ATT; distinct, in order.
+    /// Advertised local names, then the GAP Device Name when read over ATT; distinct, in order (at most 32).
     public var names: [String] = []
     /// The GAP Device Name (0x2A00) as read over ATT.
     public var deviceName: String?
@@ -217,8 +223,12 @@ public struct DeviceSummary: Sendable, Hashable {
 
     public var attPDUs: Int { attOperations.values.reduce(0, +) }
 
+    /// The most names kept per device (a device that changes its name in every advertisement stays cheap).
+    static let nameLimit = 32
+
     /// Adds a name, without the NUL and space padding some devices put after it.
     mutating func addName(_ name: String) {
+        guard names.count < Self.nameLimit else { return }
         var name = Substring(name)
         while let last = name.last, last == "\0" || last == " " { name = name.dropLast() }
         if !name.isEmpty, !names.contains(String(name)) { names.append(String(name)) }

@@ -26,9 +26,10 @@ public struct CaptureTrace: Sendable {
     /// Reading and decoding problems, located (the first 1000 of each; ``problemCount`` counts all).
     public var problems: [CaptureProblem] = []
     public var problemCount = 0
+    /// Capture-wide notes, and the first 1000 naming one connection, handle or channel.
     public var notes: [CaptureNote] = []
 
-    /// Reads and decodes a capture file.
+    /// Reads and decodes a capture file; throws when nothing can be read (damage later is in ``problems``).
     public static func read(path: String) throws(CaptureProblem) -> CaptureTrace {
         try CaptureTrace(reader: CaptureReader(path: path))
     }
@@ -65,18 +66,30 @@ public struct CaptureTrace: Sendable {
     /// Collects events into a trace.
     struct Builder {
         private var advertiserIndex: [AdvertiserKey: Int] = [:]
+        private var controllerIndex: [UInt16: Int] = [:]
+        /// Connections whose role is inferred and not settled yet: where their PDUs are, so they can be
+        /// labelled again if the role changes (without scanning the whole trace).
+        private var unsettled: [Int: Positions] = [:]
 
         private struct AdvertiserKey: Hashable {
             var controller: UInt16
             var address: DeviceAddress
         }
 
+        private struct Positions {
+            var att: [Int] = []
+            var transactions: [Int] = []
+            var smp: [Int] = []
+            var signalling: [Int] = []
+        }
+
         mutating func add(_ event: CaptureEvent, to trace: inout CaptureTrace) {
             switch event {
             case .controller(let info):
-                if let index = trace.controllers.firstIndex(where: { $0.index == info.index }) {
+                if let index = controllerIndex[info.index] {
                     trace.controllers[index] = info
                 } else {
+                    controllerIndex[info.index] = trace.controllers.count
                     trace.controllers.append(info)
                 }
             case .advertisingReport(let report):
@@ -90,40 +103,48 @@ public struct CaptureTrace: Sendable {
             case .connection(let connection):
                 if connection.id == trace.connections.count {
                     trace.connections.append(connection)
+                    if connection.roleInferred { unsettled[connection.id] = Positions() }
                 } else if trace.connections.indices.contains(connection.id) {
                     let before = trace.connections[connection.id].localRole
                     trace.connections[connection.id] = connection
                     if before != connection.localRole { relabel(connection, in: &trace) }
+                    if !connection.isOpen { unsettled[connection.id] = nil }
                 }
             case .connectionFailed(let attempt): trace.failedConnections.append(attempt)
-            case .att(let pdu): trace.attPDUs.append(pdu)
-            case .attTransaction(let transaction): trace.attTransactions.append(transaction)
-            case .smp(let pdu): trace.smpPDUs.append(pdu)
-            case .signalling(let signal): trace.signalling.append(signal)
+            case .att(let pdu):
+                unsettled[pdu.connection]?.att.append(trace.attPDUs.count)
+                trace.attPDUs.append(pdu)
+            case .attTransaction(let transaction):
+                unsettled[transaction.connection]?.transactions.append(trace.attTransactions.count)
+                trace.attTransactions.append(transaction)
+            case .smp(let pdu):
+                unsettled[pdu.connection]?.smp.append(trace.smpPDUs.count)
+                trace.smpPDUs.append(pdu)
+            case .signalling(let signal):
+                unsettled[signal.connection]?.signalling.append(trace.signalling.count)
+                trace.signalling.append(signal)
             case .problem(let problem):
                 trace.problemCount += 1
                 if trace.problems.count < ProblemLog.limit { trace.problems.append(problem) }
-            case .note(let note): trace.notes.append(note)
+            case .note(let note):
+                if case .roleInferred(let connection, _, _) = note { unsettled[connection] = nil }
+                if note.isCaptureWide || trace.notes.count < CaptureNote.limit { trace.notes.append(note) }
             }
         }
 
         /// A connection's role was inferred after PDUs were already labelled: label them again.
         private func relabel(_ connection: CaptureConnection, in trace: inout CaptureTrace) {
-            guard let role = connection.localRole else { return }
+            guard let role = connection.localRole, let positions = unsettled[connection.id] else { return }
             func fix(_ pdu: inout ATTPDU) {
-                if pdu.connection == connection.id && pdu.sender != .unknown { pdu.direction = role.direction(of: pdu.sender) }
+                if pdu.sender != .unknown { pdu.direction = role.direction(of: pdu.sender) }
             }
-            for index in trace.attPDUs.indices.reversed() where trace.attPDUs[index].connection == connection.id {
-                fix(&trace.attPDUs[index])
-            }
-            for index in trace.attTransactions.indices where trace.attTransactions[index].connection == connection.id {
+            for index in positions.att { fix(&trace.attPDUs[index]) }
+            for index in positions.transactions {
                 fix(&trace.attTransactions[index].request)
                 if trace.attTransactions[index].response != nil { fix(&trace.attTransactions[index].response!) }
             }
-            for index in trace.smpPDUs.indices where trace.smpPDUs[index].connection == connection.id {
-                trace.smpPDUs[index].direction = role.direction(of: trace.smpPDUs[index].sender)
-            }
-            for index in trace.signalling.indices where trace.signalling[index].connection == connection.id {
+            for index in positions.smp { trace.smpPDUs[index].direction = role.direction(of: trace.smpPDUs[index].sender) }
+            for index in positions.signalling {
                 trace.signalling[index].direction = role.direction(of: trace.signalling[index].sender)
             }
         }
