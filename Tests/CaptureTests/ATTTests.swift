@@ -30,6 +30,19 @@ import Testing
         #expect(trace.attTransactions[2].request.direction == .peripheralToCentral)
     }
 
+    @Test func discoveryTransactionsKnowWhatTheyAskedFor() throws {
+        var script = connected()
+        script.att(handle: 0x40, .readByTypeRequest, [1, 0, 0xFF, 0xFF, 0x03, 0x28], from: .hostToController)
+        script.att(handle: 0x40, .readByTypeResponse, [7, 2, 0, 0x02, 3, 0, 0x00, 0x2A], from: .controllerToHost)
+        script.att(handle: 0x40, .readByTypeRequest, [1, 0, 0xFF, 0xFF, 0x02, 0x28], from: .hostToController)
+        script.att(handle: 0x40, .readByTypeResponse, [8, 4, 0, 20, 0, 30, 0, 0x0F, 0x18], from: .controllerToHost)
+        let trace = try CaptureTrace.read(bytes: script.btsnoop())
+        #expect(trace.attTransactions.map(\.requestedType) == [.characteristic, .include])
+        #expect(trace.attTransactions[0].characteristicDeclarations == [.init(handle: 2, properties: [.read], valueHandle: 3, uuid: .deviceName)])
+        #expect(trace.attTransactions[0].includeDeclarations.isEmpty)
+        #expect(trace.attTransactions[1].includeDeclarations.map(\.serviceRange) == [.init(start: 20, end: 30)])
+    }
+
     @Test func indicationsPairWithConfirmations() throws {
         var script = connected()
         script.att(handle: 0x40, .handleValueIndication, [3, 0, 1], from: .controllerToHost)

@@ -31,3 +31,25 @@ public struct ATTTransaction: Sendable, Hashable {
 
     public var connection: Int { request.connection }
 }
+
+extension ATTTransaction {
+    /// The type a Read By Type or Read By Group Type request asked for: what the response's values are.
+    public var requestedType: BluetoothUUID? {
+        switch request.message {
+        case .readByTypeRequest(_, let type), .readByGroupTypeRequest(_, let type): type
+        default: nil
+        }
+    }
+
+    /// An answered Read By Type for 0x2803: the characteristic declarations it returned.
+    public var characteristicDeclarations: [ATTMessage.CharacteristicDeclaration] {
+        guard outcome == .answered, requestedType == .characteristic, case .readByTypeResponse(let entries)? = response?.message else { return [] }
+        return entries.compactMap(\.characteristicDeclaration)
+    }
+
+    /// An answered Read By Type for 0x2802: the include declarations it returned.
+    public var includeDeclarations: [ATTMessage.IncludeDeclaration] {
+        guard outcome == .answered, requestedType == .include, case .readByTypeResponse(let entries)? = response?.message else { return [] }
+        return entries.compactMap(\.includeDeclaration)
+    }
+}
