@@ -31,20 +31,31 @@ extension Emulator {
                 + "(\(Self.describe(rest))): the effects of \(pendingEffectChains) earlier events are still waiting")
             return reply
         }
-        pendingEffectChains += 1
         let previous = effectTail
-        effectTail = Task(executorPreference: loop) { [weak self] in
+        let id = nextEffectChain
+        nextEffectChain += 1
+        let chain = Task(executorPreference: loop) { [weak self] in
             await previous?.value
             for effect in rest {
                 await self?.perform(effect, central: central)
             }
-            await self?.effectChainFinished()
+            await self?.effectChainFinished(id)
         }
+        effectChains[id] = chain
+        effectTail = chain
         return reply
     }
 
-    private func effectChainFinished() {
-        pendingEffectChains -= 1
+    /// How many events' after-the-answer effects are waiting or running.
+    var pendingEffectChains: Int { effectChains.count }
+
+    private func effectChainFinished(_ id: UInt64) {
+        effectChains[id] = nil
+    }
+
+    /// Cuts every waiting chain short: their delays end at once, their other effects still run, in order.
+    func hurryEffectChains() {
+        for chain in effectChains.values { chain.cancel() }
     }
 
     /// The kinds of some effects, for the message about dropping them: "delay, notify tx".

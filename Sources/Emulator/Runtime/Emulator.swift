@@ -26,7 +26,9 @@ public actor Emulator {
     var timers: [String: ArmedTimer] = [:]
     var effectTail: Task<Void, Never>?
     /// Events whose after-the-answer effects are queued on `effectTail` and not yet done (Emulator+Effects.swift).
-    var pendingEffectChains = 0
+    /// The after-the-answer effects of each event still waiting or running (see `run(_:central:)`), by chain id.
+    var effectChains: [UInt64: Task<Void, Never>] = [:]
+    var nextEffectChain: UInt64 = 0
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     /// Hands ``centralEvents`` to the actor; awaited on stop so its events are logged before `stopped`.
     var centralEventsTask: Task<Void, Never>?
@@ -151,7 +153,7 @@ public actor Emulator {
         // What is still under way logs before `stopped`, so that `stopped` is the last event: the central
         // events already received, and effects left to run after earlier answers.
         await centralEventsTask?.value
-        effectTail?.cancel()
+        hurryEffectChains()
         await effectTail?.value
         log.record(.stopped)
     }
