@@ -37,12 +37,14 @@ let package = Package(
         // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
         // connections, ATT, SMP. Depends on Bluetooth only; no Foundation.
         .target(name: "Capture", dependencies: ["Bluetooth"]),
+        // `gattemu import`: one peripheral of a decoded capture as a DeviceReplica (table, values, conversation, security).
+        .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ peripheral object model: adapter, GATT application, advertisements, centrals.
         .target(name: "BlueZ", dependencies: ["DBus"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile"),
+        .target(name: "Profile", dependencies: ["Bluetooth"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(name: "Emulator", dependencies: [
             "BlueZ", "Profile", .product(name: "DequeModule", package: "swift-collections"),
@@ -62,7 +64,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], exclude: ["openapi.json"]),
         .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "Profile", "Control",
+            "Emulator", "BlueZ", "Profile", "Control", "Bluetooth", "Capture", "CaptureImport", "Replica",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -72,7 +74,7 @@ let package = Package(
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture"]),
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
         // Capture debugging and benchmark driver (benchmarks/README.md, scripts/check-capture-decoder): counts, dump, decode, generate.
@@ -82,6 +84,7 @@ let package = Package(
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
+        .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),

@@ -252,6 +252,30 @@ class BumbleConnection(Connection):
             pass
 
 
+class Recording:
+    """The central's HCI traffic going to a btsnoop file (Bumble's snooper); a context manager."""
+
+    def __init__(self, central: "BumbleCentral", path):
+        from bumble.snoop import BtSnooper
+        self.central, self.path = central, path
+        self.file = open(path, "wb")
+        self.previous = central.device.host.snooper
+        central.device.host.snooper = BtSnooper(self.file)
+
+    def close(self) -> None:
+        if self.file is None:
+            return
+        self.central.device.host.snooper = self.previous
+        self.file.close()
+        self.file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+
 class BumbleCentral(Central):
     stack = "bumble"
 
@@ -287,6 +311,11 @@ class BumbleCentral(Central):
         self.device = Device.with_hci("gattemu-central", Address(self.address),
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
+
+    def record(self, path) -> "Recording":
+        """Writes this central's HCI traffic (what a phone's btsnoop_hci.log holds) to `path` as btsnoop
+        until the returned recording is closed; the recording before it (if any) resumes then."""
+        return Recording(self, path)
 
     async def disconnect_all(self):
         if self.device is None:
