@@ -127,6 +127,29 @@ private struct Builder {
         return UInt16(value[0]) | UInt16(value[1]) << 8
     }
 
+    /// The services the profile declares: all but those BlueZ registers itself.
+    var emulatedServices: [DeviceReplica.Service] { replica.services.filter { Self.providedByBlueZ($0) == nil } }
+
+    /// LE Audio services: BlueZ's audio plugins register their own, and a GATT application cannot stand in
+    /// for an audio device.
+    static let leAudioServices: Set<UInt16> = [0x1843, 0x1844, 0x1845, 0x1846, 0x1848, 0x1849, 0x184B, 0x184C, 0x184D, 0x184E,
+                                               0x184F, 0x1850, 0x1853, 0x1854, 0x1855]
+
+    /// Why the emulating BlueZ provides `service` itself (so the profile leaves it out), or nil.
+    static func providedByBlueZ(_ service: DeviceReplica.Service) -> String? {
+        if service.uuid == .genericAccess || service.uuid == .genericAttribute {
+            return "provided by BlueZ itself (device name and appearance go to \"device\")"
+        }
+        // BlueZ's own Device Information service (main.conf DeviceID): the PnP ID alone.
+        if service.uuid == BluetoothUUID(0x180A), service.characteristics.map(\.uuid) == [BluetoothUUID(0x2A50)] {
+            return "BlueZ's own Device Information (PnP ID only, main.conf DeviceID) — left out, BlueZ adds it itself"
+        }
+        if let short = service.uuid.uint16, leAudioServices.contains(short) {
+            return "an LE Audio service: BlueZ's audio plugins register their own, a profile cannot emulate audio — left out"
+        }
+        return nil
+    }
+
     mutating func buildServices() -> [OrderedJSON] {
         var services: [OrderedJSON] = []
         let unpinnable = options.pinHandles ? unpinnableReason : nil
@@ -136,8 +159,8 @@ private struct Builder {
         }
         var serviceIDs: [UInt16: String] = [:]
         for service in replica.services {
-            if service.uuid == .genericAccess || service.uuid == .genericAttribute {
-                report.append("\(service.uuid.name ?? service.uuid.description) service: provided by BlueZ itself (device name and appearance go to \"device\")")
+            if let reason = Self.providedByBlueZ(service) {
+                report.append("\(service.uuid.name ?? service.uuid.description) service (\(Self.uuidText(service.uuid))): \(reason)")
                 continue
             }
             let id = ids.unique(Self.readableName(service.uuid) ?? "service_" + service.uuid.shortDescription.prefix(8))
@@ -154,7 +177,7 @@ private struct Builder {
             services.append(.object(object))
         }
         // Includes, now that every service has its id.
-        for (index, service) in replica.services.filter({ $0.uuid != .genericAccess && $0.uuid != .genericAttribute }).enumerated()
+        for (index, service) in emulatedServices.enumerated()
         where !service.includes.isEmpty {
             let included = service.includes.compactMap { serviceIDs[$0] }
             guard !included.isEmpty, case .object(var members) = services[index] else { continue }
@@ -217,7 +240,7 @@ private struct Builder {
     /// then the other descriptors in order.
     var unpinnableReason: String? {
         var previousEnd: UInt16 = 0
-        for service in replica.services where service.uuid != .genericAccess && service.uuid != .genericAttribute {
+        for service in emulatedServices {
             let name = Self.uuidText(service.uuid)
             guard let start = service.handle else { return "service \(name) has no known handle" }
             guard start > previousEnd else { return "service \(name) at 0x\(Hex.word(start)) overlaps the one before it" }
@@ -341,7 +364,7 @@ private struct Builder {
     func fallbackAdvertisement() -> OrderedJSON? {
         var fields: [(String, OrderedJSON)] = []
         if let name = replica.name { fields.append(("localName", .string(Self.textTemplate(name)))) }
-        if let service = replica.services.first(where: { $0.uuid != .genericAccess && $0.uuid != .genericAttribute && $0.isPrimary }) {
+        if let service = emulatedServices.first(where: \.isPrimary) {
             fields.append(("serviceUUIDs", .array([.string(Self.uuidText(service.uuid))])))
         }
         return fields.isEmpty ? nil : .object(fields)

@@ -8,12 +8,12 @@ The LEAF flow writes fresh random bytes each run, so its writes never repeat: th
 """
 from __future__ import annotations
 
-import collections
 import json
 import subprocess
 
 import pytest
 
+from captures import check_complete
 from conftest import profile_path, report
 from flows import FLOWS, quiet
 from recording import RecordingCentral
@@ -25,41 +25,6 @@ ANSWERS = {
     "leaf": lambda run: {"auth": [f.hex() for f in run.auth], "auth_result": run.auth_result.hex(),
                          "certificate": run.certificate.hex()},
 }
-
-
-def tshark_att(capture) -> list[tuple[int, str]]:
-    """(opcode, value hex) of every ATT PDU tshark finds in the capture between the central's client and the
-    peripheral's server: sent by the central for requests and commands, received for the rest (the
-    peripheral's own client, e.g. BlueZ writing Client Supported Features, is left out)."""
-    r = subprocess.run(["tshark", "-r", str(capture), "-Y", "btatt", "-T", "fields", "-e", "hci_h4.direction",
-                        "-e", "btatt.opcode", "-e", "btatt.value"],
-                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, f"tshark cannot read {capture}: {r.stderr[-500:]}"
-    assert "cut short" not in r.stderr and "appears to be damaged" not in r.stderr, r.stderr[-500:]
-    pdus = []
-    for line in r.stdout.splitlines():
-        direction, opcode, value = (line.split("\t") + ["", ""])[:3]
-        opcode = int(opcode.split(",")[0], 16)
-        sent = int(direction, 16) == 0
-        client_side = opcode in (0x12, 0x52, 0x16, 0x0A, 0x0C)
-        if sent == client_side:
-            pdus.append((opcode, value.replace(":", "")))
-    return pdus
-
-
-def check_complete(capture, ops: list[tuple]) -> dict:
-    """The capture holds every write and notification the central made or saw (the same bytes, as many
-    times), and every value it read: a capture that lost records cannot be imported faithfully."""
-    pdus = tshark_att(capture)
-    seen = {kind: collections.Counter(v for op, v in pdus if op in opcodes and v)
-            for kind, opcodes in {"write": (0x12, 0x52), "notify": (0x1B,), "indicate": (0x1D,),
-                                  "read": (0x0B, 0x0D)}.items()}
-    did = {kind: collections.Counter(op[2] for op in ops if op[0] == kind) for kind in ("write", "notify", "indicate", "read")}
-    for kind in ("write", "notify", "indicate"):
-        assert seen[kind] == did[kind], f"capture incomplete: {kind}s in the capture {dict(seen[kind])}, central {dict(did[kind])}"
-    missing = did["read"] - seen["read"]
-    assert not missing, f"capture incomplete: values read by the central but not in the capture: {dict(missing)}"
-    return {kind: sum(c.values()) for kind, c in did.items()} | {"att_pdus": len(pdus)}
 
 
 @pytest.mark.parametrize("device", ["noke", "bleproof", "leaf"])
@@ -75,7 +40,7 @@ async def test_import_round_trip(central, start_gattemu, gattemu_bin, tmp_path, 
     with central.record(capture):
         first = await flow(recorder, quiet)
     original.stop()
-    counts = check_complete(capture, recorder.ops)
+    counts = check_complete(capture, recorder.ops, exact=True)
 
     # 2. Import it.
     imported = tmp_path / f"{device}-imported.json"
@@ -90,11 +55,26 @@ async def test_import_round_trip(central, start_gattemu, gattemu_bin, tmp_path, 
     # 3. The imported device, the same app flow: the same answers, byte for byte.
     replica = start_gattemu(str(imported), name="imported")
     again = RecordingCentral(central, str(imported))
-    second = await flow(again, quiet)
+    capture2 = tmp_path / f"{device}-imported.btsnoop"
+    with central.record(capture2):
+        second = await flow(again, quiet)
     replica.stop()
     assert ANSWERS[device](second) == ANSWERS[device](first), (
         f"the imported {device} answered differently\nimport report:\n{r.stdout}\n"
         f"imported device's output:\n{replica.output()[-3000:]}")
+    # The imported device looks the same to a phone: its capture imports to the same table, handles included
+    # (pinned: a phone's cached handles keep working) and the same advertisement.
+    reimported = tmp_path / f"{device}-reimported.json"
+    r2 = subprocess.run([gattemu_bin, "import", str(capture2), "-o", str(reimported)], capture_output=True,
+                        text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r2.returncode == 0, r2.stdout + r2.stderr
+    table = lambda p: [(s["uuid"], s.get("handle"), [(c["uuid"], c.get("handle"), c["flags"]) for c in s["characteristics"]])
+                       for s in p["services"]]
+    again_text = json.loads(reimported.read_text())
+    assert table(again_text) == table(text), f"the imported device's table differs:\n{table(again_text)}\n{table(text)}"
+    assert all(s.get("handle") for s in text["services"]), f"handles not pinned:\n{r.stdout}"
+    strip = lambda ads: [{k: v for k, v in a.items() if k != "description"} for a in ads]
+    assert strip(again_text.get("advertisements", [])) == strip(text.get("advertisements", []))
     writes = [op for op in again.ops if op[0] == "write"]
     report(f"import round trip {device}: capture {capture.stat().st_size} bytes, {counts['att_pdus']} ATT PDUs "
            f"({counts['write']} writes, {counts['notify'] + counts['indicate']} notifications/indications, "
