@@ -76,8 +76,9 @@ public enum CaptureImport {
                 byPeer[advertiser.address]?.names.append(name)
             }
         }
+        let names = gapNames(trace)
         for (peer, choice) in byPeer {
-            for name in gapNames(trace, connections: choice.connections) where byPeer[peer]?.names.contains(name) == false {
+            for name in choice.connections.flatMap({ names[$0] ?? [] }) where byPeer[peer]?.names.contains(name) == false {
                 byPeer[peer]?.names.append(name)
             }
         }
@@ -127,14 +128,15 @@ public enum CaptureImport {
         return trimmed.isEmpty ? nil : trimmed
     }
 
-    /// GAP Device Names read over ATT on these connections.
-    static func gapNames(_ trace: CaptureTrace, connections: [Int]) -> [String] {
-        let ids = Set(connections)
-        var names: [String] = []
-        for transaction in trace.attTransactions where ids.contains(transaction.connection) && transaction.outcome == .answered {
-            guard transaction.requestedType == .deviceName, case .readByTypeResponse(let entries)? = transaction.response?.message else { continue }
+    /// GAP Device Names read over ATT, by connection (one pass over the transactions).
+    static func gapNames(_ trace: CaptureTrace) -> [Int: [String]] {
+        var names: [Int: [String]] = [:]
+        for transaction in trace.attTransactions where transaction.outcome == .answered && transaction.requestedType == .deviceName {
+            guard case .readByTypeResponse(let entries)? = transaction.response?.message else { continue }
             for entry in entries {
-                if let name = displayName(String(decoding: entry.value, as: UTF8.self)), !names.contains(name) { names.append(name) }
+                if let name = displayName(String(decoding: entry.value, as: UTF8.self)), names[transaction.connection]?.contains(name) != true {
+                    names[transaction.connection, default: []].append(name)
+                }
             }
         }
         return names
