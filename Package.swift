@@ -58,7 +58,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], exclude: ["openapi.json", "Dashboard/dashboard.html", "Dashboard/dashboard.css", "Dashboard/dashboard.js", "Dashboard/timeline.js"]),
+        ], exclude: ["openapi.json", "Dashboard/dashboard.html", "Dashboard/dashboard.css", "Dashboard/dashboard.js", "Dashboard/timeline.js", "Dashboard/report.js"]),
         .executableTarget(name: "gattemu", dependencies: [
             "Emulator", "BlueZ", "Profile", "Control", "ControlContract",
             .product(name: "NIOCore", package: "swift-nio"),

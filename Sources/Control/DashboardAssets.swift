@@ -9,12 +9,14 @@ public enum DashboardAssets {
         case style = "dashboard.css"
         case script = "dashboard.js"
         case timeline = "timeline.js"
+        /// `gattemu report`'s glue (not served).
+        case report = "report.js"
 
         public var mediaType: String {
             switch self {
             case .page: "text/html; charset=utf-8"
             case .style: "text/css; charset=utf-8"
-            case .script, .timeline: "text/javascript; charset=utf-8"
+            case .script, .timeline, .report: "text/javascript; charset=utf-8"
             }
         }
 
@@ -24,6 +26,7 @@ public enum DashboardAssets {
             case .style: DashboardAssets.style
             case .script: DashboardAssets.script
             case .timeline: DashboardAssets.timeline
+            case .report: DashboardAssets.report
             }
         }
     }
