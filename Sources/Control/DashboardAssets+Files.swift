@@ -316,6 +316,7 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
       for (const s of ad.serviceData) add("service data " + s.uuid, GattemuTimeline.spacedHex(s.hex, 64));
       if (ad.appearance !== undefined) add("appearance", String(ad.appearance));
       if (ad.txPower !== undefined) add("tx power", ad.txPower + " dBm");
+      for (const f of ad.otherStructures || []) add(f.name, GattemuTimeline.spacedHex(f.hex, 64));
       part.append(fields);
       for (const [title, payload] of [["advertising data", ad.advertisingData], ["scan response", ad.scanResponse]]) {
         part.append(el("div", null, title + ": " + payload.length + " / " + payload.limit + " bytes" + (payload.fits ? "" : " — does not fit")));

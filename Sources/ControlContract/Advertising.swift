@@ -36,9 +36,11 @@ public struct AdvertisingInfo: Codable, Sendable, Equatable {
         [AdvertisingInfo(advertised: true, wanted: true, variant: "touched", variants: ["touched"], advertisements: ["name \"ETHS\""], data: [
             AdvertisementInfo(localName: "ETHS", serviceUUIDs: ["0000180f-0000-1000-8000-00805f9b34fb"], solicitUUIDs: [],
                               manufacturerData: [CompanyData(company: 0xFFFF, hex: "40")], serviceData: [ServiceData(uuid: "180f", hex: "64")],
-                              appearance: 0, txPower: 4,
-                              advertisingData: ADPayload(hex: "020106", structures: [ADField(type: 1, name: "Flags", hex: "06")]),
-                              scanResponse: ADPayload(hex: "05094554485", structures: [ADField(type: 9, name: "Complete Local Name", hex: "45544853")])),
+                              appearance: 0, txPower: 4, otherStructures: [ADField(type: 0x1A, name: "advertising interval", hex: "a000")],
+                              advertisingData: ADPayload(hex: "020106031aa000", structures: [
+                                  ADField(type: 1, name: "flags", hex: "06"), ADField(type: 0x1A, name: "advertising interval", hex: "a000"),
+                              ]),
+                              scanResponse: ADPayload(hex: "050945544853", structures: [ADField(type: 9, name: "complete local name", hex: "45544853")])),
         ])]
     }
 }
@@ -52,13 +54,15 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
     public var serviceData: [ServiceData]
     public var appearance: Int?
     public var txPower: Int?
+    /// Other AD structures the profile lists under `data` (AD type → bytes), in type order.
+    public var otherStructures: [ADField]
     /// Flags and everything but the name (legacy: 31 bytes at most).
     public var advertisingData: ADPayload
     /// The local name (BlueZ 5.66 puts it here; 31 bytes at most).
     public var scanResponse: ADPayload
 
     public init(localName: String?, serviceUUIDs: [String], solicitUUIDs: [String], manufacturerData: [CompanyData], serviceData: [ServiceData],
-                appearance: Int?, txPower: Int?, advertisingData: ADPayload, scanResponse: ADPayload) {
+                appearance: Int?, txPower: Int?, otherStructures: [ADField] = [], advertisingData: ADPayload, scanResponse: ADPayload) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
         self.solicitUUIDs = solicitUUIDs
@@ -66,6 +70,7 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
         self.serviceData = serviceData
         self.appearance = appearance
         self.txPower = txPower
+        self.otherStructures = otherStructures
         self.advertisingData = advertisingData
         self.scanResponse = scanResponse
     }
@@ -79,6 +84,7 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
             required("serviceData", .array(.object([required("uuid", .string), required("hex", .string)]))),
             optional("appearance", .integer(minimum: 0, maximum: 0xFFFF)),
             optional("txPower", .integer(minimum: -127, maximum: 127)),
+            required("otherStructures", .array(ADField.schema)),
             required("advertisingData", ADPayload.schema),
             required("scanResponse", ADPayload.schema),
         ])
@@ -121,9 +127,7 @@ public struct ADPayload: Codable, Sendable, Equatable {
             required("length", .integer(minimum: 0)),
             required("limit", .integer(minimum: 0)),
             required("fits", .boolean),
-            required("structures", .array(.object([
-                required("type", .integer(minimum: 0, maximum: 255)), required("name", .string), required("hex", .string),
-            ]))),
+            required("structures", .array(ADField.schema)),
         ])
     }
 }
@@ -134,4 +138,8 @@ public struct ADField: Codable, Sendable, Equatable {
     public var name: String
     public var hex: String
     public init(type: Int, name: String, hex: String) { self.type = type; self.name = name; self.hex = hex }
+
+    static var schema: Schema {
+        .object([required("type", .integer(minimum: 0, maximum: 255)), required("name", .string), required("hex", .string)])
+    }
 }

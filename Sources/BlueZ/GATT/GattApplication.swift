@@ -12,7 +12,7 @@ public final class GattApplication: Sendable {
     let stack: BlueZStack
     let handler: any GattRequestHandler
     let characteristics: [String: CharacteristicObject]
-    /// The ATT handle of each service, by id (0 until bluetoothd assigns it).
+    /// The ATT handle of each service, by id (the one the profile asks for, else 0 until bluetoothd assigns one).
     let serviceHandles: [String: Locked<UInt16>]
     let exportedPaths: [DBusObjectPath]
     private let registered = Mutex(false)
@@ -51,7 +51,7 @@ public final class GattApplication: Sendable {
             }
         }
         self.characteristics = characteristics
-        self.serviceHandles = Dictionary(services.map { ($0.id, Locked<UInt16>(0)) }, uniquingKeysWith: { first, _ in first })
+        self.serviceHandles = Dictionary(services.map { ($0.id, Locked<UInt16>($0.handle ?? 0)) }, uniquingKeysWith: { first, _ in first })
         self.exportedPaths = paths
     }
 
@@ -63,7 +63,7 @@ public final class GattApplication: Sendable {
             for (serviceIndex, service) in services.enumerated() {
                 let servicePath = path.appending("service\(serviceIndex)")
                 let includes = service.includes.compactMap { servicePaths[$0] }
-                let handle = serviceHandles[service.id] ?? Locked<UInt16>(0)
+                let handle = serviceHandles[service.id] ?? Locked<UInt16>(service.handle ?? 0)
                 try await connection.export([DBusInterface(name: BlueZNames.gattService, properties: [
                     .constant("UUID", .string(service.uuid)),
                     .constant("Primary", .boolean(service.primary)),
@@ -148,12 +148,13 @@ public final class GattApplication: Sendable {
         characteristics[characteristic]?.value.withLock { $0 = value }
     }
 
-    /// The ATT handle bluetoothd assigned to a characteristic; nil until it did (BlueZ 5.66 assigns none).
+    /// The ATT handle of a characteristic's value: the one the profile asked for, or the one bluetoothd assigned;
+    /// nil while neither is known (BlueZ 5.66 assigns none).
     public func handle(_ characteristic: String) -> UInt16? {
         characteristics[characteristic].map(\.handle.value).flatMap { $0 == 0 ? nil : $0 }
     }
 
-    /// The ATT handle bluetoothd assigned to a service; nil until it did.
+    /// The ATT handle of a service: asked for or assigned, as ``handle(_:)``; nil while neither is known.
     public func serviceHandle(_ service: String) -> UInt16? {
         serviceHandles[service].map(\.value).flatMap { $0 == 0 ? nil : $0 }
     }

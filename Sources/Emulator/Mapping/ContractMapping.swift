@@ -54,6 +54,12 @@ extension Event {
     }
 }
 
+extension ADField {
+    init(_ structure: ADStructure) {
+        self.init(type: Int(structure.type.rawValue), name: structure.type.description, hex: structure.data.hexString(uppercase: false))
+    }
+}
+
 /// The legacy advertising data and scan response BlueZ builds for an advertisement, as bytes: flags and
 /// everything but the name in the advertising data, the local name in the scan response (as
 /// ``AdvertisementBudget`` counts them). TX power included with `includes: tx-power` is shown as 0 dBm:
@@ -98,15 +104,14 @@ public enum AdvertisementBytes {
     public static func info(_ advertisement: Advertisement) -> AdvertisementInfo {
         let (data, scan) = build(advertisement)
         func payload(_ data: AdvertisingData) -> ADPayload {
-            ADPayload(hex: data.bytes.hexString(uppercase: false), structures: data.structures.map {
-                ADField(type: Int($0.type.rawValue), name: $0.type.description, hex: $0.data.hexString(uppercase: false))
-            })
+            ADPayload(hex: data.bytes.hexString(uppercase: false), structures: data.structures.map(ADField.init))
         }
         return AdvertisementInfo(
             localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs, solicitUUIDs: advertisement.solicitUUIDs,
             manufacturerData: advertisement.manufacturerData.sorted { $0.key < $1.key }.map { CompanyData(company: Int($0.key), hex: $0.value.hexString(uppercase: false)) },
             serviceData: advertisement.serviceData.sorted { $0.key < $1.key }.map { ServiceData(uuid: $0.key, hex: $0.value.hexString(uppercase: false)) },
             appearance: advertisement.appearance.map(Int.init), txPower: advertisement.txPower.map(Int.init),
+            otherStructures: advertisement.data.sorted { $0.key < $1.key }.map { ADField(ADStructure(type: ADType(rawValue: $0.key), data: $0.value)) },
             advertisingData: payload(data), scanResponse: payload(scan))
     }
 }

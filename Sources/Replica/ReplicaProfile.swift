@@ -1,0 +1,642 @@
+import Bluetooth
+
+/// Turns a ``DeviceReplica`` into an ordinary gattemu profile (JSON text) that replays what the device did.
+///
+/// The GATT table, values and advertisement come over as they were seen; each write the central made and
+/// the notifications the device sent before the next write become replay rules. The result validates like
+/// a hand-written profile and can be edited or `extends`-ed; ``Result/report`` says what was made and what
+/// was missing.
+public struct ReplicaProfile: Sendable {
+    /// How the recorded gaps between a write and the notifications after it are replayed.
+    public enum Timing: String, Sendable, CaseIterable {
+        /// The same gaps as recorded (`delay` actions).
+        case recorded
+        /// As fast as possible.
+        case immediate
+    }
+
+    /// What happens with a write the recording does not have.
+    public enum Otherwise: String, Sendable, CaseIterable {
+        /// Accepted (answered with success) and logged.
+        case ignore
+        /// Answered with an ATT error (Unlikely Error) when the central waits for an answer, and logged.
+        case error
+        /// Answered as the recorded write closest to it (byte by byte) was.
+        case nearest
+    }
+
+    public struct Options: Sendable {
+        public var timing: Timing = .immediate
+        public var otherwise: Otherwise = .ignore
+        /// Pin ATT handles so that a phone's cached handles keep working (where BlueZ can give them).
+        public var pinHandles = true
+        /// At most this many rules; the rest of the conversation is left out (and reported).
+        public var maximumRules = 2_000
+        /// At most this many notifications replayed for one write.
+        public var maximumNotificationsPerRule = 64
+
+        public init() {}
+    }
+
+    /// The profile text and the report.
+    public struct Result: Sendable {
+        public var json: OrderedJSON
+        /// One line each: what was reconstructed, what was missing, what replay cannot do.
+        public var report: [String]
+
+        public var text: String { json.text() + "\n" }
+    }
+
+    public let replica: DeviceReplica
+    public let options: Options
+
+    public init(_ replica: DeviceReplica, options: Options = Options()) {
+        self.replica = replica
+        self.options = options
+    }
+
+    public func build() -> Result {
+        var builder = Builder(replica: replica, options: options)
+        return builder.build()
+    }
+}
+
+/// The work of ``ReplicaProfile/build()``.
+private struct Builder {
+    let replica: DeviceReplica
+    let options: ReplicaProfile.Options
+    var report: [String] = []
+    var ids = IdentifierTable()
+    /// Profile id of the characteristic at each value handle.
+    var characteristicIDs: [UInt16: String] = [:]
+    var properties: [UInt16: CharacteristicProperties] = [:]
+    var state: [(String, OrderedJSON)] = []
+    var triggers: [(String, OrderedJSON)] = []
+    var rules: [OrderedJSON] = []
+    var droppedRules = 0
+
+    init(replica: DeviceReplica, options: ReplicaProfile.Options) {
+        self.replica = replica
+        self.options = options
+    }
+
+    mutating func build() -> ReplicaProfile.Result {
+        var top: [(String, OrderedJSON)] = [("format", .int(1))]
+        top.append(("description", .string("Reconstructed by gattemu from \(replica.source)"
+            + (replica.address.map { " — device \($0)" + (replica.addressType.map { " (\($0))" } ?? "") } ?? "")
+            + (replica.name.map { " \"\($0)\"" } ?? ""))))
+        var device: [(String, OrderedJSON)] = []
+        if let name = replica.name { device.append(("name", .string(Self.textTemplate(name)))) }
+        if let appearance = gapAppearance ?? replica.advertisingData?.appearance ?? replica.scanResponse?.appearance {
+            device.append(("appearance", .string("0x" + Hex.string([UInt8(appearance >> 8), UInt8(appearance & 0xFF)]).uppercased())))
+        }
+        if !device.isEmpty { top.append(("device", .object(device))) }
+
+        let services = buildServices()
+        let advertisement = buildAdvertisement()
+        buildRules()
+
+        if !state.isEmpty { top.append(("state", .object(state))) }
+        if !triggers.isEmpty { top.append(("triggers", .object(triggers))) }
+        if let advertisement { top.append(("advertisements", .array([advertisement]))) }
+        top.append(("services", .array(services)))
+        if !rules.isEmpty { top.append(("rules", .array(rules))) }
+        if droppedRules > 0 {
+            report.append("left out \(droppedRules) rules past the limit of \(options.maximumRules)")
+        }
+        if let mtu = replica.mtu {
+            report.append("the central negotiated ATT MTU \(mtu); BlueZ negotiates it again with each central (not set by a profile)")
+        }
+        return ReplicaProfile.Result(json: .object(top), report: replica.notes + report)
+    }
+
+    // MARK: GATT table
+
+    /// The GAP appearance characteristic's value, if it was read.
+    var gapAppearance: UInt16? {
+        guard let value = replica.characteristics.first(where: { $0.characteristic.uuid == .appearance })?.characteristic.value,
+              value.count == 2 else { return nil }
+        return UInt16(value[0]) | UInt16(value[1]) << 8
+    }
+
+    mutating func buildServices() -> [OrderedJSON] {
+        var services: [OrderedJSON] = []
+        let pinned = options.pinHandles && handlesArePinnable
+        if options.pinHandles && !pinned && replica.services.contains(where: { $0.handle != nil }) {
+            report.append("handles not pinned: the device's attribute layout is not one BlueZ can reproduce (a phone with cached handles must rediscover)")
+        }
+        var serviceIDs: [UInt16: String] = [:]
+        for service in replica.services {
+            if service.uuid == .genericAccess || service.uuid == .genericAttribute {
+                report.append("\(service.uuid.name ?? service.uuid.description) service: provided by BlueZ itself (device name and appearance go to \"device\")")
+                continue
+            }
+            let id = ids.unique(Self.readableName(service.uuid) ?? "service_" + service.uuid.shortDescription.prefix(8))
+            if let handle = service.handle { serviceIDs[handle] = id }
+            var object: [(String, OrderedJSON)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(service.uuid)))]
+            if !service.isPrimary { object.append(("primary", .bool(false))) }
+            if pinned, let handle = service.handle { object.append(("handle", .int(Int(handle)))) }
+            if let provenance = service.provenance { object.append(("description", .string(provenance))) }
+            var characteristics: [OrderedJSON] = []
+            for characteristic in service.characteristics {
+                characteristics.append(buildCharacteristic(characteristic, pinned: pinned))
+            }
+            object.append(("characteristics", .array(characteristics)))
+            services.append(.object(object))
+        }
+        // Includes, now that every service has its id.
+        for (index, service) in replica.services.filter({ $0.uuid != .genericAccess && $0.uuid != .genericAttribute }).enumerated()
+        where !service.includes.isEmpty {
+            let included = service.includes.compactMap { serviceIDs[$0] }
+            guard !included.isEmpty, case .object(var members) = services[index] else { continue }
+            members.insert(("includes", .array(included.map(OrderedJSON.string))), at: members.count - 1)
+            services[index] = .object(members)
+        }
+        return services
+    }
+
+    mutating func buildCharacteristic(_ characteristic: DeviceReplica.Characteristic, pinned: Bool) -> OrderedJSON {
+        let id = ids.unique(Self.readableName(characteristic.uuid) ?? "char_" + characteristic.uuid.shortDescription.prefix(8))
+        if let handle = characteristic.valueHandle {
+            characteristicIDs[handle] = id
+            properties[handle] = characteristic.properties
+        }
+        var object: [(String, OrderedJSON)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(characteristic.uuid)))]
+        var flags = characteristic.properties.subtracting(.extendedProperties).bluezFlags
+        if let extended = characteristic.descriptors.first(where: { $0.uuid == .extendedProperties })?.value, let bits = extended.first {
+            if bits & 0x01 != 0 { flags.append("reliable-write") }
+            if bits & 0x02 != 0 { flags.append("writable-auxiliaries") }
+        }
+        flags += characteristic.security.bluezFlags
+        object.append(("flags", .array(flags.map(OrderedJSON.string))))
+        if pinned, let handle = characteristic.valueHandle { object.append(("handle", .int(Int(handle)))) }
+        if let value = characteristic.value {
+            object.append(("value", .hex(Array(value.prefix(ATTMTU.maximumValueLength)))))
+        }
+        var description = characteristic.provenance ?? ""
+        if let provenance = characteristic.valueProvenance { description += (description.isEmpty ? "" : "; ") + "value " + provenance }
+        if characteristic.value == nil, characteristic.properties.contains(.read) {
+            description += (description.isEmpty ? "" : "; ") + "value never read in the recording"
+            report.append("\(id): readable, but its value was never read — it starts empty")
+        }
+        if !description.isEmpty { object.append(("description", .string(description))) }
+        // Writes to this characteristic are replayed by rules; its value must not change with each write.
+        if hasWrites(to: characteristic.valueHandle) { object.append(("storeWrites", .bool(false))) }
+        var descriptors: [OrderedJSON] = []
+        for descriptor in characteristic.descriptors {
+            // BlueZ adds these itself: the client configuration (subscriptions) and the extended properties.
+            if descriptor.uuid == .clientCharacteristicConfiguration || descriptor.uuid == .extendedProperties { continue }
+            var item: [(String, OrderedJSON)] = []
+            if descriptor.uuid == .userDescription, let value = descriptor.value, let text = String(validating: value, as: UTF8.self) {
+                item = [("type", .string("user-description")), ("text", .string(text))]
+            } else {
+                item = [("uuid", .string(Self.uuidText(descriptor.uuid))), ("flags", .array([.string("read")]))]
+                if let value = descriptor.value { item.append(("value", .hex(value))) }
+            }
+            if pinned, let handle = descriptor.handle { item.append(("handle", .int(Int(handle)))) }
+            descriptors.append(.object(item))
+        }
+        if !descriptors.isEmpty { object.append(("descriptors", .array(descriptors))) }
+        return .object(object)
+    }
+
+    /// Whether BlueZ would lay the attributes out where the device had them: each service's handles
+    /// consecutive from its declaration (includes first), each characteristic as BlueZ builds it —
+    /// declaration, value, the client configuration (notify/indicate), the extended properties, then the
+    /// other descriptors in order.
+    var handlesArePinnable: Bool {
+        var previousEnd: UInt16 = 0
+        for service in replica.services where service.uuid != .genericAccess && service.uuid != .genericAttribute {
+            guard let start = service.handle, start > previousEnd else { return false }
+            var next = Int(start) + 1 + service.includes.count
+            for characteristic in service.characteristics {
+                guard let value = characteristic.valueHandle, Int(value) == next + 1,
+                      characteristic.declarationHandle.map({ Int($0) == next }) ?? true else { return false }
+                next = Int(value) + 1
+                var expected: [BluetoothUUID] = []
+                if characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate) {
+                    expected.append(.clientCharacteristicConfiguration)
+                }
+                if characteristic.descriptors.contains(where: { $0.uuid == .extendedProperties }) { expected.append(.extendedProperties) }
+                expected += characteristic.descriptors.map(\.uuid).filter { $0 != .clientCharacteristicConfiguration && $0 != .extendedProperties }
+                for uuid in expected {
+                    guard let handle = characteristic.descriptors.first(where: { $0.uuid == uuid && $0.handle.map { Int($0) == next } ?? false })?.handle,
+                          Int(handle) == next else { return false }
+                    next += 1
+                }
+            }
+            let end = next - 1
+            if let declaredEnd = service.endHandle, Int(declaredEnd) != end { return false }
+            previousEnd = UInt16(clamping: end)
+        }
+        return true
+    }
+
+    func hasWrites(to handle: UInt16?) -> Bool {
+        guard let handle else { return false }
+        return replica.conversation.contains { if case .write(handle, _, _) = $0.kind { true } else { false } }
+    }
+
+    // MARK: Advertisement
+
+    mutating func buildAdvertisement() -> OrderedJSON? {
+        let parts = [replica.advertisingData, replica.scanResponse].compactMap { $0 }
+        guard !parts.isEmpty else {
+            report.append("no advertisement recorded (the phone was not scanning): the profile advertises its name and first service only")
+            return fallbackAdvertisement()
+        }
+        var fields: [(String, OrderedJSON)] = []
+        var budget = AdvertisementPlacement()
+        let name = parts.lazy.compactMap(\.localName).first ?? replica.name
+        if let name {
+            fields.append(("localName", .string(Self.textTemplate(name))))
+            budget.scanResponse += 2 + name.utf8.count
+        }
+        func add(_ key: String, _ value: OrderedJSON, bytes: Int, what: String) {
+            guard budget.advertisingData + bytes <= AdvertisingData.legacyLimit else {
+                report.append("advertisement: \(what) left out: it does not fit the 31 bytes BlueZ places in the advertising data")
+                return
+            }
+            budget.advertisingData += bytes
+            fields.append((key, value))
+        }
+        let services = parts.flatMap(\.serviceUUIDs).uniqued()
+        if !services.isEmpty {
+            let sizes = Dictionary(grouping: services, by: \.advertisedSize).keys.count
+            add("serviceUUIDs", .array(services.map { .string(Self.uuidText($0)) }),
+                bytes: services.reduce(2 * sizes) { $0 + $1.advertisedSize }, what: "service UUIDs")
+        }
+        let solicited = parts.flatMap(\.solicitedServiceUUIDs).uniqued()
+        if !solicited.isEmpty {
+            let sizes = Dictionary(grouping: solicited, by: \.advertisedSize).keys.count
+            add("solicitUUIDs", .array(solicited.map { .string(Self.uuidText($0)) }),
+                bytes: solicited.reduce(2 * sizes) { $0 + $1.advertisedSize }, what: "solicited UUIDs")
+        }
+        var manufacturer: [(String, OrderedJSON)] = []
+        var manufacturerBytes = 0
+        for (company, data) in parts.flatMap(\.manufacturerData) where !manufacturer.contains(where: { $0.0 == Self.company(company) }) {
+            manufacturer.append((Self.company(company), .hex(data)))
+            manufacturerBytes += 4 + data.count
+        }
+        if !manufacturer.isEmpty { add("manufacturerData", .object(manufacturer), bytes: manufacturerBytes, what: "manufacturer data") }
+        var serviceData: [(String, OrderedJSON)] = []
+        var serviceDataBytes = 0
+        for (uuid, data) in parts.flatMap(\.serviceData) where !serviceData.contains(where: { $0.0 == Self.uuidText(uuid) }) {
+            serviceData.append((Self.uuidText(uuid), .hex(data)))
+            serviceDataBytes += 2 + uuid.advertisedSize + data.count
+        }
+        if !serviceData.isEmpty { add("serviceData", .object(serviceData), bytes: serviceDataBytes, what: "service data") }
+        if let appearance = parts.lazy.compactMap(\.appearance).first {
+            add("appearance", .int(Int(appearance)), bytes: 4, what: "appearance")
+        }
+        if parts.contains(where: { $0.txPower != nil }) {
+            add("includes", .array([.string("tx-power")]), bytes: 3, what: "TX power")
+            report.append("advertisement: the TX power level field is included; its value is the adapter's, not the recorded \(parts.lazy.compactMap(\.txPower).first ?? 0) dBm")
+        }
+        var other: [(String, OrderedJSON)] = []
+        for structure in parts.flatMap(\.otherStructures) where structure.type != .flags {
+            other.append(("0x" + Hex.string([structure.type.rawValue]).uppercased(), .hex(structure.data)))
+        }
+        if !other.isEmpty {
+            add("data", .object(other), bytes: other.reduce(0) { total, item in
+                if case .object(let hex) = item.1, case .string(let text) = hex.first?.1 { return total + 2 + text.count / 2 }
+                return total
+            }, what: "other AD structures (\(other.map(\.0).joined(separator: ", ")))")
+        }
+        if let flags = parts.lazy.compactMap(\.flags).first, flags & 0x03 == 0 {
+            fields.append(("discoverable", .bool(false)))
+        }
+        if let provenance = replica.advertisingProvenance { fields.append(("description", .string(provenance))) }
+        return .object(fields)
+    }
+
+    func fallbackAdvertisement() -> OrderedJSON? {
+        var fields: [(String, OrderedJSON)] = []
+        if let name = replica.name { fields.append(("localName", .string(Self.textTemplate(name)))) }
+        if let service = replica.services.first(where: { $0.uuid != .genericAccess && $0.uuid != .genericAttribute && $0.isPrimary }) {
+            fields.append(("serviceUUIDs", .array([.string(Self.uuidText(service.uuid))])))
+        }
+        return fields.isEmpty ? nil : .object(fields)
+    }
+
+    // MARK: Behaviour
+
+    /// One write of the central and what the device did until the next write.
+    struct Exchange {
+        var event: DeviceReplica.Event
+        var handle: UInt16
+        var value: [UInt8]
+        var withResponse: Bool
+        var answers: [Answer] = []
+        var error: ATTErrorCode?
+    }
+
+    struct Answer: Equatable {
+        var handle: UInt16
+        var value: [UInt8]
+        var indication: Bool
+        /// Milliseconds after the event before it (the write or the previous answer).
+        var gap: Int?
+        var frame: Int?
+
+        static func == (a: Answer, b: Answer) -> Bool { a.handle == b.handle && a.value == b.value && a.indication == b.indication }
+    }
+
+    mutating func buildRules() {
+        var exchanges: [Exchange] = []
+        var subscriptions: [(event: DeviceReplica.Event, handle: UInt16, answers: [Answer])] = []
+        var reads: [UInt16: [(DeviceReplica.Event, [UInt8])]] = [:]
+        var unsolicited: [(DeviceReplica.Event, Answer)] = []
+        /// Where notifications go now, per connection: the latest write, or the latest subscription.
+        enum Owner { case none, exchange(Int), subscription(Int) }
+        var owner: [Int: Owner] = [:]
+        var lastTime: [Int: Double] = [:]
+        for event in replica.conversation {
+            var gap: Int?
+            if let time = event.time, let last = lastTime[event.connection] { gap = Int(((time - last) * 1000).rounded()) }
+            switch event.kind {
+            case .connected, .disconnected:
+                owner[event.connection] = Owner.none
+            case .write(let handle, let value, let withResponse):
+                guard characteristicIDs[handle] != nil else { continue }
+                exchanges.append(Exchange(event: event, handle: handle, value: value, withResponse: withResponse))
+                owner[event.connection] = .exchange(exchanges.count - 1)
+            case .subscribe(let handle, let notify, let indicate):
+                guard notify || indicate, characteristicIDs[handle] != nil else { continue }
+                subscriptions.append((event, handle, []))
+                if case .exchange = owner[event.connection] ?? Owner.none {} else { owner[event.connection] = .subscription(subscriptions.count - 1) }
+            case .notification(let handle, let value, let indication):
+                guard characteristicIDs[handle] != nil else { continue }
+                let answer = Answer(handle: handle, value: value, indication: indication, gap: gap, frame: event.frame)
+                switch owner[event.connection] ?? Owner.none {
+                case .exchange(let index): exchanges[index].answers.append(answer)
+                case .subscription(let index): subscriptions[index].answers.append(answer)
+                case .none: unsolicited.append((event, answer))
+                }
+            case .read(let handle, let offset, let value):
+                if offset == 0, characteristicIDs[handle] != nil { reads[handle, default: []].append((event, value)) }
+            case .error(let handle, let request, let code):
+                if request == .writeRequest || request == .prepareWriteRequest || request == .executeWriteRequest,
+                   let index = exchanges.lastIndex(where: { $0.handle == handle && $0.event.connection == event.connection }),
+                   !code.asksForSecurity {
+                    exchanges[index].error = code
+                }
+            }
+            if let time = event.time { lastTime[event.connection] = time }
+        }
+        buildWriteRules(exchanges)
+        buildSubscriptionRules(subscriptions)
+        buildReadRules(reads)
+        buildTriggers(unsolicited)
+        buildOtherwiseRules(exchanges)
+        if exchanges.contains(where: { $0.answers.count > options.maximumNotificationsPerRule }) {
+            report.append("writes followed by more than \(options.maximumNotificationsPerRule) notifications replay the first \(options.maximumNotificationsPerRule) of them")
+        }
+    }
+
+    mutating func buildWriteRules(_ exchanges: [Exchange]) {
+        // Occurrences of the same write (characteristic and bytes), in order.
+        var groups: [[Int]] = []
+        var groupOf: [String: Int] = [:]
+        for (index, exchange) in exchanges.enumerated() {
+            let key = "\(exchange.handle):" + Hex.string(exchange.value)
+            if let group = groupOf[key] { groups[group].append(index) } else {
+                groupOf[key] = groups.count
+                groups.append([index])
+            }
+        }
+        var sequences = 0
+        for group in groups {
+            let occurrences = group.map { exchanges[$0] }
+            let first = occurrences[0]
+            guard let characteristic = characteristicIDs[first.handle] else { continue }
+            let sameEveryTime = occurrences.allSatisfy { $0.answers == first.answers && $0.error == first.error }
+            let on: OrderedJSON = .object([("write", .string(characteristic)), ("equals", .hex(first.value))])
+            if sameEveryTime {
+                addRule(id: "\(characteristic)-write", on: on, when: nil, actions: actions(for: first),
+                        description: describe(first, occurrences.count))
+                continue
+            }
+            // Answered differently each time (counters, nonces): replayed in the recorded order; after the
+            // last, the last answer again.
+            sequences += 1
+            let counter = ids.unique("\(characteristic)_write_\(sequences)")
+            state.append((counter, .int(0)))
+            for (index, occurrence) in occurrences.enumerated() {
+                let last = index == occurrences.count - 1
+                let when: OrderedJSON = .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))])
+                var actions = actions(for: occurrence)
+                if !last { actions.append(.object([("set", .object([(counter, .object([("increment", .int(1))]))]))])) }
+                addRule(id: "\(characteristic)-write", on: on, when: when, actions: actions,
+                        description: describe(occurrence, 1) + " (occurrence \(index + 1) of \(occurrences.count))")
+            }
+        }
+        if sequences > 0 {
+            report.append("\(sequences) writes were answered differently each time: they replay in the recorded order (app-level crypto with fresh nonces replays only for identical writes)")
+        }
+    }
+
+    func actions(for exchange: Exchange) -> [OrderedJSON] {
+        var actions: [OrderedJSON] = []
+        if let error = exchange.error, exchange.withResponse, let name = Self.failName(error) {
+            actions.append(.object([("fail", .string(name))]))
+        }
+        actions += notifyActions(exchange.answers)
+        return actions
+    }
+
+    func notifyActions(_ answers: [Answer]) -> [OrderedJSON] {
+        var actions: [OrderedJSON] = []
+        for answer in answers.prefix(options.maximumNotificationsPerRule) {
+            guard let target = characteristicIDs[answer.handle] else { continue }
+            if options.timing == .recorded, let gap = answer.gap, gap > 0 {
+                actions.append(.object([("delay", .int(min(gap, 60_000)))]))
+            }
+            let canNotify = properties[answer.handle]?.contains(.notify) ?? true
+            let verb = answer.indication || !canNotify ? "indicate" : "notify"
+            actions.append(.object([(verb, .string(target)), ("value", .hex(answer.value))]))
+        }
+        return actions
+    }
+
+    mutating func buildSubscriptionRules(_ subscriptions: [(event: DeviceReplica.Event, handle: UInt16, answers: [Answer])]) {
+        var done: Set<UInt16> = []
+        for subscription in subscriptions where !subscription.answers.isEmpty && !done.contains(subscription.handle) {
+            done.insert(subscription.handle)
+            guard let characteristic = characteristicIDs[subscription.handle] else { continue }
+            addRule(id: "\(characteristic)-subscribe", on: .object([("subscribe", .string(characteristic))]), when: nil,
+                    actions: notifyActions(subscription.answers),
+                    description: "after the subscription" + Self.at(subscription.event) + ": \(subscription.answers.count) notifications")
+        }
+    }
+
+    mutating func buildReadRules(_ reads: [UInt16: [(DeviceReplica.Event, [UInt8])]]) {
+        for handle in reads.keys.sorted() {
+            guard let occurrences = reads[handle], let characteristic = characteristicIDs[handle] else { continue }
+            let values = occurrences.map(\.1)
+            guard Set(values).count > 1 else { continue }  // Always the same: the initial value answers.
+            let counter = ids.unique("\(characteristic)_read")
+            state.append((counter, .int(0)))
+            for (index, (event, value)) in occurrences.enumerated() {
+                let last = index == occurrences.count - 1
+                var actions: [OrderedJSON] = [.object([("reply", .hex(value))])]
+                if !last { actions.append(.object([("set", .object([(counter, .object([("increment", .int(1))]))]))])) }
+                addRule(id: "\(characteristic)-read", on: .object([("read", .string(characteristic))]),
+                        when: .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))]),
+                        actions: actions, description: "read" + Self.at(event) + " (occurrence \(index + 1) of \(occurrences.count))")
+            }
+            report.append("\(characteristic): read \(occurrences.count) times with different values; replayed in order")
+        }
+    }
+
+    mutating func buildTriggers(_ unsolicited: [(DeviceReplica.Event, Answer)]) {
+        guard !unsolicited.isEmpty else { return }
+        var byCharacteristic: [UInt16: [(DeviceReplica.Event, Answer)]] = [:]
+        for item in unsolicited { byCharacteristic[item.1.handle, default: []].append(item) }
+        for handle in byCharacteristic.keys.sorted() {
+            guard let characteristic = characteristicIDs[handle], let items = byCharacteristic[handle] else { continue }
+            let name = ids.unique("notify_\(characteristic)")
+            triggers.append((name, .string("Sends the \(items.count) notifications of \(characteristic) the device sent without a write before them")))
+            addRule(id: name, on: .object([("trigger", .string(name))]), when: nil, actions: notifyActions(items.map(\.1)),
+                    description: "unsolicited notifications" + Self.at(items[0].0))
+        }
+        report.append("\(unsolicited.count) notifications came without a write before them: fire them with the triggers \(triggers.map(\.0).joined(separator: ", "))")
+    }
+
+    mutating func buildOtherwiseRules(_ exchanges: [Exchange]) {
+        let written = exchanges.map(\.handle).uniqued()
+        for handle in written {
+            guard let characteristic = characteristicIDs[handle] else { continue }
+            let on: OrderedJSON = .object([("write", .string(characteristic))])
+            switch options.otherwise {
+            case .ignore:
+                addRule(id: "\(characteristic)-unrecorded", on: on, when: nil, otherwise: true,
+                        actions: [.object([("log", .string("unrecorded write to \(characteristic) ignored"))])],
+                        description: "a write the recording does not have: accepted and logged")
+            case .error:
+                addRule(id: "\(characteristic)-unrecorded", on: on, when: nil, otherwise: true,
+                        actions: [.object([("log", .string("unrecorded write to \(characteristic): answered with an error"))]),
+                                  .object([("fail", .string("failed"))])],
+                        description: "a write the recording does not have: an ATT error (Unlikely Error) when the central waits for an answer")
+            case .nearest:
+                var seen: Set<[UInt8]> = []
+                for exchange in exchanges where exchange.handle == handle && seen.insert(exchange.value).inserted {
+                    addRule(id: "\(characteristic)-nearest", on: .object([("write", .string(characteristic)), ("closestTo", .hex(exchange.value))]),
+                            when: nil, otherwise: true,
+                            actions: [.object([("log", .string("unrecorded write to \(characteristic): answered as the recorded \(Hex.string(Array(exchange.value.prefix(16))))…"))])]
+                                + actions(for: exchange),
+                            description: "a write the recording does not have, closest to the one" + Self.at(exchange.event))
+                }
+            }
+        }
+    }
+
+    mutating func addRule(id: String, on: OrderedJSON, when: OrderedJSON?, otherwise: Bool = false, actions: [OrderedJSON], description: String) {
+        guard rules.count < options.maximumRules else {
+            droppedRules += 1
+            return
+        }
+        var rule: [(String, OrderedJSON)] = [("id", .string(ids.unique(id))), ("description", .string(description)), ("on", on)]
+        if let when { rule.append(("when", when)) }
+        if otherwise { rule.append(("otherwise", .bool(true))) }
+        rule.append(("do", .array(actions)))
+        rule.append(("stop", .bool(true)))
+        rules.append(.object(rule))
+    }
+
+    func describe(_ exchange: Exchange, _ count: Int) -> String {
+        var text = (exchange.withResponse ? "write request" : "write command") + Self.at(exchange.event)
+        if count > 1 { text += " (and \(count - 1) more times, answered the same)" }
+        if !exchange.answers.isEmpty {
+            let frames = exchange.answers.compactMap(\.frame)
+            text += " → \(exchange.answers.count) notification\(exchange.answers.count == 1 ? "" : "s")"
+            if let first = frames.first, let last = frames.last { text += first == last ? " (frame \(first))" : " (frames \(first)–\(last))" }
+        }
+        if let error = exchange.error { text += " → error \(error)" }
+        return text
+    }
+
+    static func at(_ event: DeviceReplica.Event) -> String {
+        var parts: [String] = []
+        if let frame = event.frame { parts.append("frame \(frame)") }
+        if let time = event.time { parts.append(String(Int((time * 1000).rounded())) + " ms") }
+        return parts.isEmpty ? "" : " at " + parts.joined(separator: ", ")
+    }
+
+    // MARK: Names and forms
+
+    /// A profile id from a SIG name: `Battery Level` → `battery_level`.
+    static func readableName(_ uuid: BluetoothUUID) -> String? {
+        guard let name = uuid.name else { return nil }
+        var id = ""
+        for character in name.lowercased() {
+            if character.isASCII && (character.isLetter || character.isNumber) { id.append(character) } else if !id.hasSuffix("_") { id.append("_") }
+        }
+        while id.hasSuffix("_") { id.removeLast() }
+        return id.first?.isLetter == true ? id : nil
+    }
+
+    /// 16-bit UUIDs short (`2a19`), others in full.
+    static func uuidText(_ uuid: BluetoothUUID) -> String { uuid.uint16 != nil ? uuid.shortDescription : uuid.description }
+
+    static func company(_ id: UInt16) -> String {
+        "0x" + Hex.string([UInt8(id >> 8), UInt8(id & 0xFF)]).uppercased()
+    }
+
+    /// Text as a text template: braces doubled so that `{` is not read as an expression.
+    static func textTemplate(_ text: String) -> String {
+        text.replacingOccurrences(of: "{", with: "{{").replacingOccurrences(of: "}", with: "}}")
+    }
+
+    /// The profile's name for an ATT error a write may fail with (application errors as `0x80`).
+    static func failName(_ code: ATTErrorCode) -> String? {
+        if code.isApplicationError { return "0x" + Hex.string([code.rawValue]) }
+        switch code {
+        case .writeNotPermitted, .readNotPermitted: return "not-permitted"
+        case .insufficientAuthorization: return "not-authorized"
+        case .invalidOffset: return "invalid-offset"
+        case .invalidAttributeValueLength: return "invalid-value-length"
+        case .requestNotSupported: return "not-supported"
+        case .unlikelyError: return "failed"
+        default: return nil
+        }
+    }
+}
+
+/// Bytes BlueZ 5.66 places in the legacy advertising data (flags first) and in the scan response (the name).
+struct AdvertisementPlacement {
+    var advertisingData = 3
+    var scanResponse = 0
+}
+
+/// Unique, valid profile identifiers.
+struct IdentifierTable {
+    private var used: Set<String> = []
+
+    /// `base` made a valid identifier, with `_2`, `_3`… when taken.
+    mutating func unique(_ base: some StringProtocol) -> String {
+        var cleaned = String(base.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") ? $0 : "_" })
+        if cleaned.first.map({ !($0.isLetter || $0 == "_") }) ?? true { cleaned = "_" + cleaned }
+        var candidate = cleaned
+        var counter = 2
+        while used.contains(candidate) {
+            candidate = "\(cleaned)_\(counter)"
+            counter += 1
+        }
+        used.insert(candidate)
+        return candidate
+    }
+}
+
+extension Sequence where Element: Hashable {
+    func uniqued() -> [Element] {
+        var seen: Set<Element> = []
+        return filter { seen.insert($0).inserted }
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}
