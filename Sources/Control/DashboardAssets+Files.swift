@@ -171,6 +171,7 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 .tl-bluetoothd-lost .tl-note { color: #92400e; font-weight: 600; }
 .tl-rule .tl-note, .tl-note.tl-note { }
 .summary { display: grid; grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: 4px 12px; margin: 8px 0; }
+@media (max-width: 1250px) { .grid { grid-template-columns: repeat(2, minmax(0, 1fr)); } }
 @media (max-width: 900px) { .grid { grid-template-columns: 1fr; padding: 8px; } .tl-viewport { height: 60vh; } .bar h1 { font-size: 16px; } }
 """#
     static let script = #"""
@@ -183,7 +184,7 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 (() => {
   const TOKEN_KEY = "gattemu-token";
   const $ = (id) => document.getElementById(id);
-  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, lastSeq: 0 };
+  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, lastSeq: 0, bluetoothdLost: false };
   let timeline;
 
   function el(tag, className, text) {
@@ -360,6 +361,10 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 
   function renderTriggers(status) {
     const box = $("triggers");
+    // The triggers never change while gattemu runs: keep the buttons (a click must not land on a replaced one).
+    const key = JSON.stringify([status.triggers, status.triggerDescriptions]);
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
     box.replaceChildren();
     for (const name of status.triggers) {
       const trigger = button(name, () => act("fired " + name, "POST", "/v1/triggers/" + segment(name)));
@@ -552,10 +557,23 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
     try {
       const page = await api("GET", "/v1/events?since=0&limit=10000");
       timeline.add(page.events);
+      noteBluetoothd(page.events);
       updateCount();
     } catch (error) {
       if (error.status !== 401) show("events: " + error.message);
     }
+  }
+
+  // Follows bluetoothd-lost / bluetoothd-back in `events` (the stream's badge shows the loss until it is over,
+  // across reconnections); true when one was there.
+  function noteBluetoothd(events) {
+    let seen = false;
+    for (const event of events) {
+      if (event.event !== "bluetoothd-lost" && event.event !== "bluetoothd-back") continue;
+      state.bluetoothdLost = event.event === "bluetoothd-lost";
+      seen = true;
+    }
+    return seen;
   }
 
   function setStream(text, good) {
@@ -573,13 +591,12 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
       const response = await fetch("/v1/events/stream?since=" + timeline.lastSeq, { headers: headers(false), signal: abort.signal, cache: "no-store" });
       if (response.status === 401) { askForToken(); setStream("needs token", false); return; }
       if (!response.ok || !response.body) throw new Error("HTTP " + response.status);
-      setStream("live", true);
+      setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
       state.reconnectDelay = 500;
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
       let batch = [];
-      let flush = null;
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
@@ -593,13 +610,12 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
           if (!data) continue;
           try { batch.push(JSON.parse(data)); } catch (_) { /* not an event */ }
         }
-        if (batch.length && !flush) {
-          flush = requestAnimationFrame(() => {
-            const events = batch;
-            batch = [];
-            flush = null;
-            receive(events);
-          });
+        // Each chunk read is one batch (a burst arrives as few large chunks); the timeline draws at the next
+        // frame on its own, so the events are in it at once.
+        if (batch.length) {
+          const events = batch;
+          batch = [];
+          receive(events);
         }
       }
       setStream("reconnecting", false);
@@ -614,14 +630,11 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
   function receive(events) {
     if (!events.length) return;
     // A restarted gattemu starts again from seq 1: start the timeline over.
-    if (events[0].seq <= 1 && timeline.lastSeq > 1 && !timeline.has(events[0].seq)) timeline.clear();
+    if (events[0].seq <= 1 && timeline.lastSeq > 1 && !timeline.has(events[0].seq)) { timeline.clear(); state.bluetoothdLost = false; }
     timeline.add(events);
     updateCount();
     if (events.some((event) => event.event !== "read" && event.event !== "answer" && event.event !== "note")) scheduleRefresh(250);
-    for (const event of events) {
-      if (event.event === "bluetoothd-lost") setStream("live — bluetoothd lost", false);
-      if (event.event === "bluetoothd-back") setStream("live", true);
-    }
+    if (noteBluetoothd(events)) setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
     renderCentralFilter(state.status ? state.status.centrals : []);
   }
 

@@ -27,7 +27,7 @@ public indirect enum DocumentValue: Sendable, Equatable {
         case .unsigned(let value): output += String(value)
         case .number(let value):
             if value.rounded() == value, abs(value) < 1e15 { output += String(Int64(value)) } else { output += String(value) }
-        case .string(let value): output += Self.quoted(value)
+        case .string(let value): output += JSONText.quoted(value)
         case .array(let items):
             guard !items.isEmpty else { output += "[]"; return }
             output += "[\n"
@@ -41,30 +41,11 @@ public indirect enum DocumentValue: Sendable, Equatable {
             guard !members.isEmpty else { output += "{}"; return }
             output += "{\n"
             for (index, member) in members.enumerated() {
-                output += String(repeating: " ", count: indent + 2) + Self.quoted(member.0) + ": "
+                output += String(repeating: " ", count: indent + 2) + JSONText.quoted(member.0) + ": "
                 member.1.write(to: &output, indent: indent + 2)
                 output += index == members.count - 1 ? "\n" : ",\n"
             }
             output += String(repeating: " ", count: indent) + "}"
         }
-    }
-
-    /// `text` as a JSON string literal.
-    public static func quoted(_ text: String) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
     }
 }

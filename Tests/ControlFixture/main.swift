@@ -3,11 +3,12 @@
 // the package: `swift build --product gattemu` does not build it and users never get it.
 //
 //   gattemu-control-fixture [--profile FILE] [--port N] [--token-file FILE] [--events N]
-//                           [--stream-lifetime-ms N] [--print-openapi]
+//                           [--stream-lifetime-ms N] [--lose-bluetoothd-after-ms N] [--print-openapi]
 //
 // Prints `listening http://127.0.0.1:PORT` once it serves; runs until SIGTERM or SIGINT.
 // --events N logs N synthetic events (a central's writes, answers, notifications, faults, and a note full
-// of HTML that the page must show as text).
+// of HTML that the page must show as text). --lose-bluetoothd-after-ms N logs `bluetoothd-lost` after N ms
+// and `bluetoothd-back` N ms later, as a bluetoothd restart does (the emulator itself is not involved).
 import Control
 import ControlContract
 import Dispatch
@@ -24,6 +25,7 @@ var port = 0
 var tokenFile: String?
 var syntheticEvents = 0
 var lifetime: Int?
+var lossAfter: Int?
 nonisolated(unsafe) var arguments = CommandLine.arguments.dropFirst()
 func value() -> String {
     guard let next = arguments.popFirst() else { fatal("missing value") }
@@ -40,6 +42,7 @@ while let argument = arguments.popFirst() {
     case "--token-file": tokenFile = value()
     case "--events": syntheticEvents = Int(value()) ?? 0
     case "--stream-lifetime-ms": lifetime = Int(value())
+    case "--lose-bluetoothd-after-ms": lossAfter = Int(value())
     case "--print-openapi":
         FileHandle.standardOutput.write(Data(ControlContract.documentText.utf8))
         exit(0)
@@ -72,6 +75,15 @@ for index in 0..<syntheticEvents {
     let (kind, characteristic, value, detail) = kinds[index % kinds.count]
     log.record(kind, central: kind == .rule || kind == .note ? nil : central, characteristic: characteristic, value: value, detail: detail)
 }
+if let lossAfter {
+    Task {
+        try? await Task.sleep(for: .milliseconds(lossAfter))
+        log.record(.bluetoothdLost, detail: "org.bluez went away (fixture)")
+        try? await Task.sleep(for: .milliseconds(lossAfter))
+        log.record(.bluetoothdBack, detail: "org.bluez is back (fixture)")
+    }
+}
+
 var token: String?
 if let tokenFile {
     do {

@@ -88,6 +88,10 @@ import Testing
         let touched = await emulator.status()
         #expect(touched.advertising.variant == "touched")
         #expect(touched.advertising.data.first?.serviceUUIDs != advertisement.serviceUUIDs)
+        // With nobody connected, the rule the trigger fired names no central (no made-up lane in the timeline).
+        let rule = try #require(emulator.events.events.last { $0.kind == .rule })
+        #expect(rule.detail == "touch")
+        #expect(rule.central == nil)
     }
 
     @Test func faultsFromTheProfileAreOfferedAsPresets() async throws {

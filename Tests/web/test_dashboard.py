@@ -119,6 +119,32 @@ def test_ten_thousand_events_stay_responsive(server_factory, browser):
     assert console_errors(browser) == []
 
 
+def test_stream_recovers_and_shows_bluetoothd_restarts(server_factory, browser):
+    # The server ends each event stream after 700 ms: the page must reconnect, resume after the last event
+    # (no duplicates, nothing lost) and show bluetoothd-lost, then bluetoothd-back.
+    server = server_factory("--profile", "profiles/noke-lock.json", "--events", "20",
+                            "--stream-lifetime-ms", "700", "--lose-bluetoothd-after-ms", "2500")
+    browser.get(server.url + "/")
+    wait_for(lambda: "bluetoothd lost" in browser.find_element(By.ID, "stream-badge").text, timeout=6,
+             what="bluetoothd-lost shown")
+    screenshot(browser, "dashboard-bluetoothd-lost")
+    # bluetoothd-back comes 2.5 s later; the stream reconnects meanwhile and must keep showing the loss.
+    time.sleep(1.5)
+    assert "bluetoothd lost" in browser.find_element(By.ID, "stream-badge").text, "a reconnection forgot that bluetoothd is lost"
+    wait_for(lambda: browser.execute_script("return window.gattemuTimeline.events.some(e => e.event === 'bluetoothd-back')"),
+             timeout=6, what="bluetoothd-back in the timeline")
+    wait_for(lambda: browser.find_element(By.ID, "stream-badge").text == "stream: live", timeout=3, what="the stream live again")
+    seqs = browser.execute_script("return window.gattemuTimeline.events.map(e => e.seq)")
+    assert seqs == list(range(1, len(seqs) + 1)), "events lost or repeated across reconnections"
+    kinds = browser.execute_script("return window.gattemuTimeline.events.map(e => e.event)")
+    assert "bluetoothd-lost" in kinds and "bluetoothd-back" in kinds
+    # Still usable after the reconnections: a reset from the page shows up.
+    browser.find_element(By.ID, "reset").click()
+    wait_for(lambda: browser.execute_script(
+        "return window.gattemuTimeline.events.some(e => (e.detail || '').startsWith('control: reset'))"), what="the reset's note")
+    assert console_errors(browser) == []
+
+
 def test_token_is_asked_for_and_sent(server_factory, browser, tmp_path):
     token = tmp_path / "token"
     token.write_text("web-secret\n")

@@ -7,7 +7,7 @@
 (() => {
   const TOKEN_KEY = "gattemu-token";
   const $ = (id) => document.getElementById(id);
-  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, lastSeq: 0 };
+  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, lastSeq: 0, bluetoothdLost: false };
   let timeline;
 
   function el(tag, className, text) {
@@ -184,6 +184,10 @@
 
   function renderTriggers(status) {
     const box = $("triggers");
+    // The triggers never change while gattemu runs: keep the buttons (a click must not land on a replaced one).
+    const key = JSON.stringify([status.triggers, status.triggerDescriptions]);
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
     box.replaceChildren();
     for (const name of status.triggers) {
       const trigger = button(name, () => act("fired " + name, "POST", "/v1/triggers/" + segment(name)));
@@ -376,10 +380,23 @@
     try {
       const page = await api("GET", "/v1/events?since=0&limit=10000");
       timeline.add(page.events);
+      noteBluetoothd(page.events);
       updateCount();
     } catch (error) {
       if (error.status !== 401) show("events: " + error.message);
     }
+  }
+
+  // Follows bluetoothd-lost / bluetoothd-back in `events` (the stream's badge shows the loss until it is over,
+  // across reconnections); true when one was there.
+  function noteBluetoothd(events) {
+    let seen = false;
+    for (const event of events) {
+      if (event.event !== "bluetoothd-lost" && event.event !== "bluetoothd-back") continue;
+      state.bluetoothdLost = event.event === "bluetoothd-lost";
+      seen = true;
+    }
+    return seen;
   }
 
   function setStream(text, good) {
@@ -397,13 +414,12 @@
       const response = await fetch("/v1/events/stream?since=" + timeline.lastSeq, { headers: headers(false), signal: abort.signal, cache: "no-store" });
       if (response.status === 401) { askForToken(); setStream("needs token", false); return; }
       if (!response.ok || !response.body) throw new Error("HTTP " + response.status);
-      setStream("live", true);
+      setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
       state.reconnectDelay = 500;
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
       let batch = [];
-      let flush = null;
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
@@ -417,13 +433,12 @@
           if (!data) continue;
           try { batch.push(JSON.parse(data)); } catch (_) { /* not an event */ }
         }
-        if (batch.length && !flush) {
-          flush = requestAnimationFrame(() => {
-            const events = batch;
-            batch = [];
-            flush = null;
-            receive(events);
-          });
+        // Each chunk read is one batch (a burst arrives as few large chunks); the timeline draws at the next
+        // frame on its own, so the events are in it at once.
+        if (batch.length) {
+          const events = batch;
+          batch = [];
+          receive(events);
         }
       }
       setStream("reconnecting", false);
@@ -438,14 +453,11 @@
   function receive(events) {
     if (!events.length) return;
     // A restarted gattemu starts again from seq 1: start the timeline over.
-    if (events[0].seq <= 1 && timeline.lastSeq > 1 && !timeline.has(events[0].seq)) timeline.clear();
+    if (events[0].seq <= 1 && timeline.lastSeq > 1 && !timeline.has(events[0].seq)) { timeline.clear(); state.bluetoothdLost = false; }
     timeline.add(events);
     updateCount();
     if (events.some((event) => event.event !== "read" && event.event !== "answer" && event.event !== "note")) scheduleRefresh(250);
-    for (const event of events) {
-      if (event.event === "bluetoothd-lost") setStream("live — bluetoothd lost", false);
-      if (event.event === "bluetoothd-back") setStream("live", true);
-    }
+    if (noteBluetoothd(events)) setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
     renderCentralFilter(state.status ? state.status.centrals : []);
   }
 
