@@ -43,17 +43,20 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ peripheral object model: adapter, GATT application, advertisements, centrals.
         .target(name: "BlueZ", dependencies: ["DBus"]),
+        // The control API's contract: its operations and the Codable types they take and answer, each with its
+        // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). No dependencies.
+        .target(name: "ControlContract"),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile", dependencies: ["Bluetooth"]),
+        .target(name: "Profile", dependencies: ["Bluetooth", "ControlContract"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(name: "Emulator", dependencies: [
-            "BlueZ", "Profile", .product(name: "DequeModule", package: "swift-collections"),
+            "BlueZ", "Profile", "Bluetooth", "ControlContract", .product(name: "DequeModule", package: "swift-collections"),
         ]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
-        .target(name: "ControlBodies", dependencies: ["Profile"]),
+        .target(name: "ControlBodies", dependencies: ["Profile", "ControlContract"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
         .target(name: "Control", dependencies: [
-            "Emulator", "Profile", "ControlBodies",
+            "Emulator", "Profile", "ControlBodies", "ControlContract",
             .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -62,9 +65,9 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], exclude: ["openapi.json"]),
+        ], exclude: ["openapi.json", "Dashboard/dashboard.html", "Dashboard/dashboard.css", "Dashboard/dashboard.js", "Dashboard/timeline.js", "Dashboard/report.js"]),
         .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "Profile", "Control", "Bluetooth", "Capture", "CaptureImport", "Replica",
+            "Emulator", "BlueZ", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -89,8 +92,11 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport"]),
+        // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
+        // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
+        .executableTarget(name: "gattemu-control-fixture", dependencies: ["Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),
         .testTarget(name: "ControlTests", dependencies: [
-            "Control", "Emulator", "Profile", "BlueZ", "DBus",
+            "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "DBus",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),

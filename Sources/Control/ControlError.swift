@@ -1,30 +1,36 @@
 import ControlBodies
+import ControlContract
+import Emulator
 import FoundationEssentials
 import Hummingbird
-import Emulator
 import Profile
 
-/// A JSON error answer: `{"error": "...", ...details}` with an HTTP status.
-public struct ControlError: Error, Sendable {
+/// A JSON error answer (``ErrorBody``: `{"error": "...", "status": N, ...details}`) with its HTTP status.
+public struct ControlError: HTTPResponseError, Sendable {
     public var status: HTTPResponse.Status
-    public var message: String
-    public var details: [String: JSONAny]
+    public var body: ErrorBody
+    /// Extra header fields (`Allow`, `WWW-Authenticate`).
+    public var headers: HTTPFields = [:]
 
-    public init(_ status: HTTPResponse.Status, _ message: String, details: [String: JSONAny] = [:]) {
+    public init(_ status: HTTPResponse.Status, _ message: String, _ details: (inout ErrorBody) -> Void = { _ in }) {
         self.status = status
-        self.message = message
-        self.details = details
+        var body = ErrorBody(error: message, status: status.code)
+        details(&body)
+        self.body = body
     }
+
+    public var message: String { body.error }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 
     var response: Response {
-        var object = details
-        object["error"] = .string(message)
-        object["status"] = .int(status.code)
-        return JSONAny.object(object).response(status: status)
+        var response = JSONResponse.make(body, status: status)
+        response.headers.append(contentsOf: headers)
+        return response
     }
 
-    static func badRequest(_ message: String, _ details: [String: JSONAny] = [:]) -> ControlError { .init(.badRequest, message, details: details) }
-    static func notFound(_ message: String, _ details: [String: JSONAny] = [:]) -> ControlError { .init(.notFound, message, details: details) }
+    static func badRequest(_ message: String, _ details: (inout ErrorBody) -> Void = { _ in }) -> ControlError { .init(.badRequest, message, details) }
+    static func notFound(_ message: String, _ details: (inout ErrorBody) -> Void = { _ in }) -> ControlError { .init(.notFound, message, details) }
 }
 
 extension ControlError {
@@ -35,72 +41,38 @@ extension ControlError {
         case .conflict: .conflict
         case .unavailable: .serviceUnavailable
         }
-        self.init(status, failure.message, details: failure.details.mapValues { .array($0.map(JSONAny.string)) })
+        self.init(status, failure.message) { body in
+            body.known = failure.details["known"]
+            body.connected = failure.details["connected"]
+        }
     }
 
     init(_ error: BodyError) {
-        self.init(.badRequest, error.message, details: error.details.mapValues(JSONAny.string))
-    }
-
-    init(_ error: FaultSpecError) {
-        var details: [String: JSONAny] = [:]
-        if !error.path.isEmpty { details["path"] = .string(error.path) }
-        self.init(.badRequest, "bad fault spec: \(error.description)", details: details)
-    }
-}
-
-/// A small JSON value for building answers in a fixed key order (sorted) without `Any`.
-public indirect enum JSONAny: Sendable, Equatable {
-    case null
-    case bool(Bool)
-    case int(Int)
-    case double(Double)
-    case string(String)
-    case array([JSONAny])
-    case object([String: JSONAny])
-    /// Already-encoded JSON text, inserted as is.
-    case raw(String)
-
-    public var text: String {
-        switch self {
-        case .null: return "null"
-        case .bool(let b): return b ? "true" : "false"
-        case .int(let i): return String(i)
-        case .double(let d): return d.isFinite ? String(d) : "null"
-        case .string(let s): return Self.quote(s)
-        case .array(let items): return "[" + items.map(\.text).joined(separator: ",") + "]"
-        case .object(let members):
-            return "{" + members.sorted { $0.key < $1.key }.map { Self.quote($0.key) + ":" + $0.value.text }.joined(separator: ",") + "}"
-        case .raw(let text): return text
+        self.init(error.conflict ? .conflict : .badRequest, error.message) { body in
+            body.field = error.details["field"]
+            body.path = error.details["path"]
         }
     }
 
-    static func quote(_ s: String) -> String { JSONText.quoted(s) }
-
-    func response(status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
+    init(_ error: FaultSpecError, known: [String]? = nil) {
+        let status: HTTPResponse.Status = switch error.kind {
+        case .invalid: .badRequest
+        case .notFound: .notFound
+        case .conflict: .conflict
+        }
+        self.init(status, "bad fault spec: \(error.description)") { body in
+            if !error.path.isEmpty { body.path = error.path }
+        }
     }
 }
 
-extension JSONAny {
-    /// A parsed value, numbers as written (duplicate keys: the last one).
-    public init(_ node: JSONNode) {
-        switch node.value {
-        case .null: self = .null
-        case .bool(let b): self = .bool(b)
-        case .number(let n): self = .raw(n.text)
-        case .string(let s): self = .string(s)
-        case .array(let items): self = .array(items.map(JSONAny.init))
-        case .object(let members):
-            self = .object(Dictionary(members.map { ($0.key, JSONAny($0.value)) }, uniquingKeysWith: { _, last in last }))
-        }
-    }
-
-    /// Encodes an `Encodable` value (status, fault listings) as raw JSON with sorted keys.
-    static func encoded(_ value: some Encodable) -> JSONAny {
+/// JSON answers encoded from the contract's types (keys sorted, one line, a final newline).
+enum JSONResponse {
+    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(value) else { return .null }
-        return .raw(String(decoding: data, as: UTF8.self))
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var bytes = (try? encoder.encode(value)).map { Array($0) } ?? Array(#"{"error":"internal error: unencodable answer","status":500}"#.utf8)
+        bytes.append(0x0A)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

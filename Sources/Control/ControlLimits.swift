@@ -12,6 +12,9 @@ public struct ControlLimits: Sendable, Equatable {
     /// An event stream writes a comment line (`: keep-alive`) after this long without events, which also
     /// notices a client that went away.
     public var heartbeat: Duration = .seconds(15)
+    /// An event stream ends after this long (clients reconnect with `Last-Event-ID`, as EventSource does);
+    /// nil (`gattemu run`): never. The contract checker sets it so that a fuzzer's GET of the stream ends.
+    public var eventStreamLifetime: Duration?
 
     public init() {}
 }

@@ -1,59 +1,87 @@
 import ControlBodies
+import ControlContract
 import Emulator
 import FoundationEssentials
 import Hummingbird
 import Profile
 
-/// The `/v1` endpoints. Every handler answers JSON; problems are thrown as ``ControlError``.
+/// The routes of ``ControlContract/operations``, each answered by the handler of its operation id. Every
+/// handler answers JSON encoded from the contract's types (or a dashboard file); problems are thrown as
+/// ``ControlError``.
 struct ControlRoutes: Sendable {
+    typealias Handler = @Sendable (Request, BasicRequestContext) async throws -> Response
+
     let target: any ControlTarget
     let streams: EventStreamSlots
     let heartbeat: Duration
+    let streamLifetime: Duration?
 
     func register(on router: Router<BasicRequestContext>) {
-        let v1 = router.group("v1")
-        v1.get("openapi.json") { _, _ in OpenAPIDocument.response() }
-        v1.get("status") { _, _ in JSONAny.encoded(await target.status()).response() }
-        v1.get("events") { request, _ in try events(request) }
-        v1.get("events/stream") { request, _ in try stream(request) }
-        v1.post("characteristics/:id/notify") { request, context in try await notify(request, context, indicate: false) }
-        v1.post("characteristics/:id/indicate") { request, context in try await notify(request, context, indicate: true) }
-        v1.put("characteristics/:id/value") { request, context in try await setValue(request, context) }
-        v1.post("triggers/:name") { request, context in try await trigger(request, context) }
-        v1.get("faults") { _, _ in JSONAny.object(["faults": .encoded(await target.faults())]).response() }
-        v1.post("faults") { request, _ in try await addFaults(request) }
-        v1.delete("faults") { _, _ in JSONAny.object(["removed": .int(await target.clearFaults())]).response() }
-        v1.delete("faults/:id") { _, context in try await removeFault(context) }
-        v1.post("centrals/:address/disconnect") { _, context in try await disconnect(context) }
-        v1.put("advertisement") { request, _ in try await advertisement(request) }
-        v1.post("reset") { _, _ in
-            await target.reset()
-            return JSONAny.object(["ok": .bool(true)]).response()
+        let handlers = self.handlers
+        for operation in ControlContract.operations {
+            guard let handler = handlers[operation.id] else { continue }  // ControlContractTests: none is missing
+            let method: HTTPRequest.Method = switch operation.method {
+            case .get: .get
+            case .post: .post
+            case .put: .put
+            case .delete: .delete
+            }
+            router.on(RouterPath(operation.path), method: method, use: handler)
         }
+    }
+
+    /// The handler of each operation id.
+    var handlers: [String: Handler] {
+        [
+            "getStatus": { _, _ in JSONResponse.make(await target.status()) },
+            "getEvents": { request, _ in try events(request) },
+            "streamEvents": { request, _ in try stream(request) },
+            "notify": { request, context in try await notify(request, context, indicate: false) },
+            "indicate": { request, context in try await notify(request, context, indicate: true) },
+            "setValue": { request, context in try await setValue(request, context) },
+            "fireTrigger": { request, context in try await trigger(request, context) },
+            "setVariable": { request, context in try await setVariable(request, context) },
+            "listFaults": { _, _ in JSONResponse.make(FaultList(faults: await target.faults())) },
+            "addFaults": { request, _ in try await addFaults(request) },
+            "clearFaults": { _, _ in JSONResponse.make(FaultsCleared(removed: await target.clearFaults())) },
+            "removeFault": { _, context in try await removeFault(context) },
+            "disconnectCentral": { _, context in try await disconnect(context) },
+            "setAdvertisement": { request, _ in try await advertisement(request) },
+            "reset": { _, _ in
+                await target.reset()
+                return JSONResponse.make(OkResult())
+            },
+            "openapi": { _, _ in OpenAPIDocument.response() },
+            "dashboard": { _, _ in DashboardAssets.response(.page) },
+            "dashboardStyle": { _, _ in DashboardAssets.response(.style) },
+            "dashboardScript": { _, _ in DashboardAssets.response(.script) },
+            "timelineScript": { _, _ in DashboardAssets.response(.timeline) },
+        ]
     }
 
     // MARK: Events
 
     func events(_ request: Request) throws(ControlError) -> Response {
-        let since = try integer(request, "since") ?? 0
-        let limit = try integer(request, "limit") ?? 1000
-        guard since >= 0, limit >= 1 else { throw .badRequest("since must be ≥ 0 and limit ≥ 1") }
+        let since = try integer(request, "since", minimum: 0) ?? 0
+        let limit = try integer(request, "limit", minimum: 1) ?? 1000
         let events = target.events.events(since: since, limit: limit)
-        return JSONAny.object([
-            "events": .array(events.map { .raw($0.json) }),
-            "last": .int(events.last?.sequence ?? max(since, 0)),
-            "latest": .int(target.events.lastSequence),
-        ]).response()
+        return JSONResponse.make(EventPage(events: events.map(Event.init), last: events.last?.sequence ?? since, latest: target.events.lastSequence))
     }
 
     /// Server-Sent Events (``EventStream``); resumes after `since` or `Last-Event-ID`; 503 past the stream limit.
     func stream(_ request: Request) throws(ControlError) -> Response {
-        let lastID = request.headers.first { $0.name.canonicalName == "last-event-id" }.flatMap { Int($0.value) }
-        let since = try integer(request, "since") ?? lastID
-        guard let slot = streams.take() else {
-            throw ControlError(.serviceUnavailable, "too many event-stream clients (\(streams.maximum))", details: ["limit": .int(streams.maximum)])
+        var lastID: Int?
+        if let header = request.headers.first(where: { $0.name.canonicalName == "last-event-id" })?.value {
+            guard header.utf8.count <= 18, header.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let id = Int(header) else {
+                throw ControlError.badRequest("Last-Event-ID: expected a sequence number, got \"\(header.prefix(40))\"")
+            }
+            lastID = id
         }
-        let body = EventStream.body(target.events.subscribe(since: since), heartbeat: heartbeat, slot: slot)
+        let since = try integer(request, "since", minimum: 0) ?? lastID
+        guard let slot = streams.take() else {
+            throw ControlError(.serviceUnavailable, "too many event-stream clients (\(streams.maximum))") { $0.limit = streams.maximum }
+        }
+        let body = EventStream.body(target.events.subscribe(since: since), heartbeat: heartbeat, lifetime: streamLifetime, slot: slot)
         return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
     }
 
@@ -61,67 +89,82 @@ struct ControlRoutes: Sendable {
 
     func notify(_ request: Request, _ context: BasicRequestContext, indicate: Bool) async throws(ControlError) -> Response {
         var request = request
-        let id = context.parameters.get("id") ?? ""
+        let id = try context.parameter("id")
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        let value = try Bodies.value(node)
+        let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.value(node) }
         do {
             try await target.notify(characteristic: id, value: value, indicate: indicate)
         } catch {
             throw ControlError(error)
         }
-        return JSONAny.object(["ok": .bool(true), "characteristic": .string(id), "hex": .string(value.hexString())]).response()
+        return JSONResponse.make(ValueResult(characteristic: id, hex: value.hexString(uppercase: false)))
     }
 
     func setValue(_ request: Request, _ context: BasicRequestContext) async throws(ControlError) -> Response {
         var request = request
-        let id = context.parameters.get("id") ?? ""
+        let id = try context.parameter("id")
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        let value = try Bodies.value(node)
+        let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.value(node) }
         do {
             try await target.setValue(characteristic: id, value: value)
         } catch {
             throw ControlError(error)
         }
-        return JSONAny.object(["ok": .bool(true), "characteristic": .string(id), "hex": .string(value.hexString())]).response()
+        return JSONResponse.make(ValueResult(characteristic: id, hex: value.hexString(uppercase: false)))
     }
 
-    // MARK: Triggers, centrals, advertising
+    // MARK: Triggers, variables, centrals, advertising
 
     func trigger(_ request: Request, _ context: BasicRequestContext) async throws(ControlError) -> Response {
         var request = request
-        let name = context.parameters.get("name") ?? ""
-        let arguments = try Bodies.arguments(try await request.jsonObject(required: false))
+        let name = try context.parameter("name")
+        let body = try await request.jsonObject(required: false)
+        let arguments = try Bodies.decoding { () throws(BodyError) in try ControlBody.arguments(body) }
         do {
             try await target.fireTrigger(name, arguments: arguments)
         } catch {
             throw ControlError(error)
         }
-        return JSONAny.object(["ok": .bool(true), "trigger": .string(name)]).response()
+        return JSONResponse.make(TriggerResult(trigger: name))
+    }
+
+    func setVariable(_ request: Request, _ context: BasicRequestContext) async throws(ControlError) -> Response {
+        var request = request
+        let name = try context.parameter("name")
+        guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
+        let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.variable(node) }
+        do {
+            let shown = try await target.setVariable(name, to: value)
+            return JSONResponse.make(VariableResult(name: name, value: shown))
+        } catch {
+            throw ControlError(error)
+        }
     }
 
     func disconnect(_ context: BasicRequestContext) async throws(ControlError) -> Response {
-        let address = (context.parameters.get("address") ?? "").uppercased()
-        guard FaultSpecDecoder.parseHex(address.replacing(":", with: ""))?.count == 6, address.count == 17 else {
-            throw .badRequest("bad central address \"\(address)\": expected AA:BB:CC:DD:EE:FF")
+        let given = try context.parameter("address")
+        guard StrictParse.isAddress(given) else {
+            throw .badRequest("bad central address \"\(given.prefix(40))\": expected AA:BB:CC:DD:EE:FF")
         }
+        let address = given.uppercased()
         do {
             try await target.disconnect(central: address)
         } catch {
             throw ControlError(error)
         }
-        return JSONAny.object(["ok": .bool(true), "central": .string(address)]).response()
+        return JSONResponse.make(DisconnectResult(central: address))
     }
 
     func advertisement(_ request: Request) async throws(ControlError) -> Response {
         var request = request
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        let variant = try Bodies.variant(node)
+        let variant = try Bodies.decoding { () throws(BodyError) in try ControlBody.variant(node) }
         do {
             try await target.setAdvertisement(variant: variant)
         } catch {
             throw ControlError(error)
         }
-        return JSONAny.object(["ok": .bool(true), "variant": variant.map(JSONAny.string) ?? .null]).response()
+        return JSONResponse.make(AdvertisementResult(variant: variant))
     }
 
     // MARK: Faults
@@ -137,7 +180,7 @@ struct ControlRoutes: Sendable {
         } catch {
             throw ControlError(error)
         }
-        var added: [FaultInfo] = []
+        var added: [Fault] = []
         for spec in specs {
             do {
                 added.append(try await target.addFault(spec))
@@ -146,23 +189,29 @@ struct ControlRoutes: Sendable {
                 throw ControlError(error)
             }
         }
-        let body: JSONAny = single && added.count == 1 ? .encoded(added[0]) : .object(["faults": .encoded(added)])
-        return body.response(status: .created)
+        let body: FaultsAdded = single && added.count == 1 ? .one(added[0]) : .several(FaultList(faults: added))
+        return JSONResponse.make(body, status: .created)
     }
 
     func removeFault(_ context: BasicRequestContext) async throws(ControlError) -> Response {
-        let id = context.parameters.get("id") ?? ""
+        let id = try context.parameter("id")
         guard await target.removeFault(id: id) else {
-            throw .notFound("no fault \"\(id)\"", ["known": .array(await target.faults().map { .string($0.id) })])
+            let known = await target.faults().map(\.id)
+            throw .notFound("no fault \"\(id.prefix(80))\"") { $0.known = known }
         }
-        return JSONAny.object(["ok": .bool(true), "removed": .string(id)]).response()
+        return JSONResponse.make(FaultRemoved(removed: id))
     }
 
     // MARK: Helpers
 
-    func integer(_ request: Request, _ name: String) throws(ControlError) -> Int? {
-        guard let text = request.uri.queryParameters.get(name) else { return nil }
-        guard let value = Int(text) else { throw .badRequest("\(name): expected a whole number, got \"\(text)\"") }
+    /// A query parameter: digits only, at least `minimum`, at most `Int.max`.
+    func integer(_ request: Request, _ name: String, minimum: Int) throws(ControlError) -> Int? {
+        let values: [String] = request.uri.queryParameters.getAll(name)
+        guard let text = values.last else { return nil }
+        guard values.count == 1 else { throw .badRequest("\(name): give it once") }
+        guard text.utf8.count <= 19, !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text), value >= minimum else {
+            throw .badRequest("\(name): expected a whole number ≥ \(minimum), got \"\(text.prefix(40))\"")
+        }
         return value
     }
 }

@@ -1,3 +1,4 @@
+import ControlContract
 import Emulator
 import FoundationEssentials
 import Hummingbird
@@ -6,11 +7,11 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// The control API server: Hummingbird 2 on one address, serving `/v1` for one ``ControlTarget``.
+/// The control API server: Hummingbird 2 on one address, serving `/v1` and the dashboard (`/`) for one ``ControlTarget``.
 ///
 /// Middleware, outermost first: ``HostMiddleware`` (421), ``OriginMiddleware`` (403, CORS),
-/// ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204), ``BearerTokenMiddleware`` (401),
-/// ``ContentTypeMiddleware`` (415). Connections are limited by ``ConnectionGuard`` (docs/control.md, "Security").
+/// ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204), ``BearerTokenMiddleware`` (401; not for the
+/// dashboard's static files), ``ContentTypeMiddleware`` (415), ``SecurityHeadersMiddleware`` (CSP and friends). Connections are limited by ``ConnectionGuard`` (docs/control.md, "Security").
 public struct ControlServer: Sendable {
     public let endpoint: ControlEndpoint
     public let token: String?
@@ -48,7 +49,8 @@ public struct ControlServer: Sendable {
         router.add(middleware: OptionsMiddleware())
         if let token { router.add(middleware: BearerTokenMiddleware(token: token)) }
         router.add(middleware: ContentTypeMiddleware())
-        ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat).register(on: router)
+        router.add(middleware: SecurityHeadersMiddleware())
+        ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat, streamLifetime: limits.eventStreamLifetime).register(on: router)
         return router
     }
 

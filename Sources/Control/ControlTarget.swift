@@ -1,3 +1,4 @@
+import ControlContract
 import Emulator
 import Profile
 
@@ -7,12 +8,13 @@ import Profile
 /// was never started (BlueZ side absent; notifications are logged as not sent) or a fake of this protocol.
 public protocol ControlTarget: Sendable {
     var events: EventLog { get }
-    func status() async -> EmulatorStatus
+    func status() async -> Status
     func notify(characteristic: String, value: [UInt8], indicate: Bool) async throws(ControlFailure)
     func setValue(characteristic: String, value: [UInt8]) async throws(ControlFailure)
     func fireTrigger(_ name: String, arguments: [String: String]) async throws(ControlFailure)
-    func addFault(_ spec: FaultSpec) async throws(FaultSpecError) -> FaultInfo
-    func faults() async -> [FaultInfo]
+    func setVariable(_ name: String, to value: NamedValueBody) async throws(ControlFailure) -> String
+    func addFault(_ spec: FaultSpec) async throws(FaultSpecError) -> Fault
+    func faults() async -> [Fault]
     func removeFault(id: String) async -> Bool
     func clearFaults() async -> Int
     func disconnect(central: String) async throws(ControlFailure)

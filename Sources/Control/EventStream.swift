@@ -53,10 +53,14 @@ enum EventStream {
         case end
     }
 
-    static func body(_ events: AsyncStream<EmulatorEvent>, heartbeat: Duration, slot: EventStreamSlot) -> ResponseBody {
+    /// `lifetime`: end the response after this long (the client reconnects with `Last-Event-ID`); nil: never.
+    static func body(_ events: AsyncStream<EmulatorEvent>, heartbeat: Duration, lifetime: Duration?, slot: EventStreamSlot) -> ResponseBody {
+        let start = ContinuousClock.now
         let parts = merge(
             chain(events.map { Part.event($0) }, [Part.end].async),
-            AsyncTimerSequence.repeating(every: heartbeat).map { _ in Part.heartbeat })
+            AsyncTimerSequence.repeating(every: lifetime.map { min($0, heartbeat) } ?? heartbeat).map { _ in
+                lifetime.map { ContinuousClock.now - start >= $0 } == true ? Part.end : Part.heartbeat
+            })
         return ResponseBody { [slot] writer in
             _ = slot  // held by this closure: given back when the body is gone
             loop: for await part in parts {

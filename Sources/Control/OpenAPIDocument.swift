@@ -1,7 +1,11 @@
+import ControlContract
 import Hummingbird
 
-/// The committed OpenAPI 3 document (`openapi.json`), embedded by `scripts/embed-openapi` and served at `/v1/openapi.json`.
+/// `GET /v1/openapi.json`: the document built from the contract (``ControlContract/documentText``), once, on
+/// first request.
 enum OpenAPIDocument {
+    static let text = ControlContract.documentText
+
     static func response() -> Response {
         Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
     }

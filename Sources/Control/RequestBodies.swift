@@ -1,4 +1,5 @@
 import ControlBodies
+import ControlContract
 import Emulator
 import FoundationEssentials
 import Hummingbird
@@ -26,25 +27,33 @@ extension Request {
     }
 }
 
-/// The small bodies of the API, decoded by ``ControlBody`` (module ControlBodies); its errors become 400 answers.
+/// The small bodies of the API, decoded by ``ControlBody`` (module ControlBodies); its errors become 400 (409) answers.
 enum Bodies {
-    static func value(_ node: JSONNode) throws(ControlError) -> [UInt8] {
-        try decoding { () throws(BodyError) in try ControlBody.value(node) }
-    }
-
-    static func arguments(_ node: JSONNode?) throws(ControlError) -> [String: String] {
-        try decoding { () throws(BodyError) in try ControlBody.arguments(node) }
-    }
-
-    static func variant(_ node: JSONNode) throws(ControlError) -> String? {
-        try decoding { () throws(BodyError) in try ControlBody.variant(node) }
-    }
-
     static func decoding<T>(_ decode: () throws(BodyError) -> T) throws(ControlError) -> T {
         do {
             return try decode()
         } catch {
             throw ControlError(error)
         }
+    }
+}
+
+extension BasicRequestContext {
+    /// A path parameter, percent-decoded (`00%3A11` → `00:11`); 400 for a malformed escape or invalid UTF-8.
+    func parameter(_ name: String) throws(ControlError) -> String {
+        let raw = parameters.get(name) ?? ""
+        guard raw.contains("%") else { return raw }
+        var bytes: [UInt8] = []
+        var iterator = Array(raw.utf8).makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard let high = iterator.next(), let low = iterator.next(),
+                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16),
+                  [high, low].allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) })
+            else { throw ControlError.badRequest("\(name): malformed percent-encoding in \"\(raw.prefix(80))\"") }
+            bytes.append(value)
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw ControlError.badRequest("\(name): not UTF-8 once decoded") }
+        return text
     }
 }

@@ -1,25 +1,32 @@
+import ControlContract
 import FoundationEssentials
 import Profile
 
-/// A request body the control API cannot use: the message (and extra fields) of its 400 answer.
+/// A request body the control API cannot use: the message (and extra fields) of its 400 answer, or 409 when
+/// `conflict` (well-formed, but not possible: a value longer than ATT allows).
 public struct BodyError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     /// Extra string fields for the JSON error body (e.g. `field`, `path`).
     public var details: [String: String]
+    public var conflict: Bool
 
-    public init(_ message: String, details: [String: String] = [:]) {
+    public init(_ message: String, details: [String: String] = [:], conflict: Bool = false) {
         self.message = message
         self.details = details
+        self.conflict = conflict
     }
 
     public var description: String { message }
 }
 
 /// Decoders for the control API's request bodies: pure functions of the bytes, without HTTP, so that
-/// the routes, the tests and the `control` fuzz target share them.
+/// the routes, the tests and the `control` fuzz target share them. Each accepts exactly what its schema in
+/// the contract (module ControlContract) allows, with line:column and field in its errors.
 public enum ControlBody {
     /// Largest value a body may carry (the ATT limit).
-    public static let maximumValueLength = 512
+    public static let maximumValueLength = ValueBody.maximumLength
+    /// Most faults one request may add.
+    public static let maximumFaults = 64
 
     /// The body parsed as JSON (with line:column in syntax errors); nil when it is empty or only whitespace.
     public static func json(_ bytes: [UInt8]) throws(BodyError) -> JSONNode? {
@@ -41,7 +48,7 @@ public enum ControlBody {
         return node
     }
 
-    /// `{"hex": "51 60"}`, `{"utf8": "text"}` or `{"base64": "UWA="}` → bytes.
+    /// ``ValueBody``: `{"hex": "51 60"}`, `{"utf8": "text"}` or `{"base64": "UWA="}` → bytes.
     public static func value(_ node: JSONNode) throws(BodyError) -> [UInt8] {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
         let known = ["hex", "utf8", "base64"]
@@ -52,51 +59,92 @@ public enum ControlBody {
             throw BodyError("give exactly one of {\"hex\": \"…\"}, {\"utf8\": \"…\"}, {\"base64\": \"…\"} as a string")
         }
         let bytes: [UInt8]?
+        let limit: Int
         switch member.key {
-        case "hex": bytes = FaultSpecDecoder.parseHex(text)
-        case "utf8": bytes = Array(text.utf8)
-        default: bytes = Data(base64Encoded: text).map { Array($0) }
+        case "hex": (bytes, limit) = (StrictParse.hex(text), 4096)
+        case "utf8": (bytes, limit) = (Array(text.utf8), maximumValueLength)
+        default: (bytes, limit) = (StrictParse.base64(text), 684)
+        }
+        guard text.unicodeScalars.count <= limit else {
+            throw BodyError("\(member.key): at most \(limit) characters", details: ["field": member.key])
         }
         guard let bytes else { throw BodyError("bad \(member.key): \"\(text.prefix(80))\"", details: ["field": member.key]) }
         guard bytes.count <= maximumValueLength else {
-            throw BodyError("value too long: \(bytes.count) bytes (at most \(maximumValueLength))")
+            throw BodyError("value too long: \(bytes.count) bytes (at most \(maximumValueLength))", details: ["field": member.key], conflict: true)
         }
         return bytes
     }
 
-    /// Trigger arguments: `{"arguments": {...}}` or a flat object; scalar values become strings.
+    /// ``TriggerBody``: `{"arguments": {...}}` and/or flat members; scalar values become strings.
     public static func arguments(_ node: JSONNode?) throws(BodyError) -> [String: String] {
-        guard var node else { return [:] }
-        if let nested = node["arguments"] { node = nested }
+        guard let node else { return [:] }
         guard case .object(let members) = node.value else { throw BodyError("arguments: expected an object of name → value") }
         var arguments: [String: String] = [:]
-        for member in members {
-            switch member.value.value {
-            case .string(let s): arguments[member.key] = s
-            case .number(let n): arguments[member.key] = n.int.map(String.init) ?? n.text
-            case .bool(let b): arguments[member.key] = String(b)
-            default: throw BodyError("argument \"\(member.key)\": expected a string, number or boolean")
+        func add(_ key: String, _ value: JSONNode) throws(BodyError) {
+            switch value.value {
+            case .string(let s): arguments[key] = s
+            case .number(let n): arguments[key] = n.int.map(String.init) ?? n.text
+            case .bool(let b): arguments[key] = String(b)
+            default: throw BodyError("argument \"\(key)\": expected a string, number or boolean", details: ["field": key])
             }
+        }
+        for member in members where member.key != "arguments" { try add(member.key, member.value) }
+        if let nested = node["arguments"] {
+            guard case .object(let inner) = nested.value else { throw BodyError("arguments: expected an object of name → value", details: ["field": "arguments"]) }
+            for member in inner { try add(member.key, member.value) }
         }
         return arguments
     }
 
-    /// `{"variant": "touched"}` → `"touched"`; `{"variant": null}` → nil (the base advertisement).
+    /// ``VariantBody``: `{"variant": "touched"}` → `"touched"`; `{"variant": null}` → nil (the base advertisement).
     public static func variant(_ node: JSONNode) throws(BodyError) -> String? {
+        guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
+        if let unknown = members.first(where: { $0.key != "variant" }) { throw BodyError("unknown key \"\(unknown.key)\": give only \"variant\"") }
         guard let variantNode = node["variant"] else {
             throw BodyError("missing \"variant\" (a variant name, or null for the base advertisement)")
         }
         switch variantNode.value {
         case .null: return nil
-        case .string(let name): return name
-        default: throw BodyError("variant: expected a string or null")
+        case .string(let name) where !name.isEmpty: return name
+        default: throw BodyError("variant: expected a variant name or null", details: ["field": "variant"])
         }
     }
 
-    /// Fault specs: one spec (`single`), an array of specs, or `{"faults": [...]}`.
+    /// ``VariableBody``: `{"value": "3E" | 2 | true | {"hex": "01 02"}}`.
+    public static func variable(_ node: JSONNode) throws(BodyError) -> NamedValueBody {
+        guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
+        if let unknown = members.first(where: { $0.key != "value" }) { throw BodyError("unknown key \"\(unknown.key)\": give only \"value\"") }
+        guard let value = node["value"] else { throw BodyError("missing \"value\"") }
+        let hint = "value: expected a string, a whole number, a boolean or {\"hex\": \"…\"}"
+        switch value.value {
+        case .string(let text):
+            guard text.unicodeScalars.count <= 512 else { throw BodyError("value: at most 512 characters", details: ["field": "value"]) }
+            return .string(text)
+        case .bool(let flag): return .bool(flag)
+        case .number(let number):
+            guard let int = number.int else { throw BodyError(hint, details: ["field": "value"]) }
+            return .integer(int)
+        case .object(let inner):
+            guard inner.count == 1, let hex = value["hex"]?.stringValue, hex.unicodeScalars.count <= 4096, StrictParse.hex(hex) != nil else {
+                throw BodyError(hint, details: ["field": "value"])
+            }
+            return .hex(hex)
+        default: throw BodyError(hint, details: ["field": "value"])
+        }
+    }
+
+    /// ``FaultsBody``: one spec (`single`), an array of specs, or `{"faults": [...]}` (nothing else), at most
+    /// ``maximumFaults``.
     public static func faults(_ node: JSONNode) throws(FaultSpecError) -> (specs: [FaultSpec], single: Bool) {
-        if case .object = node.value, node["faults"] == nil {
-            return ([try FaultSpecDecoder.spec(node)], true)
+        if case .object(let members) = node.value {
+            if node["faults"] == nil { return ([try FaultSpecDecoder.spec(node)], true) }
+            if let other = members.first(where: { $0.key != "faults" }) {
+                throw FaultSpecError(path: other.key, message: "a scenario object has only \"faults\"", location: other.value.location)
+            }
+        }
+        let list = node["faults"] ?? node
+        if case .array(let items) = list.value, items.count > maximumFaults {
+            throw FaultSpecError(path: "faults", message: "at most \(maximumFaults) faults per request, found \(items.count)")
         }
         return (try FaultSpecDecoder.scenario(node), false)
     }

@@ -78,6 +78,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             _ = try? ControlBody.value(node)
             _ = try? ControlBody.arguments(node)
             _ = try? ControlBody.variant(node)
+            _ = try? ControlBody.variable(node)
             guard let (specs, _) = try? ControlBody.faults(node) else { return }
             for profile in ShippedProfiles.all {
                 for spec in specs { _ = profile.problem(with: spec) }

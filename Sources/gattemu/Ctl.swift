@@ -1,5 +1,6 @@
 import ArgumentParser
 import Control
+import ControlContract
 import Emulator
 import FoundationEssentials
 import Profile
@@ -13,7 +14,7 @@ struct Ctl: AsyncParsableCommand {
         commandName: "ctl", abstract: "Control a running emulator through its control API.",
         discussion: "Exit codes: 0 ok, 1 server unreachable or request refused (its message on one line), 2 bad command line.",
         subcommands: [CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
-                      CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self])
+                      CtlSetVariable.self, CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self])
 }
 
 /// `--control URL` and `--token`, shared by every `ctl` command.
@@ -50,10 +51,10 @@ struct CtlOptions: ParsableArguments {
         return fromEnvironment
     }
 
-    /// Prints `json` as JSON, keys sorted (with `--json`), or `text`.
-    func output(_ json: JSONNode, text: () -> String) {
+    /// Prints the server's JSON as it came (one line, keys sorted; with `--json`), or `text`.
+    func output(_ json: String, text: () -> String) {
         if self.json {
-            print(JSONAny(json).text)
+            print(json)
         } else {
             let text = text()
             if !text.isEmpty { print(text) }
@@ -66,8 +67,8 @@ struct CtlStatus: AsyncParsableCommand {
     @OptionGroup var options: CtlOptions
 
     func run() async throws {
-        let status = try await options.client().call(.GET, "/v1/status")
-        options.output(status) { CtlFormat.status(status) }
+        let (status, json) = try await options.client().call(.GET, "/v1/status", as: Status.self)
+        options.output(json) { CtlFormat.status(status) }
     }
 }
 
@@ -82,14 +83,17 @@ struct CtlEvents: AsyncParsableCommand {
         let json = options.json
         if follow {
             try await client.follow(since: since ?? 0) { line in
-                var bytes = Array(((json ? line : CtlFormat.event(line)) + "\n").utf8)
+                let event = try? JSONDecoder().decode(Event.self, from: Data(line.utf8))
+                var bytes = Array(((json ? line : event.map(CtlFormat.event) ?? line) + "\n").utf8)
                 DescriptorOutput.writeAll(&bytes, to: STDOUT_FILENO)
             }
             return
         }
-        let answer = try await client.call(.GET, "/v1/events?since=\(since ?? 0)&limit=10000")
-        for event in answer["events"]?.arrayItems ?? [] {
-            print(json ? JSONAny(event).text : CtlFormat.event(event))
+        let (page, _) = try await client.call(.GET, "/v1/events?since=\(since ?? 0)&limit=10000", as: EventPage.self)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for event in page.events {
+            print(json ? String(decoding: (try? encoder.encode(event)) ?? Data(), as: UTF8.self) : CtlFormat.event(event))
         }
     }
 }
@@ -101,15 +105,15 @@ struct CtlTrigger: AsyncParsableCommand {
     @Option(name: .customLong("arg"), help: ArgumentHelp("A trigger argument.", valueName: "name=value")) var arguments: [String] = []
 
     func run() async throws {
-        var body: [String: JSONAny] = [:]
+        var body: [String: ArgumentValue] = [:]
         for argument in arguments {
             guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
                 throw Failure.badInput("--arg \(argument): expected name=value")
             }
             body[String(argument[..<equals])] = .string(String(argument[argument.index(after: equals)...]))
         }
-        let answer = try await options.client().call(.POST, "/v1/triggers/\(CtlFormat.escape(name))", body: .object(["arguments": .object(body)]))
-        options.output(answer) { "fired \(name)" }
+        let (_, json) = try await options.client().call(.POST, "/v1/triggers/\(CtlFormat.escape(name))", body: TriggerBody(arguments: body), as: TriggerResult.self)
+        options.output(json) { "fired \(name)" }
     }
 }
 
@@ -123,10 +127,10 @@ struct ValueOptions: ParsableArguments {
         if [hex, utf8, base64].compactMap({ $0 }).count != 1 { throw ValidationError("give exactly one of --hex, --utf8, --base64") }
     }
 
-    var body: JSONAny {
-        if let hex { return .object(["hex": .string(hex)]) }
-        if let utf8 { return .object(["utf8": .string(utf8)]) }
-        return .object(["base64": .string(base64 ?? "")])
+    var body: ValueBody {
+        if let hex { return .hex(hex) }
+        if let utf8 { return .utf8(utf8) }
+        return .base64(base64 ?? "")
     }
 }
 
@@ -137,8 +141,8 @@ struct CtlNotify: AsyncParsableCommand {
     @OptionGroup var value: ValueOptions
 
     func run() async throws {
-        let answer = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/notify", body: value.body)
-        options.output(answer) { "notified \(characteristic)" }
+        let (_, json) = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/notify", body: value.body, as: ValueResult.self)
+        options.output(json) { "notified \(characteristic)" }
     }
 }
 
@@ -149,8 +153,8 @@ struct CtlIndicate: AsyncParsableCommand {
     @OptionGroup var value: ValueOptions
 
     func run() async throws {
-        let answer = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/indicate", body: value.body)
-        options.output(answer) { "indicated \(characteristic)" }
+        let (_, json) = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/indicate", body: value.body, as: ValueResult.self)
+        options.output(json) { "indicated \(characteristic)" }
     }
 }
 
@@ -161,8 +165,8 @@ struct CtlSetValue: AsyncParsableCommand {
     @OptionGroup var value: ValueOptions
 
     func run() async throws {
-        let answer = try await options.client().call(.PUT, "/v1/characteristics/\(CtlFormat.escape(characteristic))/value", body: value.body)
-        options.output(answer) { "set \(characteristic)" }
+        let (_, json) = try await options.client().call(.PUT, "/v1/characteristics/\(CtlFormat.escape(characteristic))/value", body: value.body, as: ValueResult.self)
+        options.output(json) { "set \(characteristic)" }
     }
 }
 
@@ -172,8 +176,8 @@ struct CtlDisconnect: AsyncParsableCommand {
     @Argument(help: "The central's address, AA:BB:CC:DD:EE:FF.") var address: String
 
     func run() async throws {
-        let answer = try await options.client().call(.POST, "/v1/centrals/\(CtlFormat.escape(address))/disconnect")
-        options.output(answer) { "disconnected \(address)" }
+        let (_, json) = try await options.client().call(.POST, "/v1/centrals/\(CtlFormat.escape(address))/disconnect", as: DisconnectResult.self)
+        options.output(json) { "disconnected \(address)" }
     }
 }
 
@@ -188,8 +192,8 @@ struct CtlAdvertise: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let answer = try await options.client().call(.PUT, "/v1/advertisement", body: .object(["variant": variant.map(JSONAny.string) ?? .null]))
-        options.output(answer) { "advertising \(variant ?? "(base)")" }
+        let (_, json) = try await options.client().call(.PUT, "/v1/advertisement", body: VariantBody(variant: variant), as: AdvertisementResult.self)
+        options.output(json) { "advertising \(variant ?? "(base)")" }
     }
 }
 
@@ -198,7 +202,26 @@ struct CtlReset: AsyncParsableCommand {
     @OptionGroup var options: CtlOptions
 
     func run() async throws {
-        let answer = try await options.client().call(.POST, "/v1/reset")
-        options.output(answer) { "reset" }
+        let (_, json) = try await options.client().call(.POST, "/v1/reset", as: OkResult.self)
+        options.output(json) { "reset" }
+    }
+}
+
+struct CtlSetVariable: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-variable", abstract: "Set a variable or state value of the profile (e.g. lockState 0).",
+        discussion: "The value is taken as the value's type in the profile: a whole number, true/false, text, or hex for bytes.")
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The variable's or state value's name.") var name: String
+    @Argument(help: "The new value.") var value: String
+    @Flag(help: "Send the value as text even when it looks like a number or boolean.") var text = false
+    @Flag(help: "The value is hex bytes.") var hex = false
+
+    func run() async throws {
+        let body: NamedValueBody = if hex { .hex(value) } else if text { .string(value) }
+            else if let number = Int(value) { .integer(number) } else if value == "true" || value == "false" { .bool(value == "true") }
+            else { .string(value) }
+        let (answer, json) = try await options.client().call(.PUT, "/v1/variables/\(CtlFormat.escape(name))", body: VariableBody(value: body), as: VariableResult.self)
+        options.output(json) { "\(name) = \(answer.value)" }
     }
 }

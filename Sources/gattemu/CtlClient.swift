@@ -1,4 +1,6 @@
 import Control
+import ControlContract
+import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -16,22 +18,34 @@ struct CtlClient: Sendable {
         self.token = token
     }
 
-    /// Sends a request and returns the answer's JSON; non-2xx and transport failures become `Failure.runtime`.
-    func call(_ method: HTTPMethod, _ path: String, body: JSONAny? = nil) async throws -> JSONNode {
+    /// Sends a request (`body` encoded from a contract type) and returns the answer decoded as `answer`, with
+    /// its text; non-2xx answers (their ``ErrorBody``) and transport failures become `Failure.runtime`.
+    func call<Answer: Decodable>(_ method: HTTPMethod, _ path: String, body: (any Encodable)? = nil, raw: [UInt8]? = nil,
+                                 as answer: Answer.Type) async throws -> (Answer, String) {
         var status: HTTPResponseStatus = .ok
         var bytes: [UInt8] = []
-        try await exchange(method, path, body: body, timeout: .seconds(60)) { head in
+        var payload = raw
+        if let body {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            payload = Array(try encoder.encode(body))
+        }
+        try await exchange(method, path, body: payload, timeout: .seconds(60)) { head in
             status = head.status
         } onBody: { chunk in
             bytes += chunk.readableBytesView
             guard bytes.count <= 64 << 20 else { throw Failure.runtime("the answer from \(endpoint) is larger than 64 MiB") }
         }
-        let json = try? JSONParser.parse(bytes, file: "answer")
+        let text = String(decoding: bytes, as: UTF8.self)
         guard (200..<300).contains(status.code) else {
-            let message = json?["error"]?.stringValue ?? String(decoding: bytes, as: UTF8.self)
+            let message = (try? JSONDecoder().decode(ErrorBody.self, from: Data(bytes)))?.error ?? text
             throw Failure.runtime("\(status.code) " + message.split(separator: "\n").joined(separator: " "))
         }
-        return json ?? JSONNode(.object([]), at: SourceLocation(file: "answer", line: 1, column: 1))
+        do {
+            return (try JSONDecoder().decode(Answer.self, from: Data(bytes)), text.trimmingSuffixNewline)
+        } catch {
+            throw Failure.runtime("unexpected answer from \(endpoint) (not a \(Answer.self)): \(text.prefix(200))")
+        }
     }
 
     /// Follows `/v1/events/stream`, calling `handle` with each event's JSON text until the server closes it.
@@ -60,7 +74,7 @@ struct CtlClient: Sendable {
             throw Failure.runtime("the event stream from \(endpoint) broke off: \(Self.describe(error))")
         }
         if status != .ok {
-            let message = (try? JSONParser.parse(refusal, file: "answer"))?["error"]?.stringValue
+            let message = (try? JSONDecoder().decode(ErrorBody.self, from: Data(refusal)))?.error
             throw Failure.runtime("\(status.code) \(message ?? String(decoding: refusal, as: UTF8.self))")
         }
     }
@@ -74,7 +88,7 @@ struct CtlClient: Sendable {
 
     /// One request on its own connection: `head` sees the status line, `body` each chunk of the answer.
     private func exchange(
-        _ method: HTTPMethod, _ path: String, body: JSONAny? = nil, accept: String = "application/json",
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, accept: String = "application/json",
         timeout: TimeAmount?, onHead: (HTTPResponseHead) throws -> Void, onBody: (ByteBuffer) throws -> Void
     ) async throws {
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
@@ -94,7 +108,7 @@ struct CtlClient: Sendable {
         defer { deadline?.cancel() }
         var headers = HTTPHeaders([("Host", endpoint.hostHeader), ("Accept", accept), ("Connection", "close")])
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let payload = body.map { ByteBuffer(string: $0.text) }
+        let payload = body.map { ByteBuffer(bytes: $0) }
         if let payload {
             headers.add(name: "Content-Type", value: "application/json")
             headers.add(name: "Content-Length", value: String(payload.readableBytes))
@@ -187,4 +201,8 @@ struct ControlURL: Sendable, CustomStringConvertible {
     var hostHeader: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
 
     var description: String { "http://" + hostHeader + path }
+}
+
+extension String {
+    var trimmingSuffixNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
 }

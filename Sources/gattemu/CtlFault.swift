@@ -1,5 +1,6 @@
 import ArgumentParser
 import Control
+import ControlContract
 import FoundationEssentials
 import Profile
 
@@ -49,67 +50,71 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: "The whole spec as JSON (see docs/control.md).") var spec: String?
     @Option(help: "A JSON file with a spec, an array of specs or {\"faults\": [...]}.") var file: String?
 
-    func buildBody() throws -> JSONAny {
+    /// The request: `--spec` or `--file` sent as given (the server checks it), or a ``FaultRequest`` built
+    /// from the options.
+    func buildBody() throws -> (request: FaultRequest?, raw: [UInt8]?) {
         if let spec {
-            do {
-                return JSONAny(try JSONParser.parse(spec, file: "--spec"))
-            } catch {
-                throw Failure.badInput("--spec: not valid JSON (\(error))")
-            }
+            guard (try? JSONParser.parse(spec, file: "--spec")) != nil else { throw Failure.badInput("--spec: not valid JSON") }
+            return (nil, Array(spec.utf8))
         }
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else { throw Failure.badInput("--file \(file): cannot read it") }
             do {
-                return JSONAny(try JSONParser.parse(Array(data), file: file))
+                _ = try JSONParser.parse(Array(data), file: file)
             } catch {
                 throw Failure.badInput("--file \(file): not valid JSON (\(error))")
             }
+            return (nil, Array(data))
         }
-        var body: [String: JSONAny] = [:]
-        var actions: [(String, JSONAny, String)] = []  // key, value, default `on`
+        func duration(_ text: String) -> DurationValue { Int(text).map { .milliseconds($0) } ?? .text(text) }
+        var actions: [FaultActionBody] = []
         if let delay {
             let parts = delay.split(separator: "-", maxSplits: 1).map(String.init)
-            actions.append(("delay", parts.count == 2 ? .object(["min": .string(parts[0]), "max": .string(parts[1])]) : .string(delay), "write"))
+            actions.append(.delay(parts.count == 2 ? .range(min: duration(parts[0]), max: duration(parts[1])) : .fixed(duration(delay))))
         }
-        if drop { actions.append(("drop", .bool(true), "write")) }
-        if let error { actions.append(("error", .string(error), "write")) }
-        if let flipBits { actions.append(("corrupt", .object(["flipBits": .int(flipBits)]), "notify")) }
+        if drop { actions.append(.drop) }
+        if let error { actions.append(.error(.name(error))) }
+        if let flipBits { actions.append(.corrupt(.flipBits(flipBits))) }
         if let replace {
             let parts = replace.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, let at = Int(parts[0]) else { throw Failure.badInput("--replace: expected OFFSET:HEX, e.g. 0:ff") }
-            actions.append(("corrupt", .object(["at": .int(at), "hex": .string(String(parts[1]))]), "notify"))
+            actions.append(.corrupt(.replace(at: at, hex: String(parts[1]))))
         }
-        if let truncate { actions.append(("truncate", .int(truncate), "notify")) }
-        if duplicate { actions.append(("duplicate", .bool(true), "notify")) }
-        if reorder { actions.append(("reorder", .bool(true), "notify")) }
-        if disconnect { actions.append(("disconnect", .bool(true), "start")) }
-        if let silence { actions.append(("silence", .string(silence), "start")) }
-        if let advertise { actions.append(("advertise", advertise == "base" ? .null : .string(advertise), "start")) }
-        if let powerCycle { actions.append(("powerCycle", .string(powerCycle), "start")) }
-        guard actions.count == 1, let (key, value, defaultOn) = actions.first else {
+        if let truncate { actions.append(.truncate(truncate)) }
+        if duplicate { actions.append(.duplicate(nil)) }
+        if reorder { actions.append(.reorder) }
+        if disconnect { actions.append(.disconnect) }
+        if let silence { actions.append(.silence(duration(silence))) }
+        if let advertise { actions.append(.advertise(advertise == "base" ? nil : advertise)) }
+        if let powerCycle { actions.append(.powerCycle(duration(powerCycle))) }
+        guard actions.count == 1, let action = actions.first else {
             throw Failure.badInput(actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
         }
-        body[key] = value
-        let on = self.on ?? (defaultOn == "start" && (characteristic != nil || nth != nil) ? "write" : defaultOn)
-        if on != "start" || self.on != nil { body["on"] = .string(on) }
-        if let characteristic { body["characteristic"] = .string(characteristic) }
-        if let central { body["central"] = .string(central) }
-        if let nth { body["nth"] = .int(nth) }
-        if let count { body["count"] = .int(count) }
-        if let probability { body["probability"] = .double(probability) }
-        if let seed { body["seed"] = .raw(String(seed)) }
-        if let after { body["after"] = .string(after) }
-        if let id { body["id"] = .string(id) }
-        return .object(body)
+        let trigger: FaultTrigger?
+        if let on {
+            guard let given = FaultTrigger(rawValue: on) else {
+                throw Failure.badInput("--on \(on): expected one of " + FaultTrigger.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            trigger = given
+        } else {
+            trigger = FaultRequest.defaultTrigger(for: action, characteristic: characteristic != nil, nth: nth != nil)
+        }
+        var request = FaultRequest(on: trigger, action: action)
+        request.characteristic = characteristic
+        request.central = central
+        request.nth = nth
+        request.count = count
+        request.probability = probability
+        request.seed = seed
+        request.after = after.map(duration)
+        request.id = id
+        return (request, nil)
     }
 
     func run() async throws {
-        let body = try buildBody()
-        let answer = try await options.client().call(.POST, "/v1/faults", body: body)
-        options.output(answer) {
-            guard let faults = answer["faults"]?.arrayItems else { return "added " + CtlFormat.fault(answer) }
-            return faults.map { "added " + CtlFormat.fault($0) }.joined(separator: "\n")
-        }
+        let (request, raw) = try buildBody()
+        let (added, json) = try await options.client().call(.POST, "/v1/faults", body: request, raw: raw, as: FaultsAdded.self)
+        options.output(json) { added.faults.map { "added " + CtlFormat.fault($0) }.joined(separator: "\n") }
     }
 }
 
@@ -118,11 +123,8 @@ struct CtlFaultList: AsyncParsableCommand {
     @OptionGroup var options: CtlOptions
 
     func run() async throws {
-        let answer = try await options.client().call(.GET, "/v1/faults")
-        options.output(answer) {
-            let faults = answer["faults"]?.arrayItems ?? []
-            return faults.isEmpty ? "no faults" : faults.map(CtlFormat.fault).joined(separator: "\n")
-        }
+        let (list, json) = try await options.client().call(.GET, "/v1/faults", as: FaultList.self)
+        options.output(json) { list.faults.isEmpty ? "no faults" : list.faults.map(CtlFormat.fault).joined(separator: "\n") }
     }
 }
 
@@ -132,8 +134,8 @@ struct CtlFaultRemove: AsyncParsableCommand {
     @Argument(help: "The fault's id.") var id: String
 
     func run() async throws {
-        let answer = try await options.client().call(.DELETE, "/v1/faults/\(CtlFormat.escape(id))")
-        options.output(answer) { "removed \(id)" }
+        let (_, json) = try await options.client().call(.DELETE, "/v1/faults/\(CtlFormat.escape(id))", as: FaultRemoved.self)
+        options.output(json) { "removed \(id)" }
     }
 }
 
@@ -142,7 +144,7 @@ struct CtlFaultClear: AsyncParsableCommand {
     @OptionGroup var options: CtlOptions
 
     func run() async throws {
-        let answer = try await options.client().call(.DELETE, "/v1/faults")
-        options.output(answer) { "removed \(answer["removed"]?.intValue ?? 0) fault(s)" }
+        let (cleared, json) = try await options.client().call(.DELETE, "/v1/faults", as: FaultsCleared.self)
+        options.output(json) { "removed \(cleared.removed) fault(s)" }
     }
 }

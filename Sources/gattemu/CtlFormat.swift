@@ -1,4 +1,5 @@
 import Control
+import ControlContract
 import Profile
 
 /// Text renderings of control API answers for `gattemu ctl`.
@@ -18,70 +19,55 @@ enum CtlFormat {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// `   12   1234.567 ms  write  AA:BB:… rx 0102 detail` from one event's JSON text.
-    static func event(_ line: String) -> String {
-        guard let object = try? JSONParser.parse(line, file: "event"), case .object = object.value else { return line }
-        return event(object)
-    }
-
     /// `   12   1234.567 ms  write  AA:BB:… rx 0102 detail` from one event.
-    static func event(_ object: JSONNode) -> String {
-        var parts = [padded(String(object["seq"]?.intValue ?? 0), to: 5, left: true) + " "
-                     + padded(fixed(object["t"]?.doubleValue ?? 0, decimals: 3), to: 10, left: true) + " ms"]
-        parts.append(padded(object["event"]?.stringValue ?? "?", to: 12))
-        for key in ["central", "characteristic", "value", "detail"] {
-            if let text = object[key]?.stringValue { parts.append(text.isEmpty && key == "value" ? "(empty)" : text) }
-        }
+    static func event(_ event: Event) -> String {
+        var parts = [padded(String(event.seq), to: 5, left: true) + " " + padded(fixed(event.t, decimals: 3), to: 10, left: true) + " ms"]
+        parts.append(padded(event.event.rawValue, to: 12))
+        if let central = event.central { parts.append(central) }
+        if let characteristic = event.characteristic { parts.append(characteristic) }
+        if let value = event.value { parts.append(value.isEmpty ? "(empty)" : value) }
+        if let detail = event.detail { parts.append(detail) }
         return parts.joined(separator: " ")
     }
 
-    static func fault(_ fault: JSONNode) -> String {
-        var text = "\(fault["id"]?.stringValue ?? "?"): on \(fault["on"]?.stringValue ?? "?")"
-        if let characteristic = fault["characteristic"]?.stringValue { text += " \(characteristic)" }
-        if let central = fault["central"]?.stringValue { text += " from \(central)" }
-        text += " → \(fault["summary"]?.stringValue ?? "?")"
+    static func fault(_ fault: Fault) -> String {
+        var text = "\(fault.id): on \(fault.on.rawValue)"
+        if let characteristic = fault.characteristic { text += " \(characteristic)" }
+        if let central = fault.central { text += " from \(central)" }
+        text += " → \(fault.summary)"
         var scope: [String] = []
-        if let nth = fault["nth"]?.intValue, nth > 1 { scope.append("from #\(nth)") }
-        if let count = fault["count"]?.intValue { scope.append("×\(count)") }
-        if let probability = fault["probability"]?.doubleValue, probability < 1 { scope.append("p=\(probability)") }
-        if let seed = fault["seed"] { scope.append("seed \(JSONAny(seed).text)") }
+        if fault.nth > 1 { scope.append("from #\(fault.nth)") }
+        if let count = fault.count { scope.append("×\(count)") }
+        if fault.probability < 1 { scope.append("p=\(fault.probability)") }
+        if let seed = fault.seed { scope.append("seed \(seed)") }
         if !scope.isEmpty { text += " [" + scope.joined(separator: ", ") + "]" }
-        text += " — matched \(fault["matched"]?.intValue ?? 0), fired \(fault["fired"]?.intValue ?? 0)"
-        if fault["exhausted"]?.boolValue == true { text += " (done)" }
+        text += " — matched \(fault.matched), fired \(fault.fired)"
+        if fault.exhausted { text += " (done)" }
         return text
     }
 
-    static func status(_ status: JSONNode) -> String {
-        var lines: [String] = ["profile     \(status["profile"]?.stringValue ?? "?")"]
-        if let adapter = status["adapter"], case .object = adapter.value {
-            lines.append("adapter     \(adapter["name"]?.stringValue ?? "?") \(adapter["address"]?.stringValue ?? "") \"\(adapter["alias"]?.stringValue ?? "")\"")
+    static func status(_ status: Status) -> String {
+        var lines: [String] = ["profile     \(status.profile)"]
+        if let adapter = status.adapter {
+            lines.append("adapter     \(adapter.name) \(adapter.address) \"\(adapter.alias ?? "")\"")
         } else {
             lines.append("adapter     (none)")
         }
-        if let advertising = status["advertising"], case .object = advertising.value {
-            let on = advertising["advertised"]?.boolValue == true ? "on" : "off"
-            lines.append("advertising \(on), variant \(advertising["variant"]?.stringValue ?? "(base)")")
-            for advertisement in advertising["advertisements"]?.arrayItems ?? [] {
-                lines.append("            \(advertisement.stringValue ?? "?")")
-            }
-        }
-        let centrals = status["centrals"]?.arrayItems ?? []
-        lines.append("centrals    \(centrals.isEmpty ? "none" : "")")
-        for central in centrals {
-            var line = "  \(central["address"]?.stringValue ?? "?")"
-            if let mtu = central["mtu"]?.intValue { line += " mtu \(mtu)" }
-            let subscriptions = (central["subscriptions"]?.arrayItems ?? []).compactMap(\.stringValue)
-            if !subscriptions.isEmpty { line += " subscribed to " + subscriptions.joined(separator: ", ") }
+        lines.append("advertising \(status.advertising.advertised ? "on" : "off"), variant \(status.advertising.variant ?? "(base)")")
+        for advertisement in status.advertising.advertisements { lines.append("            \(advertisement)") }
+        lines.append("centrals    \(status.centrals.isEmpty ? "none" : "")")
+        for central in status.centrals {
+            var line = "  \(central.address)"
+            if let mtu = central.mtu { line += " mtu \(mtu)" }
+            if !central.subscriptions.isEmpty { line += " subscribed to " + central.subscriptions.joined(separator: ", ") }
             lines.append(line)
         }
-        for key in ["state", "variables"] {
-            guard case .object(let members)? = status[key]?.value, !members.isEmpty else { continue }
-            let pairs = members.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.stringValue ?? JSONAny($0.value).text)" }
+        for (key, members) in [("state", status.state), ("variables", status.variables)] where !members.isEmpty {
+            let pairs = members.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             lines.append(padded(key, to: 12) + pairs.joined(separator: " "))
         }
-        let faults = status["faults"]?.arrayItems ?? []
-        lines.append("faults      \(faults.isEmpty ? "none" : "")")
-        lines += faults.map { "  " + fault($0) }
+        lines.append("faults      \(status.faults.isEmpty ? "none" : "")")
+        lines += status.faults.map { "  " + fault($0) }
         return lines.joined(separator: "\n")
     }
 

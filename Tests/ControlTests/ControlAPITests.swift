@@ -40,7 +40,7 @@ import Testing
             #expect(status == .badRequest)
 
             (status, body) = try await client.call(.post, "/v1/characteristics/session/notify", json: #"{"hex": "01"}"#)
-            #expect(status == .badRequest, "session cannot notify")
+            #expect(status == .conflict, "session cannot notify")
 
             (status, body) = try await client.call(.post, "/v1/characteristics/tx/notify", json: #"{"utf8": "hi"}"#)
             #expect(status == .ok)
@@ -103,12 +103,30 @@ import Testing
     @Test func badFaultSpecsAre400WithTheReason() async throws {
         let emulator = try makeEmulator()
         try await withAPI(emulator) { client in
+            // Well-formed, but naming what the profile does not have (404) or cannot do (409).
+            let profileCases: [(String, HTTPResponse.Status, String)] = [
+                (#"{"on": "write", "characteristic": "nope", "drop": true}"#, .notFound, "unknown characteristic \"nope\""),
+                (#"{"on": "write", "characteristic": "session", "drop": true}"#, .conflict, "no write"),
+                (#"{"advertise": "touched"}"#, .notFound, "unknown advertisement variant"),
+                (#"[{"id": "a", "on": "read", "drop": true}, {"id": "a", "on": "read", "drop": true}]"#, .conflict, "already exists"),
+            ]
+            for (json, expectedStatus, expected) in profileCases {
+                let (status, body) = try await client.call(.post, "/v1/faults", json: json)
+                #expect(status == expectedStatus, "\(json)")
+                #expect((body["error"] as? String)?.contains(expected) == true, "\(json): \(body["error"] ?? "")")
+            }
             let cases: [(String, String)] = [
-                (#"{"on": "write", "characteristic": "nope", "drop": true}"#, "unknown characteristic \"nope\""),
-                (#"{"on": "write", "characteristic": "session", "drop": true}"#, "no write"),
                 (#"{"on": "write", "error": "bogus"}"#, "expected an ATT error"),
+                (#"{"on": "write", "error": "NOT-AUTHORIZED"}"#, "expected an ATT error"),
+                (#"{"on": "write", "error": "0x+80"}"#, "expected an ATT error"),
                 (#"{"on": "write"}"#, "needs one action"),
-                (#"{"advertise": "touched"}"#, "unknown advertisement variant"),
+                (#"{"on": "notify", "corrupt": {"flipBits": 1, "hex": "ff"}}"#, "found keys"),
+                (#"{"on": "notify", "corrupt": {"at": "x", "hex": "ff"}}"#, "at:"),
+                (#"{"on": "notify", "corrupt": {"hex": "+f"}}"#, "hex"),
+                (#"{"on": "write", "delay": "1e3"}"#, "duration"),
+                (#"{"on": "write", "delay": {"min": 1, "max": 2, "x": 3}}"#, "min"),
+                (#"{"faults": [], "extra": 1}"#, "only \"faults\""),
+                (#"{"on": "write", "drop": true, "$comment": 5}"#, "expected a string"),
                 (#"{"on": "write", "drop": true, "nth": -1}"#, "nth"),
                 (#"[{"on": "read", "drop": true}, {"on": "read"}]"#, "faults[1]"),
                 (#""drop""#, "expected an array"),
@@ -208,12 +226,12 @@ import Testing
         try await withAPI(emulator) { client in
             try await client.execute(uri: "/v1/openapi.json", method: .get) { response in
                 #expect(response.status == .ok)
-                #expect(Data(response.body.readableBytesView) == committed, "run scripts/embed-openapi")
+                #expect(Data(response.body.readableBytesView) == committed, "run scripts/embed-assets --openapi")
                 let document = try JSONSerialization.jsonObject(with: committed) as? [String: Any]
                 let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
                 #expect(paths.contains("/v1/faults/{id}"))
                 #expect(paths.contains("/v1/events/stream"))
-                #expect(paths.count == 13)
+                #expect(paths.count == 18)
             }
         }
     }

@@ -211,6 +211,7 @@ func notify(_ characteristic: String = "tx", centrals: [String] = ["AA:BB:CC:DD:
         #expect(try fault(#"{"on": "write", "error": "not-authorized"}"#).action == .error(.notAuthorized))
         #expect(try fault(#"{"on": "write", "error": 150}"#).action == .error(.application(150)))
         #expect(try fault(#"{"on": "read", "delay": "1.5s"}"#).action == .delay(minMilliseconds: 1500, maxMilliseconds: 1500))
+        #expect(try fault(#"{"on": "read", "delay": {"min": "2s", "max": 100}}"#).action == .delay(minMilliseconds: 100, maxMilliseconds: 2000))
         #expect(try fault(#"{"on": "notify", "corrupt": {"at": 2, "xor": "ff"}}"#).action == .corrupt(.xor(at: 2, mask: [0xFF])))
         #expect(try fault(#"{"on": "notify", "duplicate": true}"#).action == .duplicate(copies: 1))
         #expect(try fault(#"{"silence": "10s"}"#).on == .start)
@@ -233,7 +234,10 @@ func notify(_ characteristic: String = "tx", centrals: [String] = ["AA:BB:CC:DD:
         #expect(problem(#"{"on": "write", "drop": true, "central": "nope"}"#)?.contains("central") == true)
         #expect(problem(#"{"on": "write", "drop": true, "charcteristic": "x"}"#)?.contains("characteristic") == true)
         #expect(problem(#"{"on": "notify", "corrupt": {"hex": "zz"}}"#)?.contains("hex") == true)
-        #expect(problem(#"{"on": "read", "delay": {"min": 5, "max": 1}}"#) != nil)
+        // min and max in either order (a JSON Schema cannot say min ≤ max, so the contract accepts both); nothing else.
+        #expect(problem(#"{"on": "read", "delay": {"min": 5, "max": 1}}"#) == nil)
+        #expect(problem(#"{"on": "read", "delay": {"min": 1, "max": 5, "step": 1}}"#)?.contains("min") == true)
+        #expect(problem(#"{"on": "read", "delay": {"min": 1}}"#) != nil)
         #expect(problem(#"[1]"#)?.contains("object") == true)
     }
 }

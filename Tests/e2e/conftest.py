@@ -80,6 +80,7 @@ class Peripheral:
 
     def __init__(self, argv: list[str], name: str, log_path: Path, ready=None):
         self.argv, self.name, self.log_path, self.ready = argv, name, log_path, ready
+        self.events: Path | None = None  # gattemu's --events file, when start_gattemu chose it
         self.proc: subprocess.Popen | None = None
         self._log = None
 
@@ -263,8 +264,15 @@ async def start_peripheral(env, central, request):
             capture.close()
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:
-        for p in started:
+        for index, p in enumerate(started):
             print(f"\n--- output of {shlex.join(p.argv)} ({p.log_path}):\n{p.tail(60)}")
+            events = getattr(p, "events", None)
+            if events is not None and events.exists() and events.stat().st_size > 0:
+                html = out / f"report-{request.node.name}{'-' + str(index) if index else ''}.html".replace("/", "_")
+                made = subprocess.run([p.argv[0], "report", str(events), "-o", str(html)], capture_output=True, text=True,
+                                      timeout=120, stdin=subprocess.DEVNULL)
+                print(f"--- its event log as HTML: {html}" if made.returncode == 0
+                      else f"--- gattemu report {events} failed ({made.returncode}): {made.stderr.strip()}")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -318,17 +326,30 @@ def profile_path(profile: str) -> str:
 
 
 @pytest.fixture
-def start_gattemu(gattemu_bin, start_peripheral, env):
+def start_gattemu(gattemu_bin, start_peripheral, env, tmp_path):
     """Factory: start_gattemu("noke-lock.json", "variables.hardwareCode=2P", args=[...])
-    -> Peripheral running `gattemu run PROFILE --adapter $GATTEMU_PERIPH [--set ...] [args]`."""
+    -> Peripheral running `gattemu run PROFILE --adapter $GATTEMU_PERIPH [--set ...] [args]`.
+
+    Unless `args` has its own `--events`, gattemu also writes its event log to a file in the VM's /tmp;
+    `p.events` is the one it writes. When the test fails, start_peripheral turns it into $GATTEMU_OUT/report-TEST.html
+    (`gattemu report`)."""
+    count = 0
 
     def start(profile: str, *sets: str, args: list[str] | tuple = (), adapter: str | None = None,
               name: str = "gattemu") -> Peripheral:
+        nonlocal count
         extra = [x for s in sets for x in ("--set", s)] + list(args)
+        if "--events" in extra[:-1]:
+            events = Path(extra[extra.index("--events") + 1])
+        else:
+            count += 1
+            events = tmp_path / f"events-{count}.jsonl"
+            extra += ["--events", str(events)]
         rest = _gattemu_template().split(None, 1)[1:]
         cmd = " ".join([shlex.quote(gattemu_bin), *rest])
-        return start_peripheral(name=name, cmd=cmd, profile=profile_path(profile), adapter=adapter,
-                                extra_args=extra)
+        p = start_peripheral(name=name, cmd=cmd, profile=profile_path(profile), adapter=adapter, extra_args=extra)
+        p.events = events
+        return p
 
     return start
 

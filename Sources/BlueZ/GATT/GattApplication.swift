@@ -12,6 +12,8 @@ public final class GattApplication: Sendable {
     let stack: BlueZStack
     let handler: any GattRequestHandler
     let characteristics: [String: CharacteristicObject]
+    /// The ATT handle of each service, by id (the one the profile asks for, else 0 until bluetoothd assigns one).
+    let serviceHandles: [String: Locked<UInt16>]
     let exportedPaths: [DBusObjectPath]
     private let registered = Mutex(false)
 
@@ -49,6 +51,7 @@ public final class GattApplication: Sendable {
             }
         }
         self.characteristics = characteristics
+        self.serviceHandles = Dictionary(services.map { ($0.id, Locked<UInt16>($0.handle ?? 0)) }, uniquingKeysWith: { first, _ in first })
         self.exportedPaths = paths
     }
 
@@ -60,7 +63,7 @@ public final class GattApplication: Sendable {
             for (serviceIndex, service) in services.enumerated() {
                 let servicePath = path.appending("service\(serviceIndex)")
                 let includes = service.includes.compactMap { servicePaths[$0] }
-                let handle = Locked<UInt16>(service.handle ?? 0)
+                let handle = serviceHandles[service.id] ?? Locked<UInt16>(service.handle ?? 0)
                 try await connection.export([DBusInterface(name: BlueZNames.gattService, properties: [
                     .constant("UUID", .string(service.uuid)),
                     .constant("Primary", .boolean(service.primary)),
@@ -143,6 +146,17 @@ public final class GattApplication: Sendable {
     /// Stores `value` as the characteristic's `Value` without notifying anyone.
     public func setValue(_ characteristic: String, value: [UInt8]) {
         characteristics[characteristic]?.value.withLock { $0 = value }
+    }
+
+    /// The ATT handle of a characteristic's value: the one the profile asked for, or the one bluetoothd assigned;
+    /// nil while neither is known (BlueZ 5.66 assigns none).
+    public func handle(_ characteristic: String) -> UInt16? {
+        characteristics[characteristic].map(\.handle.value).flatMap { $0 == 0 ? nil : $0 }
+    }
+
+    /// The ATT handle of a service: asked for or assigned, as ``handle(_:)``; nil while neither is known.
+    public func serviceHandle(_ service: String) -> UInt16? {
+        serviceHandles[service].map(\.value).flatMap { $0 == 0 ? nil : $0 }
     }
 
     /// The centrals (device paths, or "*" for a shared socket) with an open acquired notification socket.

@@ -14,8 +14,9 @@ struct HostMiddleware<Context: RequestContext>: RouterMiddleware {
                 ?? "missing Host header"
             context.logger.info("control API: refused \(request.method) \(request.uri.path): \(given)")
             let accepted = policy.acceptedHosts()
-            return ControlError(.misdirectedRequest, "\(repeated ? "more than one Host header" : given); use one of: \(accepted.joined(separator: ", ")) (or start gattemu with --control-allow-host NAME)",
-                                details: ["acceptedHosts": .array(accepted.map(JSONAny.string))]).response
+            return ControlError(.misdirectedRequest, "\(repeated ? "more than one Host header" : given); use one of: \(accepted.joined(separator: ", ")) (or start gattemu with --control-allow-host NAME)") {
+                $0.acceptedHosts = accepted
+            }.response
         }
         return try await next(request, context)
     }

@@ -62,4 +62,6 @@ extension HTTPField.Name {
     static let secFetchMode = Self("Sec-Fetch-Mode")!
     static let secFetchDest = Self("Sec-Fetch-Dest")!
     static let host = Self("Host")!
+    static let xFrameOptions = Self("X-Frame-Options")!
+    static let referrerPolicy = Self("Referrer-Policy")!
 }

@@ -1,16 +1,11 @@
+import ControlContract
 import FoundationEssentials
 import Profile
 
 /// One entry of the event log: something that happened between gattemu, bluetoothd and a central.
 public struct EmulatorEvent: Sendable, Equatable {
-    public enum Kind: String, Sendable {
-        case started, stopped, advertising, advertisingStopped = "advertising-stopped", advertisementChanged = "advertisement-changed"
-        case connected, disconnected, mtu, subscribed, unsubscribed
-        case read, write, answer, notify, indicate, confirmed
-        case rule, fault, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
-        /// A D-Bus message gattemu refused: a spoofed signal, a call from someone other than bluetoothd.
-        case refused
-    }
+    /// The contract's event kinds (`event` in the JSON).
+    public typealias Kind = EventKind
 
     /// Position in the log, from 1; assigned by `EventLog` (0 until recorded).
     public var sequence: Int

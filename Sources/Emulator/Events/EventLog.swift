@@ -217,7 +217,8 @@ public final class EventLog: Sendable {
         recent.withLock { recent in
             // Sequence numbers are consecutive, so the first wanted event's index is known.
             guard let first = recent.events.first?.sequence else { return [] }
-            let start = min(max(0, sequence + 1 - first), recent.events.count)
+            // Clamped before adding: `sequence` comes from a query (up to Int.max).
+            let start = min(max(0, min(sequence, Int.max - 1) + 1 - first), recent.events.count)
             return Array(recent.events[start...].prefix(max(0, limit)))
         }
     }

@@ -121,7 +121,7 @@ public struct FaultEngine: Sendable, Equatable {
         let id: String
         if let given = spec.id {
             guard !faults.contains(where: { $0.id == given }) else {
-                throw FaultSpecError(path: "id", message: "a fault with id \"\(given)\" already exists")
+                throw FaultSpecError(path: "id", message: "a fault with id \"\(given)\" already exists", kind: .conflict)
             }
             id = given
         } else {

@@ -1,4 +1,6 @@
 import BlueZ
+import Bluetooth
+import ControlContract
 import Profile
 
 /// Why a control request could not be carried out; `kind` maps to an HTTP status.
@@ -18,107 +20,110 @@ public struct ControlFailure: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String { message }
 }
 
-/// A snapshot of the running emulator for `GET /v1/status`.
-public struct EmulatorStatus: Sendable, Equatable, Codable {
-    public struct AdapterInfo: Sendable, Equatable, Codable {
-        public var name: String
-        public var address: String
-        public var alias: String?
-    }
-    public struct AdvertisingInfo: Sendable, Equatable, Codable {
-        /// Whether advertisements are registered with bluetoothd right now.
-        public var advertised: Bool
-        /// Whether the profile wants to advertise (false after a stopAdvertising action).
-        public var wanted: Bool
-        /// The active variant; nil = base.
-        public var variant: String?
-        public var variants: [String]
-        /// Human descriptions of what is advertised.
-        public var advertisements: [String]
-    }
-    public struct CentralInfo: Sendable, Equatable, Codable {
-        public var address: String
-        public var mtu: Int?
-        public var subscriptions: [String]
-        /// The central's own copy of the profile's `connectionState` values; nil when the profile has none.
-        public var state: [String: String]?
-    }
-    public var profile: String
-    public var adapter: AdapterInfo?
-    public var advertising: AdvertisingInfo
-    public var centrals: [CentralInfo]
-    public var variables: [String: String]
-    public var state: [String: String]
-    public var timers: [String]
-    public var triggers: [String]
-    public var faults: [FaultInfo]
-    public var lastEvent: Int
-}
-
-/// An installed fault as listed by the control API.
-public struct FaultInfo: Sendable, Equatable, Codable {
-    public var id: String
-    public var on: String
-    public var action: String
-    public var summary: String
-    public var characteristic: String?
-    public var central: String?
-    public var nth: Int
-    public var count: Int?
-    public var probability: Double
-    public var seed: UInt64?
-    public var matched: Int
-    public var fired: Int
-    public var exhausted: Bool
-    public var description: String?
-
-    init(_ fault: ActiveFault) {
-        id = fault.id
-        on = fault.spec.on.rawValue
-        action = fault.spec.action.name
-        summary = fault.spec.action.summary
-        characteristic = fault.spec.scope.characteristic
-        central = fault.spec.scope.central
-        nth = fault.spec.scope.nth
-        count = fault.spec.scope.count
-        probability = fault.spec.scope.probability
-        seed = fault.spec.scope.seed
-        matched = fault.matched
-        fired = fault.fired
-        exhausted = fault.exhausted
-        description = fault.spec.description
-    }
-}
-
 extension Emulator {
     /// The event log this emulator writes to.
     public nonisolated var events: EventLog { log }
 
-    public func status() -> EmulatorStatus {
+    public func status() -> Status {
         let initial = profile.initialState
         let centrals = connectedCentrals.map { address in
             let id = CentralID(address: address)
             let own = profile.connectionState.isEmpty ? nil : Dictionary(uniqueKeysWithValues: profile.connectionState.map { name in
                 (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
             })
-            return EmulatorStatus.CentralInfo(
+            return CentralInfo(
                 address: address, mtu: faultState.mtus[address].map(Int.init),
                 subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
         }
-        return EmulatorStatus(
+        let specs = engine.advertisements()
+        return Status(
             profile: profile.file,
-            adapter: adapter.map { .init(name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias) },
-            advertising: .init(
+            deviceName: engine.deviceName(),
+            adapter: adapter.map { AdapterInfo(name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias) },
+            advertising: AdvertisingInfo(
                 advertised: !advertisements.isEmpty, wanted: engine.isAdvertising, variant: engine.advertisementVariant,
                 variants: Set(profile.advertisements.flatMap(\.variants.keys)).sorted(),
-                advertisements: engine.advertisements().map { Self.describe(ProfileMapping.advertisement($0)) }),
+                advertisements: specs.map { Self.describe(ProfileMapping.advertisement($0)) },
+                data: specs.map { AdvertisementBytes.info(ProfileMapping.advertisement($0)) }),
             centrals: centrals,
+            services: gattTable(),
             variables: engine.variables.mapValues(\.statusText),
             state: engine.state.mapValues(\.statusText),
+            values: namedValues(),
             timers: engine.activeTimers.sorted(),
             triggers: profile.triggers.map(\.name),
-            faults: faultState.engine.faults.map(FaultInfo.init),
+            triggerDescriptions: Dictionary(profile.triggers.compactMap { trigger in trigger.description.map { (trigger.name, $0) } },
+                                            uniquingKeysWith: { first, _ in first }),
+            faults: faults(),
+            faultPresets: profile.faults.map(FaultRequest.init),
             lastEvent: log.lastSequence)
+    }
+
+    /// The GATT table with current values and the handles bluetoothd assigned.
+    func gattTable() -> [ServiceInfo] {
+        profile.services.map { service in
+            ServiceInfo(
+                id: service.id, uuid: service.uuid, name: BluetoothUUID(service.uuid)?.name, primary: service.primary,
+                handle: application?.serviceHandle(service.id).map(Int.init),
+                characteristics: service.characteristics.map { characteristic in
+                    CharacteristicInfo(
+                        id: characteristic.id, uuid: characteristic.uuid, name: BluetoothUUID(characteristic.uuid)?.name,
+                        flags: characteristic.flags.map(\.rawValue), handle: application?.handle(characteristic.id).map(Int.init),
+                        value: engine.value(of: characteristic.id).hexString(uppercase: false),
+                        maxLength: characteristic.maxLength ?? ValueBody.maximumLength,
+                        descriptors: characteristic.descriptors.map { descriptor in
+                            DescriptorInfo(
+                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid, name: BluetoothUUID(descriptor.uuid)?.name,
+                                flags: descriptor.flags.map(\.rawValue),
+                                value: profile.descriptorValue(descriptor, environment: engine.environment).hexString(uppercase: false))
+                        })
+                })
+        }
+    }
+
+    /// Every variable and state value with its kind and type.
+    func namedValues() -> [NamedValueInfo] {
+        let variables = profile.variables.map { named in
+            NamedValueInfo(name: named.name, kind: .variable, type: named.value.contractType,
+                           value: (engine.variables[named.name] ?? named.value).statusText, perCentral: false)
+        }
+        let state = profile.state.map { named in
+            NamedValueInfo(name: named.name, kind: .state, type: named.value.contractType,
+                           value: (engine.state[named.name] ?? named.value).statusText, perCentral: profile.connectionState.contains(named.name))
+        }
+        return variables + state
+    }
+
+    /// Sets a variable or state value; its type must be the profile's (409 otherwise). Advertisements that
+    /// depend on it are re-registered. Returns the value as the status shows it.
+    public func setVariable(_ name: String, to value: NamedValueBody) async throws(ControlFailure) -> String {
+        guard let declared = (profile.variables + profile.state).first(where: { $0.name == name }) else {
+            throw ControlFailure(.notFound, "unknown variable or state value \"\(name)\"",
+                                 details: ["known": (profile.variables + profile.state).map(\.name)])
+        }
+        let newValue: ProfileValue
+        switch (declared.value, value) {
+        case (.number, .integer(let number)): newValue = .number(number)
+        case (.string, .string(let text)): newValue = .string(text)
+        case (.bool, .bool(let flag)): newValue = .bool(flag)
+        case (.bytes, .hex(let text)):
+            guard let bytes = FaultSpecDecoder.parseHex(text) else { throw ControlFailure(.invalid, "bad hex: \"\(text.prefix(80))\"") }
+            guard bytes.count <= ValueBody.maximumLength else {
+                throw ControlFailure(.conflict, "value too long: \(bytes.count) bytes (at most \(ValueBody.maximumLength))")
+            }
+            newValue = .bytes(bytes)
+        case (.number, .string(let text)) where Int(text) != nil: newValue = .number(Int(text) ?? 0)
+        case (.string, .integer(let number)): newValue = .string(String(number))
+        case (.string, .bool(let flag)): newValue = .string(String(flag))
+        default:
+            throw ControlFailure(.conflict, "\"\(name)\" is a \(declared.value.contractType.rawValue) value"
+                                 + (declared.value.kind == .bytes ? ": give {\"hex\": \"…\"}" : ""))
+        }
+        log.record(.note, detail: "control: \(name) = \(newValue.statusText)")
+        for effect in engine.setNamedValue(name, to: newValue) {
+            await perform(effect, central: latestCentral)
+        }
+        return newValue.statusText
     }
 
     /// Sends a notification or indication of `value` to every subscriber, through the fault engine.
@@ -126,7 +131,7 @@ extension Emulator {
         let definition = try characteristic(id)
         let flag: CharacteristicFlag = indicate ? .indicate : .notify
         guard definition.has(flag) else {
-            throw ControlFailure(.invalid, "characteristic \"\(id)\" has no \(flag.rawValue) flag")
+            throw ControlFailure(.conflict, "characteristic \"\(id)\" has no \(flag.rawValue) flag")
         }
         log.record(.note, characteristic: id, detail: "control: \(indicate ? "indicate" : "notify")")
         engine.store(value, for: id)
@@ -152,7 +157,7 @@ extension Emulator {
 
     /// Installs a fault after checking it against the profile; `on: start` faults are scheduled at once.
     @discardableResult
-    public func addFault(_ spec: FaultSpec) throws(FaultSpecError) -> FaultInfo {
+    public func addFault(_ spec: FaultSpec) throws(FaultSpecError) -> Fault {
         if let problem = profile.problem(with: spec) { throw problem }
         let fault = try faultState.engine.add(spec)
         log.record(.note, detail: "fault \(fault.id) installed: on \(spec.on.rawValue) \(spec.action.summary)")
@@ -164,7 +169,7 @@ extension Emulator {
                 await self?.fireStartFault(id)
             }
         }
-        return FaultInfo(fault)
+        return Fault(fault)
     }
 
     func fireStartFault(_ id: String) async {
@@ -174,7 +179,7 @@ extension Emulator {
         await performAdapterAction(fired.action)
     }
 
-    public func faults() -> [FaultInfo] { faultState.engine.faults.map(FaultInfo.init) }
+    public func faults() -> [Fault] { faultState.engine.faults.map(Fault.init) }
 
     /// Removes one fault; false when there is none with that id.
     public func removeFault(id: String) -> Bool {
@@ -254,6 +259,17 @@ extension ProfileValue {
         case .bool(let b): String(b)
         case .string(let s): s
         case .bytes(let b): b.hexString()
+        }
+    }
+}
+
+extension ProfileValue {
+    var contractType: NamedValueInfo.ValueType {
+        switch self {
+        case .number: .number
+        case .string: .string
+        case .bool: .bool
+        case .bytes: .bytes
         }
     }
 }

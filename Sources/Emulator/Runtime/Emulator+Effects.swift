@@ -14,7 +14,7 @@ extension Emulator {
     /// chain without bound.
     func run(_ outcome: EngineOutcome, central: CentralID) async throws(GattError) -> Reply? {
         for rule in outcome.firedRules {
-            log.record(.rule, central: central.address, detail: rule)
+            log.record(.rule, central: central.logged, detail: rule)
         }
         var effects = outcome.effects[...]
         var reply: Reply?
@@ -27,7 +27,7 @@ extension Emulator {
         let rest = Array(effects)
         guard !rest.isEmpty else { return reply }
         guard pendingEffectChains < Self.maximumPendingEffectChains else {
-            log.record(.error, central: central.address, detail: "dropped \(rest.count) effect\(rest.count == 1 ? "" : "s") after the answer "
+            log.record(.error, central: central.logged, detail: "dropped \(rest.count) effect\(rest.count == 1 ? "" : "s") after the answer "
                 + "(\(Self.describe(rest))): the effects of \(pendingEffectChains) earlier events are still waiting")
             return reply
         }
@@ -140,7 +140,7 @@ extension Emulator {
             timers[id]?.task.cancel()
             timers[id] = nil
         case .log(let text):
-            log.record(.note, central: central.address, detail: text)
+            log.record(.note, central: central.logged, detail: text)
         }
     }
 

@@ -119,7 +119,7 @@ extension Emulator: GattRequestHandler {
     /// The central that connected last, for events no central caused (timers, triggers, control);
     /// all zeros while none is connected.
     var latestCentral: CentralID {
-        CentralID(address: connectedCentrals.last ?? "00:00:00:00:00:00")
+        CentralID(address: connectedCentrals.last ?? CentralID.nobody)
     }
 
     func centralEvent(_ event: CentralEvent) async {
@@ -143,4 +143,13 @@ extension Emulator: GattRequestHandler {
         log.record(.note, detail: "trigger \(name)")
         _ = try? await run(engine.handle(.trigger(name, arguments: arguments)), central: latestCentral)
     }
+}
+
+extension CentralID {
+    /// The address ``Emulator/latestCentral`` stands in with while no central is connected.
+    static let nobody = "00:00:00:00:00:00"
+
+    /// The address as the event log names it: nil for the stand-in (a trigger or timer fired with nobody
+    /// connected), so that no made-up central appears in the log, the dashboard or a report.
+    var logged: String? { address == Self.nobody ? nil : address }
 }

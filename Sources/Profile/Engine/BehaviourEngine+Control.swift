@@ -11,6 +11,25 @@ extension BehaviourEngine {
         return [.switchAdvertisement(variant: variant)]
     }
 
+    /// Sets a variable or state value from outside the rules (control API), as a `set` action would (a
+    /// `connectionState` value for every connected central too). Returns the effects to run: a
+    /// `switchAdvertisement` when the advertisements now say something else. Unknown names change nothing.
+    public mutating func setNamedValue(_ name: String, to value: ProfileValue) -> [Effect] {
+        if state[name] != nil {
+            state[name] = value
+            if profile.connectionState.contains(name) {
+                for central in connectionStates.keys { connectionStates[central]?[name] = value }
+            }
+        } else if variables[name] != nil {
+            variables[name] = value
+        } else {
+            return []
+        }
+        var outcome = EngineOutcome()
+        publishAdvertisementChanges(into: &outcome)
+        return outcome.effects
+    }
+
     /// Back to the profile's initial state (as ``reset()``), keeping the centrals that are still connected
     /// and their subscriptions, since the link layer does not forget them.
     public mutating func resetKeepingConnections() {

@@ -153,7 +153,7 @@ extension BehaviourEngine {
         publishedInputs = (advertisementVariant, state, variables)
     }
 
-    private mutating func publishAdvertisementChanges(into outcome: inout EngineOutcome) {
+    mutating func publishAdvertisementChanges(into outcome: inout EngineOutcome) {
         // The advertisements depend only on these; most events change none of them (nothing to render).
         guard advertisementVariant != publishedInputs.variant || state != publishedInputs.state
             || variables != publishedInputs.variables else { return }

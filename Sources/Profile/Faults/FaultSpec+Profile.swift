@@ -5,7 +5,7 @@ extension DeviceProfile {
         if let id = spec.scope.characteristic {
             guard let characteristic = characteristic(id) else {
                 let hint = Suggestions.hint(for: id, in: characteristics.map(\.id)).map { " (\($0))" } ?? ""
-                return FaultSpecError(path: "characteristic", message: "unknown characteristic \"\(id)\"\(hint)")
+                return FaultSpecError(path: "characteristic", message: "unknown characteristic \"\(id)\"\(hint)", kind: .notFound)
             }
             let needed: [CharacteristicFlag] = switch spec.on {
             case .read: [.read]
@@ -15,7 +15,7 @@ extension DeviceProfile {
             case .connect, .start: []
             }
             if !needed.isEmpty, !needed.contains(where: characteristic.has) {
-                return FaultSpecError(path: "on", message: "characteristic \"\(id)\" has no \(needed.map(\.rawValue).joined(separator: " or ")) flag")
+                return FaultSpecError(path: "on", message: "characteristic \"\(id)\" has no \(needed.map(\.rawValue).joined(separator: " or ")) flag", kind: .conflict)
             }
         }
         if case .advertise(let variant?) = spec.action,
@@ -23,7 +23,7 @@ extension DeviceProfile {
         {
             let known = Set(advertisements.flatMap(\.variants.keys)).sorted()
             return FaultSpecError(path: "advertise", message: "unknown advertisement variant \"\(variant)\""
-                + (known.isEmpty ? " (this profile has none)" : " (known: \(known.joined(separator: ", ")))"))
+                + (known.isEmpty ? " (this profile has none)" : " (known: \(known.joined(separator: ", ")))"), kind: .notFound)
         }
         return nil
     }

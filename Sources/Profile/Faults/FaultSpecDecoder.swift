@@ -1,13 +1,21 @@
+import ControlContract
+
 /// A problem with a fault spec: where (JSON path and source location) and what.
 public struct FaultSpecError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Malformed (400), naming something the profile does not have (404), or well-formed but not possible
+    /// with this profile or the faults installed (409).
+    public enum Kind: Sendable, Equatable { case invalid, notFound, conflict }
+
     public var path: String
     public var message: String
     public var location: SourceLocation?
+    public var kind: Kind
 
-    public init(path: String, message: String, location: SourceLocation? = nil) {
+    public init(path: String, message: String, location: SourceLocation? = nil, kind: Kind = .invalid) {
         self.path = path
         self.message = message
         self.location = location
+        self.kind = kind
     }
 
     public var description: String { path.isEmpty ? message : "\(path): \(message)" }
@@ -81,12 +89,12 @@ public enum FaultSpecDecoder {
             scope.central = text.uppercased()
         }
         if let value = node["nth"] {
-            guard let number = value.intValue, number >= 1 else { throw fail(value, "nth", "expected a whole number ≥ 1") }
+            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else { throw fail(value, "nth", "expected a whole number from 1 to 2147483647") }
             scope.nth = number
             scope.count = 1
         }
         if let value = node["count"] {
-            guard let number = value.intValue, number >= 1 else { throw fail(value, "count", "expected a whole number ≥ 1") }
+            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else { throw fail(value, "count", "expected a whole number from 1 to 2147483647") }
             scope.count = number
         }
         if let value = node["probability"] {
@@ -116,6 +124,7 @@ public enum FaultSpecDecoder {
             }
             id = text
         }
+        if let value = node["$comment"], value.stringValue == nil { throw fail(value, "$comment", "expected a string") }
         var description: String?
         if let value = node["description"] {
             guard let text = value.stringValue else { throw fail(value, "description", "expected a string") }
@@ -132,11 +141,12 @@ public enum FaultSpecDecoder {
         }
         switch key {
         case "delay":
-            if case .object = node.value {
-                guard let min = node["min"].flatMap(milliseconds), let max = node["max"].flatMap(milliseconds), min <= max else {
-                    throw fail("expected {\"min\": duration, \"max\": duration} with min ≤ max")
+            if case .object(let members) = node.value {
+                guard members.allSatisfy({ $0.key == "min" || $0.key == "max" }),
+                      let min = node["min"].flatMap(milliseconds), let max = node["max"].flatMap(milliseconds) else {
+                    throw fail("expected {\"min\": duration, \"max\": duration}")
                 }
-                return .delay(minMilliseconds: min, maxMilliseconds: max)
+                return .delay(minMilliseconds: Swift.min(min, max), maxMilliseconds: Swift.max(min, max))
             }
             guard let ms = milliseconds(node) else { throw fail(durationHint + ", or {\"min\": …, \"max\": …}") }
             return .delay(minMilliseconds: ms, maxMilliseconds: ms)
@@ -149,12 +159,22 @@ public enum FaultSpecDecoder {
             }
             return .error(error)
         case "corrupt":
+            guard case .object(let members) = node.value else {
+                throw fail("expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}")
+            }
+            let keys = Set(members.map(\.key))
+            guard keys == ["flipBits"] || keys == ["hex"] || keys == ["xor"] || keys == ["at", "hex"] || keys == ["at", "xor"] else {
+                throw fail("expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}, found keys " + members.map(\.key).joined(separator: ", "))
+            }
             if let flips = node["flipBits"] {
                 guard let n = flips.intValue, n >= 1, n <= 4096 else { throw fail("flipBits: expected a whole number from 1 to 4096") }
                 return .corrupt(.flipBits(n))
             }
-            let at = node["at"]?.intValue ?? 0
-            guard at >= 0, at <= 512 else { throw fail("at: expected an offset from 0 to 512") }
+            var at = 0
+            if let atNode = node["at"] {
+                guard let offset = atNode.intValue, offset >= 0, offset <= 512 else { throw fail("at: expected an offset from 0 to 512") }
+                at = offset
+            }
             if let hex = node["hex"] {
                 guard let text = hex.stringValue, let bytes = parseHex(text), !bytes.isEmpty else { throw fail("hex: expected hex bytes, e.g. \"ff 00\"") }
                 return .corrupt(.replace(at: at, bytes: bytes))
@@ -191,57 +211,41 @@ public enum FaultSpecDecoder {
         }
     }
 
-    /// `500`, `"500ms"`, `"5s"`, `"1.5s"` → milliseconds (≤ 1 day).
+    /// `500`, `"500ms"`, `"5s"`, `"1.5s"` → milliseconds (≤ 100,000,000, about 27.8 hours); exactly what
+    /// the contract's `Duration` schema allows (`Patterns.duration`).
     public static func milliseconds(_ node: JSONNode) -> Int? {
-        if let int = node.intValue { return (0...86_400_000).contains(int) ? int : nil }
+        if case .number = node.value {
+            guard let int = node.intValue else { return nil }
+            return (0...Patterns.maximumMilliseconds).contains(int) ? int : nil
+        }
         guard let text = node.stringValue else { return nil }
         return milliseconds(text)
     }
 
-    public static func milliseconds(_ text: String) -> Int? {
-        var value: Double?
-        if text.hasSuffix("ms") { value = Double(text.dropLast(2)) }
-        else if text.hasSuffix("s") { value = Double(text.dropLast(1)).map { $0 * 1000 } }
-        else { value = Double(text) }
-        guard let value, value.isFinite, value >= 0, value <= 86_400_000 else { return nil }
-        return Int(value.rounded())
-    }
+    public static func milliseconds(_ text: String) -> Int? { StrictParse.milliseconds(text) }
 
     /// A named ATT error (`not-authorized`) or an application code 0x80–0x9F (`"0x80"` or 128).
     public static func attError(_ node: JSONNode) -> ATTError? {
-        if let int = node.intValue { return (0x80...0x9F).contains(int) ? .application(UInt8(int)) : nil }
+        if case .number = node.value {
+            guard let int = node.intValue else { return nil }
+            return (0x80...0x9F).contains(int) ? .application(UInt8(int)) : nil
+        }
         guard let text = node.stringValue else { return nil }
         return attError(text)
     }
 
     public static func attError(_ text: String) -> ATTError? {
-        if let named = ATTError.namesInProfiles[text.lowercased()] { return named }
-        let lower = text.lowercased()
-        guard lower.hasPrefix("0x"), let code = UInt8(lower.dropFirst(2), radix: 16), (0x80...0x9F).contains(code) else { return nil }
+        if let named = ATTError.namesInProfiles[text] { return named }
+        let bytes = Array(text.utf8)
+        guard bytes.count == 4, bytes[0] == 0x30, bytes[1] == 0x78 || bytes[1] == 0x58,
+              let code = StrictParse.hex(String(decoding: bytes[2...], as: UTF8.self))?.first, (0x80...0x9F).contains(code) else { return nil }
         return .application(code)
     }
 
     /// Hex bytes; spaces, `:` and `-` between bytes are allowed. Nil for anything else (odd digits, non-hex).
-    public static func parseHex(_ text: String) -> [UInt8]? {
-        let digits = text.filter { !" :-\t".contains($0) }
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        return bytes
-    }
+    public static func parseHex(_ text: String) -> [UInt8]? { StrictParse.hex(text) }
 
-    static func isAddress(_ text: String) -> Bool {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && UInt8($0, radix: 16) != nil }
-    }
+    static func isAddress(_ text: String) -> Bool { StrictParse.isAddress(text) }
 
-    static func isIdentifier(_ text: String) -> Bool {
-        !text.isEmpty && text.count <= 64 && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
-    }
+    static func isIdentifier(_ text: String) -> Bool { StrictParse.isIdentifier(text) }
 }

@@ -1,0 +1,533 @@
+// gattemu dashboard: status, GATT table, centrals, a live timeline and controls, over the control API of
+// the server that serves this page (same origin). Text only: nothing from the API is ever parsed as HTML.
+// The bearer token (when the API has one) is asked for once, kept in sessionStorage (this tab only) and
+// sent as `Authorization: Bearer`; the event stream is read with fetch() so that it carries the header too.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "gattemu-token";
+  const $ = (id) => document.getElementById(id);
+  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, lastSeq: 0, bluetoothdLost: false };
+  let timeline;
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function button(text, onClick, className) {
+    const node = el("button", className, text);
+    node.type = "button";
+    node.addEventListener("click", onClick);
+    return node;
+  }
+
+  function show(message, ok) {
+    const box = $("message");
+    box.textContent = message;
+    box.className = "message" + (ok ? " ok" : "");
+    box.hidden = false;
+    clearTimeout(show.timer);
+    show.timer = setTimeout(() => { box.hidden = true; }, ok ? 2500 : 8000);
+  }
+
+  // MARK: API
+
+  class APIError extends Error {
+    constructor(status, body) {
+      super((body && typeof body.error === "string") ? body.error : "HTTP " + status);
+      this.status = status;
+    }
+  }
+
+  function headers(json) {
+    const result = {};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) result["Authorization"] = "Bearer " + token;
+    if (json) result["Content-Type"] = "application/json";
+    return result;
+  }
+
+  async function api(method, path, body) {
+    const response = await fetch(path, {
+      method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store", credentials: "omit",
+    });
+    let json = null;
+    try { json = await response.json(); } catch (_) { json = null; }
+    if (response.status === 401) askForToken();
+    if (!response.ok) throw new APIError(response.status, json);
+    return json;
+  }
+
+  async function act(description, method, path, body) {
+    try {
+      const answer = await api(method, path, body);
+      show(description, true);
+      scheduleRefresh(100);
+      return answer;
+    } catch (error) {
+      show(description + " failed: " + error.message);
+      return null;
+    }
+  }
+
+  const segment = (text) => encodeURIComponent(text);
+
+  function askForToken() {
+    $("token-form").hidden = false;
+    $("token-input").focus();
+  }
+
+  // MARK: Status
+
+  async function refresh() {
+    try {
+      state.status = await api("GET", "/v1/status");
+      renderStatus(state.status);
+    } catch (error) {
+      if (error.status !== 401) show("status: " + error.message);
+    }
+  }
+
+  function scheduleRefresh(delay) {
+    clearTimeout(state.refreshTimer);
+    state.refreshTimer = setTimeout(refresh, delay);
+  }
+
+  function renderStatus(status) {
+    $("device-name").textContent = status.deviceName || (status.adapter && status.adapter.alias) || "gattemu";
+    $("device-address").textContent = status.adapter ? status.adapter.name + " " + status.adapter.address : "(no adapter)";
+    $("profile-name").textContent = status.profile;
+    const badge = $("advertising-badge");
+    badge.textContent = "advertising " + (status.advertising.advertised ? "on" : "off") + (status.advertising.variant ? " (" + status.advertising.variant + ")" : "");
+    badge.className = "badge " + (status.advertising.advertised ? "on" : "off");
+    renderAdvertising(status.advertising);
+    renderCentrals(status.centrals);
+    renderTriggers(status);
+    renderVariables(status.values);
+    renderGatt(status.services);
+    renderFaults(status.faults, status.faultPresets);
+    renderCentralFilter(status.centrals);
+  }
+
+  function renderAdvertising(advertising) {
+    const select = $("variant-select");
+    const current = advertising.variant || "";
+    if (select.dataset.variants !== JSON.stringify(advertising.variants)) {
+      select.replaceChildren(new Option("(base)", ""));
+      for (const name of advertising.variants) select.append(new Option(name, name));
+      select.dataset.variants = JSON.stringify(advertising.variants);
+    }
+    if (document.activeElement !== select) select.value = current;
+    const box = $("advertisements");
+    box.replaceChildren();
+    advertising.data.forEach((ad, index) => {
+      const part = el("div", "ad");
+      part.append(el("div", "muted", "advertisement " + index + (advertising.wanted ? "" : " (stopped by the profile)")));
+      const fields = el("table");
+      const add = (name, value) => {
+        const row = el("tr");
+        row.append(el("th", null, name), el("td", "mono", value));
+        fields.append(row);
+      };
+      if (ad.localName !== undefined) add("local name", ad.localName);
+      if (ad.serviceUUIDs.length) add("services", ad.serviceUUIDs.join(", "));
+      if (ad.solicitUUIDs.length) add("solicit", ad.solicitUUIDs.join(", "));
+      for (const m of ad.manufacturerData) add("manufacturer 0x" + m.company.toString(16).padStart(4, "0"), GattemuTimeline.spacedHex(m.hex, 64));
+      for (const s of ad.serviceData) add("service data " + s.uuid, GattemuTimeline.spacedHex(s.hex, 64));
+      if (ad.appearance !== undefined) add("appearance", String(ad.appearance));
+      if (ad.txPower !== undefined) add("tx power", ad.txPower + " dBm");
+      for (const f of ad.otherStructures || []) add(f.name, GattemuTimeline.spacedHex(f.hex, 64));
+      part.append(fields);
+      for (const [title, payload] of [["advertising data", ad.advertisingData], ["scan response", ad.scanResponse]]) {
+        part.append(el("div", null, title + ": " + payload.length + " / " + payload.limit + " bytes" + (payload.fits ? "" : " — does not fit")));
+        const bar = el("div", "budget" + (payload.fits ? "" : " over"));
+        const fill = el("div");
+        fill.style.width = Math.min(100, payload.length / payload.limit * 100) + "%";
+        bar.append(fill);
+        part.append(bar, el("div", "hex", GattemuTimeline.spacedHex(payload.hex, 256)));
+        const list = el("table");
+        for (const s of payload.structures) {
+          const row = el("tr");
+          row.append(el("td", "mono", "0x" + s.type.toString(16).padStart(2, "0")), el("td", null, s.name), el("td", "hex", GattemuTimeline.spacedHex(s.hex, 64)));
+          list.append(row);
+        }
+        part.append(list);
+      }
+      box.append(part);
+    });
+    if (!advertising.data.length) box.append(el("p", "muted", "no advertisement"));
+  }
+
+  function renderCentrals(centrals) {
+    const body = $("centrals");
+    body.replaceChildren();
+    for (const central of centrals) {
+      const row = el("tr");
+      const disconnect = button("Disconnect", () => act("disconnect " + central.address, "POST", "/v1/centrals/" + segment(central.address) + "/disconnect"), "danger");
+      row.append(el("td", "mono", central.address), el("td", null, central.mtu === undefined ? "–" : central.mtu),
+        el("td", null, central.subscriptions.join(", ") || "–"), el("td"));
+      row.lastChild.append(disconnect);
+      body.append(row);
+    }
+    if (!centrals.length) {
+      const row = el("tr");
+      const cell = el("td", "muted", "none connected");
+      cell.colSpan = 4;
+      row.append(cell);
+      body.append(row);
+    }
+  }
+
+  function renderTriggers(status) {
+    const box = $("triggers");
+    // The triggers never change while gattemu runs: keep the buttons (a click must not land on a replaced one).
+    const key = JSON.stringify([status.triggers, status.triggerDescriptions]);
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
+    box.replaceChildren();
+    for (const name of status.triggers) {
+      const trigger = button(name, () => act("fired " + name, "POST", "/v1/triggers/" + segment(name)));
+      trigger.dataset.trigger = name;
+      if (status.triggerDescriptions[name]) trigger.title = status.triggerDescriptions[name];
+      box.append(trigger);
+    }
+    if (!status.triggers.length) box.append(el("span", "muted", "the profile has no triggers"));
+  }
+
+  function renderVariables(values) {
+    const body = $("variables");
+    if (body.contains(document.activeElement)) return;  // do not disturb typing
+    body.replaceChildren();
+    for (const value of values) {
+      const row = el("tr");
+      const input = el("input");
+      input.value = value.type === "bytes" ? value.value : value.value;
+      input.setAttribute("aria-label", value.name);
+      input.dataset.variable = value.name;
+      const set = button("Set", () => {
+        let sent;
+        if (value.type === "number") sent = Number.parseInt(input.value, 10);
+        else if (value.type === "bool") sent = input.value.trim() === "true";
+        else if (value.type === "bytes") sent = { hex: input.value };
+        else sent = input.value;
+        if (value.type === "number" && !Number.isInteger(sent)) { show(value.name + ": expected a whole number"); return; }
+        act("set " + value.name, "PUT", "/v1/variables/" + segment(value.name), { value: sent });
+      });
+      const cell = el("td");
+      cell.append(input, set);
+      row.append(el("th", null, value.name + (value.kind === "state" ? " (state)" : "")), el("td", "muted", value.type), cell);
+      body.append(row);
+    }
+  }
+
+  // "6869" → {hex, utf8 (when printable), integer (little-endian, up to 6 bytes)}.
+  function valueViews(hex) {
+    const bytes = (hex.match(/../g) || []).map((pair) => parseInt(pair, 16));
+    let utf8 = null;
+    try {
+      const text = new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(bytes));
+      if (!/[\u0000-\u0008\u000e-\u001f\u007f]/.test(text)) utf8 = text;
+    } catch (_) { utf8 = null; }
+    let integer = null;
+    if (bytes.length > 0 && bytes.length <= 6) integer = bytes.reduceRight((sum, byte) => sum * 256 + byte, 0);
+    return { hex: GattemuTimeline.spacedHex(hex, 64) || "(empty)", utf8, integer, length: bytes.length };
+  }
+
+  function renderGatt(services) {
+    const box = $("gatt");
+    if (box.contains(document.activeElement)) return;
+    box.replaceChildren();
+    const characteristics = [];
+    for (const service of services) {
+      const part = el("div", "service");
+      part.append(el("div", "title", service.id + " — " + (service.name || service.uuid) + (service.handle ? " (handle " + service.handle + ")" : "")));
+      const table = el("table", "chars");
+      const head = el("tr");
+      for (const title of ["id", "uuid", "handle", "flags", "value", ""]) head.append(el("th", null, title));
+      table.append(head);
+      for (const c of service.characteristics) {
+        characteristics.push(c);
+        const row = el("tr");
+        row.dataset.characteristic = c.id;
+        const views = valueViews(c.value);
+        const valueCell = el("td");
+        const grid = el("div", "value-views");
+        grid.append(el("span", null, "hex"), el("span", "hex", views.hex));
+        if (views.utf8 !== null && views.length) grid.append(el("span", null, "utf-8"), el("span", null, JSON.stringify(views.utf8)));
+        if (views.integer !== null) grid.append(el("span", null, "int"), el("span", null, String(views.integer) + " (LE)"));
+        grid.append(el("span", null, "bytes"), el("span", null, views.length + " / " + c.maxLength));
+        valueCell.append(grid);
+        const controls = el("td");
+        const form = el("div", "set-value");
+        const input = el("input");
+        input.placeholder = "hex, e.g. 51 60";
+        input.setAttribute("aria-label", "value for " + c.id);
+        input.dataset.valueFor = c.id;
+        const kind = el("select");
+        kind.append(new Option("hex", "hex"), new Option("utf8", "utf8"), new Option("base64", "base64"));
+        kind.setAttribute("aria-label", "value form for " + c.id);
+        const body = () => ({ [kind.value]: input.value });
+        form.append(kind, input, button("Set", () => act("set " + c.id, "PUT", "/v1/characteristics/" + segment(c.id) + "/value", body())));
+        if (c.flags.includes("notify")) form.append(button("Notify", () => act("notified " + c.id, "POST", "/v1/characteristics/" + segment(c.id) + "/notify", body())));
+        if (c.flags.includes("indicate")) form.append(button("Indicate", () => act("indicated " + c.id, "POST", "/v1/characteristics/" + segment(c.id) + "/indicate", body())));
+        controls.append(form);
+        row.append(el("td", "mono", c.id), el("td", "mono", c.name ? c.name + " " + c.uuid : c.uuid), el("td", null, c.handle || "–"),
+          el("td", null, c.flags.join(", ")), valueCell, controls);
+        table.append(row);
+        for (const d of c.descriptors) {
+          const descriptor = el("tr");
+          descriptor.append(el("td", "muted", "  " + (d.id || "")), el("td", "mono muted", d.name ? d.name + " " + d.uuid : d.uuid), el("td"),
+            el("td", "muted", d.flags.join(", ")), el("td", "hex", GattemuTimeline.spacedHex(d.value, 32)), el("td"));
+          table.append(descriptor);
+        }
+      }
+      part.append(table);
+      box.append(part);
+    }
+    const select = document.querySelector("#fault-form select[name=characteristic]");
+    const chosen = select.value;
+    select.replaceChildren(new Option("(any)", ""));
+    for (const c of characteristics) select.append(new Option(c.id, c.id));
+    select.value = chosen;
+  }
+
+  function renderFaults(faults, presets) {
+    const body = $("faults");
+    body.replaceChildren();
+    for (const fault of faults) {
+      const row = el("tr");
+      row.dataset.fault = fault.id;
+      let text = "on " + fault.on + (fault.characteristic ? " " + fault.characteristic : "") + (fault.central ? " from " + fault.central : "") + " → " + fault.summary;
+      if (fault.nth > 1) text += " from #" + fault.nth;
+      if (fault.count !== undefined) text += " ×" + fault.count;
+      if (fault.probability < 1) text += " p=" + fault.probability;
+      if (fault.exhausted) text += " (done)";
+      const remove = button("Remove", () => act("removed " + fault.id, "DELETE", "/v1/faults/" + segment(fault.id)), "danger");
+      row.append(el("td", "mono", fault.id), el("td", null, text), el("td", null, fault.matched), el("td", null, fault.fired), el("td"));
+      row.lastChild.append(remove);
+      body.append(row);
+    }
+    if (!faults.length) {
+      const row = el("tr");
+      const cell = el("td", "muted", "no faults installed");
+      cell.colSpan = 5;
+      row.append(cell);
+      body.append(row);
+    }
+    const box = $("presets");
+    box.replaceChildren();
+    presets.forEach((preset, index) => {
+      const name = preset.id || preset.description || "preset " + (index + 1);
+      const install = button(name, () => {
+        const copy = Object.assign({}, preset);
+        if (copy.id && faults.some((fault) => fault.id === copy.id)) delete copy.id;  // installed already: a new id
+        act("installed " + name, "POST", "/v1/faults", copy);
+      });
+      install.title = JSON.stringify(preset);
+      box.append(install);
+    });
+    if (!presets.length) box.append(el("span", "muted", "the profile declares no faults"));
+  }
+
+  function renderCentralFilter(centrals) {
+    const select = $("filter-central");
+    const known = new Set(Array.from(select.options).map((option) => option.value));
+    for (const address of centrals.map((c) => c.address).concat(timeline ? timeline.lanes : [])) {
+      if (!known.has(address)) { select.append(new Option(address, address)); known.add(address); }
+    }
+  }
+
+  // MARK: Fault form
+
+  function faultFromForm(form) {
+    const data = new FormData(form);
+    const value = String(data.get("value") || "").trim();
+    const action = String(data.get("action"));
+    const spec = {};
+    const number = (text) => (/^[0-9]+$/.test(text) ? Number.parseInt(text, 10) : text);
+    switch (action) {
+      case "drop": case "reorder": case "disconnect": spec[action] = true; break;
+      case "error": spec.error = value || "not-authorized"; break;
+      case "delay": {
+        const range = value.split("-");
+        spec.delay = range.length === 2 ? { min: number(range[0]), max: number(range[1]) } : number(value || "200ms");
+        break;
+      }
+      case "corrupt": spec.corrupt = /^[0-9]+$/.test(value) ? { flipBits: Number.parseInt(value, 10) } : { hex: value || "ff" }; break;
+      case "truncate": spec.truncate = Number.parseInt(value || "0", 10); break;
+      case "duplicate": spec.duplicate = value ? Number.parseInt(value, 10) : true; break;
+      case "silence": spec.silence = number(value || "5s"); break;
+      case "advertise": spec.advertise = value && value !== "base" ? value : null; break;
+      case "powerCycle": spec.powerCycle = value ? number(value) : true; break;
+    }
+    const defaults = { error: "write", drop: "write", delay: "write", corrupt: "notify", truncate: "notify", duplicate: "notify", reorder: "notify" };
+    const on = String(data.get("on") || "") || defaults[action] || "";
+    if (on) spec.on = on;
+    if (data.get("characteristic")) spec.characteristic = String(data.get("characteristic"));
+    for (const key of ["nth", "count"]) if (data.get(key)) spec[key] = Number.parseInt(String(data.get(key)), 10);
+    if (data.get("probability")) spec.probability = Number.parseFloat(String(data.get("probability")));
+    if (data.get("id")) spec.id = String(data.get("id"));
+    return spec;
+  }
+
+  // MARK: Events
+
+  async function loadEvents() {
+    try {
+      const page = await api("GET", "/v1/events?since=0&limit=10000");
+      timeline.add(page.events);
+      noteBluetoothd(page.events);
+      updateCount();
+    } catch (error) {
+      if (error.status !== 401) show("events: " + error.message);
+    }
+  }
+
+  // Follows bluetoothd-lost / bluetoothd-back in `events` (the stream's badge shows the loss until it is over,
+  // across reconnections); true when one was there.
+  function noteBluetoothd(events) {
+    let seen = false;
+    for (const event of events) {
+      if (event.event !== "bluetoothd-lost" && event.event !== "bluetoothd-back") continue;
+      state.bluetoothdLost = event.event === "bluetoothd-lost";
+      seen = true;
+    }
+    return seen;
+  }
+
+  function setStream(text, good) {
+    const badge = $("stream-badge");
+    badge.textContent = "stream: " + text;
+    badge.className = "badge " + (good ? "on" : "bad");
+  }
+
+  // Reads /v1/events/stream with fetch() (so the token header goes with it); reconnects after errors or
+  // when the server ends the stream, resuming after the last event seen.
+  async function stream() {
+    const abort = new AbortController();
+    state.streamAbort = abort;
+    try {
+      const response = await fetch("/v1/events/stream?since=" + timeline.lastSeq, { headers: headers(false), signal: abort.signal, cache: "no-store" });
+      if (response.status === 401) { askForToken(); setStream("needs token", false); return; }
+      if (!response.ok || !response.body) throw new Error("HTTP " + response.status);
+      setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
+      state.reconnectDelay = 500;
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      let batch = [];
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        if (buffer.length > 4 << 20) throw new Error("event stream message too large");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const message = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = message.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
+          if (!data) continue;
+          try { batch.push(JSON.parse(data)); } catch (_) { /* not an event */ }
+        }
+        // Each chunk read is one batch (a burst arrives as few large chunks); the timeline draws at the next
+        // frame on its own, so the events are in it at once.
+        if (batch.length) {
+          const events = batch;
+          batch = [];
+          receive(events);
+        }
+      }
+      setStream("reconnecting", false);
+    } catch (error) {
+      if (abort.signal.aborted) return;
+      setStream("lost (" + error.message + "), retrying", false);
+    }
+    setTimeout(stream, state.reconnectDelay);
+    state.reconnectDelay = Math.min(5000, state.reconnectDelay * 2);
+  }
+
+  function receive(events) {
+    if (!events.length) return;
+    // A restarted gattemu starts again from seq 1: start the timeline over.
+    if (events[0].seq <= 1 && timeline.lastSeq > 1 && !timeline.has(events[0].seq)) { timeline.clear(); state.bluetoothdLost = false; }
+    timeline.add(events);
+    updateCount();
+    if (events.some((event) => event.event !== "read" && event.event !== "answer" && event.event !== "note")) scheduleRefresh(250);
+    if (noteBluetoothd(events)) setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
+    renderCentralFilter(state.status ? state.status.centrals : []);
+  }
+
+  function updateCount() {
+    $("timeline-count").textContent = timeline.visible.length + " of " + timeline.events.length + " events";
+  }
+
+  const KIND_GROUPS = {
+    gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
+    faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
+    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "bluetoothd-lost", "bluetoothd-back"],
+  };
+
+  function applyFilter() {
+    const group = $("filter-kinds").value;
+    timeline.setFilter({ text: $("filter-text").value, central: $("filter-central").value, kinds: group ? new Set(KIND_GROUPS[group]) : null });
+    updateCount();
+  }
+
+  async function download() {
+    try {
+      const page = await api("GET", "/v1/events?since=0&limit=10000");
+      const text = page.events.map((event) => JSON.stringify(event)).join("\n") + "\n";
+      const link = el("a");
+      link.href = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
+      link.download = "gattemu-events.jsonl";
+      document.body.append(link);
+      link.click();
+      setTimeout(() => { URL.revokeObjectURL(link.href); link.remove(); }, 1000);
+    } catch (error) {
+      show("download: " + error.message);
+    }
+  }
+
+  // MARK: Start
+
+  function start() {
+    timeline = new GattemuTimeline.Timeline($("timeline"), {
+      onSelect: (event) => { $("event-detail").textContent = JSON.stringify(event, null, 1); },
+    });
+    window.gattemuTimeline = timeline;  // for tests and the console
+    $("token-form").addEventListener("submit", (submit) => {
+      submit.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, $("token-input").value.trim());
+      $("token-input").value = "";
+      $("token-form").hidden = true;
+      refresh();
+      loadEvents();
+      if (state.streamAbort) state.streamAbort.abort();
+      stream();
+    });
+    $("variant-apply").addEventListener("click", () => {
+      const variant = $("variant-select").value || null;
+      act("advertising " + (variant || "(base)"), "PUT", "/v1/advertisement", { variant });
+    });
+    $("reset").addEventListener("click", () => act("reset", "POST", "/v1/reset"));
+    $("faults-clear").addEventListener("click", () => act("faults cleared", "DELETE", "/v1/faults"));
+    $("fault-form").addEventListener("submit", (submit) => {
+      submit.preventDefault();
+      act("fault installed", "POST", "/v1/faults", faultFromForm(submit.target));
+    });
+    $("filter-text").addEventListener("input", applyFilter);
+    $("filter-central").addEventListener("change", applyFilter);
+    $("filter-kinds").addEventListener("change", applyFilter);
+    $("follow").addEventListener("click", () => timeline.scrollToEnd());
+    $("download").addEventListener("click", download);
+    refresh();
+    loadEvents().then(stream);
+    setInterval(refresh, 5000);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start); else start();
+})();

@@ -1,0 +1,258 @@
+// gattemu timeline: events drawn as a sequence diagram (central ↔ gattemu), one lane per central.
+// Shared by the dashboard (served at /timeline.js) and `gattemu report` (inlined into its HTML file).
+// Only ever writes text (textContent), never HTML: event fields carry what a phone wrote.
+// Virtualised: only the rows in view (plus a margin) exist in the DOM, so 10,000 events scroll smoothly.
+"use strict";
+
+const GattemuTimeline = (() => {
+  const ROW = 24;            // px per event row
+  const OVERSCAN = 12;       // rows rendered above and below the view
+  const LANE_GATTEMU = "gattemu";
+  // Which way an event goes: from the central to gattemu (→), back (←), or stays on gattemu's lane (•).
+  const INBOUND = new Set(["connected", "disconnected", "mtu", "subscribed", "unsubscribed", "read", "write", "confirmed"]);
+  const OUTBOUND = new Set(["answer", "notify", "indicate"]);
+  const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
+    "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
+    "error", "bluetoothd-lost", "bluetoothd-back", "refused"];
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  // "0a1b" → "0a 1b" (at most `max` bytes shown, then "…").
+  function spacedHex(hex, max) {
+    if (typeof hex !== "string") return "";
+    const pairs = hex.match(/../g) || [];
+    const shown = pairs.slice(0, max).join(" ");
+    return pairs.length > max ? shown + " … (" + pairs.length + " bytes)" : shown;
+  }
+
+  function formatTime(ms) {
+    if (typeof ms !== "number" || !isFinite(ms)) return "";
+    if (ms < 1000) return ms.toFixed(1) + " ms";
+    if (ms < 60000) return (ms / 1000).toFixed(3) + " s";
+    const minutes = Math.floor(ms / 60000);
+    return minutes + ":" + ((ms % 60000) / 1000).toFixed(3).padStart(6, "0");
+  }
+
+  // A label for an event's arrow or note.
+  function label(event) {
+    const parts = [event.event];
+    if (event.characteristic) parts.push(event.characteristic);
+    if (typeof event.value === "string") parts.push(event.value === "" ? "(empty)" : spacedHex(event.value, 24));
+    if (event.detail) parts.push(event.detail);
+    return parts.join(" ");
+  }
+
+  // Checks one parsed event: the fields the drawing relies on, of the right types (hostile input tolerated).
+  function isEvent(event) {
+    return event !== null && typeof event === "object" && Number.isInteger(event.seq) && typeof event.t === "number"
+      && typeof event.event === "string"
+      && ["central", "characteristic", "value", "detail"].every((key) => event[key] === undefined || typeof event[key] === "string");
+  }
+
+  class Timeline {
+    // container: an element to fill; options: {onSelect(event)}.
+    constructor(container, options) {
+      this.options = options || {};
+      this.events = [];          // every event, in seq order
+      this.visible = [];         // indices into events that pass the filter
+      this.lanes = [];           // central addresses, in order of appearance
+      this.filter = { kinds: null, text: "", central: "" };
+      this.follow = true;
+      this.container = container;
+      container.classList.add("tl");
+      this.header = el("div", "tl-header");
+      this.viewport = el("div", "tl-viewport");
+      this.viewport.tabIndex = 0;
+      this.spacer = el("div", "tl-spacer");
+      this.rows = el("div", "tl-rows");
+      this.viewport.append(this.spacer, this.rows);
+      container.append(this.header, this.viewport);
+      this.scheduled = false;
+      this.viewport.addEventListener("scroll", () => {
+        const bottom = this.viewport.scrollTop + this.viewport.clientHeight >= this.viewport.scrollHeight - ROW;
+        this.follow = bottom;
+        this.schedule();
+      }, { passive: true });
+      window.addEventListener("resize", () => this.schedule());
+      this.renderHeader();
+    }
+
+    static get kinds() { return KINDS; }
+
+    // Appends events (ignoring ones already shown and malformed ones); keeps seq order.
+    add(list) {
+      const last = this.events.length ? this.events[this.events.length - 1].seq : 0;
+      let sorted = true;
+      let lanesChanged = false;
+      for (const event of list) {
+        if (!isEvent(event)) continue;
+        if (event.seq <= last && this.has(event.seq)) continue;
+        if (this.events.length && event.seq < this.events[this.events.length - 1].seq) sorted = false;
+        this.events.push(event);
+        if (event.central && !this.lanes.includes(event.central)) {
+          this.lanes.push(event.central);
+          lanesChanged = true;
+        }
+      }
+      if (!sorted) this.events.sort((a, b) => a.seq - b.seq);
+      if (lanesChanged) this.renderHeader();
+      this.refilter();
+    }
+
+    has(seq) {
+      // Binary search: events are in seq order.
+      let low = 0, high = this.events.length - 1;
+      while (low <= high) {
+        const middle = (low + high) >> 1;
+        const value = this.events[middle].seq;
+        if (value === seq) return true;
+        if (value < seq) low = middle + 1; else high = middle - 1;
+      }
+      return false;
+    }
+
+    clear() {
+      this.events = [];
+      this.lanes = [];
+      this.renderHeader();
+      this.refilter();
+    }
+
+    get lastSeq() { return this.events.length ? this.events[this.events.length - 1].seq : 0; }
+
+    // filter: {kinds: Set of kinds or null (all), text: substring, central: address or ""}.
+    setFilter(filter) {
+      this.filter = Object.assign({}, this.filter, filter);
+      this.refilter();
+    }
+
+    matches(event) {
+      const f = this.filter;
+      if (f.kinds && !f.kinds.has(event.event)) return false;
+      if (f.central && event.central && event.central !== f.central) return false;
+      if (f.central && !event.central && INBOUND.has(event.event)) return false;
+      if (f.text) {
+        const haystack = label(event).toLowerCase() + " " + (event.central || "").toLowerCase();
+        if (!haystack.includes(f.text.toLowerCase())) return false;
+      }
+      return true;
+    }
+
+    refilter() {
+      this.visible = [];
+      for (let i = 0; i < this.events.length; i++) if (this.matches(this.events[i])) this.visible.push(i);
+      this.spacer.style.height = (this.visible.length * ROW) + "px";
+      if (this.follow) this.viewport.scrollTop = this.viewport.scrollHeight;
+      this.schedule();
+    }
+
+    // Counts per kind, per central, and the faults: the report's summary.
+    summary() {
+      const kinds = {}, centrals = {};
+      let faults = 0;
+      for (const event of this.events) {
+        kinds[event.event] = (kinds[event.event] || 0) + 1;
+        if (event.central) centrals[event.central] = (centrals[event.central] || 0) + 1;
+        if (event.event === "fault") faults++;
+      }
+      return { total: this.events.length, kinds, centrals, faults,
+        first: this.events.length ? this.events[0].t : 0, last: this.events.length ? this.events[this.events.length - 1].t : 0 };
+    }
+
+    scrollToEnd() {
+      this.follow = true;
+      this.viewport.scrollTop = this.viewport.scrollHeight;
+      this.schedule();
+    }
+
+    schedule() {
+      if (this.scheduled) return;
+      this.scheduled = true;
+      requestAnimationFrame(() => { this.scheduled = false; this.render(); });
+    }
+
+    laneX(index, width) {
+      // gattemu's lane at 22 % of the drawing, the centrals' lanes spread over the rest.
+      const left = Math.max(150, width * 0.22);
+      if (index < 0) return left;
+      const count = Math.max(1, this.lanes.length);
+      const span = Math.max(120, (width - left - 40) / count);
+      return left + span * (index + 0.5) + 20;
+    }
+
+    renderHeader() {
+      this.header.replaceChildren();
+      const width = this.viewport.clientWidth || this.container.clientWidth || 800;
+      const time = el("span", "tl-lane-name tl-time-head", "time");
+      this.header.append(time);
+      const own = el("span", "tl-lane-name tl-gattemu", LANE_GATTEMU);
+      own.style.left = (this.laneX(-1, width) - 40) + "px";
+      this.header.append(own);
+      this.lanes.forEach((central, index) => {
+        const name = el("span", "tl-lane-name", central);
+        name.style.left = (this.laneX(index, width) - 70) + "px";
+        this.header.append(name);
+      });
+      this.renderedWidth = width;
+    }
+
+    render() {
+      const width = this.viewport.clientWidth || 800;
+      if (width !== this.renderedWidth) this.renderHeader();
+      const top = this.viewport.scrollTop;
+      const height = this.viewport.clientHeight || 400;
+      const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
+      const last = Math.min(this.visible.length, Math.ceil((top + height) / ROW) + OVERSCAN);
+      const fragment = document.createDocumentFragment();
+      const gattemuX = this.laneX(-1, width);
+      for (let row = first; row < last; row++) {
+        fragment.append(this.renderRow(this.events[this.visible[row]], row, width, gattemuX));
+      }
+      this.rows.replaceChildren(fragment);
+      // Lane lines behind the rows.
+      const lines = [gattemuX].concat(this.lanes.map((_, index) => this.laneX(index, width)));
+      for (const x of lines) {
+        const line = el("div", "tl-lane-line");
+        line.style.left = x + "px";
+        line.style.top = (first * ROW) + "px";
+        line.style.height = ((last - first) * ROW) + "px";
+        this.rows.prepend(line);
+      }
+    }
+
+    renderRow(event, row, width, gattemuX) {
+      const node = el("div", "tl-row tl-" + event.event.replace(/[^a-z-]/g, ""));
+      node.style.top = (row * ROW) + "px";
+      node.dataset.seq = String(event.seq);
+      node.append(el("span", "tl-time", formatTime(event.t)));
+      const laneIndex = event.central ? this.lanes.indexOf(event.central) : -1;
+      const centralX = this.laneX(laneIndex, width);
+      const text = label(event);
+      if (laneIndex >= 0 && (INBOUND.has(event.event) || OUTBOUND.has(event.event) || event.event === "fault")) {
+        const inbound = INBOUND.has(event.event);
+        const from = Math.min(gattemuX, centralX), to = Math.max(gattemuX, centralX);
+        const arrow = el("div", "tl-arrow " + (event.event === "fault" ? "tl-arrow-fault" : inbound ? "tl-arrow-in" : "tl-arrow-out"));
+        arrow.style.left = from + "px";
+        arrow.style.width = Math.max(8, to - from) + "px";
+        const caption = el("span", "tl-caption", text);
+        caption.style.left = (from + 6) + "px";
+        caption.style.maxWidth = Math.max(60, to - from - 12) + "px";
+        node.append(arrow, caption);
+      } else {
+        const note = el("span", "tl-note", text);
+        note.style.left = (gattemuX - 4) + "px";
+        node.append(note);
+      }
+      node.title = "#" + event.seq + " " + formatTime(event.t) + " " + (event.central ? event.central + " " : "") + text;
+      if (this.options.onSelect) node.addEventListener("click", () => this.options.onSelect(event));
+      return node;
+    }
+  }
+
+  return { Timeline, label, spacedHex, formatTime, isEvent, KINDS };
+})();

@@ -1,0 +1,87 @@
+/// The control API's contract: every operation, and every type they take and answer.
+public enum ControlContract {
+    static let characteristicID = Operation.Parameter("id", in: .path, .string(minLength: 1), description: "Characteristic id from the profile (e.g. tx).")
+    static let json = Operation.Content.json
+
+    public static let operations: [Operation] = [
+        Operation(.get, "/v1/status", id: "getStatus", summary: "Device, adapter, advertising (fields and bytes), GATT table with values, connected centrals, variables and state, triggers, faults",
+                  description: "Status", content: json(Status.reference)),
+        Operation(.get, "/v1/events", id: "getEvents", summary: "Logged events after a sequence number (polling)",
+                  parameters: [
+                      .init("since", in: .query, .integer(minimum: 0, maximum: UInt64(Int64.max)), description: "Only events with seq > since (default 0)."),
+                      .init("limit", in: .query, .integer(minimum: 1, maximum: UInt64(Int64.max)), description: "At most this many (default 1000; 10,000 are kept)."),
+                  ],
+                  description: "Events", content: json(EventPage.reference)),
+        Operation(.get, "/v1/events/stream", id: "streamEvents",
+                  summary: "Server-Sent Events: kept events after `since` (or Last-Event-ID), then every new one. Each message has `id: seq`, `event: kind`, `data: event JSON`.",
+                  parameters: [
+                      .init("since", in: .query, .integer(minimum: 0, maximum: UInt64(Int64.max))),
+                      .init("Last-Event-ID", in: .header, .string(pattern: "^[0-9]{1,18}$"), description: "Resume after this seq (EventSource sends it when it reconnects)."),
+                  ],
+                  description: "Event stream", content: .eventStream, errors: [503]),
+        Operation(.post, "/v1/characteristics/{id}/notify", id: "notify", summary: "Notify every subscriber (faults apply)",
+                  parameters: [characteristicID], body: (ValueBody.reference, true), description: "Sent", content: json(ValueResult.reference), errors: [404, 409]),
+        Operation(.post, "/v1/characteristics/{id}/indicate", id: "indicate", summary: "Indicate to every subscriber (faults apply)",
+                  parameters: [characteristicID], body: (ValueBody.reference, true), description: "Sent", content: json(ValueResult.reference), errors: [404, 409]),
+        Operation(.put, "/v1/characteristics/{id}/value", id: "setValue", summary: "Replace the stored value without notifying",
+                  parameters: [characteristicID], body: (ValueBody.reference, true), description: "Stored", content: json(ValueResult.reference), errors: [404, 409]),
+        Operation(.post, "/v1/triggers/{name}", id: "fireTrigger", summary: "Fire a named trigger of the profile",
+                  parameters: [.init("name", in: .path, .string(minLength: 1))], body: (TriggerBody.reference, false),
+                  description: "Fired", content: json(TriggerResult.reference), errors: [404]),
+        Operation(.put, "/v1/variables/{name}", id: "setVariable",
+                  summary: "Set a variable or state value of the profile (e.g. Noke's lockState); rules and advertisements see it at once",
+                  parameters: [.init("name", in: .path, .string(minLength: 1))], body: (VariableBody.reference, true),
+                  description: "Set", content: json(VariableResult.reference), errors: [404, 409]),
+        Operation(.get, "/v1/faults", id: "listFaults", summary: "Installed faults with their counters", description: "Faults", content: json(FaultList.reference)),
+        Operation(.post, "/v1/faults", id: "addFaults", summary: "Add one fault, an array of faults or {\"faults\": [...]} (all or nothing)",
+                  body: (FaultsBody.reference, true), status: 201, description: "Added: the fault, or {faults: [...]} for an array or scenario",
+                  content: json(FaultsAdded.reference), errors: [404, 409]),
+        Operation(.delete, "/v1/faults", id: "clearFaults", summary: "Remove every fault (held-back notifications are sent)",
+                  description: "Removed", content: json(FaultsCleared.reference)),
+        Operation(.delete, "/v1/faults/{id}", id: "removeFault", summary: "Remove one fault",
+                  parameters: [.init("id", in: .path, .string(minLength: 1))], description: "Removed", content: json(FaultRemoved.reference), errors: [404]),
+        Operation(.post, "/v1/centrals/{address}/disconnect", id: "disconnectCentral", summary: "Disconnect a connected central",
+                  parameters: [.init("address", in: .path, .string(pattern: Patterns.address), description: "AA:BB:CC:DD:EE:FF (colons may be percent-encoded)")],
+                  description: "Asked bluetoothd to disconnect", content: json(DisconnectResult.reference), errors: [400, 404, 503]),
+        Operation(.put, "/v1/advertisement", id: "setAdvertisement", summary: "Switch the advertisement variant (null: base)",
+                  body: (VariantBody.reference, true), description: "Switched", content: json(AdvertisementResult.reference), errors: [404]),
+        Operation(.post, "/v1/reset", id: "reset", summary: "Behaviour back to the profile's initial state (connections, subscriptions and faults kept)",
+                  description: "Done", content: json(OkResult.reference)),
+        Operation(.get, "/v1/openapi.json", id: "openapi", summary: "This document", description: "OpenAPI 3 document",
+                  content: json(.anyObject), isPublic: true),
+        Operation(.get, "/", id: "dashboard", summary: "The dashboard (HTML; it asks for the token when the API needs one)",
+                  description: "The dashboard page", content: .asset("text/html"), isPublic: true),
+        Operation(.get, "/dashboard.css", id: "dashboardStyle", summary: "The dashboard's style sheet",
+                  description: "CSS", content: .asset("text/css"), isPublic: true),
+        Operation(.get, "/dashboard.js", id: "dashboardScript", summary: "The dashboard's script",
+                  description: "JavaScript", content: .asset("text/javascript"), isPublic: true),
+        Operation(.get, "/timeline.js", id: "timelineScript", summary: "The sequence-diagram drawing shared by the dashboard and `gattemu report`",
+                  description: "JavaScript", content: .asset("text/javascript"), isPublic: true),
+    ]
+
+    /// Every type with a component in the document.
+    public static let types: [any ContractType.Type] = [
+        Status.self, Event.self, EventPage.self, ValueBody.self, ValueResult.self, TriggerBody.self, TriggerResult.self,
+        VariableBody.self, VariableResult.self, FaultRequest.self, FaultsBody.self, Fault.self, FaultList.self, FaultsAdded.self,
+        FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
+        ErrorBody.self,
+    ]
+
+    /// The operation for `method` and a request path (`/v1/faults/f1`), or nil.
+    public static func operation(_ method: String, path: String) -> Operation? {
+        let segments = path.split(separator: "/")
+        return operations.first { $0.method.rawValue == method && matches($0, segments) }
+    }
+
+    /// The methods of the operations at a request path (OPTIONS not included), or nil when none has that path.
+    public static func methods(at path: String) -> [String]? {
+        let segments = path.split(separator: "/")
+        let methods = operations.filter { matches($0, segments) }.map(\.method.rawValue)
+        return methods.isEmpty ? nil : methods.sorted()
+    }
+
+    static func matches(_ operation: Operation, _ segments: [Substring]) -> Bool {
+        let template = operation.segments
+        return template.count == segments.count && zip(template, segments).allSatisfy { $0 == nil || $0 == $1 }
+    }
+}

@@ -1,0 +1,73 @@
+/// What an event is about (`event` in the JSON). The event log's own kind (`EmulatorEvent.Kind`) is this type.
+public enum EventKind: String, Codable, Sendable, CaseIterable {
+    case started, stopped, advertising, advertisingStopped = "advertising-stopped", advertisementChanged = "advertisement-changed"
+    case connected, disconnected, mtu, subscribed, unsubscribed
+    case read, write, answer, notify, indicate, confirmed
+    case rule, fault, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
+    /// A D-Bus message gattemu refused: a spoofed signal, a call from someone other than bluetoothd.
+    case refused
+}
+
+/// One logged event, as in `GET /v1/events`, the event stream's `data:` lines and `--events` files.
+public struct Event: ContractType, Equatable {
+    public var seq: Int
+    /// Milliseconds since gattemu started (monotonic), three decimals.
+    public var t: Double
+    public var event: EventKind
+    public var central: String?
+    public var characteristic: String?
+    /// Hex, lowercase, no separators.
+    public var value: String?
+    public var detail: String?
+
+    public init(seq: Int, t: Double, event: EventKind, central: String? = nil, characteristic: String? = nil, value: String? = nil, detail: String? = nil) {
+        self.seq = seq
+        self.t = t
+        self.event = event
+        self.central = central
+        self.characteristic = characteristic
+        self.value = value
+        self.detail = detail
+    }
+
+    public static let schemaName = "Event"
+    public static var schema: Schema {
+        .object([
+            required("seq", .described("Sequence number from 1", .integer(minimum: 1))),
+            required("t", .described("Milliseconds since start (monotonic)", .number(minimum: 0))),
+            required("event", .string(enumeration: EventKind.allCases.map(\.rawValue))),
+            optional("central", .string),
+            optional("characteristic", .string),
+            optional("value", .described("hex", .string(pattern: "^([0-9a-f]{2})*$"))),
+            optional("detail", .string),
+        ])
+    }
+    public static var examples: [Event] {
+        [Event(seq: 1, t: 12.5, event: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: "5160", detail: "request")]
+    }
+}
+
+/// `GET /v1/events`: the events after `since`, oldest first.
+public struct EventPage: ContractType, Equatable {
+    public var events: [Event]
+    /// seq of the last event returned (or `since`).
+    public var last: Int
+    /// seq of the newest event logged.
+    public var latest: Int
+
+    public init(events: [Event], last: Int, latest: Int) {
+        self.events = events
+        self.last = last
+        self.latest = latest
+    }
+
+    public static let schemaName = "EventPage"
+    public static var schema: Schema {
+        .object([
+            required("events", .array(Event.reference)),
+            required("last", .described("seq of the last event returned (or since)", .integer(minimum: 0))),
+            required("latest", .described("seq of the newest event logged", .integer(minimum: 0))),
+        ])
+    }
+    public static var examples: [EventPage] { [EventPage(events: Event.examples, last: 1, latest: 1)] }
+}

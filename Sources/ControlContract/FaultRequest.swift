@@ -1,0 +1,296 @@
+/// The operation a fault watches.
+public enum FaultTrigger: String, Codable, Sendable, CaseIterable {
+    case read, write, notify, indicate, connect, start
+}
+
+/// A fault to install (`POST /v1/faults`, a profile's `faults`, `--scenario`): scope keys and exactly one
+/// action. The server decodes it with the profile's fault decoder (`FaultSpecDecoder`), which this schema
+/// describes branch by branch: which `on` each action takes, `characteristic` only for operations on one,
+/// `after` only for `on: start`.
+public struct FaultRequest: ContractType, Equatable {
+    public var id: String?
+    public var description: String?
+    public var comment: String?
+    /// Nil: `start`, for the actions that allow it.
+    public var on: FaultTrigger?
+    public var characteristic: String?
+    public var central: String?
+    public var nth: Int?
+    public var count: Int?
+    public var probability: Double?
+    public var seed: UInt64?
+    public var after: DurationValue?
+    public var action: FaultActionBody
+
+    public init(on: FaultTrigger? = nil, action: FaultActionBody) {
+        self.on = on
+        self.action = action
+    }
+
+    /// `on` when a command line gives none: errors, drops and delays apply to writes, byte changes to
+    /// notifications, adapter-level actions at once (to writes when a characteristic or `nth` is given).
+    public static func defaultTrigger(for action: FaultActionBody, characteristic: Bool, nth: Bool) -> FaultTrigger? {
+        switch action {
+        case .delay, .drop, .error: .write
+        case .corrupt, .truncate, .duplicate, .reorder: .notify
+        case .disconnect, .silence, .advertise, .powerCycle: characteristic || nth ? .write : nil
+        }
+    }
+
+    // MARK: Schema
+
+    public static let schemaName = "FaultSpec"
+    static let operations: [FaultTrigger] = [.read, .write, .notify, .indicate]
+
+    public static var schema: Schema {
+        var branches: [Schema] = []
+        for action in FaultActionBody.Name.allCases {
+            let allowed = action.allowedOn
+            let onOperations = operations.filter(allowed.contains)
+            if !onOperations.isEmpty {
+                branches.append(.object(scope(on: onOperations, onRequired: true, characteristic: true, after: false) + [required(action.rawValue, action.schema)]))
+            }
+            if allowed.contains(.connect) {
+                branches.append(.object(scope(on: [.connect], onRequired: true, characteristic: false, after: false) + [required(action.rawValue, action.schema)]))
+            }
+            if allowed.contains(.start) {
+                branches.append(.object(scope(on: [.start], onRequired: false, characteristic: false, after: true) + [required(action.rawValue, action.schema)]))
+            }
+        }
+        return .described("Scope keys plus exactly one action (docs/control.md, \"Faults\")", .oneOf(branches))
+    }
+
+    static func scope(on: [FaultTrigger], onRequired: Bool, characteristic: Bool, after: Bool) -> [Schema.Property] {
+        var properties: [Schema.Property] = [
+            optional("id", .string(pattern: Patterns.identifier)),
+            optional("description", .string),
+            optional("$comment", .string),
+            .init("on", .string(enumeration: on.map(\.rawValue)), required: onRequired),
+        ]
+        if characteristic { properties.append(optional("characteristic", .string(minLength: 1))) }
+        properties += [
+            optional("central", .string(pattern: Patterns.address)),
+            optional("nth", .described("Fire from the nth matching operation; implies count 1 unless count is given", .integer(minimum: 1, maximum: UInt64(Int32.max)))),
+            optional("count", .integer(minimum: 1, maximum: UInt64(Int32.max))),
+            optional("probability", .number(minimum: 0, maximum: 1)),
+            optional("seed", .integer(minimum: 0, maximum: UInt64.max)),
+        ]
+        if after { properties.append(optional("after", DurationValue.schema)) }
+        return properties
+    }
+
+    public static var examples: [FaultRequest] {
+        var write = FaultRequest(on: .write, action: .error(.name("not-authorized")))
+        write.id = "auth"
+        write.description = "refuse the second write"
+        write.comment = "from a scenario"
+        write.characteristic = "config"
+        write.central = "AA:BB:CC:DD:EE:01"
+        write.nth = 2
+        write.count = 1
+        write.probability = 0.5
+        write.seed = 7
+        var start = FaultRequest(action: .silence(.text("10s")))
+        start.after = .milliseconds(500)
+        return [write, start, FaultRequest(on: .notify, action: .corrupt(.replace(at: 0, hex: "ff")))]
+    }
+
+    // MARK: Coding
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        id = try container.decodeIfPresent(String.self, forKey: Key("id"))
+        description = try container.decodeIfPresent(String.self, forKey: Key("description"))
+        comment = try container.decodeIfPresent(String.self, forKey: Key("$comment"))
+        on = try container.decodeIfPresent(FaultTrigger.self, forKey: Key("on"))
+        characteristic = try container.decodeIfPresent(String.self, forKey: Key("characteristic"))
+        central = try container.decodeIfPresent(String.self, forKey: Key("central"))
+        nth = try container.decodeIfPresent(Int.self, forKey: Key("nth"))
+        count = try container.decodeIfPresent(Int.self, forKey: Key("count"))
+        probability = try container.decodeIfPresent(Double.self, forKey: Key("probability"))
+        seed = try container.decodeIfPresent(UInt64.self, forKey: Key("seed"))
+        after = try container.decodeIfPresent(DurationValue.self, forKey: Key("after"))
+        let names = container.allKeys.compactMap { FaultActionBody.Name(rawValue: $0.stringValue) }
+        guard names.count == 1, let name = names.first else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a fault takes exactly one action"))
+        }
+        action = try FaultActionBody(name, from: container.superDecoder(forKey: Key(name.rawValue)))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encodeIfPresent(id, forKey: Key("id"))
+        try container.encodeIfPresent(description, forKey: Key("description"))
+        try container.encodeIfPresent(comment, forKey: Key("$comment"))
+        try container.encodeIfPresent(on, forKey: Key("on"))
+        try container.encodeIfPresent(characteristic, forKey: Key("characteristic"))
+        try container.encodeIfPresent(central, forKey: Key("central"))
+        try container.encodeIfPresent(nth, forKey: Key("nth"))
+        try container.encodeIfPresent(count, forKey: Key("count"))
+        try container.encodeIfPresent(probability, forKey: Key("probability"))
+        try container.encodeIfPresent(seed, forKey: Key("seed"))
+        try container.encodeIfPresent(after, forKey: Key("after"))
+        try action.encode(to: container.superEncoder(forKey: Key(action.name.rawValue)))
+    }
+}
+
+/// What a fault does: the one action key of a ``FaultRequest`` and its value.
+public enum FaultActionBody: Sendable, Equatable {
+    case delay(DelayValue)
+    case drop
+    case error(ATTErrorValue)
+    case corrupt(CorruptValue)
+    case truncate(Int)
+    /// Extra copies; nil: `true` (one).
+    case duplicate(Int?)
+    case reorder
+    case disconnect
+    case silence(DurationValue)
+    /// Nil: back to the base advertisement.
+    case advertise(String?)
+    /// Nil: `true` (one second).
+    case powerCycle(DurationValue?)
+
+    public enum Name: String, CaseIterable, Sendable {
+        case delay, drop, error, corrupt, truncate, duplicate, reorder, disconnect, silence, advertise, powerCycle
+
+        /// The operations this action may watch.
+        public var allowedOn: Set<FaultTrigger> {
+            switch self {
+            case .delay, .drop: [.read, .write, .notify, .indicate]
+            case .error: [.read, .write]
+            case .corrupt, .truncate: [.read, .notify, .indicate]
+            case .duplicate, .reorder: [.notify, .indicate]
+            case .disconnect, .silence, .advertise, .powerCycle: Set(FaultTrigger.allCases)
+            }
+        }
+
+        var schema: Schema {
+            switch self {
+            case .delay: .oneOf([DurationValue.schema, .object([required("min", DurationValue.schema), required("max", DurationValue.schema)])])
+            case .drop, .reorder, .disconnect: .trueFlag
+            case .error: .oneOf([
+                .string(enumeration: ATTErrorValue.names),
+                .string(pattern: Patterns.applicationError),
+                .integer(minimum: 0x80, maximum: 0x9F),
+            ])
+            case .corrupt: .oneOf([
+                .object([required("flipBits", .integer(minimum: 1, maximum: 4096))]),
+                .object([optional("at", .integer(minimum: 0, maximum: 512)), required("hex", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096))]),
+                .object([optional("at", .integer(minimum: 0, maximum: 512)), required("xor", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096))]),
+            ])
+            case .truncate: .integer(minimum: 0, maximum: 512)
+            case .duplicate: .oneOf([.trueFlag, .integer(minimum: 1, maximum: 100)])
+            case .silence: DurationValue.schema
+            case .advertise: .described("a variant name, or null for the base advertisement", .nullable(.string(minLength: 1)))
+            case .powerCycle: .oneOf([.trueFlag, DurationValue.schema])
+            }
+        }
+    }
+
+    public var name: Name {
+        switch self {
+        case .delay: .delay
+        case .drop: .drop
+        case .error: .error
+        case .corrupt: .corrupt
+        case .truncate: .truncate
+        case .duplicate: .duplicate
+        case .reorder: .reorder
+        case .disconnect: .disconnect
+        case .silence: .silence
+        case .advertise: .advertise
+        case .powerCycle: .powerCycle
+        }
+    }
+
+    init(_ name: Name, from decoder: any Decoder) throws {
+        let single = try decoder.singleValueContainer()
+        switch name {
+        case .delay:
+            if let range = try? single.decode([String: DurationValue].self), let min = range["min"], let max = range["max"] {
+                self = .delay(.range(min: min, max: max))
+            } else {
+                self = .delay(.fixed(try single.decode(DurationValue.self)))
+            }
+        case .drop: self = .drop
+        case .reorder: self = .reorder
+        case .disconnect: self = .disconnect
+        case .error:
+            if let code = try? single.decode(Int.self) { self = .error(.code(code)) } else { self = .error(.name(try single.decode(String.self))) }
+        case .corrupt: self = .corrupt(try single.decode(CorruptValue.self))
+        case .truncate: self = .truncate(try single.decode(Int.self))
+        case .duplicate: self = .duplicate((try? single.decode(Bool.self)) == true ? nil : try single.decode(Int.self))
+        case .silence: self = .silence(try single.decode(DurationValue.self))
+        case .advertise: self = .advertise(single.decodeNil() ? nil : try single.decode(String.self))
+        case .powerCycle: self = .powerCycle((try? single.decode(Bool.self)) == true ? nil : try single.decode(DurationValue.self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var single = encoder.singleValueContainer()
+        switch self {
+        case .delay(.fixed(let duration)): try single.encode(duration)
+        case .delay(.range(let min, let max)): try single.encode(["min": min, "max": max])
+        case .drop, .reorder, .disconnect: try single.encode(true)
+        case .error(.name(let name)): try single.encode(name)
+        case .error(.code(let code)): try single.encode(code)
+        case .corrupt(let value): try single.encode(value)
+        case .truncate(let count): try single.encode(count)
+        case .duplicate(let copies): if let copies { try single.encode(copies) } else { try single.encode(true) }
+        case .silence(let duration): try single.encode(duration)
+        case .advertise(let variant): if let variant { try single.encode(variant) } else { try single.encodeNil() }
+        case .powerCycle(let duration): if let duration { try single.encode(duration) } else { try single.encode(true) }
+        }
+    }
+}
+
+/// `delay`: fixed, or uniform between `min` and `max`.
+public enum DelayValue: Sendable, Equatable {
+    case fixed(DurationValue)
+    case range(min: DurationValue, max: DurationValue)
+}
+
+/// `error`: a named ATT error or an application code.
+public enum ATTErrorValue: Sendable, Equatable {
+    /// A name (``names``) or `"0x80"`…`"0x9F"`.
+    case name(String)
+    /// 128…159.
+    case code(Int)
+
+    public static let names = ["failed", "in-progress", "invalid-offset", "invalid-value-length", "not-authorized", "not-permitted", "not-supported"]
+}
+
+/// `corrupt`: flip bits, replace bytes, or XOR them.
+public enum CorruptValue: Codable, Sendable, Equatable {
+    case flipBits(Int)
+    case replace(at: Int?, hex: String)
+    case xor(at: Int?, hex: String)
+
+    enum Key: String, CodingKey { case flipBits, at, hex, xor }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        if let flips = try container.decodeIfPresent(Int.self, forKey: .flipBits) { self = .flipBits(flips); return }
+        let at = try container.decodeIfPresent(Int.self, forKey: .at)
+        if let hex = try container.decodeIfPresent(String.self, forKey: .hex) { self = .replace(at: at, hex: hex); return }
+        self = .xor(at: at, hex: try container.decode(String.self, forKey: .xor))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        switch self {
+        case .flipBits(let count): try container.encode(count, forKey: .flipBits)
+        case .replace(let at, let hex): try container.encodeIfPresent(at, forKey: .at); try container.encode(hex, forKey: .hex)
+        case .xor(let at, let hex): try container.encodeIfPresent(at, forKey: .at); try container.encode(hex, forKey: .xor)
+        }
+    }
+}

@@ -1,0 +1,194 @@
+import ArgumentParser
+import Control
+import Emulator
+import ControlContract
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `gattemu report EVENTS.jsonl [-o report.html]`: one self-contained HTML file of a recorded run.
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Turn an events file (gattemu run --events FILE) into one self-contained HTML file: sequence diagram, per-central lanes, faults highlighted, summary counts.",
+        discussion: """
+        The file is read as a stream, one JSON event per line; at most --max-events events are kept (the latest; \
+        the report says how many were cut) and a line may be at most 1 MiB. The HTML works offline and runs \
+        only its own scripts (Content-Security-Policy with their hashes). \
+        Exit codes: 0 ok, 1 the report could not be written, 2 an unreadable or malformed events file (file:line and a hint).
+        """)
+
+    @Argument(help: "The events file: JSON lines as written by gattemu run --events FILE.")
+    var events: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the report.", valueName: "file"))
+    var output = "report.html"
+
+    @Option(help: "Keep at most this many events (the latest).")
+    var maxEvents = 100_000
+
+    static let maximumLine = 1 << 20
+
+    func validate() throws {
+        guard (1...1_000_000).contains(maxEvents) else { throw ValidationError("--max-events: from 1 to 1000000") }
+    }
+
+    func run() throws {
+        let (kept, total, cut) = try Self.read(events, maximum: maxEvents)
+        var notes: [String] = []
+        if cut > 0 { notes.append("The first \(cut) of \(total) events were cut (--max-events \(maxEvents)); the latest \(kept.count) are shown.") }
+        let html = Self.html(events: kept, notes: notes, title: events)
+        do {
+            try Self.write(html, to: output)
+        } catch {
+            throw Failure.runtime("\(output): cannot write the report: \(error)")
+        }
+        DescriptorOutput.writeError("gattemu: report of \(kept.count) event\(kept.count == 1 ? "" : "s") written to \(output)\(cut > 0 ? " (\(cut) cut)" : "")\n")
+    }
+
+    /// Streams `path`, decoding each line as an ``Event``; keeps the latest `maximum`. Bad input throws
+    /// `Failure.badInput` with file:line.
+    static func read(_ path: String, maximum: Int) throws -> (events: [Event], total: Int, cut: Int) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Failure.badInput("\(path): cannot read it: \(String(cString: strerror(errno)).lowercased())") }
+        defer { close(descriptor) }
+        var info = stat()
+        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { throw Failure.badInput("\(path): is a directory, not an events file") }
+        let decoder = JSONDecoder()
+        var ring: [Event] = []
+        ring.reserveCapacity(min(maximum, 16_384))
+        var start = 0
+        var total = 0
+        var lineNumber = 0
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        let hint = "(hint: give the file gattemu run --events FILE wrote: one JSON event per line, as in docs/control.md \"Events\")"
+        func handle(_ line: ArraySlice<UInt8>) throws {
+            lineNumber += 1
+            var line = line
+            if line.last == 0x0D { line = line.dropLast() }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+            let event: Event
+            do {
+                event = try decoder.decode(Event.self, from: Data(line))
+            } catch {
+                throw Failure.badInput("\(path):\(lineNumber): not an event: \(Self.reason(error)) \(hint)")
+            }
+            total += 1
+            if ring.count < maximum { ring.append(event) } else { ring[start] = event; start = (start + 1) % maximum }
+        }
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Failure.badInput("\(path): cannot read it: \(String(cString: strerror(errno)).lowercased())")
+            }
+            if count == 0 { break }
+            pending += chunk[..<count]
+            var lineStart = 0
+            while let newline = pending[lineStart...].firstIndex(of: 0x0A) {
+                try handle(pending[lineStart..<newline])
+                lineStart = newline + 1
+            }
+            pending.removeSubrange(..<lineStart)
+            if pending.count > maximumLine {
+                throw Failure.badInput("\(path):\(lineNumber + 1): line longer than \(maximumLine) bytes \(hint)")
+            }
+        }
+        if !pending.isEmpty { try handle(pending[...]) }
+        guard total > 0 else { throw Failure.badInput("\(path): no events \(hint)") }
+        let ordered = Array(ring[start...] + ring[..<start])
+        return (ordered, total, total - ordered.count)
+    }
+
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let context): return context.underlyingError.map { "malformed JSON (\($0))" } ?? context.debugDescription
+        case DecodingError.keyNotFound(let key, _): return "missing \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
+        default: return "\(error)"
+        }
+    }
+
+    /// The report: the dashboard's CSS, timeline.js and report.js inline, the events as JSON data.
+    static func html(events: [Event], notes: [String], title: String) -> String {
+        struct Embedded: Encodable { var events: [Event]; var notes: [String] }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = (try? encoder.encode(Embedded(events: events, notes: notes))).map { String(decoding: $0, as: UTF8.self) } ?? #"{"events":[],"notes":[]}"#
+        // `<` only occurs inside JSON strings, where \u003c means the same: the data cannot end its element.
+        let data = json.replacing("<", with: "\\u003c").replacing(">", with: "\\u003e").replacing("&", with: "\\u0026")
+        let style = DashboardAssets.Asset.style.text
+        let scripts = [DashboardAssets.Asset.timeline.text, DashboardAssets.Asset.report.text]
+        let policy = "default-src 'none'; script-src " + scripts.map(SHA256.cspSource).joined(separator: " ")
+            + "; style-src " + SHA256.cspSource(style) + "; img-src data:; base-uri 'none'; form-action 'none'"
+        return """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta http-equiv="Content-Security-Policy" content="\(policy)">
+        <link rel="icon" href="data:,">
+        <title>gattemu report — \(escape(title))</title>
+        <style>\(style)</style>
+        </head>
+        <body>
+        <header class="bar"><h1>gattemu report <small>\(escape(title))</small></h1></header>
+        <main class="grid">
+        <section class="card wide"><h2>Summary</h2><div id="summary"></div></section>
+        <section class="card wide">
+        <h2>Timeline <small id="timeline-count"></small></h2>
+        <div class="row filters">
+        <input id="filter-text" type="search" placeholder="filter text" aria-label="filter text">
+        <select id="filter-central" aria-label="central"><option value="">all centrals</option></select>
+        <select id="filter-kinds" aria-label="kinds"><option value="">all events</option><option value="gatt">reads, writes, answers, notifications</option><option value="faults">faults and errors</option><option value="links">connections and advertising</option></select>
+        </div>
+        <div id="timeline"></div>
+        <pre id="event-detail" class="detail"></pre>
+        </section>
+        </main>
+        <script type="application/json" id="events">\(data)</script>
+        <script>\(scripts[0])</script>
+        <script>\(scripts[1])</script>
+        </body>
+        </html>
+
+        """
+    }
+
+    static func escape(_ text: String) -> String {
+        var output = ""
+        for character in text {
+            switch character {
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "&": output += "&amp;"
+            case "\"": output += "&quot;"
+            case "'": output += "&#39;"
+            default: output.append(character)
+            }
+        }
+        return output
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw ReportWriteError(String(cString: strerror(errno)).lowercased()) }
+        defer { close(descriptor) }
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { throw ReportWriteError(String(cString: strerror(errno)).lowercased()) }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+}
+
+struct ReportWriteError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,117 @@
+// gattemu-control-fixture: the real ControlServer over a never-started Emulator (no Bluetooth, no D-Bus
+// calls), for scripts/check-contract (schemathesis) and the browser tests (Tests/web). Not a product of
+// the package: `swift build --product gattemu` does not build it and users never get it.
+//
+//   gattemu-control-fixture [--profile FILE] [--port N] [--token-file FILE] [--events N]
+//                           [--stream-lifetime-ms N] [--lose-bluetoothd-after-ms N] [--print-openapi]
+//
+// Prints `listening http://127.0.0.1:PORT` once it serves; runs until SIGTERM or SIGINT.
+// --events N logs N synthetic events (a central's writes, answers, notifications, faults, and a note full
+// of HTML that the page must show as text). --lose-bluetoothd-after-ms N logs `bluetoothd-lost` after N ms
+// and `bluetoothd-back` N ms later, as a bluetoothd restart does (the emulator itself is not involved).
+import Control
+import ControlContract
+import Dispatch
+import Emulator
+import Foundation
+import Logging
+import Profile
+#if canImport(Glibc)
+import Glibc
+#endif
+
+var profilePath = "profiles/noke-lock.json"
+var port = 0
+var tokenFile: String?
+var syntheticEvents = 0
+var lifetime: Int?
+var lossAfter: Int?
+nonisolated(unsafe) var arguments = CommandLine.arguments.dropFirst()
+func value() -> String {
+    guard let next = arguments.popFirst() else { fatal("missing value") }
+    return next
+}
+func fatal(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("gattemu-control-fixture: \(message)\n".utf8))
+    exit(2)
+}
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--profile": profilePath = value()
+    case "--port": port = Int(value()) ?? 0
+    case "--token-file": tokenFile = value()
+    case "--events": syntheticEvents = Int(value()) ?? 0
+    case "--stream-lifetime-ms": lifetime = Int(value())
+    case "--lose-bluetoothd-after-ms": lossAfter = Int(value())
+    case "--print-openapi":
+        FileHandle.standardOutput.write(Data(ControlContract.documentText.utf8))
+        exit(0)
+    default: fatal("unknown argument \(argument)")
+    }
+}
+
+let profile: DeviceProfile
+do {
+    profile = try ProfileLoader.load(path: profilePath)
+} catch {
+    fatal("\(profilePath): \(error)")
+}
+let log = try EventLog(format: .json, console: open("/dev/null", O_WRONLY))
+let emulator = try Emulator(profile: profile, options: EmulatorOptions(), log: log)
+for spec in profile.faults { _ = try? await emulator.addFault(spec) }
+
+let central = "AA:BB:CC:DD:EE:01"
+let kinds: [(EmulatorEvent.Kind, String?, [UInt8]?, String?)] = [
+    (.write, "rx", [0x51, 0x60, 0x01, 0x02], "request"),
+    (.answer, "rx", nil, "success"),
+    (.notify, "tx", [0x51, 0x60, 0x01, 0x00], "sent to 1"),
+    (.read, "session", nil, nil),
+    (.answer, "session", [0x01, 0x02, 0x03], nil),
+    (.rule, nil, nil, "success"),
+    (.fault, "rx", nil, "f1 error not-authorized (write #3)"),
+    (.note, nil, nil, "<img src=x onerror=alert(1)> & \"quotes\""),
+]
+for index in 0..<syntheticEvents {
+    let (kind, characteristic, value, detail) = kinds[index % kinds.count]
+    log.record(kind, central: kind == .rule || kind == .note ? nil : central, characteristic: characteristic, value: value, detail: detail)
+}
+if let lossAfter {
+    Task {
+        try? await Task.sleep(for: .milliseconds(lossAfter))
+        log.record(.bluetoothdLost, detail: "org.bluez went away (fixture)")
+        try? await Task.sleep(for: .milliseconds(lossAfter))
+        log.record(.bluetoothdBack, detail: "org.bluez is back (fixture)")
+    }
+}
+
+var token: String?
+if let tokenFile {
+    do {
+        token = try ControlToken.read(file: tokenFile, option: "--token-file")
+    } catch {
+        fatal(error.message)
+    }
+}
+var limits = ControlLimits()
+limits.eventStreamLifetime = lifetime.map { .milliseconds($0) }
+let server = try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: port), token: token, target: emulator, limits: limits)
+var logger = Logger(label: "fixture")
+logger.logLevel = .error
+
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+let serving = Task {
+    try await server.run(logger: logger) { address in
+        FileHandle.standardOutput.write(Data("listening http://\(address)\n".utf8))
+    }
+}
+let stop: @Sendable () -> Void = { serving.cancel() }
+let sources = [SIGTERM, SIGINT].map { number in
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler(handler: stop)
+    source.resume()
+    return source
+}
+_ = try? await serving.value
+_ = sources
+log.close()

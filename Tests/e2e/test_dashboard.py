@@ -1,0 +1,240 @@
+"""The dashboard (served by `gattemu run` at /) in headless Chromium inside the VM, while the test central
+runs the LEAF flow against gattemu on the virtual radio.
+
+Needs in the VM (all from the host's root, shared read-only): Debian's chromium and chromium-driver
+(/usr/bin/chromium, /usr/bin/chromedriver; scripts/bootstrap installs them) and selenium in the venv
+(scripts/bootstrap's PIP_PKGS). No browser is downloaded. Chromium runs headless with --no-sandbox (root in
+the VM) and its profile in a temporary directory. Screenshots: $GATTEMU_OUT/dashboard-*.png.
+
+Selenium calls block, so they run in threads (asyncio.to_thread): the central's stack shares the event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+from conftest import report
+from flows import LEAF_DATA, LEAF_SERVICE, LEAF_TOUCH_SERVICE, Inbox, leaf_frame, leaf_parse
+
+PROFILE = "leaf-reader.json"
+PORT = 8772
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+
+
+def leaf_name() -> str:
+    return "ETHS" + os.environ["GATTEMU_PERIPH_ADDRESS"].replace(":", "").upper()
+
+
+def say(line):
+    print(f"central: {line}")
+
+
+def open_browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="gattemu-chromium-")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
+                     "--disable-extensions", "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+                     "--disable-backgrounding-occluded-windows", "--window-size=1400,1800", f"--user-data-dir={profile}"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(180)  # the VM emulates its CPU (TCG): Chromium's first page takes a while
+    driver.set_script_timeout(60)
+    return driver
+
+
+def screenshot(driver, name: str) -> None:
+    driver.save_screenshot(str(Path(os.environ["GATTEMU_OUT"]) / f"dashboard-{name}.png"))
+
+
+def click(driver, selector: str, attempts: int = 5) -> None:
+    """Clicks the element `selector` names, finding it again when the page redrew it in between (the dashboard
+    redraws tables after events)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    for attempt in range(attempts):
+        try:
+            driver.find_element("css selector", selector).click()
+            return
+        except StaleElementReferenceException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2)
+
+
+def console_errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def page_wait(driver, script: str, *args, timeout: float = 30.0, what: str = "condition"):
+    """Polls a script on the page until it returns something truthy (blocking: call through to_thread)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = driver.execute_script(script, *args)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the dashboard did not show {what} within {timeout} s")
+        time.sleep(0.05)
+
+
+# Notes, in the page, when each event reaches the timeline (Date.now(), the VM's clock, as time.time() in the
+# test): Timeline.add is wrapped on the instance the dashboard uses. One WebDriver call reads them all at the end,
+# so the test's polling does not slow the page down or add its own latency (Chromium runs under TCG here).
+RECORD_ARRIVALS = """
+const timeline = window.gattemuTimeline;
+window.gattemuArrivals = {};
+const add = timeline.add.bind(timeline);
+timeline.add = (list) => {
+  const now = Date.now();
+  for (const event of list) if (!(event.seq in window.gattemuArrivals)) window.gattemuArrivals[event.seq] = now;
+  return add(list);
+};
+"""
+ARRIVALS = """
+return window.gattemuTimeline.events.filter(e => e.seq in window.gattemuArrivals)
+  .map(e => [e.event, e.value || '', window.gattemuArrivals[e.seq] / 1000]);
+"""
+
+
+async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
+    p = start_gattemu(PROFILE, "variables.touchDuration=10000", args=["--control", f"127.0.0.1:{PORT}"])
+    adv = await p.advertising(central, name=leaf_name(), service_uuid=LEAF_SERVICE)
+    assert LEAF_TOUCH_SERVICE not in adv.service_uuids
+    url = f"http://127.0.0.1:{PORT}/"
+    driver = await asyncio.to_thread(open_browser)
+    try:
+        await asyncio.to_thread(driver.get, url)
+        await asyncio.to_thread(page_wait, driver, "return document.querySelector('#gatt tr[data-characteristic=data]')",
+                                what="the GATT table")
+        await asyncio.to_thread(page_wait, driver, "return document.getElementById('stream-badge').textContent.includes('live')",
+                                what="the live event stream")
+        await asyncio.to_thread(screenshot, driver, "start")
+
+        # 1. "touch" on the page: the touch UUID shows in the advertisement card, and the central sees it on air.
+        await asyncio.to_thread(click, driver, "#triggers button[data-trigger=touch]")
+        await asyncio.to_thread(page_wait, driver, "return document.getElementById('advertisements').textContent.includes(arguments[0])",
+                                LEAF_TOUCH_SERVICE, what="the touch service UUID in the advertisement card")
+        touched = await p.advertising(central, timeout=12, service_uuid=LEAF_TOUCH_SERVICE)
+        assert touched.address == adv.address
+        await asyncio.to_thread(screenshot, driver, "touched")
+        await central.wait_gone(service_uuid=LEAF_TOUCH_SERVICE, timeout=30)  # touchDuration 10 s
+
+        # 2. The LEAF flow; every write and notification shows in the timeline within 1 s.
+        await asyncio.to_thread(driver.execute_script, RECORD_ARRIVALS)
+        operations: list[tuple[str, str, float]] = []  # (event kind, hex, when the central did/saw it: time.time())
+        conn = await central.connect(name=leaf_name())
+        try:
+            data = Inbox("notification data", say)
+            await conn.subscribe(LEAF_DATA, data)
+
+            async def write(frame: bytes):
+                operations.append(("write", frame.hex(), time.time()))
+                await conn.write(LEAF_DATA, frame, response=False)
+
+            async def notification() -> bytes:
+                value = await data.get()
+                operations.append(("notify", value.hex(), time.time()))
+                return value
+
+            await write(leaf_frame(1, 0, secrets.token_bytes(8)) + leaf_frame(2, 1, secrets.token_bytes(16)))
+            auth = [await notification(), await notification()]
+            assert [leaf_parse(f)["tag"] for f in auth] == [3, 2]
+            await write(leaf_frame(3, 2, secrets.token_bytes(16)))
+            result = await notification()
+            assert leaf_parse(result)["value"] == b"\x00", result.hex()
+            await write(leaf_frame(4, 3, os.urandom(32)))
+            certificate = await notification()
+            assert len(certificate) == 103, certificate.hex()
+            await asyncio.sleep(1.2)
+            seen: dict[tuple[str, str], float] = {}
+            for kind, value, at in await asyncio.to_thread(driver.execute_script, ARRIVALS):
+                seen.setdefault((kind, value), at)
+            late = []
+            for kind, value, at in operations:
+                shown = seen.get((kind, value))
+                if shown is None or shown - at > 1.0:
+                    late.append(f"{kind} {value[:16]}…: {'never' if shown is None else f'{shown - at:.2f} s'}")
+            assert not late, "not in the timeline within 1 s: " + "; ".join(late)
+            delays = [seen[(k, v)] - at for k, v, at in operations]
+            report(f"dashboard timeline (LEAF flow): {len(operations)} writes and notifications, each shown "
+                   f"{min(delays) * 1000:.0f}–{max(delays) * 1000:.0f} ms after the central wrote or received it")
+
+            # The central and its MTU are listed.
+            row = await asyncio.to_thread(page_wait, driver,
+                                          "const r = Array.from(document.querySelectorAll('#centrals tr'))"
+                                          ".find(r => /([0-9A-F]{2}:){5}[0-9A-F]{2}/.test(r.textContent)); return r && r.textContent",
+                                          what="the connected central")
+            assert str(conn.mtu) in row, f"MTU {conn.mtu} not in {row!r}"
+            await asyncio.to_thread(screenshot, driver, "flow")
+
+            # 3. A value set and notified from the page reaches the central.
+            value = bytes([0x81, 0x00, 0x7E, 0x01, 0x01, 0x42])
+
+            def notify_from_page():
+                field = driver.find_element("css selector", "#gatt input[data-value-for=data]")
+                field.clear()
+                field.send_keys(value.hex(" "))
+                row = field.find_element("xpath", "ancestor::tr")
+                [b for b in row.find_elements("css selector", "button") if b.text == "Notify"][0].click()
+            await asyncio.to_thread(notify_from_page)
+            got = await data.get()
+            assert got == value, got.hex()
+
+            # 4. A fault installed from the page's form: the next notification is corrupted as it says.
+            def install_fault():
+                from selenium.webdriver.support.ui import Select
+                form = driver.find_element("id", "fault-form")
+                Select(form.find_element("name", "action")).select_by_value("corrupt")
+                Select(form.find_element("name", "on")).select_by_value("notify")
+                Select(form.find_element("name", "characteristic")).select_by_value("data")
+                form.find_element("name", "value").send_keys("ff")
+                form.find_element("name", "count").send_keys("1")
+                form.find_element("name", "id").send_keys("page-fault")
+                form.find_element("css selector", "button[type=submit]").click()
+            await asyncio.to_thread(install_fault)
+            await asyncio.to_thread(page_wait, driver, "return document.querySelector('#faults tr[data-fault=page-fault]')",
+                                    what="the installed fault")
+            await conn.write(LEAF_DATA, b"\x00\x01", response=False)  # garbage: answered with response code 3
+            corrupted = await data.get()
+            assert corrupted[0] == 0xFF and corrupted[1:2] == b"\x00", corrupted.hex()
+            await asyncio.to_thread(page_wait, driver,
+                                    "return window.gattemuTimeline.events.some(e => e.event === 'fault' && (e.detail || '').startsWith('page-fault'))",
+                                    what="the fault's event")
+            await asyncio.to_thread(screenshot, driver, "fault")
+        finally:
+            await conn.disconnect()
+        errors = await asyncio.to_thread(console_errors, driver)
+        assert errors == [], errors
+
+        # 5. `gattemu report` on this run's event log: valid HTML that Chromium opens without console errors,
+        # with every write and notification of the flow in its timeline.
+        assert p.events is not None and p.events.exists()
+        html = Path(os.environ["GATTEMU_OUT"]) / "dashboard-report.html"
+        made = await asyncio.to_thread(subprocess.run, [p.argv[0], "report", str(p.events), "-o", str(html)],
+                                       capture_output=True, text=True, timeout=120)
+        assert made.returncode == 0, made.stderr
+        await asyncio.to_thread(driver.get, html.as_uri())
+        shown = await asyncio.to_thread(page_wait, driver,
+                                        "return window.gattemuTimeline && window.gattemuTimeline.events.length &&"
+                                        " window.gattemuTimeline.events.map(e => [e.event, e.value || ''])",
+                                        what="the report's timeline")
+        missing = [f"{kind} {value[:16]}…" for kind, value, _ in operations if [kind, value] not in shown]
+        assert not missing, "not in the report: " + "; ".join(missing)
+        summary = await asyncio.to_thread(lambda: driver.find_element("id", "summary").text)
+        assert "1 fault fired" in summary, summary
+        await asyncio.to_thread(screenshot, driver, "report")
+        errors = await asyncio.to_thread(console_errors, driver)
+        assert errors == [], errors
+    finally:
+        await asyncio.to_thread(driver.quit)
+
