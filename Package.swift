@@ -36,8 +36,11 @@ let package = Package(
         .target(name: "Replica", dependencies: ["Bluetooth"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
-        // BlueZ peripheral object model: adapter, GATT application, advertisements, centrals.
-        .target(name: "BlueZ", dependencies: ["DBus"]),
+        // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
+        // and the central side `gattemu clone` uses (discovery, remote devices, the remote GATT table).
+        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"]),
+        // What `gattemu clone` recorded as a central, as a ``DeviceReplica``.
+        .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
         .target(name: "Profile"),
         // Runs a profile on BlueZ: behaviour, faults, event log.
@@ -59,7 +62,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], exclude: ["openapi.json"]),
         .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "Profile", "Control",
+            "Emulator", "BlueZ", "DBus", "Profile", "Control", "Bluetooth", "Replica", "DeviceClone",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
