@@ -71,16 +71,19 @@ let package = Package(
         ]),
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
+        // A stand-in bluetoothd on a private bus for tests and the host benchmark: adapters, GATT and
+        // advertising managers (the peripheral side) and remote devices with GATT tables (the central side).
+        .target(name: "BlueZTestSupport", dependencies: ["DBus", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
         .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
-        .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
+        .executableTarget(name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: [
             "Control", "Emulator", "Profile", "BlueZ", "DBus",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
