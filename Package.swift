@@ -34,6 +34,9 @@ let package = Package(
         .target(name: "Bluetooth"),
         // A device as recorded from outside (capture or live clone) and the profile that replays it.
         .target(name: "Replica", dependencies: ["Bluetooth"]),
+        // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
+        // connections, ATT, SMP. Depends on Bluetooth only; no Foundation.
+        .target(name: "Capture", dependencies: ["Bluetooth"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
@@ -75,11 +78,16 @@ let package = Package(
         // advertising managers (the peripheral side) and remote devices with GATT tables (the central side).
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies"]),
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
+        // Capture debugging and benchmark driver (benchmarks/README.md, scripts/check-capture-decoder): counts, dump, decode, generate.
+        .executableTarget(name: "gattemu-capturetool", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"], path: "benchmarks/capture/tool"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
+        // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),

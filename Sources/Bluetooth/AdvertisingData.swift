@@ -65,10 +65,17 @@ public struct AdvertisingData: Sendable, Hashable {
         public var offset: Int
         public var reason: String
         public var description: String { "AD structure at byte \(offset): \(reason)" }
+
+        public init(offset: Int, reason: String) {
+            self.offset = offset
+            self.reason = reason
+        }
     }
 
     /// Parses `bytes`; a zero length byte ends the data (the rest is padding). A structure running past the
-    /// end stops parsing with a ``ParseProblem``; what came before is kept.
+    /// end stops parsing with a ``ParseProblem``; what came before is kept. Inlinable so callers in other modules get it specialized for their collection (decoding a capture
+    /// parses tens of thousands of reports).
+    @inlinable
     public static func parse<Bytes: Collection>(_ bytes: Bytes) -> (data: AdvertisingData, problem: ParseProblem?)
     where Bytes.Element == UInt8, Bytes.Index == Int {
         var structures: [ADStructure] = []

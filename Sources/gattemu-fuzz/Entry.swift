@@ -2,7 +2,8 @@ import DBus
 import Foundation
 
 #if FUZZING
-/// libFuzzer entry point; the target comes from `GATTEMU_FUZZ_TARGET` (profile, template, dbus, engine, control).
+/// libFuzzer entry point; the target comes from `GATTEMU_FUZZ_TARGET` (profile, template, dbus, dbus-request, engine,
+/// control, capture, advertising-data).
 let selectedTarget = FuzzTarget(rawValue: ProcessInfo.processInfo.environment["GATTEMU_FUZZ_TARGET"] ?? "") ?? .profile
 
 @_cdecl("LLVMFuzzerTestOneInput")

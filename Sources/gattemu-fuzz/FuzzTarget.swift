@@ -1,4 +1,6 @@
 @_spi(Fuzzing) import BlueZ
+import Bluetooth
+import Capture
 import ControlBodies
 import DBus
 import Foundation
@@ -20,6 +22,12 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// Control API request bodies: JSON, values, trigger arguments, advertisement variants, fault specs
     /// and scenarios (checked against the shipped profiles), as the routes decode them.
     case control
+    /// A whole capture file: format sniffing, the reader, the HCI decoder, the trace and the summary, every
+    /// record, every ATT PDU's typed message.
+    case capture
+    /// Advertising data through `AdvertisingData.parse`; re-encoding what was parsed must give back the
+    /// bytes it consumed.
+    case advertisingData = "advertising-data"
 
     func run(_ data: [UInt8]) {
         switch self {
@@ -72,7 +80,38 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             for profile in ShippedProfiles.all {
                 for spec in specs { _ = profile.problem(with: spec) }
             }
+        case .capture:
+            CaptureFuzzing.run(data)
+        case .advertisingData:
+            CaptureFuzzing.runAdvertisingData(data)
         }
+    }
+}
+
+/// The capture targets' checks.
+enum CaptureFuzzing {
+    static func run(_ data: [UInt8]) {
+        guard let reader = try? CaptureReader(bytes: data) else { return }
+        let trace = CaptureTrace(reader: reader)
+        for pdu in trace.attPDUs { _ = pdu.message }
+        for transaction in trace.attTransactions {
+            precondition(transaction.response.map { $0.frame >= transaction.request.frame } ?? true, "a response before its request")
+        }
+        for problem in trace.problems { _ = problem.description }
+        for note in trace.notes { _ = note.description }
+        guard let again = try? CaptureReader(bytes: data) else { preconditionFailure("a capture read once fails to open again") }
+        let summary = CaptureSummary(reader: again)
+        precondition(summary.statistics.attPDUs == trace.attPDUs.count, "summary and trace count ATT PDUs differently")
+    }
+
+    static func runAdvertisingData(_ data: [UInt8]) {
+        let (parsed, problem) = AdvertisingData.parse(data)
+        let consumed = problem?.offset ?? parsed.encodedLength
+        precondition(consumed <= data.count, "parsed past the end")
+        precondition(parsed.bytes == Array(data.prefix(consumed)), "re-encoding differs from the bytes parsed")
+        if problem == nil { precondition(consumed == data.count || data[consumed] == 0, "parsing stopped early without a reason") }
+        _ = (parsed.localName, parsed.serviceUUIDs, parsed.solicitedServiceUUIDs, parsed.manufacturerData.count, parsed.serviceData.count)
+        _ = (parsed.appearance, parsed.txPower, parsed.flags, parsed.otherStructures, parsed.fitsLegacy)
     }
 }
 

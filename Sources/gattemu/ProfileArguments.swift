@@ -4,7 +4,7 @@ import FoundationEssentials
 import Profile
 
 /// Loads a profile with `--set` overrides, or fails with every located problem (exit 2).
-func loadProfile(_ path: String, overrides: [String]) throws -> DeviceProfile {
+func loadProfile(_ path: String, overrides: [String], allowExtendsOutside: Bool = false) throws -> DeviceProfile {
     let pairs = try overrides.map { assignment -> (path: String, value: String) in
         guard let equals = assignment.firstIndex(of: "="), equals != assignment.startIndex else {
             throw Failure.badInput("--set \(assignment): expected path=value, e.g. variables.hardwareCode=2P")
@@ -16,7 +16,7 @@ func loadProfile(_ path: String, overrides: [String]) throws -> DeviceProfile {
     }
     let profile: DeviceProfile
     do {
-        profile = try ProfileLoader.load(path: path, overrides: pairs)
+        profile = try ProfileLoader.load(path: path, overrides: pairs, allowExtendsOutside: allowExtendsOutside)
     } catch {
         throw Failure.badInput(error.description)
     }

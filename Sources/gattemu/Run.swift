@@ -26,6 +26,9 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("set"), help: ArgumentHelp("Override a profile value, e.g. variables.hardwareCode=2P.", valueName: "path=value"))
     var overrides: [String] = []
 
+    @Flag(help: "Let `extends` read profiles outside this profile's folder (absolute paths, `..`, symlinks).")
+    var allowExtendsOutside = false
+
     @Option(help: "Console event format: text or json.")
     var logFormat: EventLog.Format = .text
 
@@ -63,7 +66,7 @@ struct Run: AsyncParsableCommand {
     var scenario: String?
 
     func run() async throws {
-        let profile = try loadProfile(self.profile, overrides: overrides)
+        let profile = try loadProfile(self.profile, overrides: overrides, allowExtendsOutside: allowExtendsOutside)
         let endpoint = try controlEndpoint()
         let token = try endpoint == nil ? nil : resolvedControlToken()
         let access: ControlAccess

@@ -14,11 +14,14 @@ struct Validate: ParsableCommand {
     @Option(name: .customLong("set"), help: ArgumentHelp("Override a profile value before checking.", valueName: "path=value"))
     var overrides: [String] = []
 
+    @Flag(help: "Let `extends` read profiles outside each profile's folder (absolute paths, `..`, symlinks).")
+    var allowExtendsOutside = false
+
     func run() throws {
         var failed = false
         for path in profiles {
             do {
-                _ = try loadProfile(path, overrides: overrides)
+                _ = try loadProfile(path, overrides: overrides, allowExtendsOutside: allowExtendsOutside)
                 print("\(path): ok")
             } catch let failure as Failure {
                 failed = true

@@ -304,3 +304,29 @@ import Testing
         #expect(GattApplicationTests.pending(stalled) == [[7]])
     }
 }
+
+/// Handles a profile asks for are offered to bluetoothd through each object's `Handle` property.
+@Suite struct GattHandleTests {
+    @Test func askedForHandlesAreExportedAndOthersAreZero() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        let stack = try await BlueZStack.connect(bus: .address(bus.address))
+        let services = [GattServiceDefinition(id: "s", uuid: "0000180f-0000-1000-8000-00805f9b34fb", characteristics: [
+            GattCharacteristicDefinition(id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read"], descriptors: [
+                GattDescriptorDefinition(id: "d", uuid: "00002901-0000-1000-8000-00805f9b34fb", handle: 0x0023),
+            ], handle: 0x0022),
+            GattCharacteristicDefinition(id: "free", uuid: "00002a1a-0000-1000-8000-00805f9b34fb", flags: ["read"]),
+        ], handle: 0x0020)]
+        _ = try await GattApplication.register(services: services, handler: RecordingHandler(), adapter: try await stack.adapter("hci0"), stack: stack)
+        func handle(_ path: DBusObjectPath, _ interface: String) async throws -> DBusValue? {
+            try await bluetoothd.call(stack.connection.uniqueName, path, "org.freedesktop.DBus.Properties", "Get",
+                                      [.string(interface), .string("Handle")]).first?.unwrappingVariants
+        }
+        #expect(try await handle("/org/gattemu/app0/service0", BlueZNames.gattService) == .uint16(0x0020))
+        #expect(try await handle("/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic) == .uint16(0x0022))
+        #expect(try await handle("/org/gattemu/app0/service0/char0/desc0", BlueZNames.gattDescriptor) == .uint16(0x0023))
+        #expect(try await handle("/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic) == .uint16(0))
+        #expect(services[0].asksForHandles && !services[0].withoutHandles.asksForHandles)
+    }
+}

@@ -46,18 +46,23 @@ extension ChildProcess {
     public static var canDropPrivileges: Bool { getuid() == 0 }
 
     /// Runs `arguments` as the unprivileged user `nobody` (uid 65534, through `setpriv`) when this process is
-    /// root, else as this user, waits for it and returns its exit status.
-    public static func runUnprivileged(_ arguments: [String]) throws(SpawnFailure) -> Int32 {
+    /// root, else as this user, waits for it (off the concurrency pool: other tests keep running) and returns
+    /// its exit status.
+    public static func runUnprivileged(_ arguments: [String]) async throws(SpawnFailure) -> Int32 {
         let command = canDropPrivileges
             ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + arguments
             : arguments
         let pid = try spawn(command, files: { actions in
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         })
-        var status: Int32 = 0
-        while true {
-            if waitpid(pid, &status, 0) == pid { return (status >> 8) & 0xFF }
-            guard errno == EINTR else { return -Int32(errno) }
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var status: Int32 = 0
+                while true {
+                    if waitpid(pid, &status, 0) == pid { return continuation.resume(returning: (status >> 8) & 0xFF) }
+                    guard errno == EINTR else { return continuation.resume(returning: -Int32(errno)) }
+                }
+            }
         }
     }
 }

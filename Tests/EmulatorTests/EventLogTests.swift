@@ -71,7 +71,14 @@ import Testing
 /// The log's outputs cannot stall gattemu: a reader that stops reading loses console lines (counted), never
 /// the events file and never the recording thread (the D-Bus thread); the events file is opened safely.
 @Suite struct EventLogOutputTests {
-    @Test(.timeLimit(.minutes(1))) func aStalledConsoleNeverBlocksRecordingOrClosing() throws {
+    @Test(.timeLimit(.minutes(1))) func aStalledConsoleNeverBlocksRecordingOrClosing() async throws {
+        // Off the concurrency pool: closing waits out the stalled console's grace period.
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            DispatchQueue.global().async { continuation.resume(with: Result { try Self.stalledConsole() }) }
+        }
+    }
+
+    static func stalledConsole() throws {
         var ends: [Int32] = [0, 0]
         #expect(pipe(&ends) == 0)
         defer { close(ends[0]); close(ends[1]) }
@@ -130,7 +137,7 @@ import Testing
         let event = EmulatorEvent(time: 0, kind: .note, central: "AA", characteristic: "x\u{1B}[2J", detail: "rule \u{1B}]0;owned\u{07} \u{9B}31m done\r\n")
         let text = event.text
         #expect(!text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
-        #expect(text.contains("x\\x1b[2J"))
-        #expect(text.contains("rule \\x1b]0;owned\\x07 \\u{9b}31m done\\r\\n"))
+        #expect(text.contains("x\\u{1B}[2J"))
+        #expect(text.contains("rule \\u{1B}]0;owned\\u{7} \\u{9B}31m done\\r\\n"))
     }
 }

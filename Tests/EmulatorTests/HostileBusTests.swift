@@ -28,18 +28,18 @@ import Testing
         let target = try #require(bluetoothd.applications.last?.owner)
         let owner = bluetoothd.connection.uniqueName
 
-        func send(_ dbusSend: [String]) throws {
-            let status = try ChildProcess.runUnprivileged(["dbus-send", "--bus=\(bus.address)", "--type=signal"] + dbusSend)
+        func send(_ dbusSend: [String]) async throws {
+            let status = try await ChildProcess.runUnprivileged(["dbus-send", "--bus=\(bus.address)", "--type=signal"] + dbusSend)
             #expect(status == 0, "dbus-send \(dbusSend)")
         }
         for destination in [["--dest=\(target)"], []] {
             // "bluetoothd went away", then "came back" as someone else.
-            try send(destination + ["/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
+            try await send(destination + ["/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
                                     "string:org.bluez", "string:\(owner)", "string:"])
-            try send(destination + ["/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
+            try await send(destination + ["/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
                                     "string:org.bluez", "string:", "string::1.999"])
             // "The adapter was removed."
-            try send(destination + ["/", "org.freedesktop.DBus.ObjectManager.InterfacesRemoved",
+            try await send(destination + ["/", "org.freedesktop.DBus.ObjectManager.InterfacesRemoved",
                                     "objpath:/org/bluez/hci0", "array:string:org.bluez.Adapter1"])
         }
         // Root, but not bluetoothd, reads with a hostile offset.

@@ -180,7 +180,8 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
         arguments = options.wrap + [options.python, script, "--profile", "noke", "--adapter", "hci0", "--address", "00:AA:01:01:00:01"]
     } else {
         // The control API is on, as by default, on a port of its own (a leftover gattemu may hold 8765).
-        arguments = options.wrap + [options.gattemu, "run", options.profile, "--notify-path", notifyPath, "--control", "127.0.0.1:0"]
+        // The bench profile extends ../../profiles/noke-lock.json, outside its own folder.
+        arguments = options.wrap + [options.gattemu, "run", options.profile, "--allow-extends-outside", "--notify-path", notifyPath, "--control", "127.0.0.1:0"]
             + options.extra
     }
     let started = ContinuousClock.now

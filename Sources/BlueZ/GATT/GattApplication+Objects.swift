@@ -12,7 +12,7 @@ final class CharacteristicObject: Sendable {
     /// Acquired notification sockets by central (device path, or "*" when BlueZ gave none).
     let sockets = Mutex<[String: AcquiredSocket]>([:])
     let writeSockets = Mutex<[AcquiredSocket]>([])
-    let handle = Locked<UInt16>(0)
+    let handle: Locked<UInt16>
     let queue: DispatchQueue
 
     /// One socket per characteristic reaches every subscriber (BlueZ before 5.70), whichever central it was
@@ -25,6 +25,7 @@ final class CharacteristicObject: Sendable {
         self.servicePath = servicePath
         self.sharedSockets = sharedSockets
         value = Mutex(definition.initialValue)
+        handle = Locked(definition.handle ?? 0)
         queue = DispatchQueue(label: "gattemu.socket.\(definition.id)")
     }
 
@@ -191,7 +192,7 @@ extension GattApplication {
             .constant("Characteristic", .objectPath(parent)),
             .constant("Flags", .strings(descriptor.flags)),
             DBusProperty("Value", signature: .bytes, get: { .bytes(value.value) }),
-            GattApplication.handleProperty(Locked<UInt16>(0)),
+            GattApplication.handleProperty(Locked<UInt16>(descriptor.handle ?? 0)),
         ])
     }
 

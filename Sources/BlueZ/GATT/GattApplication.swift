@@ -60,7 +60,7 @@ public final class GattApplication: Sendable {
             for (serviceIndex, service) in services.enumerated() {
                 let servicePath = path.appending("service\(serviceIndex)")
                 let includes = service.includes.compactMap { servicePaths[$0] }
-                let handle = Locked<UInt16>(0)
+                let handle = Locked<UInt16>(service.handle ?? 0)
                 try await connection.export([DBusInterface(name: BlueZNames.gattService, properties: [
                     .constant("UUID", .string(service.uuid)),
                     .constant("Primary", .boolean(service.primary)),

@@ -7,14 +7,34 @@ public struct GattServiceDefinition: Sendable, Equatable {
     /// Ids of other services of the same application this one includes.
     public var includes: [String]
     public var characteristics: [GattCharacteristicDefinition]
+    /// The handle to ask BlueZ for (the service declaration's); nil: BlueZ chooses.
+    public var handle: UInt16?
 
-    public init(id: String, uuid: String, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition]) {
+    public init(id: String, uuid: String, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
+                handle: UInt16? = nil) {
         self.id = id
         self.uuid = uuid
         self.primary = primary
         self.includes = includes
         self.characteristics = characteristics
+        self.handle = handle
     }
+
+    /// The same service with no handle asked for anywhere in it.
+    public var withoutHandles: GattServiceDefinition {
+        var copy = self
+        copy.handle = nil
+        copy.characteristics = characteristics.map { characteristic in
+            var copy = characteristic
+            copy.handle = nil
+            copy.descriptors = characteristic.descriptors.map { var descriptor = $0; descriptor.handle = nil; return descriptor }
+            return copy
+        }
+        return copy
+    }
+
+    /// Whether a handle is asked for anywhere in the service.
+    public var asksForHandles: Bool { self != withoutHandles }
 }
 
 /// How notifications and indications of a characteristic reach bluetoothd.
@@ -38,12 +58,15 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
     /// peer itself, so no ATT error can be returned for such writes.
     public var acquireWrite: Bool
     public var descriptors: [GattDescriptorDefinition]
+    /// The handle to ask BlueZ for (the value's; the declaration takes the one before); nil: BlueZ chooses.
+    public var handle: UInt16?
 
     public init(
         id: String, uuid: String, flags: [String], initialValue: [UInt8] = [],
         notifyPath: GattNotifyPath = .propertiesChanged, acquireWrite: Bool = false,
-        descriptors: [GattDescriptorDefinition] = []
+        descriptors: [GattDescriptorDefinition] = [], handle: UInt16? = nil
     ) {
+        self.handle = handle
         self.id = id
         self.uuid = uuid
         self.flags = flags
@@ -62,8 +85,11 @@ public struct GattDescriptorDefinition: Sendable, Equatable {
     public var uuid: String
     public var flags: [String]
     public var initialValue: [UInt8]
+    /// The handle to ask BlueZ for; nil: BlueZ chooses.
+    public var handle: UInt16?
 
-    public init(id: String, uuid: String, flags: [String] = ["read"], initialValue: [UInt8] = []) {
+    public init(id: String, uuid: String, flags: [String] = ["read"], initialValue: [UInt8] = [], handle: UInt16? = nil) {
+        self.handle = handle
         self.id = id
         self.uuid = uuid
         self.flags = flags

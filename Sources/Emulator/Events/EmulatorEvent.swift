@@ -59,22 +59,10 @@ public struct EmulatorEvent: Sendable, Equatable {
         if let detail { line.append(UInt8(ascii: " ")); Self.appendEscaped(detail, to: &line) }
     }
 
-    /// Appends `text` with terminal control characters written out (`\x1b`, `\r`, `\u{9b}`): text from
+    /// Appends `text` with terminal control characters written out (``TerminalText/escaped(_:)``): text from
     /// profiles and centrals must not move the cursor, retitle the window or hide lines of a terminal.
     static func appendEscaped(_ text: String, to line: inout [UInt8]) {
-        let bytes = text.utf8
-        // Most text has no control characters (C0, DEL, or C1, which UTF-8 writes as C2 80…C2 9F).
-        guard bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return line += bytes }
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x0A: line += #"\n"#.utf8
-            case 0x0D: line += #"\r"#.utf8
-            case 0x09: line += #"\t"#.utf8
-            case 0..<0x20, 0x7F: line += "\\x".utf8; [UInt8(scalar.value)].appendHex(to: &line, uppercase: false)
-            case 0x80...0x9F: line += "\\u{".utf8; [UInt8(scalar.value)].appendHex(to: &line, uppercase: false); line.append(UInt8(ascii: "}"))
-            default: line += String(scalar).utf8
-            }
-        }
+        line += TerminalText.escaped(text).utf8
     }
 
     /// One JSON object with sorted keys, for JSON-lines logs.

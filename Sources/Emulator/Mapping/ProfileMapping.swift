@@ -14,9 +14,10 @@ public enum ProfileMapping {
                     notifyPath: characteristic.has(.notify) ? notifyPath : .propertiesChanged,
                     descriptors: characteristic.descriptors.map { descriptor in
                         GattDescriptorDefinition(id: descriptor.id, uuid: descriptor.uuid, flags: descriptor.flags.map(\.rawValue),
-                                                 initialValue: profile.descriptorValue(descriptor, environment: engine.environment))
-                    })
-            })
+                                                 initialValue: profile.descriptorValue(descriptor, environment: engine.environment),
+                                                 handle: descriptor.handle)
+                    }, handle: characteristic.handle)
+            }, handle: service.handle)
         }
     }
 
@@ -36,6 +37,7 @@ public enum ProfileMapping {
         advertisement.maxInterval = spec.maxInterval.flatMap { UInt32(exactly: $0) }
         advertisement.duration = spec.duration.flatMap { UInt16(exactly: $0) }
         advertisement.timeout = spec.timeout.flatMap { UInt16(exactly: $0) }
+        advertisement.data = spec.data
         return advertisement
     }
 

@@ -2,8 +2,16 @@ import BlueZ
 import Profile
 
 extension Emulator {
+    /// How many events' after-the-answer effects may wait in the chain (behind delays) before the effects of
+    /// new events are dropped, with an `.error` event.
+    static let maximumPendingEffectChains = 64
+
     /// Runs an outcome: effects up to the first `.reply` now (so delays before it delay the answer), the rest
     /// after the answer, in order with the effects of earlier events. Returns the reply, if any.
+    ///
+    /// At most ``maximumPendingEffectChains`` events' remaining effects wait at a time; past that, an event's
+    /// remaining effects are dropped and logged, so a profile that delays after every write cannot grow the
+    /// chain without bound.
     func run(_ outcome: EngineOutcome, central: CentralID) async throws(GattError) -> Reply? {
         for rule in outcome.firedRules {
             log.record(.rule, central: central.address, detail: rule)
@@ -18,14 +26,55 @@ extension Emulator {
         }
         let rest = Array(effects)
         guard !rest.isEmpty else { return reply }
+        guard pendingEffectChains < Self.maximumPendingEffectChains else {
+            log.record(.error, central: central.address, detail: "dropped \(rest.count) effect\(rest.count == 1 ? "" : "s") after the answer "
+                + "(\(Self.describe(rest))): the effects of \(pendingEffectChains) earlier events are still waiting")
+            return reply
+        }
         let previous = effectTail
-        effectTail = Task(executorPreference: loop) { [weak self] in
+        let id = nextEffectChain
+        nextEffectChain += 1
+        let chain = Task(executorPreference: loop) { [weak self] in
             await previous?.value
             for effect in rest {
                 await self?.perform(effect, central: central)
             }
+            await self?.effectChainFinished(id)
         }
+        effectChains[id] = chain
+        effectTail = chain
         return reply
+    }
+
+    /// How many events' after-the-answer effects are waiting or running.
+    var pendingEffectChains: Int { effectChains.count }
+
+    private func effectChainFinished(_ id: UInt64) {
+        effectChains[id] = nil
+    }
+
+    /// Cuts every waiting chain short: their delays end at once, their other effects still run, in order.
+    func hurryEffectChains() {
+        for chain in effectChains.values { chain.cancel() }
+    }
+
+    /// The kinds of some effects, for the message about dropping them: "delay, notify tx".
+    static func describe(_ effects: [Effect]) -> String {
+        effects.prefix(4).map { effect in
+            switch effect {
+            case .reply: "reply"
+            case .notify(let characteristic, _, _, let indicate): "\(indicate ? "indicate" : "notify") \(characteristic)"
+            case .setValue(let characteristic, _): "set value \(characteristic)"
+            case .delay: "delay"
+            case .switchAdvertisement: "advertise"
+            case .startAdvertising: "start advertising"
+            case .stopAdvertising: "stop advertising"
+            case .disconnect: "disconnect"
+            case .scheduleTimer(let id, _, _): "start timer \(id)"
+            case .cancelTimer(let id): "cancel timer \(id)"
+            case .log: "log"
+            }
+        }.joined(separator: ", ") + (effects.count > 4 ? ", …" : "")
     }
 
     private func waitForEarlierEffects() async {

@@ -25,6 +25,10 @@ public actor Emulator {
     var originalAlias: String?
     var timers: [String: ArmedTimer] = [:]
     var effectTail: Task<Void, Never>?
+    /// Events whose after-the-answer effects are queued on `effectTail` and not yet done (Emulator+Effects.swift).
+    /// The after-the-answer effects of each event still waiting or running (see `run(_:central:)`), by chain id.
+    var effectChains: [UInt64: Task<Void, Never>] = [:]
+    var nextEffectChain: UInt64 = 0
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     /// Hands ``centralEvents`` to the actor; awaited on stop so its events are logged before `stopped`.
     var centralEventsTask: Task<Void, Never>?
@@ -90,7 +94,15 @@ public actor Emulator {
         do throws(BlueZError) {
             if let name = engine.deviceName() { try await adapter.setAlias(name) }
             let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath)
-            application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+            do {
+                application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+            } catch {
+                // Handles a profile asks for (an imported device's) may collide with BlueZ's own services.
+                guard services.contains(where: \.asksForHandles) else { throw error }
+                log.record(.note, detail: "bluetoothd refused the profile's handles (\(error.description)): registering with handles it chooses")
+                application = try await GattApplication.register(
+                    services: services.map(\.withoutHandles), handler: self, adapter: adapter, stack: stack)
+            }
         } catch {
             if case .success(let started)? = await watching { await started.cancel() }
             throw error
@@ -141,7 +153,7 @@ public actor Emulator {
         // What is still under way logs before `stopped`, so that `stopped` is the last event: the central
         // events already received, and effects left to run after earlier answers.
         await centralEventsTask?.value
-        effectTail?.cancel()
+        hurryEffectChains()
         await effectTail?.value
         log.record(.stopped)
     }

@@ -1,6 +1,7 @@
 /// One problem found in a profile, located in its file and by JSON path.
 ///
-/// `description` renders as `noke.json:14:9 services[0].flags[0]: unknown flag "notifiy" (did you mean "notify"?)`.
+/// `description` renders as `noke.json:14:9 services[0].flags[0]: unknown flag "notifiy" (did you mean "notify"?)`,
+/// with control characters from the profile escaped (``TerminalText/escaped(_:)``).
 public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
     /// Whether the problem stops the profile from loading.
     public enum Severity: String, Sendable, Hashable {
@@ -46,7 +47,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
         if severity == .warning { text += " warning:" }
         text += " \(message)"
         if let hint { text += " (\(hint))" }
-        return text
+        return TerminalText.escaped(text)
     }
 }
 

@@ -1,3 +1,13 @@
+/// A bound on the work "did you mean" hints may take in one validation: each candidate compared costs one.
+/// A profile with thousands of misspelt names then costs linear time, the later ones without hints.
+final class SuggestionBudget {
+    var remaining: Int
+
+    init(_ remaining: Int = 200_000) {
+        self.remaining = remaining
+    }
+}
+
 /// "Did you mean" suggestions by edit distance.
 enum Suggestions {
     /// The closest candidate to `word`, if it is close enough to be a plausible typo.
@@ -5,7 +15,7 @@ enum Suggestions {
         let lowered = Array(word.lowercased())
         guard lowered.count <= 64 else { return nil }
         var best: (String, Int)?
-        for candidate in candidates {
+        for candidate in candidates where candidate.utf8.count <= 256 {
             let distance = editDistance(lowered, Array(candidate.lowercased()))
             let limit = max(1, min(3, candidate.count / 3))
             if distance <= limit, distance < (best?.1 ?? .max) {
@@ -18,6 +28,14 @@ enum Suggestions {
     /// `did you mean "x"?` for the closest candidate, or nil.
     static func hint(for word: String, in candidates: some Sequence<String>) -> String? {
         closest(to: word, in: candidates).map { "did you mean \"\($0)\"?" }
+    }
+
+    /// The hint, while `budget` lasts; `candidates` are only gathered when it does.
+    static func hint(for word: String, in candidates: () -> [String], budget: SuggestionBudget) -> String? {
+        guard budget.remaining > 0 else { return nil }
+        let list = candidates()
+        budget.remaining -= max(1, list.count)
+        return hint(for: word, in: list)
     }
 
     static func editDistance(_ a: [Character], _ b: [Character]) -> Int {

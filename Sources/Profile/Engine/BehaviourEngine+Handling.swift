@@ -6,15 +6,17 @@ extension BehaviourEngine {
         let owner = profile.connectionState.isEmpty ? nil : event.central ?? centrals.last
         if let owner {
             if case .connect = event { connectionStates[owner] = nil }
-            let initial = profile.initialState
-            for name in profile.connectionState { state[name] = connectionStates[owner]?[name] ?? initial[name] }
+            let saved = connectionStates[owner]
+            for name in profile.connectionState { state[name] = saved?[name] ?? initialConnectionState[name] }
         }
         defer {
             if let owner {
                 if case .disconnect = event {
                     connectionStates[owner] = nil
                 } else {
-                    connectionStates[owner] = state.filter { profile.connectionState.contains($0.key) }
+                    var copy: [String: ProfileValue] = [:]
+                    for name in profile.connectionState { copy[name] = state[name] }
+                    connectionStates[owner] = copy
                 }
             }
         }
@@ -27,12 +29,18 @@ extension BehaviourEngine {
         for pass in [false, true] where !stopped {
             // The second pass runs `otherwise` rules, only when no regular rule fired.
             if pass && !outcome.firedRules.isEmpty { break }
-            for rule in profile.rules where rule.otherwise == pass {
+            // Of the `closestTo` rules that could fire, only the closest one does (found when the first is met).
+            var closest: Int??
+            for (index, rule) in profile.rules.enumerated() where rule.otherwise == pass {
                 guard matches(rule.trigger, event, arguments: arguments),
                     rule.conditions.allSatisfy({ holds($0, arguments: arguments) })
                 else { continue }
+                if case .write(_, let matcher) = rule.trigger, matcher.closestTo != nil {
+                    if closest == nil { closest = closestRule(pass: pass, event: event, arguments: arguments) }
+                    guard closest == .some(index) else { continue }
+                }
                 outcome.firedRules.append(rule.id)
-                for action in rule.actions { perform(action.kind, for: event, arguments: arguments, into: &outcome) }
+                for action in rule.actions { perform(action, for: event, arguments: arguments, into: &outcome) }
                 if rule.stop {
                     stopped = true
                     break
@@ -41,6 +49,21 @@ extension BehaviourEngine {
         }
         publishAdvertisementChanges(into: &outcome)
         return outcome
+    }
+
+    /// The index of the `closestTo` rule of this pass whose bytes are closest to the written value (ties: the
+    /// first), among those whose other matchers and conditions hold.
+    private mutating func closestRule(pass: Bool, event: EngineEvent, arguments: [String: String]) -> Int? {
+        guard case .write(_, _, let value, _) = event else { return nil }
+        var best: (index: Int, distance: Int)?
+        for (index, rule) in profile.rules.enumerated() where rule.otherwise == pass {
+            guard case .write(_, let matcher) = rule.trigger, let reference = matcher.closestTo,
+                  matches(rule.trigger, event, arguments: arguments),
+                  rule.conditions.allSatisfy({ holds($0, arguments: arguments) }) else { continue }
+            let distance = WriteMatcher.distance(value, reference)
+            if best.map({ distance < $0.distance }) ?? true { best = (index, distance) }
+        }
+        return best?.index
     }
 
     /// Bookkeeping before rules run; false when the event is not handled further.
@@ -108,14 +131,18 @@ extension BehaviourEngine {
     private mutating func regenerate(
         _ characteristic: CharacteristicDefinition, event: EngineEvent, into outcome: inout EngineOutcome
     ) {
-        let value = render(characteristic.value.template, event: event)
+        let value = fit(
+            renderChecked(characteristic.value.template, event: event), to: characteristic.id,
+            what: "\(characteristic.path).value", into: &outcome.effects)
         values[characteristic.id] = value
         outcome.effects.append(.setValue(characteristic: characteristic.id, value: value))
     }
 
     private mutating func schedule(_ timer: TimerDefinition, after: DurationSpec?, into outcome: inout EngineOutcome) {
         activeTimers.insert(timer.id)
-        let delay = milliseconds(after ?? timer.after)
+        let delay = milliseconds(
+            after ?? timer.after, minimum: ProfileLimits.minimumTimerMilliseconds, use: "timer \(timer.id)",
+            into: &outcome.effects)
         outcome.effects.append(.scheduleTimer(id: timer.id, after: .milliseconds(delay), repeating: timer.repeats))
     }
 
@@ -143,12 +170,31 @@ extension BehaviourEngine {
 
     // MARK: Actions
 
+    /// A rendered attribute value cut to the characteristic's `maxLength` (else 512), with a `.log` effect when
+    /// it was longer or a template value was cut on the way.
+    mutating func fit(
+        _ rendered: (bytes: [UInt8], capped: Bool), to characteristic: String, what: String, into effects: inout [Effect]
+    ) -> [UInt8] {
+        if rendered.capped {
+            effects.append(.log("\(what): a template value reached a limit and was cut (values at \(ProfileLimits.valueLength) bytes, counts at \(TemplateBuiltins.maximumLength))"))
+        }
+        guard rendered.bytes.count > smallestValueLimit else { return rendered.bytes }
+        let limit = valueLimits[characteristic] ?? ProfileLimits.attributeValueLength
+        guard rendered.bytes.count > limit else { return rendered.bytes }
+        effects.append(.log("\(what): the value for \"\(characteristic)\" is \(rendered.bytes.count) bytes, cut to its maximum of \(limit)"))
+        return Array(rendered.bytes.prefix(limit))
+    }
+
     private mutating func perform(
-        _ action: Action.Kind, for event: EngineEvent, arguments: [String: String], into outcome: inout EngineOutcome
+        _ action: Action, for event: EngineEvent, arguments: [String: String], into outcome: inout EngineOutcome
     ) {
-        switch action {
+        switch action.kind {
         case .reply(let template):
-            var bytes = render(template, event: event, arguments: arguments)
+            let rendered = renderChecked(template, event: event, arguments: arguments)
+            var bytes = rendered.bytes
+            if case .read(let id, _, _) = event {
+                bytes = fit(rendered, to: id, what: action.path, into: &outcome.effects)
+            }
             if case .read(_, _, let offset) = event {
                 guard offset <= bytes.count else {
                     outcome.effects.append(.reply(.error(.invalidOffset)))
@@ -162,12 +208,12 @@ extension BehaviourEngine {
         case .fail(let error):
             outcome.effects.append(.reply(.error(error)))
         case .notify(let id, let template, let toAll, let indicate):
-            let bytes = render(template, event: event, arguments: arguments)
+            let bytes = fit(renderChecked(template, event: event, arguments: arguments), to: id, what: action.path, into: &outcome.effects)
             values[id] = bytes
             let target: NotificationTarget = if !toAll, let central = event.central { .central(central) } else { .allSubscribers }
             outcome.effects.append(.notify(characteristic: id, value: bytes, target: target, indicate: indicate))
         case .setValue(let id, let template):
-            let bytes = render(template, event: event, arguments: arguments)
+            let bytes = fit(renderChecked(template, event: event, arguments: arguments), to: id, what: action.path, into: &outcome.effects)
             values[id] = bytes
             outcome.effects.append(.setValue(characteristic: id, value: bytes))
         case .set(let name, let assignment):
@@ -176,13 +222,20 @@ extension BehaviourEngine {
             let new: ProfileValue
             switch assignment {
             case .literal(let value): new = value
-            case .template(let template): new = .bytes(render(template, event: event, arguments: arguments))
+            case .template(let template):
+                // Rendering never builds more than ProfileLimits.valueLength bytes: a value that would grow
+                // without bound (`{buf}{buf}`) stays at the limit.
+                let rendered = renderChecked(template, event: event, arguments: arguments)
+                if rendered.capped {
+                    outcome.effects.append(.log("\(action.path): the value for \"\(name)\" reached a limit and was cut (values at \(ProfileLimits.valueLength) bytes, counts at \(TemplateBuiltins.maximumLength))"))
+                }
+                new = .bytes(rendered.bytes)
             case .increment(let amount):
                 if case .number(let number)? = old { new = .number(number &+ amount) } else { new = .number(amount) }
             }
             if isState { state[name] = new } else { variables[name] = new }
         case .delay(let duration):
-            outcome.effects.append(.delay(.milliseconds(milliseconds(duration))))
+            outcome.effects.append(.delay(.milliseconds(milliseconds(duration, use: action.path, into: &outcome.effects))))
         case .advertise(let variant):
             advertisementVariant = variant
             markAdvertisementsPublished()

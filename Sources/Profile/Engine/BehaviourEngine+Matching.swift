@@ -26,11 +26,7 @@ extension BehaviourEngine {
             guard value.count >= mask.count else { return false }
             for index in mask.indices where value[index] & mask[index] != expected[index] & mask[index] { return false }
         }
-        if let pattern = matcher.regex {
-            guard let text = String(validating: value, as: UTF8.self), let regex = try? Regex(pattern),
-                text.contains(regex)
-            else { return false }
-        }
+        if let pattern = matcher.regex, !pattern.matches(value) { return false }
         if let json = matcher.json, !Self.matches(json, value) { return false }
         return true
     }

@@ -30,11 +30,29 @@ public struct BehaviourEngine: Sendable {
     var publishedAdvertisements: [AdvertisementSpec] = []
     /// What `publishedAdvertisements` were rendered from.
     var publishedInputs: (variant: String?, state: [String: ProfileValue], variables: [String: ProfileValue]) = (nil, [:], [:])
+    /// The initial values of the `connectionState` names, each central's starting copy.
+    let initialConnectionState: [String: ProfileValue]
+    /// Durations already reported as clamped to the limits (each is logged once).
+    var clampedDurations: Set<String> = []
+    /// Each characteristic's longest value (`maxLength`, else 512), and the smallest of them, so that the
+    /// common short value needs no lookup.
+    let valueLimits: [String: Int]
+    let smallestValueLimit: Int
 
     public init(profile: DeviceProfile, environment: EngineEnvironment) {
         self.profile = profile
         self.environment = environment
         self.generator = SeededGenerator(seed: environment.seed)
+        let initialState = profile.initialState
+        var initialConnectionState: [String: ProfileValue] = [:]
+        for name in profile.connectionState { initialConnectionState[name] = initialState[name] }
+        self.initialConnectionState = initialConnectionState
+        var limits: [String: Int] = [:]
+        for characteristic in profile.characteristics where limits[characteristic.id] == nil {
+            limits[characteristic.id] = characteristic.maxLength ?? ProfileLimits.attributeValueLength
+        }
+        valueLimits = limits
+        smallestValueLimit = limits.values.min() ?? ProfileLimits.attributeValueLength
         reset()
     }
 
@@ -51,8 +69,11 @@ public struct BehaviourEngine: Sendable {
         connectionStates = [:]
         generator = SeededGenerator(seed: environment.seed)
         values = [:]
+        clampedDurations = []
         for characteristic in profile.characteristics {
-            values[characteristic.id] = render(characteristic.value.template, event: nil)
+            // Validation saw these with the same inputs; only `value(…)` of another value can make one longer.
+            let limit = characteristic.maxLength ?? ProfileLimits.attributeValueLength
+            values[characteristic.id] = Array(render(characteristic.value.template, event: nil).prefix(limit))
         }
         markAdvertisementsPublished()
     }
@@ -78,6 +99,13 @@ public struct BehaviourEngine: Sendable {
     mutating func render(
         _ template: Template, event: EngineEvent?, arguments: [String: String] = [:]
     ) -> [UInt8] {
+        renderChecked(template, event: event, arguments: arguments).bytes
+    }
+
+    /// Renders like ``render(_:event:arguments:)``; `capped` tells whether a value was cut on the way.
+    mutating func renderChecked(
+        _ template: Template, event: EngineEvent?, arguments: [String: String] = [:]
+    ) -> (bytes: [UInt8], capped: Bool) {
         var request: [UInt8] = []
         if case .write(_, _, let value, _)? = event { request = value }
         var context = TemplateContext(
@@ -87,15 +115,26 @@ public struct BehaviourEngine: Sendable {
         let bytes = template.render(in: &context)
         counters = context.counters
         generator = context.generator
-        return bytes
+        return (bytes, context.capped)
     }
 
-    func milliseconds(_ duration: DurationSpec) -> Int {
+    /// A duration in milliseconds, clamped to `minimum`…``ProfileLimits/maximumDurationMilliseconds``; a value
+    /// from a variable outside that range is logged (once per name and use) to `effects`.
+    mutating func milliseconds(
+        _ duration: DurationSpec, minimum: Int = 0, use: String, into effects: inout [Effect]
+    ) -> Int {
+        let maximum = ProfileLimits.maximumDurationMilliseconds
         switch duration {
-        case .milliseconds(let value): return max(0, value)
+        case .milliseconds(let value):
+            return min(max(minimum, value), maximum)
         case .variable(let name):
-            if case .number(let value)? = state[name] ?? variables[name] { return max(0, value) }
-            return 0
+            var value = 0
+            if case .number(let number)? = state[name] ?? variables[name] { value = number }
+            let clamped = min(max(minimum, value), maximum)
+            if clamped != value, clampedDurations.insert("\(use) \(name)").inserted {
+                effects.append(.log("\(use): \(name) is \(value) ms, outside \(minimum)…\(maximum); using \(clamped) ms"))
+            }
+            return clamped
         }
     }
 }

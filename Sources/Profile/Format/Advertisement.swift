@@ -24,6 +24,8 @@ public struct AdvertisementFields: Sendable, Equatable {
     /// Seconds, as BlueZ has them.
     public var duration: Int?
     public var timeout: Int?
+    /// Other AD structures: AD type → the bytes after the type (BlueZ `Data`).
+    public var data: [UInt8: Template]?
 
     public init() {}
 
@@ -44,6 +46,7 @@ public struct AdvertisementFields: Sendable, Equatable {
         result.maxInterval = other.maxInterval ?? maxInterval
         result.duration = other.duration ?? duration
         result.timeout = other.timeout ?? timeout
+        result.data = other.data ?? data
         return result
     }
 }
@@ -74,6 +77,8 @@ public struct AdvertisementSpec: Sendable, Equatable {
     public var maxInterval: Int?
     public var duration: Int?
     public var timeout: Int?
+    /// Other AD structures by AD type.
+    public var data: [UInt8: [UInt8]] = [:]
 
     public init() {}
 }

@@ -38,6 +38,9 @@ extension DeviceProfile {
         for (uuid, template) in fields.serviceData ?? [:] {
             spec.serviceData[uuid] = template.render(in: &context)
         }
+        for (type, template) in fields.data ?? [:] {
+            spec.data[type] = template.render(in: &context)
+        }
         spec.appearance = fields.appearance ?? device.appearance
         spec.txPower = fields.txPower
         spec.includes = fields.includes ?? []

@@ -67,8 +67,9 @@ public struct DeviceProfile: Sendable {
     /// Names of all advertisement variants.
     public var variantNames: [String] {
         var names: [String] = []
+        var seen: Set<String> = []
         for advertisement in advertisements {
-            for name in advertisement.variants.keys.sorted() where !names.contains(name) { names.append(name) }
+            for name in advertisement.variants.keys.sorted() where seen.insert(name).inserted { names.append(name) }
         }
         return names
     }
@@ -89,6 +90,8 @@ public struct NamedValue: Sendable, Equatable {
     public var name: String
     public var value: ProfileValue
     public var path: String
+    /// Where its name was written, for diagnostics (finding it by path is slow in a huge object).
+    var keyLocation: SourceLocation?
 }
 
 /// A trigger the control API can fire by name.

@@ -37,15 +37,25 @@ public struct WriteMatcher: Sendable, Equatable {
     /// `value & mask == expected` over the first `mask.count` bytes (shorter values never match).
     public var mask: (mask: [UInt8], expected: [UInt8])?
     public var length: ClosedRange<Int>?
-    /// A regular expression that must match somewhere in the value decoded as UTF-8.
-    public var regex: String?
+    /// A pattern that must match somewhere in the value decoded as UTF-8 (compiled at load; see ``BytePattern``).
+    public var regex: BytePattern?
     public var json: JSONFieldMatcher?
+    /// Matches when, of the rules for this characteristic with `closestTo` that could fire for the write, this
+    /// rule's bytes are the closest to the written ones (fewest differing bytes, then length difference;
+    /// ties: the first in the file). Imported profiles answer unrecorded writes with it.
+    public var closestTo: [UInt8]?
 
     public init() {}
 
     public static func == (a: WriteMatcher, b: WriteMatcher) -> Bool {
         a.equals == b.equals && a.prefix == b.prefix && a.mask?.mask == b.mask?.mask
             && a.mask?.expected == b.mask?.expected && a.length == b.length && a.regex == b.regex && a.json == b.json
+            && a.closestTo == b.closestTo
+    }
+
+    /// How far `value` is from `reference`: differing bytes over the common length plus the length difference.
+    public static func distance(_ value: [UInt8], _ reference: [UInt8]) -> Int {
+        zip(value, reference).reduce(0) { $0 + ($1.0 == $1.1 ? 0 : 1) } + abs(value.count - reference.count)
     }
 }
 

@@ -7,6 +7,8 @@ public struct ServiceDefinition: Sendable, Equatable {
     /// Ids of included services.
     public var includes: [String]
     public var characteristics: [CharacteristicDefinition]
+    /// The ATT handle asked of BlueZ for the service declaration; nil lets BlueZ choose.
+    public var handle: UInt16?
     /// JSON path of this service in the profile, for diagnostics.
     public var path: String
 }
@@ -24,6 +26,8 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     public var storeWrites: Bool?
     public var descriptors: [DescriptorDefinition]
     public var description: String?
+    /// The ATT handle asked of BlueZ for the value (its declaration takes the one before); nil lets BlueZ choose.
+    public var handle: UInt16?
     public var path: String
 
     public func has(_ flag: CharacteristicFlag) -> Bool { flags.contains(flag) }
@@ -35,6 +39,8 @@ public struct DescriptorDefinition: Sendable, Equatable {
     public var uuid: String
     public var flags: [DescriptorFlag]
     public var value: ValueSource
+    /// The ATT handle asked of BlueZ; nil lets BlueZ choose.
+    public var handle: UInt16?
     public var path: String
 }
 

@@ -3,5 +3,5 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
     public var message: String
     public var location: SourceLocation
 
-    public var description: String { "\(location): \(message)" }
+    public var description: String { TerminalText.escaped("\(location): \(message)") }
 }

@@ -25,7 +25,10 @@ public struct JSONMember: Sendable, Equatable {
 }
 
 /// The kinds of JSON value. Numbers keep their source text so that huge values are not lost.
-public indirect enum JSONValue: Sendable, Equatable {
+///
+/// Not `indirect` (arrays already hold nested values): a multi-payload enum of boxes keeps its case in the
+/// boxes' pointer bits, where LeakSanitizer cannot see them, so every long-lived tree was reported as leaked.
+public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(JSONNumber)
@@ -118,7 +121,7 @@ extension JSONNode {
 }
 
 /// JSON without source locations; objects compare as unordered dictionaries.
-public indirect enum PlainJSON: Sendable, Equatable, Hashable {
+public enum PlainJSON: Sendable, Equatable, Hashable {
     case null
     case bool(Bool)
     case number(Double)

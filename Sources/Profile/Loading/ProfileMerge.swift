@@ -8,11 +8,15 @@ enum ProfileMerge {
         switch (base.value, override.value) {
         case (.object(let baseMembers), .object(let overrideMembers)):
             var members = baseMembers
+            // Where each key is (its last occurrence), so that merging is linear in the number of keys.
+            var positions: [String: Int] = [:]
+            for (index, member) in members.enumerated() { positions[member.key] = index }
             for member in overrideMembers {
-                if let index = members.lastIndex(where: { $0.key == member.key }) {
+                if let index = positions[member.key] {
                     members[index] = JSONMember(
                         key: member.key, keyLocation: member.keyLocation, value: merge(members[index].value, member.value))
                 } else {
+                    positions[member.key] = members.count
                     members.append(member)
                 }
             }
@@ -20,8 +24,10 @@ enum ProfileMerge {
         case (.array(let baseItems), .array(let overrideItems)):
             guard let baseIDs = ids(of: baseItems), let overrideIDs = ids(of: overrideItems) else { return override }
             var items = baseItems
+            var positions: [String: Int] = [:]
+            for (index, id) in baseIDs.enumerated() where positions[id] == nil { positions[id] = index }
             for (id, item) in zip(overrideIDs, overrideItems) {
-                if let index = baseIDs.firstIndex(of: id) {
+                if let index = positions[id] {
                     items[index] = merge(items[index], item)
                 } else {
                     items.append(item)

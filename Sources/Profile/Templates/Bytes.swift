@@ -21,27 +21,36 @@ extension Sequence where Element == UInt8 {
     }
 }
 
-/// Grows `text` once by the digits and separators of `bytes`, then writes them in place.
+/// Appends the digits and separators of `bytes` to `text`, written in place into one new buffer.
 @usableFromInline
 func appendHexDigits(of bytes: UnsafeBufferPointer<UInt8>, to text: inout [UInt8], separator: String, uppercase: Bool) {
-    guard !bytes.isEmpty else { return }
+    guard let input = bytes.baseAddress, !bytes.isEmpty else { return }
     let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
     let separatorBytes = Array(separator.utf8)
-    let start = text.count
-    text.append(contentsOf: repeatElement(0, count: bytes.count * 2 + (bytes.count - 1) * separatorBytes.count))
-    digits.withUTF8Buffer { digits in
-        text.withUnsafeMutableBufferPointer { buffer in
-            var index = start
-            for (position, byte) in bytes.enumerated() {
-                if position > 0 {
-                    for separatorByte in separatorBytes { buffer[index] = separatorByte; index += 1 }
+    let count = bytes.count * 2 + (bytes.count - 1) * separatorBytes.count
+    // Plain pointer loops: generic iteration (enumerated(), ranges, repeatElement) costs a metadata lookup per
+    // byte in unoptimized builds, which made hex of a 4 KB value take milliseconds in the tests.
+    let hex = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        digits.withUTF8Buffer { digits in
+            separatorBytes.withUnsafeBufferPointer { separator in
+                guard let digits = digits.baseAddress, var output = buffer.baseAddress else { return }
+                let end = input + bytes.count
+                var next = input
+                while next < end {
+                    if next > input, let separatorStart = separator.baseAddress {
+                        output.initialize(from: separatorStart, count: separator.count)
+                        output += separator.count
+                    }
+                    output.initialize(to: digits[Int(next.pointee >> 4)])
+                    (output + 1).initialize(to: digits[Int(next.pointee & 0x0F)])
+                    output += 2
+                    next += 1
                 }
-                buffer[index] = digits[Int(byte >> 4)]
-                buffer[index + 1] = digits[Int(byte & 0x0F)]
-                index += 2
             }
         }
+        initialized = count
     }
+    if text.isEmpty { text = hex } else { text += hex }
 }
 
 /// Parsing of hex byte strings such as `"51 60 0a"`, `"5160"` or `"51:60"`.

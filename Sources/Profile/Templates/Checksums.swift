@@ -13,7 +13,12 @@ public enum Checksum {
     /// CRC-16/CCITT-FALSE: polynomial 0x1021, initial value 0xFFFF, no reflection, no final XOR
     /// (check value 0x29B1 for "123456789").
     public static func crc16CCITTFalse(_ bytes: [UInt8]) -> UInt16 {
-        var crc: UInt16 = 0xFFFF
+        crc16CCITTFalse(bytes, continuing: 0xFFFF)
+    }
+
+    /// The CRC after `bytes`, starting from `crc` (the CRC of what came before them).
+    static func crc16CCITTFalse(_ bytes: [UInt8], continuing crc: UInt16) -> UInt16 {
+        var crc = crc
         for byte in bytes {
             crc ^= UInt16(byte) << 8
             for _ in 0..<8 {

@@ -21,6 +21,8 @@ struct TemplateChecker {
     var state: Set<String>
     var characteristics: Set<String>
     var usage: TemplateUsage
+    /// Bounds the work of "did you mean" hints, shared by every template of a profile.
+    var suggestions = SuggestionBudget()
 
     func check(_ template: Template) -> [TemplateIssue] {
         var issues: [TemplateIssue] = []
@@ -47,14 +49,17 @@ struct TemplateChecker {
         return issues
     }
 
-    private var allowedBuiltins: [String] {
+    private static let addressNames: Set<String> = ["address", "addressWithColons", "addressBytes"]
+    private static let ruleNames = Set(TemplateBuiltins.names.keys)
+
+    private var allowedBuiltins: Set<String> {
         switch usage {
-        case .advertisement, .initialValue: ["address", "addressWithColons", "addressBytes"]
-        case .rule: Array(TemplateBuiltins.names.keys)
+        case .advertisement, .initialValue: Self.addressNames
+        case .rule: Self.ruleNames
         }
     }
 
-    private var knownNames: [String] { allowedBuiltins + variables.sorted() + state.sorted() }
+    private var knownNames: [String] { allowedBuiltins.sorted() + variables.sorted() + state.sorted() }
 
     private func checkName(_ name: String, offset: Int, into issues: inout [TemplateIssue]) {
         if allowedBuiltins.contains(name) || variables.contains(name) || state.contains(name) { return }
@@ -62,7 +67,8 @@ struct TemplateChecker {
             issues.append(TemplateIssue(offset: offset, message: "\(name) cannot be used here", hint: usageHint))
         } else {
             issues.append(TemplateIssue(
-                offset: offset, message: "unknown name \"\(name)\"", hint: Suggestions.hint(for: name, in: knownNames)))
+                offset: offset, message: "unknown name \"\(name)\"",
+                hint: Suggestions.hint(for: name, in: { knownNames }, budget: suggestions)))
         }
     }
 
@@ -147,7 +153,7 @@ struct TemplateChecker {
             if !characteristics.contains(id) {
                 issues.append(TemplateIssue(
                     offset: argumentOffset, message: "unknown characteristic \"\(id)\"",
-                    hint: Suggestions.hint(for: id, in: characteristics.sorted())))
+                    hint: Suggestions.hint(for: id, in: { characteristics.sorted() }, budget: suggestions)))
             }
             return
         case "arg":

@@ -16,6 +16,8 @@ public struct TemplateContext: Sendable {
     public var arguments: [String: String]
     public var counters: [String: Int]
     public var generator: SeededGenerator
+    /// Set by rendering when it cut a value at ``ProfileLimits/valueLength`` bytes or clamped a count at 512.
+    public var capped = false
 
     public init(
         variables: [String: ProfileValue] = [:], state: [String: ProfileValue] = [:],

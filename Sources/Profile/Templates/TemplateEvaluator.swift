@@ -41,24 +41,68 @@ enum TemplateValue: Equatable {
     }
 }
 
+extension TemplateValue {
+    /// The value cut to ``ProfileLimits/valueLength`` bytes (text at a scalar boundary); sets `capped` if it was cut.
+    func capped(_ capped: inout Bool) -> TemplateValue {
+        let limit = ProfileLimits.valueLength
+        switch self {
+        case .int:
+            return self
+        case .bytes(let bytes):
+            guard bytes.count > limit else { return self }
+            capped = true
+            return .bytes(Array(bytes.prefix(limit)))
+        case .text(let text):
+            guard text.utf8.count > limit else { return self }
+            capped = true
+            var end = text.utf8.index(text.utf8.startIndex, offsetBy: limit)
+            while end.samePosition(in: text.unicodeScalars) == nil { end = text.utf8.index(before: end) }
+            return .text(String(text[..<end]))
+        }
+    }
+}
+
 extension Template {
-    /// Renders the template to bytes. Never traps; see the format reference for edge cases.
+    /// Renders the template to bytes. Never traps, and never builds a value over ``ProfileLimits/valueLength``
+    /// bytes (the result included): longer ones are cut, counts over 512 clamped, and `context.capped` set.
     public func render(in context: inout TemplateContext) -> [UInt8] {
         var output: [UInt8] = []
         for part in parts {
             switch part {
             case .literal(let bytes):
-                output += bytes
+                Self.append(bytes, to: &output, capped: &context.capped)
             case .expression(.call("pad", let arguments, _), _) where kind == .bytes:
-                let length = min(max(0, arguments.first.map { evaluate($0, in: &context).int } ?? 0), TemplateBuiltins.maximumLength)
+                let length = Self.count(arguments.first.map { evaluate($0, in: &context).int } ?? 0, capped: &context.capped)
                 let fill = arguments.count > 1 ? UInt8(truncatingIfNeeded: evaluate(arguments[1], in: &context).int) : 0
-                if output.count < length { output += [UInt8](repeating: fill, count: length - output.count) }
+                if output.count < length { output += repeatElement(fill, count: length - output.count) }
             case .expression(let expression, _):
                 let value = evaluate(expression, in: &context)
-                output += kind == .bytes ? value.bytes : Array(value.text.utf8)
+                Self.append(kind == .bytes ? value.bytes : Array(value.text.utf8), to: &output, capped: &context.capped)
             }
         }
         return output
+    }
+
+    /// Appends as much of `bytes` as fits under ``ProfileLimits/valueLength``.
+    private static func append(_ bytes: [UInt8], to output: inout [UInt8], capped: inout Bool) {
+        let room = ProfileLimits.valueLength - output.count
+        if bytes.count > room {
+            capped = true
+            output += bytes[..<room]
+        } else if output.isEmpty {
+            output = bytes
+        } else {
+            output += bytes
+        }
+    }
+
+    /// A count for `random`, `fill` and `pad`: 0 when negative, at most ``TemplateBuiltins/maximumLength``.
+    private static func count(_ value: Int, capped: inout Bool) -> Int {
+        if value > TemplateBuiltins.maximumLength {
+            capped = true
+            return TemplateBuiltins.maximumLength
+        }
+        return max(0, value)
     }
 
     /// Renders the template to text (numbers in decimal, bytes as uppercase hex).
@@ -66,7 +110,12 @@ extension Template {
         String(decoding: render(in: &context), as: UTF8.self)
     }
 
+    /// The value of an expression, at most ``ProfileLimits/valueLength`` bytes long.
     func evaluate(_ expression: TemplateExpression, in context: inout TemplateContext) -> TemplateValue {
+        evaluateUncapped(expression, in: &context).capped(&context.capped)
+    }
+
+    private func evaluateUncapped(_ expression: TemplateExpression, in context: inout TemplateContext) -> TemplateValue {
         switch expression {
         case .integer(let n, _):
             return .int(n)
@@ -118,10 +167,9 @@ extension Template {
         func argument(_ index: Int) -> TemplateValue {
             index < arguments.count ? evaluate(arguments[index], in: &context) : .bytes([])
         }
-        func concatenated() -> [UInt8] {
-            var bytes: [UInt8] = []
-            for index in arguments.indices { bytes += argument(index).bytes }
-            return bytes
+        /// Feeds the bytes of every argument in turn to `body` (checksums over them, without concatenating).
+        func forEachArgument(_ body: ([UInt8]) -> Void) {
+            for index in arguments.indices { body(argument(index).bytes) }
         }
         func integer(width: Int, littleEndian: Bool) -> TemplateValue {
             let value = UInt64(truncatingIfNeeded: argument(0).int)
@@ -132,7 +180,6 @@ extension Template {
             if case .name(let name, _)? = arguments.first { return name }
             return argument(0).text
         }
-        let limit = TemplateBuiltins.maximumLength
         switch name {
         case "u8": return integer(width: 1, littleEndian: true)
         case "u16le": return integer(width: 2, littleEndian: true)
@@ -144,21 +191,30 @@ extension Template {
         case "u64le": return integer(width: 8, littleEndian: true)
         case "u64be": return integer(width: 8, littleEndian: false)
         case "len": return .int(argument(0).bytes.count)
-        case "random": return .bytes(context.generator.bytes(min(max(0, argument(0).int), limit)))
+        case "random": return .bytes(context.generator.bytes(Self.count(argument(0).int, capped: &context.capped)))
         case "counter":
             let key = nameArgument()
             let value = context.counters[key, default: 0]
             context.counters[key] = value &+ 1
             return .int(value)
-        case "sum8": return .int(Int(Checksum.sum8(concatenated())))
-        case "xor8": return .int(Int(Checksum.xor8(concatenated())))
-        case "crc16": return .int(Int(Checksum.crc16CCITTFalse(concatenated())))
+        case "sum8":
+            var sum: UInt8 = 0
+            forEachArgument { sum &+= Checksum.sum8($0) }
+            return .int(Int(sum))
+        case "xor8":
+            var xor: UInt8 = 0
+            forEachArgument { xor ^= Checksum.xor8($0) }
+            return .int(Int(xor))
+        case "crc16":
+            var crc: UInt16 = 0xFFFF
+            forEachArgument { crc = Checksum.crc16CCITTFalse($0, continuing: crc) }
+            return .int(Int(crc))
         case "hex": return .bytes(HexBytes.parse(argument(0).text) ?? [])
         case "utf8": return .bytes(Array(argument(0).text.utf8))
         case "reverse": return .bytes(argument(0).bytes.reversed())
         case "fill":
             let byte = UInt8(truncatingIfNeeded: argument(0).int)
-            return .bytes([UInt8](repeating: byte, count: min(max(0, argument(1).int), limit)))
+            return .bytes([UInt8](repeating: byte, count: Self.count(argument(1).int, capped: &context.capped)))
         case "value": return .bytes(context.characteristicValues[nameArgument()] ?? [])
         case "arg": return .text(context.arguments[nameArgument()] ?? "")
         default: return .bytes([])  // pad() inside an expression and unknown functions render nothing.

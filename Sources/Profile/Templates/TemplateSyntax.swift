@@ -7,9 +7,27 @@ public struct Template: Sendable, Equatable {
         case bytes, text
     }
 
+    // `parts` first: as the first word, its buffer pointer never carries the case bits of an enum that holds a
+    // Template (e.g. `Action.Assignment`); there LeakSanitizer could not see it and reported the parts as leaked.
+    var parts: [TemplatePart]
     public var source: String
     public var kind: Kind
-    var parts: [TemplatePart]
+
+    /// The bytes it always renders, when it has no expressions.
+    public var literalBytes: [UInt8]? {
+        var bytes: [UInt8] = []
+        for part in parts {
+            guard case .literal(let piece) = part else { return nil }
+            bytes += piece
+        }
+        return bytes
+    }
+
+    init(source: String, kind: Kind, parts: [TemplatePart]) {
+        self.parts = parts
+        self.source = source
+        self.kind = kind
+    }
 }
 
 /// One piece of a template: literal bytes or text, or an expression in braces.
@@ -19,7 +37,10 @@ enum TemplatePart: Sendable, Equatable {
 }
 
 /// An expression inside `{…}`. `offset` values are character offsets into the template source.
-indirect enum TemplateExpression: Sendable, Equatable {
+///
+/// Only `binary` is `indirect`: when every case is boxed, the enum keeps its case in the boxes' pointer bits,
+/// where LeakSanitizer cannot see them, and the templates of a loaded profile were reported as leaked.
+enum TemplateExpression: Sendable, Equatable {
     case integer(Int, offset: Int)
     case string(String, offset: Int)
     case name(String, offset: Int)
@@ -28,7 +49,7 @@ indirect enum TemplateExpression: Sendable, Equatable {
     /// `name[a..b]` (inclusive) or `name[a..]`
     case slice(String, Int, Int?, offset: Int)
     case call(String, [TemplateExpression], offset: Int)
-    case binary(BinaryOperator, TemplateExpression, TemplateExpression, offset: Int)
+    indirect case binary(BinaryOperator, TemplateExpression, TemplateExpression, offset: Int)
 
     enum BinaryOperator: String, Sendable, Equatable {
         case add = "+", subtract = "-", multiply = "*"
@@ -50,5 +71,5 @@ public struct TemplateSyntaxError: Error, Sendable, Equatable, CustomStringConve
     public var offset: Int
     public var hint: String?
 
-    public var description: String { "at offset \(offset): \(message)" }
+    public var description: String { TerminalText.escaped("at offset \(offset): \(message)") }
 }

@@ -78,7 +78,7 @@ extension ProfileDecoder {
             return requireTrue() ? make(.disconnect) : []
         case "startTimer":
             guard let id = identifier(kind.value, kindPath) else { return [] }
-            let after = node["after"].flatMap { duration($0, sub("after")) }
+            let after = node["after"].flatMap { timerDuration($0, sub("after")) }
             return make(.startTimer(id, after: after))
         case "cancelTimer":
             return identifier(kind.value, kindPath).map { make(.cancelTimer($0)) } ?? []

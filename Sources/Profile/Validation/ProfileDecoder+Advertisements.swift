@@ -1,7 +1,11 @@
 extension ProfileDecoder {
     static let advertisementFieldKeys = [
         "type", "localName", "serviceUUIDs", "solicitUUIDs", "manufacturerData", "serviceData", "appearance",
-        "txPower", "includes", "discoverable", "minInterval", "maxInterval", "duration", "timeout",
+        "txPower", "includes", "discoverable", "minInterval", "maxInterval", "duration", "timeout", "data",
+    ]
+    /// AD types other fields (or BlueZ itself) build; BlueZ refuses them in `Data`.
+    static let advertisementTypesOfOtherFields: Set<Int> = [
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x14, 0x15, 0x16, 0x19, 0x1F, 0x20, 0x21, 0xFF,
     ]
     static let advertisementIncludes = ["tx-power", "appearance", "local-name", "rsi"]
 
@@ -80,6 +84,28 @@ extension ProfileDecoder {
                 fields.manufacturerData = data
             } else {
                 typeError(value, dataPath, expected: "an object of company id → bytes")
+            }
+        }
+        if let value = node["data"] {
+            let dataPath = sub("data")
+            if case .object(let members) = value.value {
+                var data: [UInt8: Template] = [:]
+                for member in members {
+                    let memberPath = JSONPath.appending(member.key, to: dataPath)
+                    let keyNode = JSONNode(.string(member.key), at: member.keyLocation)
+                    guard let type = flexibleInteger(keyNode, memberPath, in: 1...0xFF) else { continue }
+                    if Self.advertisementTypesOfOtherFields.contains(type) {
+                        error(at: member.keyLocation, memberPath, "AD type \(member.key) is built from another field",
+                              hint: "use localName, serviceUUIDs, solicitUUIDs, serviceData, manufacturerData, appearance or includes")
+                        continue
+                    }
+                    if let source = valueSource(member.value, memberPath, usage: .advertisement) {
+                        data[UInt8(type)] = source.template
+                    }
+                }
+                fields.data = data
+            } else {
+                typeError(value, dataPath, expected: "an object of AD type → bytes")
             }
         }
         if let value = node["serviceData"] {

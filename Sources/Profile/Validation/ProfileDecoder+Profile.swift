@@ -60,6 +60,7 @@ extension ProfileDecoder {
             return []
         }
         var values: [NamedValue] = []
+        var names: Set<String> = []
         for member in members {
             let memberPath = JSONPath.appending(member.key, to: path)
             guard Self.isIdentifier(member.key) else {
@@ -71,12 +72,12 @@ extension ProfileDecoder {
                 error(at: member.keyLocation, memberPath, "\"\(member.key)\" is a built-in name")
                 continue
             }
-            if values.contains(where: { $0.name == member.key }) {
+            guard names.insert(member.key).inserted else {
                 error(at: member.keyLocation, memberPath, "duplicate key \"\(member.key)\"")
                 continue
             }
             if let value = profileValue(member.value, memberPath) {
-                values.append(NamedValue(name: member.key, value: value, path: memberPath))
+                values.append(NamedValue(name: member.key, value: value, path: memberPath, keyLocation: member.keyLocation))
             }
         }
         return values
@@ -106,9 +107,9 @@ extension ProfileDecoder {
         var duration: DurationSpec?
         var repeats = false
         switch (node["after"], node["every"]) {
-        case (let after?, nil): duration = self.duration(after, sub("after"))
+        case (let after?, nil): duration = timerDuration(after, sub("after"))
         case (nil, let every?):
-            duration = self.duration(every, sub("every"))
+            duration = timerDuration(every, sub("every"))
             repeats = true
         case (_?, _?): error(node, path, "a timer takes \"after\" or \"every\", not both")
         case (nil, nil): error(node, path, "a timer needs \"after\" (once) or \"every\" (repeating)")
@@ -124,9 +125,22 @@ extension ProfileDecoder {
             }
         }
         let cancelOnDisconnect = node["cancelOnDisconnect"].flatMap { bool($0, sub("cancelOnDisconnect")) } ?? startOnConnect
-        guard let id, let duration else { return nil }
+        guard let id else { return nil }
+        // A timer whose duration is wrong (already reported) is kept, so rules naming it get no second error.
         return TimerDefinition(
-            id: id, after: duration, repeats: repeats, startOnConnect: startOnConnect,
+            id: id, after: duration ?? .milliseconds(ProfileLimits.minimumTimerMilliseconds), repeats: repeats, startOnConnect: startOnConnect,
             cancelOnDisconnect: cancelOnDisconnect, path: path)
+    }
+
+    /// A timer's `after`/`every` (or a `startTimer` action's `after`): a duration of at least
+    /// ``ProfileLimits/minimumTimerMilliseconds`` when it is written as a number.
+    mutating func timerDuration(_ node: JSONNode, _ path: String) -> DurationSpec? {
+        guard let duration = duration(node, path) else { return nil }
+        if case .milliseconds(let value) = duration, value < ProfileLimits.minimumTimerMilliseconds {
+            error(node, path, "a timer needs at least \(ProfileLimits.minimumTimerMilliseconds) ms, not \(value)",
+                  hint: "timers fire at most every \(ProfileLimits.minimumTimerMilliseconds) ms")
+            return nil
+        }
+        return duration
     }
 }

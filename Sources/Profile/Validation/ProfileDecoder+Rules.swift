@@ -1,6 +1,6 @@
 extension ProfileDecoder {
     static let triggerKinds = ["read", "write", "subscribe", "unsubscribe", "connect", "disconnect", "timer", "trigger"]
-    static let writeMatcherKeys = ["equals", "prefix", "mask", "length", "regex", "json"]
+    static let writeMatcherKeys = ["equals", "prefix", "mask", "length", "regex", "json", "closestTo"]
     static let actionKinds = [
         "reply", "succeed", "fail", "notify", "indicate", "setValue", "set", "delay", "advertise",
         "startAdvertising", "stopAdvertising", "disconnect", "startTimer", "cancelTimer", "log",
@@ -105,8 +105,13 @@ extension ProfileDecoder {
         if let value = node["prefix"] { matcher.prefix = valueSource(value, sub("prefix"), usage: .rule)?.template }
         if let value = node["mask"], members(value, sub("mask"), allowed: ["bits", "equals"]) != nil {
             let maskPath = sub("mask")
-            let bits = required(value, "bits", maskPath).flatMap { literalBytes("hex", $0, JSONPath.appending("bits", to: maskPath)) }
-            let expected = required(value, "equals", maskPath).flatMap { literalBytes("hex", $0, JSONPath.appending("equals", to: maskPath)) }
+            func maskBytes(_ key: String) -> [UInt8]? {
+                let keyPath = JSONPath.appending(key, to: maskPath)
+                guard let node = required(value, key, maskPath), let bytes = literalBytes("hex", node, keyPath) else { return nil }
+                return attributeSized(bytes, node, keyPath)
+            }
+            let bits = maskBytes("bits")
+            let expected = maskBytes("equals")
             if let bits, let expected {
                 if bits.count == expected.count {
                     matcher.mask = (bits, expected)
@@ -133,13 +138,20 @@ extension ProfileDecoder {
         }
         if let value = node["regex"], let pattern = string(value, sub("regex")) {
             do {
-                _ = try Regex(pattern)
-                matcher.regex = pattern
+                matcher.regex = try BytePattern(pattern)
             } catch {
-                self.error(value, sub("regex"), "invalid regular expression: \(error)")
+                self.error(at: Self.location(in: value, scalarOffset: error.offset), sub("regex"),
+                           "invalid regular expression: \(error.message)", hint: error.hint)
             }
         }
         if let value = node["json"] { matcher.json = jsonMatcher(value, sub("json")) }
+        if let value = node["closestTo"], let source = valueSource(value, sub("closestTo"), usage: .rule) {
+            if let bytes = source.template.literalBytes {
+                matcher.closestTo = attributeSized(bytes, value, sub("closestTo"))
+            } else {
+                error(value, sub("closestTo"), "closestTo takes fixed bytes", hint: "write them as hex, e.g. {\"hex\": \"51 60\"}")
+            }
+        }
         return matcher
     }
 

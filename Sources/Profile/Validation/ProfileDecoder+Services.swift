@@ -1,13 +1,14 @@
 extension ProfileDecoder {
     mutating func service(_ node: JSONNode, _ path: String) -> ServiceDefinition? {
-        guard members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description"]) != nil
+        guard members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description", "handle"]) != nil
         else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
         let uuidValue = required(node, "uuid", path).flatMap { self.uuid($0, sub("uuid")) }
         var service = ServiceDefinition(
-            id: id ?? "", uuid: uuidValue ?? "", primary: true, includes: [], characteristics: [], path: path)
+            id: id ?? "", uuid: uuidValue ?? "", primary: true, includes: [], characteristics: [], handle: nil, path: path)
         if let primary = node["primary"] { service.primary = bool(primary, sub("primary")) ?? true }
+        if let handle = node["handle"] { service.handle = attributeHandle(handle, sub("handle")) }
         if let includes = node["includes"], let items = array(includes, sub("includes")) {
             service.includes = items.enumerated().compactMap { identifier($1, JSONPath.appending($0, to: sub("includes"))) }
         }
@@ -22,7 +23,7 @@ extension ProfileDecoder {
 
     mutating func characteristic(_ node: JSONNode, _ path: String) -> CharacteristicDefinition? {
         guard members(node, path, allowed: [
-            "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description",
+            "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description", "handle",
         ]) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
@@ -47,7 +48,7 @@ extension ProfileDecoder {
         }
         var definition = CharacteristicDefinition(
             id: id ?? "", uuid: uuidValue ?? "", flags: flags, value: .empty, maxLength: nil, storeWrites: nil,
-            descriptors: [], description: nil, path: path)
+            descriptors: [], description: nil, handle: nil, path: path)
         if let value = node["value"] {
             definition.value = valueSource(value, sub("value"), usage: .initialValue) ?? .empty
         }
@@ -55,6 +56,7 @@ extension ProfileDecoder {
             definition.maxLength = integer(maxLength, sub("maxLength"), in: 1...TemplateBuiltins.maximumLength)
         }
         if let storeWrites = node["storeWrites"] { definition.storeWrites = bool(storeWrites, sub("storeWrites")) }
+        if let handle = node["handle"] { definition.handle = attributeHandle(handle, sub("handle")) }
         if let description = node["description"] { definition.description = string(description, sub("description")) }
         if let descriptors = node["descriptors"], let items = array(descriptors, sub("descriptors")) {
             definition.descriptors = items.enumerated().compactMap {
@@ -71,12 +73,13 @@ extension ProfileDecoder {
     /// `presentation-format` with `format`, `exponent`, `unit`, `namespace`, `description`.
     mutating func descriptor(_ node: JSONNode, _ path: String, owner: String, index: Int) -> DescriptorDefinition? {
         guard members(node, path, allowed: [
-            "id", "uuid", "type", "flags", "value", "text", "format", "exponent", "unit", "namespace", "description",
+            "id", "uuid", "type", "flags", "value", "text", "format", "exponent", "unit", "namespace", "description", "handle",
         ]) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         var definition = DescriptorDefinition(
-            id: "\(owner)-descriptor\(index)", uuid: "", flags: [.read], value: .empty, path: path)
+            id: "\(owner)-descriptor\(index)", uuid: "", flags: [.read], value: .empty, handle: nil, path: path)
         if let id = node["id"] { definition.id = identifier(id, sub("id")) ?? definition.id }
+        if let handle = node["handle"] { definition.handle = attributeHandle(handle, sub("handle")) }
         if let flagsNode = node["flags"], let items = array(flagsNode, sub("flags")) {
             definition.flags = []
             for (index, item) in items.enumerated() {
@@ -128,6 +131,11 @@ extension ProfileDecoder {
             definition.value = valueSource(value, sub("value"), usage: .initialValue) ?? .empty
         }
         return definition
+    }
+
+    /// An ATT handle a profile asks BlueZ for: 1…0xFFFF (BlueZ's own GAP and GATT services take the first few).
+    mutating func attributeHandle(_ node: JSONNode, _ path: String) -> UInt16? {
+        flexibleInteger(node, path, in: 1...0xFFFF).map { UInt16($0) }
     }
 
     private mutating func reportMisplaced(_ node: JSONNode, _ path: String, keys: [String], context: String) {

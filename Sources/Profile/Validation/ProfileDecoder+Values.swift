@@ -13,7 +13,7 @@ extension ProfileDecoder {
                 guard let byte = integer(item, JSONPath.appending(index, to: path), in: 0...255) else { return nil }
                 bytes.append(UInt8(byte))
             }
-            return ValueSource(template: .literal(bytes))
+            return attributeSized(bytes, node, path).map { ValueSource(template: .literal($0)) }
         case .object:
             guard let members = members(node, path, allowed: Self.valueForms + ["regenerate"]) else { return nil }
             let forms = members.filter { Self.valueForms.contains($0.key) }
@@ -58,12 +58,22 @@ extension ProfileDecoder {
                 return template(form.value, formPath, kind: .bytes, usage: usage)
                     .map { ValueSource(template: $0, regenerate: regenerate) }
             default:
-                return literalBytes(form.key, form.value, formPath).map { ValueSource(template: .literal($0)) }
+                return literalBytes(form.key, form.value, formPath).flatMap { attributeSized($0, form.value, formPath) }
+                    .map { ValueSource(template: .literal($0)) }
             }
         default:
             typeError(node, path, expected: "a byte template string or a value object such as {\"hex\": \"01 02\"}")
             return nil
         }
+    }
+
+    /// `bytes` when they fit in an attribute (``ProfileLimits/attributeValueLength``); else reported, nil.
+    mutating func attributeSized(_ bytes: [UInt8], _ node: JSONNode, _ path: String) -> [UInt8]? {
+        guard bytes.count <= ProfileLimits.attributeValueLength else {
+            error(node, path, "value is \(bytes.count) bytes, over the \(ProfileLimits.attributeValueLength)-byte attribute limit")
+            return nil
+        }
+        return bytes
     }
 
     /// The bytes of a `hex`, `utf8` or `base64` literal.
@@ -87,8 +97,23 @@ extension ProfileDecoder {
         }
     }
 
-    /// A variable, state or comparison value: a number, string, boolean, or `{"hex"|"utf8"|"base64": …}` bytes.
+    /// A variable, state or comparison value: a number, string, boolean, or `{"hex"|"utf8"|"base64": …}` bytes;
+    /// strings and bytes of at most ``ProfileLimits/valueLength`` bytes.
     mutating func profileValue(_ node: JSONNode, _ path: String) -> ProfileValue? {
+        guard let value = unboundedProfileValue(node, path) else { return nil }
+        let length: Int = switch value {
+        case .string(let text): text.utf8.count
+        case .bytes(let bytes): bytes.count
+        case .number, .bool: 0
+        }
+        guard length <= ProfileLimits.valueLength else {
+            error(node, path, "value is \(length) bytes, over the \(ProfileLimits.valueLength)-byte limit for values")
+            return nil
+        }
+        return value
+    }
+
+    private mutating func unboundedProfileValue(_ node: JSONNode, _ path: String) -> ProfileValue? {
         switch node.value {
         case .number(let number):
             guard let value = number.int else {

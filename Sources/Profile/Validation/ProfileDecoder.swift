@@ -18,6 +18,8 @@ struct ProfileDecoder {
     /// Service UUIDs by service id, so advertisements can name services by id.
     var serviceUUIDsByID: [String: String] = [:]
     let file: String
+    /// Bounds the work of "did you mean" hints for the whole profile (shared with ``SemanticChecks``).
+    let suggestions = SuggestionBudget()
 
     init(file: String) {
         self.file = file
@@ -58,7 +60,7 @@ struct ProfileDecoder {
             if member.key == "$comment" { continue }
             if !allowed.contains(member.key) {
                 error(at: member.keyLocation, JSONPath.appending(member.key, to: path), "unknown key \"\(member.key)\"",
-                      hint: Suggestions.hint(for: member.key, in: allowed))
+                      hint: Suggestions.hint(for: member.key, in: { allowed }, budget: suggestions))
             }
         }
         return members
@@ -180,6 +182,10 @@ struct ProfileDecoder {
     mutating func template(
         _ text: String, node: JSONNode, _ path: String, kind: Template.Kind, usage: TemplateUsage
     ) -> Template? {
+        guard text.utf8.count <= ProfileLimits.templateLength else {
+            error(node, path, "the template is \(text.utf8.count) bytes long, over the \(ProfileLimits.templateLength)-byte limit")
+            return nil
+        }
         do {
             let template: Template
             if let parsed = parsedTemplates[text], parsed.kind == kind {
@@ -196,25 +202,56 @@ struct ProfileDecoder {
         }
     }
 
-    /// The location of a character inside a JSON string (exact when the string has no escapes).
+    /// The location of the character at `offset` (in `Character`s) of a JSON string node.
     static func location(in node: JSONNode, offset: Int) -> SourceLocation {
+        guard case .string(let text) = node.value else { return location(in: node, scalarOffset: offset) }
+        return location(in: node, scalarOffset: text.prefix(offset).unicodeScalars.count)
+    }
+
+    /// The location of the scalar at `scalarOffset` of a JSON string node. Exact when the string was written with
+    /// the escapes JSON needs (`\\`, `\"`, `\n`, `\u001B`, …) and no others.
+    static func location(in node: JSONNode, scalarOffset: Int) -> SourceLocation {
         var location = node.location
-        location.column += 1 + offset
+        location.column += 1
+        guard case .string(let text) = node.value else {
+            location.column += scalarOffset
+            return location
+        }
+        for scalar in text.unicodeScalars.prefix(scalarOffset) {
+            switch scalar {
+            case "\"", "\\", "\u{08}", "\u{0C}", "\n", "\r", "\t": location.column += 2
+            case "\u{00}"..."\u{1F}": location.column += 6
+            default: location.column += 1
+            }
+        }
+        if scalarOffset > text.unicodeScalars.count { location.column += scalarOffset - text.unicodeScalars.count }
         return location
     }
 
-    /// A duration: milliseconds as a number, `"250ms"`/`"5s"`, or the name of a number variable.
+    /// A duration: milliseconds as a number, `"250ms"`/`"5s"`, or the name of a number variable; at most
+    /// ``ProfileLimits/maximumDurationMilliseconds``.
     mutating func duration(_ node: JSONNode, _ path: String) -> DurationSpec? {
+        let maximum = ProfileLimits.maximumDurationMilliseconds
         if case .string(let text) = node.value {
-            if text.hasSuffix("ms"), let value = Int(text.dropLast(2)), value >= 0 { return .milliseconds(value) }
-            if text.hasSuffix("s"), let value = Int(text.dropLast(1)), value >= 0, value <= 86_400_000 {
-                return .milliseconds(value * 1000)
+            var milliseconds: Int?
+            if text.hasSuffix("ms"), let value = Int(text.dropLast(2)), value >= 0 {
+                milliseconds = value
+            } else if text.hasSuffix("s"), let value = Int(text.dropLast(1)), value >= 0 {
+                milliseconds = value > maximum ? value : value * 1000
+            } else if Self.isIdentifier(text) {
+                return .variable(text)
             }
-            if Self.isIdentifier(text) { return .variable(text) }
-            error(node, path, "\"\(text)\" is not a duration",
-                  hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")
-            return nil
+            guard let milliseconds else {
+                error(node, path, "\"\(text)\" is not a duration",
+                      hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")
+                return nil
+            }
+            guard milliseconds <= maximum else {
+                error(node, path, "\"\(text)\" is longer than 24 hours (\(maximum) ms)")
+                return nil
+            }
+            return .milliseconds(milliseconds)
         }
-        return integer(node, path, in: 0...86_400_000).map { .milliseconds($0) }
+        return integer(node, path, in: 0...maximum).map { .milliseconds($0) }
     }
 }

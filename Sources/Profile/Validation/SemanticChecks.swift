@@ -1,14 +1,45 @@
 /// Cross-reference checks over a decoded profile: ids, names, flags, lengths and templates.
+///
+/// Every lookup goes through a dictionary or set built once, so checking is linear in the size of the profile
+/// (plus "did you mean" hints, bounded by a ``SuggestionBudget``).
 struct SemanticChecks {
     let profile: DeviceProfile
     var diagnostics: [Diagnostic] = []
+    let suggestions: SuggestionBudget
+    /// The first characteristic with each id.
+    let characteristicsByID: [String: CharacteristicDefinition]
+    let variablesByName: [String: NamedValue]
+    let stateByName: [String: NamedValue]
+    let timerIDs: Set<String>
+    let triggerNames: Set<String>
+    let variantNames: Set<String>
+    /// What templates see when rendered with the initial values and no request, for length checks.
+    let staticContext: TemplateContext
 
-    init(profile: DeviceProfile) {
+    init(profile: DeviceProfile, suggestions: SuggestionBudget = SuggestionBudget()) {
         self.profile = profile
+        self.suggestions = suggestions
+        var characteristics: [String: CharacteristicDefinition] = [:]
+        for characteristic in profile.characteristics where characteristics[characteristic.id] == nil {
+            characteristics[characteristic.id] = characteristic
+        }
+        characteristicsByID = characteristics
+        variablesByName = Dictionary(profile.variables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        stateByName = Dictionary(profile.state.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        timerIDs = Set(profile.timers.map(\.id))
+        triggerNames = Set(profile.triggers.map(\.name))
+        variantNames = Set(profile.variantNames)
+        staticContext = profile.staticContext(
+            environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"), state: nil, variables: nil)
     }
 
     mutating func report(_ path: String, _ message: String, hint: String? = nil) {
         diagnostics.append(profile.diagnostic(at: path, message: message, hint: hint))
+    }
+
+    /// A "did you mean" hint while the budget lasts; `candidates` are only gathered when it does.
+    func hint(for word: String, in candidates: () -> [String]) -> String? {
+        Suggestions.hint(for: word, in: candidates, budget: suggestions)
     }
 
     mutating func run(templates: [ProfileDecoder.PendingTemplate]) {
@@ -66,39 +97,88 @@ struct SemanticChecks {
         for timer in profile.timers where !timerIDs.insert(timer.id).inserted {
             report(JSONPath.appending("id", to: timer.path), "duplicate timer id \"\(timer.id)\"")
         }
-        let variableNames = Set(profile.variables.map(\.name))
-        for value in profile.state where variableNames.contains(value.name) {
-            report(value.path, "\"\(value.name)\" is both a variable and a state value", hint: "rename one of them")
+        for value in profile.state where variablesByName[value.name] != nil {
+            diagnostics.append(Diagnostic(
+                at: value.keyLocation ?? profile.location(of: value.path) ?? SourceLocation(file: profile.file, line: 1, column: 1),
+                path: value.path, message: "\"\(value.name)\" is both a variable and a state value", hint: "rename one of them"))
         }
-        let stateNames = profile.state.map(\.name)
-        for (index, name) in profile.connectionState.enumerated() where !stateNames.contains(name) {
+        for (index, name) in profile.connectionState.enumerated() where stateByName[name] == nil {
             report(JSONPath.appending(index, to: "connectionState"), "\"\(name)\" is not a state value",
-                   hint: Suggestions.hint(for: name, in: stateNames) ?? "declare it under \"state\" with its initial value")
+                   hint: hint(for: name, in: { profile.state.map(\.name) }) ?? "declare it under \"state\" with its initial value")
         }
     }
 
     private mutating func checkServices() {
-        let serviceIDs = profile.services.map(\.id)
+        checkHandles()
+        let serviceIDs = Set(profile.services.map(\.id))
         for service in profile.services {
             for (index, include) in service.includes.enumerated() {
                 let path = JSONPath.appending(index, to: JSONPath.appending("includes", to: service.path))
                 if include == service.id {
                     report(path, "a service cannot include itself")
                 } else if !serviceIDs.contains(include) {
-                    report(path, "unknown service \"\(include)\"", hint: Suggestions.hint(for: include, in: serviceIDs))
+                    report(path, "unknown service \"\(include)\"", hint: hint(for: include, in: { profile.services.map(\.id) }))
                 }
             }
             for characteristic in service.characteristics {
-                let limit = characteristic.maxLength ?? TemplateBuiltins.maximumLength
-                var context = profile.staticContext(
-                    environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"), state: nil, variables: nil)
-                let length = characteristic.value.template.render(in: &context).count
+                let limit = characteristic.maxLength ?? ProfileLimits.attributeValueLength
+                let length = staticLength(of: characteristic.value.template)
                 if length > limit {
                     report(JSONPath.appending("value", to: characteristic.path),
                            "initial value is \(length) bytes, longer than maxLength \(limit)")
                 }
+                for descriptor in characteristic.descriptors {
+                    let length = staticLength(of: descriptor.value.template)
+                    if length > ProfileLimits.attributeValueLength {
+                        report(descriptor.path, "descriptor value is \(length) bytes, over the \(ProfileLimits.attributeValueLength)-byte attribute limit")
+                    }
+                }
             }
         }
+    }
+
+    /// Handles asked of BlueZ: each at most once, a characteristic's value after its service's declaration (and
+    /// after the declaration's own handle), a descriptor after its characteristic's value.
+    private mutating func checkHandles() {
+        var used: [UInt16: String] = [:]
+        func claim(_ handle: UInt16?, _ path: String) {
+            guard let handle else { return }
+            if let first = used[handle] {
+                report(JSONPath.appending("handle", to: path), "handle \(handle) is asked for twice", hint: "also at \(first)")
+            } else {
+                used[handle] = path
+            }
+        }
+        for service in profile.services {
+            claim(service.handle, service.path)
+            var previous = service.handle
+            for characteristic in service.characteristics {
+                if let handle = characteristic.handle {
+                    // The declaration takes handle - 1, which must come after everything before it.
+                    claim(handle - 1 == 0 ? nil : handle - 1, characteristic.path + " (declaration)")
+                    claim(handle, characteristic.path)
+                    if let previous, handle <= previous + 1 {
+                        report(JSONPath.appending("handle", to: characteristic.path),
+                               "handle \(handle) must leave room after \(previous) for the characteristic's declaration",
+                               hint: "a characteristic's declaration takes the handle before its value")
+                    }
+                    previous = handle
+                }
+                for descriptor in characteristic.descriptors {
+                    claim(descriptor.handle, descriptor.path)
+                    if let handle = descriptor.handle, let previous, handle <= previous {
+                        report(JSONPath.appending("handle", to: descriptor.path), "handle \(handle) must come after \(previous)")
+                    }
+                    if let handle = descriptor.handle { previous = handle }
+                }
+            }
+        }
+    }
+
+    /// The length of a template rendered with the initial values and an empty request.
+    private func staticLength(of template: Template) -> Int {
+        var context = staticContext
+        return template.render(in: &context).count
     }
 
     private mutating func checkTimers() {
@@ -109,9 +189,8 @@ struct SemanticChecks {
 
     private mutating func check(_ duration: DurationSpec, at path: String) {
         guard case .variable(let name) = duration else { return }
-        guard let value = profile.variables.first(where: { $0.name == name }) ?? profile.state.first(where: { $0.name == name })
-        else {
-            report(path, "unknown variable \"\(name)\"", hint: Suggestions.hint(for: name, in: allValueNames))
+        guard let value = variablesByName[name] ?? stateByName[name] else {
+            report(path, "unknown variable \"\(name)\"", hint: hint(for: name, in: { allValueNames }))
             return
         }
         if value.value.kind != .number {
@@ -124,7 +203,7 @@ struct SemanticChecks {
     // MARK: Rules
 
     private func characteristicHint(_ id: String) -> String? {
-        Suggestions.hint(for: id, in: profile.characteristics.map(\.id))
+        hint(for: id, in: { profile.characteristics.map(\.id) })
     }
 
     private mutating func check(_ rule: Rule) {
@@ -134,11 +213,22 @@ struct SemanticChecks {
             requireCharacteristic(id, at: JSONPath.appending("read", to: triggerPath), flags: [
                 .read, .encryptRead, .encryptAuthenticatedRead, .secureRead,
             ], purpose: "a read trigger", flagName: "read")
-        case .write(let id, _):
+        case .write(let id, let matcher):
             requireCharacteristic(id, at: JSONPath.appending("write", to: triggerPath), flags: [
                 .write, .writeWithoutResponse, .reliableWrite, .authenticatedSignedWrites, .encryptWrite,
                 .encryptAuthenticatedWrite, .secureWrite,
             ], purpose: "a write trigger", flagName: "write")
+            if let characteristic = characteristicsByID[id] {
+                let limit = characteristic.maxLength ?? ProfileLimits.attributeValueLength
+                for (key, template) in [("equals", matcher.equals), ("prefix", matcher.prefix)] {
+                    guard let template else { continue }
+                    let length = staticLength(of: template)
+                    if length > limit {
+                        report(JSONPath.appending(key, to: triggerPath),
+                               "\(key) is at least \(length) bytes but writes to \"\(id)\" are at most \(limit): it can never match")
+                    }
+                }
+            }
         case .subscribe(let id), .unsubscribe(let id):
             let key = if case .subscribe = rule.trigger { "subscribe" } else { "unsubscribe" }
             requireCharacteristic(id, at: JSONPath.appending(key, to: triggerPath), flags: [
@@ -146,14 +236,14 @@ struct SemanticChecks {
                 .encryptAuthenticatedIndicate, .secureNotify, .secureIndicate,
             ], purpose: "a \(key) trigger", flagName: "notify")
         case .timer(let id):
-            if !profile.timers.contains(where: { $0.id == id }) {
+            if !timerIDs.contains(id) {
                 report(JSONPath.appending("timer", to: triggerPath), "unknown timer \"\(id)\"",
-                       hint: Suggestions.hint(for: id, in: profile.timers.map(\.id)) ?? "declare it under \"timers\"")
+                       hint: hint(for: id, in: { profile.timers.map(\.id) }) ?? "declare it under \"timers\"")
             }
         case .trigger(let name):
-            if !profile.triggers.contains(where: { $0.name == name }) {
+            if !triggerNames.contains(name) {
                 report(JSONPath.appending("trigger", to: triggerPath), "unknown trigger \"\(name)\"",
-                       hint: Suggestions.hint(for: name, in: profile.triggers.map(\.name)) ?? "declare it under \"triggers\"")
+                       hint: hint(for: name, in: { profile.triggers.map(\.name) }) ?? "declare it under \"triggers\"")
             }
         case .connect, .disconnect:
             break
@@ -165,7 +255,7 @@ struct SemanticChecks {
     private mutating func requireCharacteristic(
         _ id: String, at path: String, flags: [CharacteristicFlag], purpose: String, flagName: String
     ) {
-        guard let characteristic = profile.characteristic(id) else {
+        guard let characteristic = characteristicsByID[id] else {
             report(path, "unknown characteristic \"\(id)\"", hint: characteristicHint(id))
             return
         }
@@ -175,7 +265,7 @@ struct SemanticChecks {
     }
 
     private func declaredValue(_ name: String) -> NamedValue? {
-        profile.state.first(where: { $0.name == name }) ?? profile.variables.first(where: { $0.name == name })
+        stateByName[name] ?? variablesByName[name]
     }
 
     private mutating func check(_ condition: Condition, in rule: Rule) {
@@ -190,13 +280,13 @@ struct SemanticChecks {
             }
             return
         case .state, .variable:
-            let pool = condition.scope == .state ? profile.state : profile.variables
-            guard let declared = pool.first(where: { $0.name == condition.name }) else {
-                let other = condition.scope == .state ? profile.variables : profile.state
-                let hint = other.contains(where: { $0.name == condition.name })
-                    ? "\"\(condition.name)\" is a \(condition.scope == .state ? "variable" : "state value")"
-                    : Suggestions.hint(for: condition.name, in: pool.map(\.name))
-                report(namePath, "unknown \(condition.scope == .state ? "state value" : "variable") \"\(condition.name)\"", hint: hint)
+            let isState = condition.scope == .state
+            guard let declared = (isState ? stateByName : variablesByName)[condition.name] else {
+                let inOther = (isState ? variablesByName : stateByName)[condition.name] != nil
+                let hint = inOther
+                    ? "\"\(condition.name)\" is a \(isState ? "variable" : "state value")"
+                    : self.hint(for: condition.name, in: { (isState ? profile.state : profile.variables).map(\.name) })
+                report(namePath, "unknown \(isState ? "state value" : "variable") \"\(condition.name)\"", hint: hint)
                 return
             }
             if declared.value.kind != condition.value.kind {
@@ -221,8 +311,11 @@ struct SemanticChecks {
             if case .reply = action.kind, case .write = rule.trigger {
                 report(action.path, "a write cannot be answered with a value", hint: "use succeed, fail or notify")
             }
+            if case .reply(let template) = action.kind, case .read(let id) = rule.trigger, let characteristic = characteristicsByID[id] {
+                checkLength(of: template, for: characteristic, at: action.path, valuePath: action.path)
+            }
         case .notify(let id, let template, _, let indicate):
-            guard let characteristic = profile.characteristic(id) else {
+            guard let characteristic = characteristicsByID[id] else {
                 report(action.path, "unknown characteristic \"\(id)\"", hint: characteristicHint(id))
                 return
             }
@@ -237,7 +330,7 @@ struct SemanticChecks {
             }
             checkLength(of: template, for: characteristic, at: action.path)
         case .setValue(let id, let template):
-            guard let characteristic = profile.characteristic(id) else {
+            guard let characteristic = characteristicsByID[id] else {
                 report(action.path, "unknown characteristic \"\(id)\"", hint: characteristicHint(id))
                 return
             }
@@ -245,7 +338,7 @@ struct SemanticChecks {
         case .set(let name, let assignment):
             guard let declared = declaredValue(name) else {
                 report(action.path, "unknown variable or state value \"\(name)\"",
-                       hint: Suggestions.hint(for: name, in: allValueNames) ?? "declare it under \"state\"")
+                       hint: hint(for: name, in: { allValueNames }) ?? "declare it under \"state\"")
                 return
             }
             let kind: ProfileValue.Kind = switch assignment {
@@ -259,9 +352,9 @@ struct SemanticChecks {
         case .delay(let duration):
             check(duration, at: action.path)
         case .advertise(let variant?):
-            if !profile.variantNames.contains(variant) {
+            if !variantNames.contains(variant) {
                 report(action.path, "unknown advertisement variant \"\(variant)\"",
-                       hint: Suggestions.hint(for: variant, in: profile.variantNames) ?? "declare it under an advertisement's \"variants\"")
+                       hint: hint(for: variant, in: { profile.variantNames }) ?? "declare it under an advertisement's \"variants\"")
             }
         case .startTimer(let id, let after):
             checkTimer(id, at: action.path)
@@ -273,22 +366,23 @@ struct SemanticChecks {
         }
     }
 
-    /// Reports a value that is longer than the characteristic allows even with an empty request.
-    private mutating func checkLength(of template: Template, for characteristic: CharacteristicDefinition, at path: String) {
-        guard let limit = characteristic.maxLength else { return }
-        var context = profile.staticContext(
-            environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"), state: nil, variables: nil)
-        let length = template.render(in: &context).count
+    /// Reports a value that is longer than the characteristic allows (`maxLength`, else 512) even with an empty
+    /// request and the initial values.
+    private mutating func checkLength(
+        of template: Template, for characteristic: CharacteristicDefinition, at path: String, valuePath: String? = nil
+    ) {
+        let limit = characteristic.maxLength ?? ProfileLimits.attributeValueLength
+        let length = staticLength(of: template)
         if length > limit {
-            report(path.replacingLastComponent(with: "value"),
-                   "value is at least \(length) bytes, longer than maxLength \(limit) of \"\(characteristic.id)\"")
+            report(valuePath ?? path.replacingLastComponent(with: "value"),
+                   "value is at least \(length) bytes, longer than \(characteristic.maxLength == nil ? "the \(limit)-byte attribute limit" : "maxLength \(limit)") of \"\(characteristic.id)\"")
         }
     }
 
     private mutating func checkTimer(_ id: String, at path: String) {
-        if !profile.timers.contains(where: { $0.id == id }) {
+        if !timerIDs.contains(id) {
             report(path, "unknown timer \"\(id)\"",
-                   hint: Suggestions.hint(for: id, in: profile.timers.map(\.id)) ?? "declare it under \"timers\"")
+                   hint: hint(for: id, in: { profile.timers.map(\.id) }) ?? "declare it under \"timers\"")
         }
     }
 
@@ -297,14 +391,16 @@ struct SemanticChecks {
     private mutating func checkTemplates(_ templates: [ProfileDecoder.PendingTemplate]) {
         let variables = Set(profile.variables.map(\.name))
         let state = Set(profile.state.map(\.name))
-        let characteristics = Set(profile.characteristics.map(\.id))
+        let characteristics = Set(characteristicsByID.keys)
         for pending in templates {
             let checker = TemplateChecker(
-                variables: variables, state: state, characteristics: characteristics, usage: pending.usage)
+                variables: variables, state: state, characteristics: characteristics, usage: pending.usage,
+                suggestions: suggestions)
             for issue in checker.check(pending.template) {
-                var location = pending.location
-                location.column += 1 + issue.offset
-                diagnostics.append(Diagnostic(at: location, path: pending.path, message: issue.message, hint: issue.hint))
+                let node = JSONNode(.string(pending.template.source), at: pending.location)
+                diagnostics.append(Diagnostic(
+                    at: ProfileDecoder.location(in: node, offset: issue.offset), path: pending.path, message: issue.message,
+                    hint: issue.hint))
             }
         }
     }

@@ -1,0 +1,94 @@
+import Bluetooth
+
+/// One advertising report the controller gave the host (LE Meta subevents 0x02 legacy, 0x0D extended,
+/// 0x0B directed), its data parsed. A scan response is a report of its own (``isScanResponse``).
+public struct AdvertisingReport: Sendable, Hashable {
+    public var frame: Int
+    public var timestamp: Int64?
+    public var controller: UInt16
+    /// The advertiser; type nil for anonymous extended advertising.
+    public var address: DeviceAddress
+    public var subevent: Subevent
+    /// The event type as reported: legacy 0x00–0x04, or the extended bit field.
+    public var eventType: UInt16
+    public var properties: AdvertisingEventProperties
+    /// In dBm; nil when the controller had none (127).
+    public var rssi: Int8?
+    /// In dBm (extended reports); nil when not available.
+    public var txPower: Int8?
+    /// Extended reports: the advertising set ID; nil when not available (0xFF) or legacy.
+    public var advertisingSID: UInt8?
+    /// Directed advertising: the address it was directed at.
+    public var directAddress: DeviceAddress?
+    /// The advertising data or scan response bytes (extended fragments joined).
+    public var data: [UInt8]
+    public var dataStatus: DataStatus
+    /// How many reports the data came in (extended advertising splits long data).
+    public var fragments: Int
+    public var advertisingData: AdvertisingData
+    /// Where AD parsing stopped early, if it did; the structures before it are in ``advertisingData``.
+    public var dataProblem: AdvertisingData.ParseProblem?
+
+    /// The LE Meta subevent the report came in.
+    public enum Subevent: UInt8, Sendable, Hashable {
+        case legacy = 0x02
+        case directed = 0x0B
+        case extended = 0x0D
+    }
+
+    /// Whether the data is whole.
+    public enum DataStatus: Sendable, Hashable {
+        case complete
+        /// The controller gave up on the rest (extended status 0b10).
+        case truncated
+        /// Fragments announced more data that never came (the capture or the advertiser stopped).
+        case incomplete
+    }
+
+    public var isScanResponse: Bool { properties.contains(.scanResponse) }
+}
+
+/// What kind of advertising a report came from: extended reports' event-type bits; legacy event types
+/// are mapped onto them (ADV_IND connectable and scannable, SCAN_RSP a scan response, …) with ``legacy``.
+public struct AdvertisingEventProperties: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+    public static let connectable = AdvertisingEventProperties(rawValue: 1 << 0)
+    public static let scannable = AdvertisingEventProperties(rawValue: 1 << 1)
+    public static let directed = AdvertisingEventProperties(rawValue: 1 << 2)
+    public static let scanResponse = AdvertisingEventProperties(rawValue: 1 << 3)
+    public static let legacy = AdvertisingEventProperties(rawValue: 1 << 4)
+
+    /// A legacy report's event type (0x00 ADV_IND … 0x04 SCAN_RSP).
+    public init(legacyEventType type: UInt8) {
+        switch type {
+        case 0x00: self = [.connectable, .scannable, .legacy]
+        case 0x01: self = [.connectable, .directed, .legacy]
+        case 0x02: self = [.scannable, .legacy]
+        case 0x03: self = [.legacy]
+        case 0x04: self = [.scanResponse, .legacy]
+        default: self = [.legacy]
+        }
+    }
+}
+
+/// An advertiser as one controller saw it: its address and every report, in order.
+public struct Advertiser: Sendable, Hashable {
+    public var controller: UInt16
+    public var address: DeviceAddress
+    public var reports: [AdvertisingReport]
+
+    /// Reports that were scan responses.
+    public var scanResponseCount: Int { reports.count { $0.isScanResponse } }
+
+    /// Local names in the data, distinct, in order of first appearance (at most 32).
+    public var names: [String] {
+        var names: [String] = []
+        var seen: Set<String> = []
+        for report in reports where names.count < 32 {
+            if let name = report.advertisingData.localName, seen.insert(name).inserted { names.append(name) }
+        }
+        return names
+    }
+}

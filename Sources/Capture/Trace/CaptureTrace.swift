@@ -1,0 +1,152 @@
+import Bluetooth
+
+/// Everything decoded from one capture: controllers, advertisers and their reports, connections, ATT PDUs
+/// paired into transactions, SMP and LE signalling, with the problems and notes met on the way.
+///
+/// It keeps every PDU, so its size grows with the capture's traffic; for counts alone, ``CaptureSummary``
+/// reads any size in bounded memory.
+public struct CaptureTrace: Sendable {
+    public var format: CaptureFormat
+    /// The btsnoop datalink, or the pcap/pcapng linktypes.
+    public var linktypes: [UInt32]
+    /// Packet records in the file (the last frame number).
+    public var frames: Int
+    public var statistics: CaptureDecoder.Statistics
+    public var controllers: [ControllerInfo] = []
+    /// Per controller and advertiser address, in order of first report.
+    public var advertisers: [Advertiser] = []
+    /// Indexed by ``CaptureConnection/id``.
+    public var connections: [CaptureConnection] = []
+    public var failedConnections: [ConnectionAttempt] = []
+    public var attPDUs: [ATTPDU] = []
+    /// In the order they completed (answered, errored, superseded, or at disconnection or the end).
+    public var attTransactions: [ATTTransaction] = []
+    public var smpPDUs: [SMPPDU] = []
+    public var signalling: [L2CAPSignal] = []
+    /// Reading and decoding problems, located (the first 1000 of each; ``problemCount`` counts all).
+    public var problems: [CaptureProblem] = []
+    public var problemCount = 0
+    /// Capture-wide notes, and the first 1000 naming one connection, handle or channel.
+    public var notes: [CaptureNote] = []
+
+    /// Reads and decodes a capture file; throws when nothing can be read (damage later is in ``problems``).
+    public static func read(path: String) throws(CaptureProblem) -> CaptureTrace {
+        try CaptureTrace(reader: CaptureReader(path: path))
+    }
+
+    /// Reads and decodes a capture held in memory.
+    public static func read(bytes: [UInt8]) throws(CaptureProblem) -> CaptureTrace {
+        try CaptureTrace(reader: CaptureReader(bytes: bytes))
+    }
+
+    /// Decodes every record `reader` has left.
+    public init(reader: CaptureReader) {
+        format = reader.format
+        linktypes = reader.linktypes
+        frames = 0
+        statistics = CaptureDecoder.Statistics()
+        var builder = Builder()
+        var decoder = CaptureDecoder()
+        while let record = reader.next() {
+            decoder.decode(record) { builder.add($0, to: &self) }
+        }
+        decoder.finish { builder.add($0, to: &self) }
+        frames = reader.frames
+        linktypes = reader.linktypes
+        statistics = decoder.statistics
+        controllers.sort { $0.index < $1.index }
+        // Reading problems and decoding problems, each in frame order, merged.
+        problems = (reader.problems + problems).sorted { ($0.frame ?? 0, $0.offset ?? 0) < ($1.frame ?? 0, $1.offset ?? 0) }
+        problemCount += reader.problemCount
+    }
+
+    /// The connection a PDU refers to.
+    public func connection(_ id: Int) -> CaptureConnection? { connections.indices.contains(id) ? connections[id] : nil }
+
+    /// Collects events into a trace.
+    struct Builder {
+        private var advertiserIndex: [AdvertiserKey: Int] = [:]
+        private var controllerIndex: [UInt16: Int] = [:]
+        /// Connections whose role is inferred and not settled yet: where their PDUs are, so they can be
+        /// labelled again if the role changes (without scanning the whole trace).
+        private var unsettled: [Int: Positions] = [:]
+
+        private struct AdvertiserKey: Hashable {
+            var controller: UInt16
+            var address: DeviceAddress
+        }
+
+        private struct Positions {
+            var att: [Int] = []
+            var transactions: [Int] = []
+            var smp: [Int] = []
+            var signalling: [Int] = []
+        }
+
+        mutating func add(_ event: CaptureEvent, to trace: inout CaptureTrace) {
+            switch event {
+            case .controller(let info):
+                if let index = controllerIndex[info.index] {
+                    trace.controllers[index] = info
+                } else {
+                    controllerIndex[info.index] = trace.controllers.count
+                    trace.controllers.append(info)
+                }
+            case .advertisingReport(let report):
+                let key = AdvertiserKey(controller: report.controller, address: report.address)
+                if let index = advertiserIndex[key] {
+                    trace.advertisers[index].reports.append(report)
+                } else {
+                    advertiserIndex[key] = trace.advertisers.count
+                    trace.advertisers.append(Advertiser(controller: report.controller, address: report.address, reports: [report]))
+                }
+            case .connection(let connection):
+                if connection.id == trace.connections.count {
+                    trace.connections.append(connection)
+                    if connection.roleInferred { unsettled[connection.id] = Positions() }
+                } else if trace.connections.indices.contains(connection.id) {
+                    let before = trace.connections[connection.id].localRole
+                    trace.connections[connection.id] = connection
+                    if before != connection.localRole { relabel(connection, in: &trace) }
+                    if !connection.isOpen { unsettled[connection.id] = nil }
+                }
+            case .connectionFailed(let attempt): trace.failedConnections.append(attempt)
+            case .att(let pdu):
+                unsettled[pdu.connection]?.att.append(trace.attPDUs.count)
+                trace.attPDUs.append(pdu)
+            case .attTransaction(let transaction):
+                unsettled[transaction.connection]?.transactions.append(trace.attTransactions.count)
+                trace.attTransactions.append(transaction)
+            case .smp(let pdu):
+                unsettled[pdu.connection]?.smp.append(trace.smpPDUs.count)
+                trace.smpPDUs.append(pdu)
+            case .signalling(let signal):
+                unsettled[signal.connection]?.signalling.append(trace.signalling.count)
+                trace.signalling.append(signal)
+            case .problem(let problem):
+                trace.problemCount += 1
+                if trace.problems.count < ProblemLog.limit { trace.problems.append(problem) }
+            case .note(let note):
+                if case .roleInferred(let connection, _, _) = note { unsettled[connection] = nil }
+                if note.isCaptureWide || trace.notes.count < CaptureNote.limit { trace.notes.append(note) }
+            }
+        }
+
+        /// A connection's role was inferred after PDUs were already labelled: label them again.
+        private func relabel(_ connection: CaptureConnection, in trace: inout CaptureTrace) {
+            guard let role = connection.localRole, let positions = unsettled[connection.id] else { return }
+            func fix(_ pdu: inout ATTPDU) {
+                if pdu.sender != .unknown { pdu.direction = role.direction(of: pdu.sender) }
+            }
+            for index in positions.att { fix(&trace.attPDUs[index]) }
+            for index in positions.transactions {
+                fix(&trace.attTransactions[index].request)
+                if trace.attTransactions[index].response != nil { fix(&trace.attTransactions[index].response!) }
+            }
+            for index in positions.smp { trace.smpPDUs[index].direction = role.direction(of: trace.smpPDUs[index].sender) }
+            for index in positions.signalling {
+                trace.signalling[index].direction = role.direction(of: trace.signalling[index].sender)
+            }
+        }
+    }
+}

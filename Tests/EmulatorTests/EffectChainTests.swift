@@ -1,0 +1,56 @@
+@testable import BlueZ
+import DBus
+@testable import Emulator
+import Foundation
+import Profile
+import Testing
+
+/// The effects after an answer wait behind earlier events' effects; how many events may wait is bounded.
+@Suite struct EffectChainTests {
+    /// Every write is answered at once; the first (00) then waits a day before its log line, so the effects of
+    /// the next writes queue behind it however slowly the machine runs them.
+    static func emulator() throws -> Emulator {
+        let profile = try ProfileLoader.load(json: """
+            { "format": 1,
+              "services": [{ "id": "s", "uuid": "180f", "characteristics": [{ "id": "rx", "uuid": "2a19", "flags": ["write-without-response"] }] }],
+              "rules": [{ "on": { "write": "rx", "equals": "00" }, "do": [{ "delay": 86400000 }, { "log": "late {request}" }] },
+                        { "on": { "write": "rx" }, "otherwise": true, "do": [{ "delay": 1 }, { "log": "late {request}" }] }] }
+            """, file: "chain.json")
+        return try Emulator(profile: profile, options: EmulatorOptions(), log: try EventLog(format: .json))
+    }
+
+    static func write(_ value: [UInt8]) -> GattWriteRequest {
+        GattWriteRequest(attribute: GattAttributeID(characteristic: "rx"), value: value, offset: 0, kind: .command,
+                         bluetoothdAnswered: false, prepareAuthorize: false,
+                         context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
+    }
+
+    @Test(.timeLimit(.minutes(1))) func chainsBeyondTheLimitAreDroppedLoudlyAndStopCutsTheRestShort() async throws {
+        let emulator = try Self.emulator()
+        let limit = Emulator.maximumPendingEffectChains
+        for index in 0..<(limit + 10) {
+            try await emulator.write(Self.write([UInt8(index)]))
+        }
+        #expect(await emulator.pendingEffectChains == limit)
+        let dropped = emulator.events.events.filter { $0.kind == .error && $0.detail?.hasPrefix("dropped 2 effects after the answer (delay, log)") == true }
+        #expect(dropped.count == 10)
+        #expect(dropped.first?.detail?.hasSuffix("the effects of \(limit) earlier events are still waiting") == true)
+
+        // Stopping does not wait out the day: the delays end at once, the rest runs in order before `stopped`.
+        await emulator.stop()
+        #expect(await emulator.pendingEffectChains == 0)
+        let events = emulator.events.events
+        let late = events.compactMap { $0.kind == .note ? $0.detail : nil }.filter { $0.hasPrefix("late ") }
+        #expect(late == (0..<limit).map { "late " + [UInt8($0)].hexString() })
+        #expect(events.last?.kind == .stopped)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aFinishedChainFreesItsPlace() async throws {
+        let emulator = try Self.emulator()
+        try await emulator.write(Self.write([0xEE]))
+        let deadline = ContinuousClock.now + .seconds(30)
+        while await emulator.pendingEffectChains > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await emulator.pendingEffectChains == 0)
+        #expect(emulator.events.events.contains { $0.detail == "late EE" })
+    }
+}

@@ -1,0 +1,154 @@
+import Bluetooth
+import Profile
+import Replica
+import Testing
+
+/// A recording of a Noke-like lock, as an importer or a clone would produce it.
+enum Recordings {
+    static let service = BluetoothUUID("1bc50001-0200-d29e-e511-446c609db825")!
+    static let rx = BluetoothUUID("1bc50002-0200-d29e-e511-446c609db825")!
+    static let tx = BluetoothUUID("1bc50003-0200-d29e-e511-446c609db825")!
+    static let session = BluetoothUUID("1bc50004-0200-d29e-e511-446c609db825")!
+    static let unlock: [UInt8] = [0x00, 0x00, 0xC2, 0x00] + Array(repeating: 0x11, count: 16)
+    static let answer: [UInt8] = [0x51, 0x60, 0xC2] + Array(repeating: 0, count: 17)
+    static let sessionValue: [UInt8] = Array(0..<20)
+
+    static func lock() -> DeviceReplica {
+        var replica = DeviceReplica(source: "capture test.btsnoop")
+        replica.address = BluetoothAddress("D0:1F:A6:44:B3:6F")
+        replica.addressType = .public
+        replica.name = "NOKE3E_D01FA644B36F"
+        replica.advertisingData = AdvertisingData([
+            ADStructure(type: .flags, data: [0x06]),
+            ADStructure(type: .completeServiceUUIDs128, data: service.littleEndian(compact: false)),
+            ADStructure(type: .manufacturerData, data: [0xFF, 0xFF, 0x40, 0x02, 0x0A, 0x00, 0x00]),
+        ])
+        replica.scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array("NOKE3E_D01FA644B36F".utf8))])
+        var lock = DeviceReplica.Service(uuid: service, handle: 0x0010, endHandle: 0x0018)
+        var write = DeviceReplica.Characteristic(uuid: rx, properties: [.write, .writeWithoutResponse], declarationHandle: 0x0011, valueHandle: 0x0012)
+        write.provenance = "frame 40"
+        var notify = DeviceReplica.Characteristic(uuid: tx, properties: [.read, .notify], declarationHandle: 0x0013, valueHandle: 0x0014)
+        notify.descriptors = [DeviceReplica.Descriptor(uuid: .clientCharacteristicConfiguration, handle: 0x0015),
+                              DeviceReplica.Descriptor(uuid: .userDescription, handle: 0x0016, value: Array("TX".utf8))]
+        var read = DeviceReplica.Characteristic(uuid: session, properties: [.read], declarationHandle: 0x0017, valueHandle: 0x0018)
+        read.value = sessionValue
+        lock.characteristics = [write, notify, read]
+        replica.services = [DeviceReplica.Service(uuid: .genericAccess, handle: 1, endHandle: 5), lock]
+        replica.mtu = 247
+        replica.conversation = [
+            .init(.connected(BluetoothAddress("F0:E0:D0:00:00:01")), time: 1.0, frame: 30),
+            .init(.read(handle: 0x0018, offset: 0, value: sessionValue), time: 1.2, frame: 50),
+            .init(.subscribe(handle: 0x0014, notify: true, indicate: false), time: 1.3, frame: 52),
+            .init(.write(handle: 0x0012, value: unlock, withResponse: true), time: 1.4, frame: 54),
+            .init(.notification(handle: 0x0014, value: answer, indication: false), time: 1.45, frame: 56),
+            // A counter: the same command answered differently the next two times.
+            .init(.write(handle: 0x0012, value: [0x01], withResponse: false), time: 2.0, frame: 60),
+            .init(.notification(handle: 0x0014, value: [0x51, 0x01], indication: false), time: 2.1, frame: 61),
+            .init(.write(handle: 0x0012, value: [0x01], withResponse: false), time: 3.0, frame: 70),
+            .init(.notification(handle: 0x0014, value: [0x51, 0x02], indication: false), time: 3.1, frame: 71),
+            .init(.disconnected, time: 4.0, frame: 80),
+            // Unsolicited: a notification in a later connection with no write before it.
+            .init(.connected(nil), time: 5.0, frame: 90, connection: 2),
+            .init(.notification(handle: 0x0014, value: [0x50, 0x00], indication: false), time: 5.5, frame: 95, connection: 2),
+        ]
+        return replica
+    }
+}
+
+@Suite struct ReplicaProfileTests {
+    static func load(_ result: ReplicaProfile.Result) throws -> DeviceProfile {
+        do {
+            return try ProfileLoader.load(json: result.text, file: "imported.json")
+        } catch {
+            Issue.record("the generated profile does not validate:\n\(error)\n\(result.text)")
+            throw error
+        }
+    }
+
+    @Test func aRecordingBecomesAValidProfileThatReplaysIt() throws {
+        var options = ReplicaProfile.Options()
+        options.timing = .recorded
+        let result = ReplicaProfile(Recordings.lock(), options: options).build()
+        let profile = try Self.load(result)
+        // GATT table (GAP left to BlueZ), values, descriptors.
+        #expect(profile.services.map(\.uuid) == [Recordings.service.description])
+        let characteristics = profile.characteristics
+        #expect(characteristics.map(\.uuid) == [Recordings.rx, Recordings.tx, Recordings.session].map(\.description))
+        #expect(characteristics[0].flags.map(\.rawValue) == ["write-without-response", "write"])
+        #expect(result.text.contains("\"text\": \"TX\""))
+        #expect(!result.text.contains("2902"), "BlueZ adds the client configuration itself")
+        #expect(profile.advertisements.count == 1)
+
+        var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
+        let central = CentralID(address: "F0:E0:D0:00:00:01")
+        let ids = characteristics.map(\.id)
+        _ = engine.handle(.connect(central))
+        #expect(engine.value(of: ids[2]) == Recordings.sessionValue)
+        _ = engine.handle(.subscribe(characteristic: ids[1], central: central))
+        let unlocked = engine.handle(.write(characteristic: ids[0], central: central, value: Recordings.unlock, withResponse: true))
+        #expect(unlocked.notifications.map(\.value) == [Recordings.answer])
+        #expect(unlocked.effects.contains(.delay(.milliseconds(50))), "the recorded gap")
+        // The counter-like write replays in order, then repeats the last answer.
+        let answers = (0..<3).map { _ in
+            engine.handle(.write(characteristic: ids[0], central: central, value: [0x01], withResponse: false)).notifications.map(\.value)
+        }
+        #expect(answers == [[[0x51, 0x01]], [[0x51, 0x02]], [[0x51, 0x02]]])
+        // An unrecorded write is logged and otherwise ignored.
+        let unknown = engine.handle(.write(characteristic: ids[0], central: central, value: [9, 9], withResponse: true))
+        #expect(unknown.notifications.isEmpty)
+        #expect(unknown.effects.contains { if case .log(let text) = $0 { text.contains("unrecorded") } else { false } })
+        // The unsolicited notification is a trigger.
+        #expect(profile.triggers.map(\.name).count == 1)
+        let fired = engine.handle(.trigger(profile.triggers[0].name, arguments: [:]))
+        #expect(fired.notifications.map(\.value) == [[0x50, 0x00]])
+        #expect(result.report.contains { $0.contains("triggers") })
+        #expect(result.report.contains { $0.contains("MTU 247") })
+    }
+
+    @Test func unrecordedWritesCanFailOrBeAnsweredAsTheNearestRecording() throws {
+        var options = ReplicaProfile.Options()
+        options.otherwise = .error
+        let failing = try Self.load(ReplicaProfile(Recordings.lock(), options: options).build())
+        var engine = BehaviourEngine(profile: failing, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
+        let central = CentralID(address: "F0:E0:D0:00:00:01")
+        let rx = failing.characteristics[0].id
+        #expect(engine.handle(.write(characteristic: rx, central: central, value: [7], withResponse: true)).reply == .error(.failed))
+
+        options.otherwise = .nearest
+        let nearest = try Self.load(ReplicaProfile(Recordings.lock(), options: options).build())
+        engine = BehaviourEngine(profile: nearest, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
+        var close = Recordings.unlock
+        close[19] ^= 0xFF
+        let outcome = engine.handle(.write(characteristic: rx, central: central, value: close, withResponse: true))
+        #expect(outcome.notifications.map(\.value) == [Recordings.answer])
+    }
+
+    @Test func handlesArePinnedOnlyWhereBlueZCanLayThemOut() throws {
+        let pinned = ReplicaProfile(Recordings.lock()).build()
+        let profile = try Self.load(pinned)
+        #expect(profile.services.first?.handle == 0x0010)
+        #expect(profile.characteristics.map(\.handle) == [0x0012, 0x0014, 0x0018])
+        var gap = Recordings.lock()
+        gap.services[1].characteristics[2].valueHandle = 0x0030  // not where BlueZ would put it
+        let unpinned = ReplicaProfile(gap).build()
+        #expect(try Self.load(unpinned).services.first?.handle == nil)
+        #expect(unpinned.report.contains { $0.contains("handles not pinned") })
+    }
+
+    @Test func namesWithBracesAndOddAdvertisementsStayValid() throws {
+        var replica = Recordings.lock()
+        replica.name = "Lock {1}"
+        replica.scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array("Lock {1}".utf8)),
+                                                ADStructure(type: ADType(rawValue: 0x2A), data: [0xAB])])
+        let crowded = ReplicaProfile(replica).build()
+        let profile = try Self.load(crowded)
+        #expect(profile.deviceName(environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"), state: [:], variables: [:]) == "Lock {1}")
+        // BlueZ 5.66 puts everything but the name in the advertising data: the unknown structure does not fit.
+        #expect(!crowded.text.contains("\"0x2A\""))
+        #expect(crowded.report.contains { $0.contains("other AD structures (0x2A) left out") })
+        replica.advertisingData?.structures.removeAll { $0.type == .manufacturerData }
+        let roomy = ReplicaProfile(replica).build()
+        let advertised = try Self.load(roomy).advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
+        #expect(advertised.first?.data == [0x2A: [0xAB]])
+    }
+}
