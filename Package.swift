@@ -90,6 +90,9 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
+        .testTarget(name: "CloneTests", dependencies: [
+            "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
+        ]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: [

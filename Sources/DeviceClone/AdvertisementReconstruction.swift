@@ -47,8 +47,10 @@ struct AdvertisementReconstruction {
             structures.append(ADStructure(type: .txPowerLevel, data: [UInt8(bitPattern: level)]))
         }
         if let others = device.advertisingData {
-            let known = Set(structures.map(\.type))
-            let raw = others.filter { $0.type != .flags && !known.contains($0.type) }
+            let raw = others.filter { !Self.decodedByBlueZ.contains($0.type.rawValue) }
+            if raw.count < others.count {
+                notes.append("advertisement: \(others.count - raw.count) AD structure\(others.count - raw.count == 1 ? "" : "s") in AdvertisingData of types BlueZ decodes itself ignored (it never puts those there)")
+            }
             structures += raw
             if !raw.isEmpty {
                 notes.append("advertisement: \(raw.count) AD structure\(raw.count == 1 ? "" : "s") of types BlueZ does not decode (\(raw.map { "0x" + String($0.type.rawValue, radix: 16, uppercase: true) }.joined(separator: ", "))) taken as received from AdvertisingData")
@@ -66,6 +68,12 @@ struct AdvertisementReconstruction {
             notes.append("advertisement: \(advertisingData.encodedLength) bytes of advertising data, more than the legacy 31 (extended advertising, or fields BlueZ kept from several advertisements)")
         }
     }
+
+    /// The AD types BlueZ decodes into `Device1` properties (`eir_parse` in src/eir.c, 5.66 and 5.82) and so never
+    /// reports in `AdvertisingData`: flags, service UUID lists, names, TX power, class of device, SSP hash and
+    /// randomizer, device ID, service data, appearance, manufacturer data. A structure of one of these there
+    /// is not from BlueZ, and would contradict the typed properties.
+    static let decodedByBlueZ: Set<UInt8> = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0D, 0x0E, 0x0F, 0x10, 0x16, 0x19, 0x20, 0x21, 0xFF]
 
     /// A UUID as advertising data carries it: 2, 4 or 16 bytes, least significant first.
     static func wire(_ uuid: BluetoothUUID) -> [UInt8] {

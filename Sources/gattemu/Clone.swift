@@ -14,7 +14,7 @@ import Glibc
 ///
 /// Scans (LE) for the device, records its advertisement, connects, walks its GATT table, reads everything
 /// readable, optionally listens to everything that notifies, disconnects, and writes a profile made with
-/// the replica writer (see docs/import.md, "gattemu clone").
+/// the replica writer (see docs/clone.md).
 struct Clone: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clone",
@@ -124,7 +124,8 @@ struct Clone: AsyncParsableCommand {
         line += " on \(recording.adapterName): \(recording.table.services.count) services, \(characteristics.count) characteristics, "
             + "\(values) values read" + (refused > 0 ? ", \(refused) reads refused" : "")
         if recording.listened > .zero {
-            line += ", \(recording.notifications.count) notifications in \(recording.listened.components.seconds) s"
+            let tenths = (recording.listened / .milliseconds(100)).rounded()
+            line += ", \(recording.notifications.count) notifications in \(Int(tenths) / 10).\(Int(tenths) % 10) s"
         }
         return [line]
     }

@@ -118,11 +118,22 @@ public struct RemoteCharacteristic: Sendable {
     /// Reading it makes bluetoothd pair first (the device asked for encryption): `Paired` turns true, then the
     /// value is returned.
     public var pairsOnRead = false
+    /// What reading it does to the link.
+    public enum ReadEffect: Sendable, Equatable {
+        case none
+        /// The device drops the link: the read fails with `Not connected`.
+        case disconnects
+        /// bluetoothd removes the device object (`InterfacesRemoved`): the read fails likewise.
+        case vanishes
+    }
+
+    public var onRead = ReadEffect.none
     /// `StartNotify` and `AcquireNotify` fail with this.
     public var subscribeError: DBusError?
     /// Whether `AcquireNotify` is offered (else it answers `NotSupported`).
     public var acquirable = true
-    /// What the device sends once subscribed: after each delay (from the subscription), one value.
+    /// What the device sends once subscribed: after each delay (from the subscription), one value; those
+    /// after zero before the subscription is answered.
     public var notifications: [(after: Duration, value: [UInt8])] = []
     public var descriptors: [RemoteDescriptor] = []
 

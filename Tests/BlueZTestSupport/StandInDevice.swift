@@ -238,6 +238,15 @@ public final class StandInDevice: Sendable {
         var methods = [
             DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] _ in
                 guard let self else { return [] }
+                switch characteristic.onRead {
+                case .none: break
+                case .disconnects: await drop()
+                case .vanishes: await remove()
+                }
+                if characteristic.onRead != .none {
+                    state.withLock { $0.reads.append(path) }
+                    throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
+                }
                 return [.bytes(try await read(path, error: characteristic.readError, pairs: characteristic.pairsOnRead, interface: Names.gattCharacteristic))]
             },
             DBusMethod("WriteValue", input: "aya{sv}") { call in
@@ -253,7 +262,7 @@ public final class StandInDevice: Sendable {
                     if let error = characteristic.subscribeError { throw error }
                     state.withLock { _ = $0.notifying.insert(path) }
                     try? await connection.emitPropertiesChanged(path: path, interface: Names.gattCharacteristic, changed: ["Notifying": .boolean(true)])
-                    scheduleNotifications(characteristic, path: path)
+                    await sendNotifications(characteristic, path: path)
                     return []
                 },
                 DBusMethod("StopNotify") { [weak self] _ in
@@ -274,7 +283,7 @@ public final class StandInDevice: Sendable {
                         throw DBusError.system("socketpair", errno: errno)
                     }
                     state.withLock { $0.sockets[path] = ends[0] }
-                    scheduleNotifications(characteristic, path: path)
+                    await sendNotifications(characteristic, path: path)
                     return [.unixFD(DBusFileDescriptor(owning: ends[1])), .uint16(247)]
                 },
             ]
@@ -310,12 +319,17 @@ public final class StandInDevice: Sendable {
         return value
     }
 
-    private func scheduleNotifications(_ characteristic: RemoteCharacteristic, path: DBusObjectPath) {
-        guard !characteristic.notifications.isEmpty else { return }
-        let notifications = characteristic.notifications
+    /// Sends the characteristic's ``RemoteCharacteristic/notifications``: those due at once before the
+    /// subscription is answered (so that a loaded test process cannot delay them past a listening window),
+    /// the others from a task.
+    private func sendNotifications(_ characteristic: RemoteCharacteristic, path: DBusObjectPath) async {
+        let now = characteristic.notifications.prefix { $0.after <= .zero }
+        for (_, value) in now { await send(value, on: path) }
+        let later = Array(characteristic.notifications.dropFirst(now.count))
+        guard !later.isEmpty else { return }
         schedule(after: .zero) { [self] in
             let start = ContinuousClock.now
-            for (after, value) in notifications {
+            for (after, value) in later {
                 try? await Task.sleep(until: start + after)
                 if Task.isCancelled { return }
                 await send(value, on: path)

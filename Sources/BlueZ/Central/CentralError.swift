@@ -10,6 +10,8 @@ public enum CentralError: Error, Sendable, CustomStringConvertible {
     case ambiguous(DeviceQuery, matches: [DeviceProperties])
     /// Connecting failed (every attempt), or services were not resolved in time.
     case connectFailed(address: String, reason: String)
+    /// The device disconnected or was removed before its GATT table was walked and read.
+    case lost(address: String, reason: String)
     /// BlueZ refused or failed a call.
     case call(String, DBusError)
 
@@ -30,6 +32,8 @@ public enum CentralError: Error, Sendable, CustomStringConvertible {
             return "\(matches.count) devices match \(query): \(listed.joined(separator: ", "))\(more); give one address"
         case .connectFailed(let address, let reason):
             return "cannot connect to \(address): \(reason)"
+        case .lost(let address, let reason):
+            return "lost \(address) before the clone was complete: \(reason)"
         case .call(let what, let error):
             return "\(what): \(TextSafety.printable(error.description, limit: 200))"
         }

@@ -74,6 +74,7 @@ public enum DeviceRecorder {
         recording.connectedAt = .now
         recording.connectedProperties = device.properties
         let table = try await RemoteGattTable.read(device: device.path, stack: device.adapter.stack)
+        try checkConnected(device, "before its GATT table was read")
         recording.table = table
         recording.notes += table.notes
         let characteristics = table.characteristics
@@ -81,10 +82,7 @@ public enum DeviceRecorder {
                  + "\(characteristics.reduce(0) { $0 + $1.descriptors.count }) descriptors (handles from \(table.handleSource.rawValue))")
 
         for (index, characteristic) in characteristics.enumerated() {
-            guard device.properties.connected else {
-                recording.notes.append("the device disconnected after \(index) of \(characteristics.count) characteristics were read; the rest have no values")
-                return
-            }
+            try checkConnected(device, "after \(index) of \(characteristics.count) characteristics were read")
             if characteristic.properties.contains(.read) {
                 recording.reads.append(.init(target: .characteristic, read: await RemoteRead.read(
                     characteristic.path, interface: BlueZNames.gattCharacteristic, device: device, timeout: options.readTimeout)))
@@ -94,6 +92,8 @@ public enum DeviceRecorder {
                     descriptor.path, interface: BlueZNames.gattDescriptor, device: device, timeout: options.readTimeout)))
             }
         }
+        // A read that failed because the link went down is no answer of the device's.
+        try checkConnected(device, "while its \(characteristics.count) characteristics were read")
         let failed = recording.reads.filter { if case .failed = $0.read.outcome { true } else { false } }.count
         progress("read \(recording.reads.count - failed) values" + (failed > 0 ? ", \(failed) reads refused" : ""))
 
@@ -116,6 +116,13 @@ public enum DeviceRecorder {
             recording.notes.append("kept the first \(NotificationListener.maximumNotifications) notifications; \(listener.dropped) more were dropped")
         }
         progress("\(listener.received.count) notification\(listener.received.count == 1 ? "" : "s") received")
+    }
+
+    /// Throws ``CentralError/lost(address:reason:)`` unless the device is still connected: a clone missing
+    /// part of the table or of the values would pass for the device.
+    private static func checkConnected(_ device: RemoteDevice, _ when: String) throws(CentralError) {
+        guard !device.properties.connected else { return }
+        throw .lost(address: device.label, reason: (device.isGone ? "bluetoothd removed it " : "it disconnected ") + when)
     }
 
     /// Disconnects (unless the device did), forgets the device when asked, stops following it.

@@ -82,6 +82,9 @@ public final class NotificationListener: Sendable {
     private func subscribe(_ characteristic: RemoteGattTable.Characteristic, preferAcquire: Bool) async {
         let path = characteristic.path
         var lastError: RemoteGattError?
+        // The device may notify as soon as BlueZ has subscribed, before the call is answered: the subscription
+        // counts from when it was asked for, so that nothing it brought seems to come before it.
+        var asked = ContinuousClock.now
         if preferAcquire {
             do {
                 let reply = try await connection.call(
@@ -96,7 +99,7 @@ public final class NotificationListener: Sendable {
                         state.withLock { Self.keep(&$0, Received(path: path, value: Array(packet.prefix(ATTMTU.maximumValueLength)), at: at)) }
                     }, onClose: {}) {
                     sockets.withLock { $0.append(socket) }
-                    state.withLock { $0.subscriptions.append(Subscription(path: path, method: .acquireNotify, at: .now)) }
+                    state.withLock { $0.subscriptions.append(Subscription(path: path, method: .acquireNotify, at: asked)) }
                     return
                 }
                 lastError = RemoteGattError(.unexpectedMessage("AcquireNotify answered without a socket"))
@@ -105,20 +108,21 @@ public final class NotificationListener: Sendable {
             }
             // A refusal that says the device wants security first holds for StartNotify too.
             if let lastError, lastError.asksForSecurity {
-                state.withLock { $0.subscriptions.append(Subscription(path: path, method: nil, at: .now, error: lastError)) }
+                state.withLock { $0.subscriptions.append(Subscription(path: path, method: nil, at: asked, error: lastError)) }
                 return
             }
         }
         state.withLock { _ = $0.viaSignals.insert(path) }
+        asked = .now
         do {
             _ = try await connection.call(
                 destination: BlueZNames.service, path: path, interface: BlueZNames.gattCharacteristic, member: "StartNotify", timeout: .seconds(10))
-            state.withLock { $0.subscriptions.append(Subscription(path: path, method: .startNotify, at: .now)) }
+            state.withLock { $0.subscriptions.append(Subscription(path: path, method: .startNotify, at: asked)) }
         } catch {
             let failure = RemoteGattError(error)
             state.withLock { state in
                 state.viaSignals.remove(path)
-                state.subscriptions.append(Subscription(path: path, method: nil, at: .now, error: failure))
+                state.subscriptions.append(Subscription(path: path, method: nil, at: asked, error: failure))
             }
         }
     }
