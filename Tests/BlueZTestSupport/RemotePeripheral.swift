@@ -62,14 +62,10 @@ public struct RemotePeripheral: Sendable {
         if let name { properties["Name"] = .string(name) }
         if let appearance { properties["Appearance"] = .uint16(appearance) }
         if !manufacturerData.isEmpty {
-            properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant, manufacturerData.sorted { $0.key < $1.key }.map {
-                DBusDictionaryEntry(key: .uint16($0.key), value: .variant(.bytes($0.value)))
-            })
+            properties["ManufacturerData"] = .variantBytesDictionary(manufacturerData, key: .uint16, DBusValue.uint16)
         }
         if !serviceData.isEmpty {
-            properties["ServiceData"] = .dictionary(key: .string, value: .variant, serviceData.sorted { $0.key < $1.key }.map {
-                DBusDictionaryEntry(key: .string($0.key), value: .variant(.bytes($0.value)))
-            })
+            properties["ServiceData"] = .variantBytesDictionary(serviceData, key: .string, DBusValue.string)
         }
         if rssi {
             properties["RSSI"] = .int16(self.rssi)
@@ -77,9 +73,7 @@ public struct RemotePeripheral: Sendable {
         }
         if let advertisingFlags { properties["AdvertisingFlags"] = .bytes(advertisingFlags) }
         if let advertisingData {
-            properties["AdvertisingData"] = .dictionary(key: .byte, value: .variant, advertisingData.sorted { $0.key < $1.key }.map {
-                DBusDictionaryEntry(key: .byte($0.key), value: .variant(.bytes($0.value)))
-            })
+            properties["AdvertisingData"] = .variantBytesDictionary(advertisingData, key: .byte, DBusValue.byte)
         }
         properties.merge(extraProperties) { $1 }
         return properties

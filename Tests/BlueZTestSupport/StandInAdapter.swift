@@ -83,31 +83,30 @@ public final class StandInAdapter: Sendable {
                     return []
                 },
             ], properties: adapterProperties),
-            DBusInterface(name: Names.gattManager, methods: [
-                DBusMethod("RegisterApplication", input: "oa{sv}") { call in
-                    try await registry.register(.application, call, adapter: path)
-                    return []
-                },
-                DBusMethod("UnregisterApplication", input: "o") { call in
-                    try registry.unregister(.application, call)
-                    return []
-                },
-            ]),
-            DBusInterface(name: Names.advertisingManager, methods: [
-                DBusMethod("RegisterAdvertisement", input: "oa{sv}") { call in
-                    try await registry.register(.advertisement, call, adapter: path)
-                    return []
-                },
-                DBusMethod("UnregisterAdvertisement", input: "o") { call in
-                    try registry.unregister(.advertisement, call)
-                    return []
-                },
-            ], properties: [
+            Self.manager(Names.gattManager, .application, "RegisterApplication", "UnregisterApplication", registry: registry, adapter: path),
+            Self.manager(Names.advertisingManager, .advertisement, "RegisterAdvertisement", "UnregisterAdvertisement", registry: registry, adapter: path, properties: [
                 .constant("SupportedInstances", .byte(4)),
                 .constant("ActiveInstances", .byte(0)),
                 .constant("SupportedIncludes", .strings(["tx-power", "appearance", "local-name"])),
             ]),
         ]
+    }
+
+    /// `GattManager1` or `LEAdvertisingManager1`: registrations recorded in the registry, answered as bluetoothd does.
+    private static func manager(
+        _ name: String, _ kind: Registry.RegistrationCall.Kind, _ register: String, _ unregister: String, registry: Registry,
+        adapter: DBusObjectPath, properties: [DBusProperty] = []
+    ) -> DBusInterface {
+        DBusInterface(name: name, methods: [
+            DBusMethod(register, input: "oa{sv}") { call in
+                try await registry.register(kind, call, adapter: adapter)
+                return []
+            },
+            DBusMethod(unregister, input: "o") { call in
+                try registry.unregister(kind, call)
+                return []
+            },
+        ], properties: properties)
     }
 
     // MARK: The central side

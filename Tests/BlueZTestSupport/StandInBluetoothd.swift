@@ -283,17 +283,6 @@ final class Registry: Sendable {
 
     func managedObjects(_ owner: String, _ path: DBusObjectPath) async throws -> [DBusObjectPath: [String: [String: DBusValue]]] {
         let reply = try await connection.call(destination: owner, path: path, interface: StandInBluetoothd.Names.objectManager, member: "GetManagedObjects")
-        guard case .dictionary(_, _, let entries)? = reply.first else { return [:] }
-        var objects: [DBusObjectPath: [String: [String: DBusValue]]] = [:]
-        for entry in entries {
-            guard let path = entry.key.objectPath, case .dictionary(_, _, let interfaces) = entry.value else { continue }
-            var byInterface: [String: [String: DBusValue]] = [:]
-            for interface in interfaces {
-                guard let name = interface.key.string else { continue }
-                byInterface[name] = interface.value.stringKeyedDictionary ?? [:]
-            }
-            objects[path] = byInterface
-        }
-        return objects
+        return reply.first?.managedObjects ?? [:]
     }
 }

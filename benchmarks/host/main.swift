@@ -206,16 +206,9 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
     }
     guard let application = standIn.applications.first else { fatal("no GATT application registered") }
     let (owner, appPath) = (application.owner, application.path)
-    let objects = try await standIn.connection.call(
-        destination: owner, path: appPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
     var paths: [String: DBusObjectPath] = [:]
-    if case .dictionary(_, _, let entries)? = objects.first {
-        for entry in entries {
-            guard let path = entry.key.objectPath,
-                  let uuid = entry.value.stringKeyedDictionary?[StandInBluetoothd.Names.gattCharacteristic]?.stringKeyedDictionary?["UUID"]?.string
-            else { continue }
-            paths[uuid] = path
-        }
+    for (path, interfaces) in try await standIn.managedObjects(owner, appPath) {
+        if let uuid = interfaces[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string { paths[uuid] = path }
     }
     guard let rx = paths["1bc50002-0200-d29e-e511-446c609db825"], let tx = paths["1bc50003-0200-d29e-e511-446c609db825"] else {
         fatal("the profile has no Noke rx/tx characteristics")
