@@ -37,6 +37,8 @@ let package = Package(
         // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
         // connections, ATT, SMP. Depends on Bluetooth only; no Foundation.
         .target(name: "Capture", dependencies: ["Bluetooth"]),
+        // `gattemu import`: one peripheral of a decoded capture as a DeviceReplica (table, values, conversation, security).
+        .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
@@ -45,7 +47,7 @@ let package = Package(
         // What `gattemu clone` recorded as a central, as a ``DeviceReplica``.
         .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile"),
+        .target(name: "Profile", dependencies: ["Bluetooth"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(name: "Emulator", dependencies: [
             "BlueZ", "Profile", .product(name: "DequeModule", package: "swift-collections"),
@@ -65,7 +67,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], exclude: ["openapi.json"]),
         .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "DBus", "Profile", "Control", "Bluetooth", "Replica", "DeviceClone",
+            "Emulator", "BlueZ", "DBus", "Profile", "Control", "Bluetooth", "Capture", "CaptureImport", "Replica", "DeviceClone",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -78,7 +80,7 @@ let package = Package(
         // advertising managers (the peripheral side) and remote devices with GATT tables (the central side).
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture"]),
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
         // Capture debugging and benchmark driver (benchmarks/README.md, scripts/check-capture-decoder): counts, dump, decode, generate.
@@ -88,6 +90,7 @@ let package = Package(
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
+        .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
         .testTarget(name: "CloneTests", dependencies: [

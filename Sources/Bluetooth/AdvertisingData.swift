@@ -163,10 +163,15 @@ public struct AdvertisingData: Sendable, Hashable {
     /// TX power level in dBm.
     public var txPower: Int8? { first(.txPowerLevel).flatMap(\.first).map { Int8(bitPattern: $0) } }
 
+    /// AD types the decoded fields above cover (flags, UUID lists, names, TX power, solicitations, service
+    /// data, appearance, manufacturer data): the ones BlueZ builds from its own advertisement properties.
+    public static let typesOfDecodedFields: Set<UInt8> = [
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x14, 0x15, 0x16, 0x19, 0x1F, 0x20, 0x21, 0xFF,
+    ]
+
     /// The structures none of the decoded fields above covers.
     public var otherStructures: [ADStructure] {
-        let decoded: Set<UInt8> = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x14, 0x15, 0x16, 0x19, 0x1F, 0x20, 0x21, 0xFF]
-        return structures.filter { !decoded.contains($0.type.rawValue) }
+        structures.filter { !Self.typesOfDecodedFields.contains($0.type.rawValue) }
     }
 
     private func uuids(_ kinds: [(ADType, Int)]) -> [BluetoothUUID] {

@@ -28,3 +28,17 @@ enum HexDigits {
         return String(decoding: text, as: UTF8.self)
     }
 }
+
+/// Lower-case hexadecimal text for descriptions, reports and profiles — the one helper every module uses.
+public enum Hex {
+    /// Two digits.
+    public static func byte(_ value: UInt8) -> String { HexDigits.lowercase(CollectionOfOne(value)) }
+
+    /// Four digits, most significant first.
+    public static func word(_ value: UInt16) -> String { HexDigits.lowercase([UInt8(value >> 8), UInt8(value & 0xFF)]) }
+
+    /// The bytes' digits, `separator` between bytes.
+    public static func string<Bytes: Sequence>(_ bytes: Bytes, separator: String = "") -> String where Bytes.Element == UInt8 {
+        separator.isEmpty ? HexDigits.lowercase(bytes) : bytes.map(byte).joined(separator: separator)
+    }
+}

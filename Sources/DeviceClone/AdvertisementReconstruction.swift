@@ -61,8 +61,18 @@ struct AdvertisementReconstruction {
         }
         advertisingData = AdvertisingData(structures)
         if let name = device.name {
-            scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array(name.utf8))])
-            notes.append("advertisement: the name placed in the scan response as complete (BlueZ does not say where it was or whether it was shortened)")
+            // Legacy advertising carries 31 bytes: a longer name (BlueZ's Name can be the GAP name, up to 248
+            // bytes) is advertised shortened, whole characters only, as the device must have done.
+            let room = AdvertisingData.legacyLimit - 2
+            var shortened = Substring(name)
+            while shortened.utf8.count > room { shortened = shortened.dropLast() }
+            if shortened.count < name.count {
+                scanResponse = AdvertisingData([ADStructure(type: .shortenedLocalName, data: Array(shortened.utf8))])
+                notes.append("advertisement: the name (\(name.utf8.count) bytes) advertised shortened to \(shortened.utf8.count) bytes, the most a scan response holds")
+            } else {
+                scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array(name.utf8))])
+                notes.append("advertisement: the name placed in the scan response as complete (BlueZ does not say where it was or whether it was shortened)")
+            }
         }
         if !advertisingData.fitsLegacy {
             notes.append("advertisement: \(advertisingData.encodedLength) bytes of advertising data, more than the legacy 31 (extended advertising, or fields BlueZ kept from several advertisements)")

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// A JSON value whose object members keep the order they were given, printed the way people write profiles.
 public indirect enum OrderedJSON: Sendable, Equatable {
     case null
@@ -90,19 +92,5 @@ public indirect enum OrderedJSON: Sendable, Equatable {
     private static func escape(_ value: UInt32) -> String {
         let digits = String(value, radix: 16)
         return "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
-    }
-}
-
-/// Lower-case hex without separators.
-enum Hex {
-    static func string(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

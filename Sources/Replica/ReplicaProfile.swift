@@ -75,9 +75,17 @@ private struct Builder {
     var rules: [OrderedJSON] = []
     var droppedRules = 0
 
+    /// How the device was seen sending on each value handle, whatever its declaration said.
+    let observed: [UInt16: CharacteristicProperties]
+
     init(replica: DeviceReplica, options: ReplicaProfile.Options) {
         self.replica = replica
         self.options = options
+        var observed: [UInt16: CharacteristicProperties] = [:]
+        for event in replica.conversation {
+            if case .notification(let handle, _, let indication) = event.kind { observed[handle, default: []].insert(indication ? .indicate : .notify) }
+        }
+        self.observed = observed
     }
 
     mutating func build() -> ReplicaProfile.Result {
@@ -119,16 +127,40 @@ private struct Builder {
         return UInt16(value[0]) | UInt16(value[1]) << 8
     }
 
+    /// The services the profile declares: all but those BlueZ registers itself.
+    var emulatedServices: [DeviceReplica.Service] { replica.services.filter { Self.providedByBlueZ($0) == nil } }
+
+    /// LE Audio services: BlueZ's audio plugins register their own, and a GATT application cannot stand in
+    /// for an audio device.
+    static let leAudioServices: Set<UInt16> = [0x1843, 0x1844, 0x1845, 0x1846, 0x1848, 0x1849, 0x184B, 0x184C, 0x184D, 0x184E,
+                                               0x184F, 0x1850, 0x1853, 0x1854, 0x1855]
+
+    /// Why the emulating BlueZ provides `service` itself (so the profile leaves it out), or nil.
+    static func providedByBlueZ(_ service: DeviceReplica.Service) -> String? {
+        if service.uuid == .genericAccess || service.uuid == .genericAttribute {
+            return "provided by BlueZ itself (device name and appearance go to \"device\")"
+        }
+        // BlueZ's own Device Information service (main.conf DeviceID): the PnP ID alone.
+        if service.uuid == BluetoothUUID(0x180A), service.characteristics.map(\.uuid) == [BluetoothUUID(0x2A50)] {
+            return "BlueZ's own Device Information (PnP ID only, main.conf DeviceID) — left out, BlueZ adds it itself"
+        }
+        if let short = service.uuid.uint16, leAudioServices.contains(short) {
+            return "an LE Audio service: BlueZ's audio plugins register their own, a profile cannot emulate audio — left out"
+        }
+        return nil
+    }
+
     mutating func buildServices() -> [OrderedJSON] {
         var services: [OrderedJSON] = []
-        let pinned = options.pinHandles && handlesArePinnable
-        if options.pinHandles && !pinned && replica.services.contains(where: { $0.handle != nil }) {
-            report.append("handles not pinned: the device's attribute layout is not one BlueZ can reproduce (a phone with cached handles must rediscover)")
+        let unpinnable = options.pinHandles ? unpinnableReason : nil
+        let pinned = options.pinHandles && unpinnable == nil
+        if let unpinnable, replica.services.contains(where: { $0.handle != nil }) {
+            report.append("handles not pinned: the device's attribute layout is not one BlueZ can reproduce (\(unpinnable)); a phone with cached handles must rediscover")
         }
         var serviceIDs: [UInt16: String] = [:]
         for service in replica.services {
-            if service.uuid == .genericAccess || service.uuid == .genericAttribute {
-                report.append("\(service.uuid.name ?? service.uuid.description) service: provided by BlueZ itself (device name and appearance go to \"device\")")
+            if let reason = Self.providedByBlueZ(service) {
+                report.append("\(service.uuid.name ?? service.uuid.description) service (\(Self.uuidText(service.uuid))): \(reason)")
                 continue
             }
             let id = ids.unique(Self.readableName(service.uuid) ?? "service_" + service.uuid.shortDescription.prefix(8))
@@ -145,7 +177,7 @@ private struct Builder {
             services.append(.object(object))
         }
         // Includes, now that every service has its id.
-        for (index, service) in replica.services.filter({ $0.uuid != .genericAccess && $0.uuid != .genericAttribute }).enumerated()
+        for (index, service) in emulatedServices.enumerated()
         where !service.includes.isEmpty {
             let included = service.includes.compactMap { serviceIDs[$0] }
             guard !included.isEmpty, case .object(var members) = services[index] else { continue }
@@ -157,12 +189,14 @@ private struct Builder {
 
     mutating func buildCharacteristic(_ characteristic: DeviceReplica.Characteristic, pinned: Bool) -> OrderedJSON {
         let id = ids.unique(Self.readableName(characteristic.uuid) ?? "char_" + characteristic.uuid.shortDescription.prefix(8))
+        // What the device did counts as much as what it declared: it notified or indicated, so the emulation must.
+        let declared = characteristic.properties.union(characteristic.valueHandle.flatMap { observed[$0] } ?? [])
         if let handle = characteristic.valueHandle {
             characteristicIDs[handle] = id
-            properties[handle] = characteristic.properties
+            properties[handle] = declared
         }
         var object: [(String, OrderedJSON)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(characteristic.uuid)))]
-        var flags = characteristic.properties.subtracting(.extendedProperties).bluezFlags
+        var flags = declared.subtracting(.extendedProperties).bluezFlags
         if let extended = characteristic.descriptors.first(where: { $0.uuid == .extendedProperties })?.value, let bits = extended.first {
             if bits & 0x01 != 0 { flags.append("reliable-write") }
             if bits & 0x02 != 0 { flags.append("writable-auxiliaries") }
@@ -200,36 +234,48 @@ private struct Builder {
         return .object(object)
     }
 
-    /// Whether BlueZ would lay the attributes out where the device had them: each service's handles
-    /// consecutive from its declaration (includes first), each characteristic as BlueZ builds it —
-    /// declaration, value, the client configuration (notify/indicate), the extended properties, then the
-    /// other descriptors in order.
-    var handlesArePinnable: Bool {
+    /// Why BlueZ would not lay the attributes out where the device had them; nil when it would: each
+    /// service's handles consecutive from its declaration (includes first), each characteristic as BlueZ
+    /// builds it — declaration, value, the client configuration (notify/indicate), the extended properties,
+    /// then the other descriptors in order.
+    var unpinnableReason: String? {
         var previousEnd: UInt16 = 0
-        for service in replica.services where service.uuid != .genericAccess && service.uuid != .genericAttribute {
-            guard let start = service.handle, start > previousEnd else { return false }
+        for service in emulatedServices {
+            let name = Self.uuidText(service.uuid)
+            guard let start = service.handle else { return "service \(name) has no known handle" }
+            guard start > previousEnd else { return "service \(name) at 0x\(Hex.word(start)) overlaps the one before it" }
             var next = Int(start) + 1 + service.includes.count
             for characteristic in service.characteristics {
-                guard let value = characteristic.valueHandle, Int(value) == next + 1,
-                      characteristic.declarationHandle.map({ Int($0) == next }) ?? true else { return false }
+                let what = "characteristic \(Self.uuidText(characteristic.uuid))"
+                guard let value = characteristic.valueHandle else { return "\(what) has no known handle" }
+                guard Int(value) == next + 1, characteristic.declarationHandle.map({ Int($0) == next }) ?? true else {
+                    return "\(what): value at 0x\(Hex.word(value)), BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next + 1))) (a gap or an undiscovered attribute before it)"
+                }
                 next = Int(value) + 1
                 var expected: [BluetoothUUID] = []
-                if characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate) {
+                let sends = characteristic.properties.union(observed[value] ?? []).intersection([.notify, .indicate])
+                if !sends.isEmpty {
                     expected.append(.clientCharacteristicConfiguration)
                 }
                 if characteristic.descriptors.contains(where: { $0.uuid == .extendedProperties }) { expected.append(.extendedProperties) }
                 expected += characteristic.descriptors.map(\.uuid).filter { $0 != .clientCharacteristicConfiguration && $0 != .extendedProperties }
                 for uuid in expected {
-                    guard let handle = characteristic.descriptors.first(where: { $0.uuid == uuid && $0.handle.map { Int($0) == next } ?? false })?.handle,
-                          Int(handle) == next else { return false }
+                    guard characteristic.descriptors.contains(where: { $0.uuid == uuid && $0.handle.map { Int($0) == next } ?? false }) else {
+                        let found = characteristic.descriptors.first { $0.uuid == uuid }?.handle
+                        return "\(what): descriptor \(Self.uuidText(uuid)) " + (found.map { "at 0x\(Hex.word($0))" } ?? "not discovered")
+                            + ", BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next)))"
+                    }
                     next += 1
                 }
             }
             let end = next - 1
-            if let declaredEnd = service.endHandle, Int(declaredEnd) != end { return false }
+            // A group may end past its last attribute (the last service often claims up to 0xFFFF); not before it.
+            if let declaredEnd = service.endHandle, Int(declaredEnd) < end {
+                return "service \(name) ends at 0x\(Hex.word(declaredEnd)), before its attributes end at 0x\(Hex.word(UInt16(clamping: end)))"
+            }
             previousEnd = UInt16(clamping: end)
         }
-        return true
+        return nil
     }
 
     func hasWrites(to handle: UInt16?) -> Bool {
@@ -295,6 +341,11 @@ private struct Builder {
         }
         var other: [(String, OrderedJSON)] = []
         for structure in parts.flatMap(\.otherStructures) where structure.type != .flags {
+            // AD type 0 is reserved: no advertisement may carry it.
+            guard structure.type.rawValue != 0 else {
+                report.append("advertisement: an AD structure of the reserved type 0x00 left out")
+                continue
+            }
             other.append(("0x" + Hex.string([structure.type.rawValue]).uppercased(), .hex(structure.data)))
         }
         if !other.isEmpty {
@@ -313,7 +364,7 @@ private struct Builder {
     func fallbackAdvertisement() -> OrderedJSON? {
         var fields: [(String, OrderedJSON)] = []
         if let name = replica.name { fields.append(("localName", .string(Self.textTemplate(name)))) }
-        if let service = replica.services.first(where: { $0.uuid != .genericAccess && $0.uuid != .genericAttribute && $0.isPrimary }) {
+        if let service = emulatedServices.first(where: \.isPrimary) {
             fields.append(("serviceUUIDs", .array([.string(Self.uuidText(service.uuid))])))
         }
         return fields.isEmpty ? nil : .object(fields)
@@ -452,8 +503,8 @@ private struct Builder {
             if options.timing == .recorded, let gap = answer.gap, gap > 0 {
                 actions.append(.object([("delay", .int(min(gap, 60_000)))]))
             }
-            let canNotify = properties[answer.handle]?.contains(.notify) ?? true
-            let verb = answer.indication || !canNotify ? "indicate" : "notify"
+            let can = properties[answer.handle] ?? [.notify, .indicate]
+            let verb = answer.indication ? (can.contains(.indicate) ? "indicate" : "notify") : (can.contains(.notify) ? "notify" : "indicate")
             actions.append(.object([(verb, .string(target)), ("value", .hex(answer.value))]))
         }
         return actions

@@ -1,10 +1,12 @@
 @_spi(Fuzzing) import BlueZ
 import Bluetooth
 import Capture
+import CaptureImport
 import ControlBodies
 import DBus
 import Foundation
 import Profile
+import Replica
 
 /// What one fuzz input is thrown at; every target must return normally for every input.
 enum FuzzTarget: String, CaseIterable, Sendable {
@@ -23,7 +25,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// and scenarios (checked against the shipped profiles), as the routes decode them.
     case control
     /// A whole capture file: format sniffing, the reader, the HCI decoder, the trace and the summary, every
-    /// record, every ATT PDU's typed message.
+    /// record, every ATT PDU's typed message, and `gattemu import` of each device (its profile must load).
     case capture
     /// Advertising data through `AdvertisingData.parse`; re-encoding what was parsed must give back the
     /// bytes it consumed.
@@ -102,6 +104,13 @@ enum CaptureFuzzing {
         guard let again = try? CaptureReader(bytes: data) else { preconditionFailure("a capture read once fails to open again") }
         let summary = CaptureSummary(reader: again)
         precondition(summary.statistics.attPDUs == trace.attPDUs.count, "summary and trace count ATT PDUs differently")
+        // `gattemu import`: whatever the capture holds, the profile made of it must load.
+        for choice in CaptureImport.choices(in: trace).prefix(3) {
+            let replica = CaptureImport.replica(of: choice, in: trace, source: "fuzz")
+            let text = ReplicaProfile(replica).build().text
+            let errors = ProfileValidator.validate(json: text, file: "import.json").filter { $0.severity == .error }
+            precondition(errors.isEmpty, "an imported profile does not load: \(errors)\n\(text)")
+        }
     }
 
     static func runAdvertisingData(_ data: [UInt8]) {

@@ -55,7 +55,7 @@ struct Clone: AsyncParsableCommand {
         guard scanTimeout.isFinite, scanTimeout > 0, scanTimeout <= 600 else {
             throw Failure.badInput("--scan-timeout \(scanTimeout): more than 0, at most 600 seconds")
         }
-        if let output { try Self.checkWritable(output) }
+        if let output { try ReplicaOutput.checkWritable(output) }
 
         var options = DeviceRecorder.Options()
         options.scanTimeout = .milliseconds(Int64(scanTimeout * 1000))
@@ -87,30 +87,7 @@ struct Clone: AsyncParsableCommand {
         profileOptions.timing = timing
         profileOptions.otherwise = otherwise
         let result = ReplicaProfile(replica, options: profileOptions).build()
-        var report = Self.summary(recording, replica: replica)
-        do {
-            _ = try ProfileLoader.load(json: result.text, file: output ?? "clone.json")
-        } catch {
-            report.append("warning: the written profile does not validate (please report this): \(error)")
-        }
-        if let output {
-            do {
-                try Data(result.text.utf8).write(to: URL(filePath: output), options: .atomic)
-            } catch {
-                throw Failure.runtime("cannot write \(output): \(error)")
-            }
-            report.insert("profile written to \(output)", at: 1)
-        } else {
-            var bytes = Array(result.text.utf8)
-            DescriptorOutput.writeAll(&bytes, to: STDOUT_FILENO)
-        }
-        let text = (report + result.report.map { "- " + $0 }).joined(separator: "\n") + "\n"
-        if output != nil {
-            var bytes = Array(text.utf8)
-            DescriptorOutput.writeAll(&bytes, to: STDOUT_FILENO)
-        } else {
-            DescriptorOutput.writeError(text)
-        }
+        try ReplicaOutput.deliver(result, to: output, header: Self.summary(recording, replica: replica))
     }
 
     /// The report's first lines: what was recorded.
@@ -119,7 +96,7 @@ struct Clone: AsyncParsableCommand {
         let values = recording.reads.filter { if case .value = $0.read.outcome { true } else { false } }.count
         let refused = recording.reads.count - values
         var line = "cloned \(replica.address?.description ?? "?")"
-        if let name = replica.name { line += " \"\(name.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : String($0) }.joined())\"" }
+        if let name = replica.name { line += " \"\(name)\"" }  // escaped with the report (ReplicaOutput)
         if let type = replica.addressType { line += " (\(type))" }
         line += " on \(recording.adapterName): \(recording.table.services.count) services, \(characteristics.count) characteristics, "
             + "\(values) values read" + (refused > 0 ? ", \(refused) reads refused" : "")
@@ -129,20 +106,4 @@ struct Clone: AsyncParsableCommand {
         }
         return [line]
     }
-
-    /// Bad input (exit 2) unless `path` can be written: its directory exists, and it is not something other
-    /// than a regular file.
-    static func checkWritable(_ path: String) throws {
-        var info = stat()
-        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
-            throw Failure.badInput("-o \(path): exists and is not a regular file")
-        }
-        let directory = path.contains("/") ? String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) : "."
-        if access(directory.isEmpty ? "/" : directory, W_OK) != 0 {
-            throw Failure.badInput("-o \(path): cannot write in \(directory.isEmpty ? "/" : directory)")
-        }
-    }
 }
-
-extension ReplicaProfile.Timing: ExpressibleByArgument {}
-extension ReplicaProfile.Otherwise: ExpressibleByArgument {}

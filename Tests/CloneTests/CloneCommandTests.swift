@@ -79,7 +79,7 @@ import Testing
     @Test(.timeLimit(.minutes(2))) func aHostileDeviceClonesIntoABoundedValidProfile() async throws {
         let rig = try await Rig([CloneHostileInputTests.hostile()])
         let run = try await GattemuCommand.run(["clone", CloneHostileInputTests.address, "--adapter", "hci0", "--listen", "0.2"], bus: rig.bus.address)
-        #expect(run.status == 0, "\(run.stderr.prefix(2000))")
+        #expect(run.status == 0, "\(run.stderr.suffix(1500))")
         _ = try validated(run.stdout)
         #expect(run.stderr.utf8.count < 20_000, "the report is bounded: \(run.stderr.utf8.count) bytes")
         #expect(!run.stderr.contains("\u{1B}"), "no terminal escapes from the device reach the terminal")

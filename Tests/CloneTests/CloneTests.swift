@@ -157,7 +157,7 @@ import Testing
         ]
         var services = (0..<200).map { index in
             let handle = UInt16(0x0100 + index * 2)
-            return RemoteService(uuid: String(format: "%04x", 0x1800 + index), handle: handle, characteristics: [
+            return RemoteService(uuid: String(format: "%04x", 0xA000 + index), handle: handle, characteristics: [
                 RemoteCharacteristic(uuid: String(format: "%04x", 0x2A00 + index), flags: ["read"], handle: handle + 1, value: [UInt8(index & 0xFF)]),
             ])
         }
@@ -197,10 +197,10 @@ import Testing
 
         let result = ReplicaProfile(CloneReplica.make(recording)).build()
         let profile = try validated(result.text)
-        // 0x1800 and 0x1801 among them are BlueZ's own (Generic Access, Generic Attribute): left to it.
-        #expect(profile.services.count == RemoteGattTable.Limits.services - 2)
+        #expect(profile.services.count == RemoteGattTable.Limits.services)
         #expect(result.text.utf8.count < 200_000, "the profile does not grow with the input: \(result.text.utf8.count) bytes")
         let advertised = profile.advertisements(variant: nil, environment: CloneTests.environment)
-        #expect(advertised.allSatisfy { ($0.localName?.utf8.count ?? 0) <= 248 }, "\(advertised.map { $0.localName?.utf8.count ?? 0 })")
+        #expect(advertised.map(\.localName) == [String(repeating: "N", count: 29)], "the name shortened to what a scan response holds")
+        #expect(profile.deviceName(environment: CloneTests.environment)?.utf8.count == DeviceProperties.Limits.nameBytes)
     }
 }

@@ -135,6 +135,24 @@ enum Recordings {
         #expect(unpinned.report.contains { $0.contains("handles not pinned") })
     }
 
+    @Test func servicesBlueZRegistersItselfAreLeftOutAndTheRestStayPinned() throws {
+        var replica = Recordings.lock()
+        // As a gattemu-on-BlueZ device looks from outside: BlueZ's own PnP-only Device Information and
+        // Volume Control services in front of the profile's service.
+        var deviceInformation = DeviceReplica.Service(uuid: BluetoothUUID(0x180A), handle: 0x0006, endHandle: 0x0008)
+        deviceInformation.characteristics = [DeviceReplica.Characteristic(uuid: BluetoothUUID(0x2A50), properties: .read, declarationHandle: 7, valueHandle: 8)]
+        let volume = DeviceReplica.Service(uuid: BluetoothUUID(0x1844), handle: 0x0009, endHandle: 0x000F)
+        replica.services.insert(contentsOf: [deviceInformation, volume], at: 1)
+        let result = ReplicaProfile(replica).build()
+        let profile = try Self.load(result)
+        #expect(profile.services.map(\.uuid).map { $0.lowercased() } == [Recordings.service.description.lowercased()])
+        #expect(profile.services.first?.handle == 0x0010)
+        #expect(result.report.contains { $0.contains("PnP ID only") } && result.report.contains { $0.contains("LE Audio") })
+        // A real device's Device Information service (more than the PnP ID) is the device's own: kept.
+        replica.services[1].characteristics.append(DeviceReplica.Characteristic(uuid: BluetoothUUID(0x2A29), properties: .read))
+        #expect(try Self.load(ReplicaProfile(replica).build()).services.contains { $0.uuid.lowercased().hasPrefix("0000180a") })
+    }
+
     @Test func namesWithBracesAndOddAdvertisementsStayValid() throws {
         var replica = Recordings.lock()
         replica.name = "Lock {1}"

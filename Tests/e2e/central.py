@@ -230,14 +230,30 @@ class BumbleConnection(Connection):
             raise KeyError(f"characteristic {uuid} not found")
         return chars[0]
 
+    def _note(self, *op) -> None:
+        """What the central completed goes to the recording capturing it (checked when it closes)."""
+        ops = getattr(self._device.host.snooper, "ops", None)
+        if ops is not None:
+            ops.append(op)
+
     async def read(self, uuid):
-        return bytes(await self._char(uuid).read_value())
+        value = bytes(await self._char(uuid).read_value())
+        self._note("read", value.hex())
+        return value
 
     async def write(self, uuid, data, response=True):
         await self._char(uuid).write_value(bytes(data), with_response=response)
+        self._note("write", bytes(data).hex())
 
     async def subscribe(self, uuid, callback, indicate=False):
-        await self._char(uuid).subscribe(lambda v: callback(bytes(v)), prefer_notify=not indicate)
+        char = self._char(uuid)
+        kind = "indicate" if indicate and char.properties & 0x20 else "notify" if char.properties & 0x10 else "indicate"
+
+        def received(value):
+            self._note(kind, bytes(value).hex())
+            callback(bytes(value))
+
+        await char.subscribe(received, prefer_notify=not indicate)
 
     async def disconnect(self):
         if self._disconnected.is_set():
@@ -250,6 +266,37 @@ class BumbleConnection(Connection):
             await asyncio.wait_for(self._disconnected.wait(), 10)
         except asyncio.TimeoutError:
             pass
+
+
+class Recording:
+    """The central's HCI traffic going to a btsnoop file (Bumble's snooper); a context manager. `ops` are the
+    operations the central completed meanwhile; closing checks the capture holds them (captures.py)."""
+
+    def __init__(self, central: "BumbleCentral", path, check: bool = True):
+        from bumble.snoop import BtSnooper
+        self.central, self.path, self.check = central, path, check
+        self.file = open(path, "wb")
+        self.previous = central.device.host.snooper
+        snooper = BtSnooper(self.file)
+        snooper.ops = self.ops = []
+        central.device.host.snooper = snooper
+        self.figures: dict = {}
+
+    def close(self) -> None:
+        if self.file is None:
+            return
+        self.central.device.host.snooper = self.previous
+        self.file.close()
+        self.file = None
+        if self.check:
+            from captures import check_complete
+            self.figures = check_complete(self.path, self.ops)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
 
 
 class BumbleCentral(Central):
@@ -287,6 +334,11 @@ class BumbleCentral(Central):
         self.device = Device.with_hci("gattemu-central", Address(self.address),
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
+
+    def record(self, path) -> "Recording":
+        """Writes this central's HCI traffic (what a phone's btsnoop_hci.log holds) to `path` as btsnoop
+        until the returned recording is closed; the recording before it (if any) resumes then."""
+        return Recording(self, path)
 
     async def disconnect_all(self):
         if self.device is None:

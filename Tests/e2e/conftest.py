@@ -235,6 +235,10 @@ async def start_peripheral(env, central, request):
     started: list[Peripheral] = []
     out = Path(env["GATTEMU_OUT"])
     await clean_radio(central)
+    # The central's own HCI capture of the test, as a phone would take it (btsnoop_hci.log).
+    capture = None
+    if getattr(central, "stack", "") == "bumble":
+        capture = central.record(out / f"central-{request.node.name}.btsnoop".replace("/", "_"))
 
     def start(name: str = "gattemu-fixture", cmd: str | None = None, profile: str | None = None,
               adapter: str | None = None, extra_args: list[str] | tuple = ()) -> Peripheral:
@@ -255,6 +259,8 @@ async def start_peripheral(env, central, request):
     finally:
         for p in started:
             p.stop()
+        if capture is not None:
+            capture.close()
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:
         for p in started:

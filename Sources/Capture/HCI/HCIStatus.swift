@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// An HCI status or reason code (Core spec Vol 1 Part F): why a connection failed or ended.
 public struct HCIStatus: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: UInt8

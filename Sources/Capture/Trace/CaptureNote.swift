@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Something worth knowing about a capture that is not damage: what it lacks, what was inferred, what
 /// was left undecoded. Each comes once (per handle or channel where it names one).
 public enum CaptureNote: Sendable, Hashable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Something wrong with a capture, located by frame (1-based, as Wireshark numbers them) and byte offset in
 /// the file where known. Reading problems stop the reader; everything before them was delivered.
 public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible {

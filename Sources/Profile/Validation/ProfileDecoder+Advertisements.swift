@@ -1,12 +1,12 @@
+import Bluetooth
+
 extension ProfileDecoder {
     static let advertisementFieldKeys = [
         "type", "localName", "serviceUUIDs", "solicitUUIDs", "manufacturerData", "serviceData", "appearance",
         "txPower", "includes", "discoverable", "minInterval", "maxInterval", "duration", "timeout", "data",
     ]
     /// AD types other fields (or BlueZ itself) build; BlueZ refuses them in `Data`.
-    static let advertisementTypesOfOtherFields: Set<Int> = [
-        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x14, 0x15, 0x16, 0x19, 0x1F, 0x20, 0x21, 0xFF,
-    ]
+    static let advertisementTypesOfOtherFields = Set(AdvertisingData.typesOfDecodedFields.map(Int.init))
     static let advertisementIncludes = ["tx-power", "appearance", "local-name", "rsi"]
 
     mutating func device(_ node: JSONNode, _ path: String) -> DeviceDefinition {

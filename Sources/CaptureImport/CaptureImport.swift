@@ -1,0 +1,144 @@
+import Bluetooth
+import Capture
+import Replica
+
+/// Turns one peripheral of a decoded capture into a ``DeviceReplica``: its advertisement, the GATT table its
+/// central discovered, the values it read, and the conversation (reads, writes, subscriptions, notifications).
+///
+/// Pick the device with ``choices(in:)`` and ``select(_:in:)``; the capture is the central's (a phone's
+/// `btsnoop_hci.log`, a btmon file of a Linux central), so the peripheral is the other end of its connections.
+public enum CaptureImport {
+    /// A peripheral the capture talks to (or only hears advertising).
+    public struct Choice: Sendable, Hashable, CustomStringConvertible {
+        /// The device's address; nil when the capture has only its data (an ATT-only export).
+        public var address: DeviceAddress?
+        /// The connections to it, by ``CaptureConnection/id``.
+        public var connections: [Int]
+        public var names: [String]
+        public var attPDUs: Int
+        public var advertisingReports: Int
+
+        public var description: String {
+            var text = address?.description ?? "an unknown peer (connection \(connections.map(String.init).joined(separator: ", ")))"
+            if !names.isEmpty { text += " \"" + names.prefix(3).joined(separator: "\", \"") + "\"" }
+            text += ": \(connections.count) connection\(connections.count == 1 ? "" : "s"), \(attPDUs) ATT PDUs, \(advertisingReports) advertising reports"
+            return text
+        }
+    }
+
+    /// Why no device could be chosen.
+    public enum SelectionError: Error, Sendable, CustomStringConvertible {
+        case noPeripheral
+        case ambiguous([Choice])
+        case noMatch(String, [Choice])
+
+        public var description: String {
+            switch self {
+            case .noPeripheral:
+                "the capture has no connection to a peripheral and no advertising: nothing to import"
+            case .ambiguous(let choices):
+                "the capture talks to \(choices.count) peripherals; pick one with --device ADDRESS|NAME:\n"
+                    + choices.map { "  " + $0.description }.joined(separator: "\n")
+            case .noMatch(let wanted, let choices):
+                "no device \"\(wanted)\" in the capture"
+                    + (choices.isEmpty ? "" : "; it has:\n" + choices.map { "  " + $0.description }.joined(separator: "\n"))
+            }
+        }
+    }
+
+    /// The peripherals of the capture: the peers of connections on which the capturing host is the central
+    /// (or whose ATT traffic shows it is the client), then devices only heard advertising.
+    public static func choices(in trace: CaptureTrace) -> [Choice] {
+        var byPeer: [DeviceAddress?: Choice] = [:]
+        var order: [DeviceAddress?] = []
+        var unknown: [Choice] = []
+        var pdus: [Int: Int] = [:]
+        for pdu in trace.attPDUs { pdus[pdu.connection, default: 0] += 1 }
+        for connection in trace.connections where connection.link == .le && isPeripheral(connection, trace: trace) {
+            guard let peer = connection.peer else {
+                unknown.append(Choice(address: nil, connections: [connection.id], names: [], attPDUs: pdus[connection.id] ?? 0, advertisingReports: 0))
+                continue
+            }
+            if byPeer[peer] == nil {
+                order.append(peer)
+                byPeer[peer] = Choice(address: peer, connections: [], names: [], attPDUs: 0, advertisingReports: 0)
+            }
+            byPeer[peer]?.connections.append(connection.id)
+            byPeer[peer]?.attPDUs += pdus[connection.id] ?? 0
+        }
+        for advertiser in trace.advertisers where advertiser.reports.contains(where: { $0.properties.contains(.connectable) || $0.isScanResponse }) {
+            if byPeer[advertiser.address] == nil {
+                order.append(advertiser.address)
+                byPeer[advertiser.address] = Choice(address: advertiser.address, connections: [], names: [], attPDUs: 0, advertisingReports: 0)
+            }
+            byPeer[advertiser.address]?.advertisingReports += advertiser.reports.count
+            for name in advertiser.names.compactMap(displayName) where byPeer[advertiser.address]?.names.contains(name) == false {
+                byPeer[advertiser.address]?.names.append(name)
+            }
+        }
+        let names = gapNames(trace)
+        for (peer, choice) in byPeer {
+            for name in choice.connections.flatMap({ names[$0] ?? [] }) where byPeer[peer]?.names.contains(name) == false {
+                byPeer[peer]?.names.append(name)
+            }
+        }
+        return order.compactMap { byPeer[$0] } + unknown
+    }
+
+    /// The device to import: the one matching `wanted` (an address, or a name or name prefix, any case), or
+    /// without it the only peripheral the capture connected to.
+    public static func select(_ wanted: String?, in trace: CaptureTrace) throws(SelectionError) -> Choice {
+        let all = choices(in: trace)
+        guard let wanted else {
+            let connected = all.filter { !$0.connections.isEmpty && $0.attPDUs > 0 }
+            if connected.count == 1 { return connected[0] }
+            if connected.isEmpty, all.count == 1 { return all[0] }
+            if connected.isEmpty && all.isEmpty { throw .noPeripheral }
+            throw .ambiguous(connected.isEmpty ? all : connected)
+        }
+        if let address = BluetoothAddress(wanted) {
+            let matches = all.filter { $0.address?.address == address }
+            if matches.count == 1 { return matches[0] }
+            if !matches.isEmpty { throw .ambiguous(matches) }
+            throw .noMatch(wanted, all)
+        }
+        let lowered = wanted.lowercased()
+        let exact = all.filter { $0.names.contains { $0.lowercased() == lowered } }
+        if exact.count == 1 { return exact[0] }
+        let prefixed = exact.isEmpty ? all.filter { $0.names.contains { $0.lowercased().hasPrefix(lowered) } } : exact
+        if prefixed.count == 1 { return prefixed[0] }
+        if prefixed.isEmpty { throw .noMatch(wanted, all) }
+        throw .ambiguous(prefixed)
+    }
+
+    /// Builds the replica of `choice`; `source` names the capture in descriptions.
+    public static func replica(of choice: Choice, in trace: CaptureTrace, source: String) -> DeviceReplica {
+        var builder = ReplicaBuilder(trace: trace, choice: choice, source: source)
+        return builder.build()
+    }
+
+    /// Whether the capturing host is the central (the peer the peripheral) on `connection`.
+    static func isPeripheral(_ connection: CaptureConnection, trace: CaptureTrace) -> Bool {
+        connection.localRole != .peripheral
+    }
+
+    /// A device name as people type it: without the NULs and spaces devices pad names with; nil when empty.
+    static func displayName(_ name: String) -> String? {
+        let trimmed = String(name.unicodeScalars.reversed().drop { $0 == "\0" || $0 == " " }.reversed().map(Character.init))
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    /// GAP Device Names read over ATT, by connection (one pass over the transactions).
+    static func gapNames(_ trace: CaptureTrace) -> [Int: [String]] {
+        var names: [Int: [String]] = [:]
+        for transaction in trace.attTransactions where transaction.outcome == .answered && transaction.requestedType == .deviceName {
+            guard case .readByTypeResponse(let entries)? = transaction.response?.message else { continue }
+            for entry in entries {
+                if let name = displayName(String(decoding: entry.value, as: UTF8.self)), names[transaction.connection]?.contains(name) != true {
+                    names[transaction.connection, default: []].append(name)
+                }
+            }
+        }
+        return names
+    }
+}

@@ -1,0 +1,255 @@
+import Bluetooth
+import Capture
+import CaptureImport
+import CaptureTestSupport
+import Profile
+import Replica
+import Testing
+
+/// A phone's session with a lock, written as HCI: advertising, connection, MTU exchange, discovery, a read
+/// refused until pairing, a long read, a subscription, writes answered by notifications (one answered
+/// differently the second time), a write command, a prepared (long) write, the device's own client request.
+enum LockSession {
+    static let lock = BluetoothAddress("C0:11:22:33:44:55")!
+    static let serviceUUID = BluetoothUUID("6e400001-b5a3-f393-e0a9-e50e24dcca9e")!
+    static let commandUUID = BluetoothUUID("6e400002-b5a3-f393-e0a9-e50e24dcca9e")!
+    static let statusUUID = BluetoothUUID("6e400003-b5a3-f393-e0a9-e50e24dcca9e")!
+    static let kickUUID = BluetoothUUID("6e400004-b5a3-f393-e0a9-e50e24dcca9e")!
+    static let longValue: [UInt8] = (0..<200).map { UInt8($0) }
+    static let prepared: [UInt8] = (1...30).map { UInt8($0) }
+
+    static func le16(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+
+    /// `phoneIsCentral`: HCI role 0 (the capturing phone connected).
+    static func script(handle: UInt16 = 0x40, address: BluetoothAddress = lock, name: String = "TestLock", discover: Bool = true) -> CaptureScript {
+        var s = CaptureScript()
+        let advertising: [UInt8] = [2, 0x01, 0x06] + [UInt8(name.utf8.count + 1), 0x09] + Array(name.utf8)
+            + [17, 0x07] + serviceUUID.littleEndian(compact: false)
+        s.event(SyntheticHCI.legacyAdvertisingReports([(type: 0x00, addressType: 1, address: address, data: advertising, rssi: -50)]))
+        s.event(SyntheticHCI.legacyAdvertisingReports([(type: 0x04, addressType: 1, address: address, data: [2, 0x0A, 0xF8, 5, 0xFF, 0x59, 0x00, 0x01, 0x02], rssi: -50)]))
+        s.command(SyntheticHCI.leCreateConnection(peer: address, peerType: 1))
+        s.event(SyntheticHCI.leConnectionComplete(handle: handle, role: 0, peer: address, peerType: 1))
+        let phone = HCIDirection.hostToController, device = HCIDirection.controllerToHost
+        s.att(handle: handle, .exchangeMTURequest, le16(185), from: phone)
+        s.att(handle: handle, .exchangeMTUResponse, le16(247), from: device)
+        if discover {
+            s.att(handle: handle, .readByGroupTypeRequest, [1, 0, 0xFF, 0xFF, 0x00, 0x28], from: phone)
+            s.att(handle: handle, .readByGroupTypeResponse, [6] + le16(1) + le16(5) + [0x00, 0x18], from: device)
+            s.att(handle: handle, .readByGroupTypeRequest, [6, 0, 0xFF, 0xFF, 0x00, 0x28], from: phone)
+            s.att(handle: handle, .readByGroupTypeResponse, [20] + le16(10) + le16(0xFFFF) + serviceUUID.littleEndian(compact: false), from: device)
+            // The device's own client looks at the phone's table meanwhile (not part of the device).
+            s.att(handle: handle, .readByGroupTypeRequest, [1, 0, 0xFF, 0xFF, 0x00, 0x28], from: device)
+            s.att(handle: handle, .readByGroupTypeResponse, [6] + le16(1) + le16(9) + [0x0F, 0x18], from: phone)
+            s.att(handle: handle, .readByTypeRequest, [10, 0, 0xFF, 0xFF, 0x03, 0x28], from: phone)
+            s.att(handle: handle, .readByTypeResponse, [21] + le16(11) + [0x18] + le16(12) + commandUUID.littleEndian(compact: false)
+                + le16(14) + [0x02] + le16(15) + statusUUID.littleEndian(compact: false), from: device)
+            s.att(handle: handle, .readByTypeRequest, [15, 0, 0xFF, 0xFF, 0x03, 0x28], from: phone)
+            s.att(handle: handle, .readByTypeResponse, [21] + le16(16) + [0x04] + le16(17) + kickUUID.littleEndian(compact: false), from: device)
+            s.att(handle: handle, .readByTypeRequest, [17, 0, 0xFF, 0xFF, 0x03, 0x28], from: phone)
+            s.att(handle: handle, .errorResponse, [0x08] + le16(17) + [0x0A], from: device)
+            s.att(handle: handle, .findInformationRequest, le16(13) + le16(13), from: phone)
+            s.att(handle: handle, .findInformationResponse, [1] + le16(13) + [0x02, 0x29], from: device)
+            s.att(handle: handle, .findInformationRequest, le16(18) + le16(0xFFFF), from: phone)
+            s.att(handle: handle, .findInformationResponse, [1] + le16(18) + [0x01, 0x29], from: device)
+            s.att(handle: handle, .readRequest, le16(18), from: phone)
+            s.att(handle: handle, .readResponse, Array("Kick".utf8), from: device)
+        }
+        // The status is refused until the link is encrypted; then read in two parts.
+        s.att(handle: handle, .readRequest, le16(15), from: phone)
+        s.att(handle: handle, .errorResponse, [0x0A] + le16(15) + [0x05], from: device)
+        s.l2cap(handle: handle, channel: 6, [0x01, 0x04, 0x00, 0x01, 0x10, 0x07, 0x07], from: phone)
+        s.l2cap(handle: handle, channel: 6, [0x02, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07], from: device)
+        s.event(SyntheticHCI.encryptionChange(handle: handle))
+        s.att(handle: handle, .readRequest, le16(15), from: phone)
+        s.att(handle: handle, .readResponse, Array(longValue.prefix(184)), from: device)
+        s.att(handle: handle, .readBlobRequest, le16(15) + le16(184), from: phone)
+        s.att(handle: handle, .readBlobResponse, Array(longValue.dropFirst(184)), from: device)
+        // Subscribe, then unlock twice: the lock answers with a counter.
+        s.att(handle: handle, .writeRequest, le16(13) + [1, 0], from: phone)
+        s.att(handle: handle, .writeResponse, [], from: device)
+        for counter: UInt8 in [0, 1] {
+            s.att(handle: handle, .writeRequest, le16(12) + [0x10, 0x01], from: phone)
+            s.att(handle: handle, .writeResponse, [], from: device)
+            s.time += 20_000
+            s.att(handle: handle, .handleValueNotification, le16(12) + [0x90, counter], from: device)
+        }
+        s.att(handle: handle, .writeCommand, le16(17) + [0xAA], from: phone)
+        s.att(handle: handle, .prepareWriteRequest, le16(12) + le16(0) + Array(prepared.prefix(18)), from: phone)
+        s.att(handle: handle, .prepareWriteResponse, le16(12) + le16(0) + Array(prepared.prefix(18)), from: device)
+        s.att(handle: handle, .prepareWriteRequest, le16(12) + le16(18) + Array(prepared.dropFirst(18)), from: phone)
+        s.att(handle: handle, .prepareWriteResponse, le16(12) + le16(18) + Array(prepared.dropFirst(18)), from: device)
+        s.att(handle: handle, .executeWriteRequest, [1], from: phone)
+        s.att(handle: handle, .executeWriteResponse, [], from: device)
+        s.att(handle: handle, .handleValueNotification, le16(12) + [0x91], from: device)
+        s.event(SyntheticHCI.disconnectionComplete(handle: handle))
+        return s
+    }
+}
+
+@Suite struct CaptureImportTests {
+    func trace(_ bytes: [UInt8]) throws -> CaptureTrace { try CaptureTrace.read(bytes: bytes) }
+
+    func importOnly(_ trace: CaptureTrace) throws -> DeviceReplica {
+        let choice = try CaptureImport.select(nil, in: trace)
+        return CaptureImport.replica(of: choice, in: trace, source: "test.btsnoop")
+    }
+
+    @Test func reconstructsTheTableValuesAndAdvertisement() throws {
+        let replica = try importOnly(try trace(LockSession.script().btsnoop()))
+        #expect(replica.address == LockSession.lock)
+        #expect(replica.addressType == .random)
+        #expect(replica.name == "TestLock")
+        #expect(replica.advertisingData?.localName == "TestLock")
+        #expect(replica.scanResponse?.structures.count == 2)
+        #expect(replica.advertisingProvenance?.contains("frame 1") == true)
+        #expect(replica.mtu == 185)
+        #expect(replica.services.map(\.uuid) == [.genericAccess, LockSession.serviceUUID])
+        let service = replica.services[1]
+        #expect(service.handle == 10 && service.endHandle == 0xFFFF)
+        #expect(service.characteristics.map(\.uuid) == [LockSession.commandUUID, LockSession.statusUUID, LockSession.kickUUID])
+        #expect(service.characteristics.map(\.valueHandle) == [12, 15, 17])
+        let command = service.characteristics[0], status = service.characteristics[1], kick = service.characteristics[2]
+        #expect(command.properties == [.write, .notify])
+        #expect(command.descriptors.map(\.uuid) == [.clientCharacteristicConfiguration])
+        #expect(command.value == [0x91])  // the latest notification
+        #expect(status.value == LockSession.longValue)  // read in two parts, joined
+        #expect(status.security.read == .encrypted)  // refused with insufficient authentication before pairing
+        #expect(kick.descriptors.first?.uuid == .userDescription && kick.descriptors.first?.value == Array("Kick".utf8))
+        #expect(replica.security.pairingSeen && replica.security.encrypted)
+        #expect(replica.security.ioCapability == 3 && replica.security.bonding == true)
+        // The device's own Read By Group Type of the phone's table did not become a service.
+        #expect(!replica.services.contains { $0.uuid == BluetoothUUID(0x180F) })
+        #expect(replica.notes.contains { $0.contains("phone's GATT server") })
+    }
+
+    @Test func reconstructsTheConversationInOrder() throws {
+        let replica = try importOnly(try trace(LockSession.script().btsnoop()))
+        let kinds = replica.conversation.map(\.kind)
+        #expect(kinds.first == .connected(nil))
+        #expect(kinds.last == .disconnected)
+        #expect(kinds.contains(.error(handle: 15, request: .readRequest, code: .insufficientAuthentication)))
+        #expect(kinds.contains(.read(handle: 15, offset: 0, value: LockSession.longValue)))
+        let rest = kinds.drop { $0 != .subscribe(handle: 12, notify: true, indicate: false) }
+        #expect(Array(rest.prefix(8)) == [
+            .subscribe(handle: 12, notify: true, indicate: false),
+            .write(handle: 12, value: [0x10, 0x01], withResponse: true),
+            .notification(handle: 12, value: [0x90, 0], indication: false),
+            .write(handle: 12, value: [0x10, 0x01], withResponse: true),
+            .notification(handle: 12, value: [0x90, 1], indication: false),
+            .write(handle: 17, value: [0xAA], withResponse: false),
+            .write(handle: 12, value: LockSession.prepared, withResponse: true),
+            .notification(handle: 12, value: [0x91], indication: false),
+        ])
+        // Times are seconds from the first record; the notification came 22 ms after its write.
+        let writes = replica.conversation.filter { if case .write(12, [0x10, 0x01], _) = $0.kind { true } else { false } }
+        let notified = replica.conversation.first { $0.kind == .notification(handle: 12, value: [0x90, 0], indication: false) }
+        let gap = try #require(notified?.time) - (try #require(writes.first?.time))
+        #expect(abs(gap - 0.022) < 0.0005)  // write, its response 1 ms later, 20 ms more, then the notification
+    }
+
+    @Test func theProfileValidatesPinsHandlesAndReplays() throws {
+        let replica = try importOnly(try trace(LockSession.script().btsnoop()))
+        let result = ReplicaProfile(replica).build()
+        let diagnostics = ProfileValidator.validate(json: result.text, file: "lock.json")
+        #expect(diagnostics.filter { $0.severity == .error }.isEmpty, "\(diagnostics)")
+        let profile = try ProfileLoader.load(json: result.text, file: "lock.json")
+        let service = try #require(profile.services.first { $0.uuid.lowercased() == LockSession.serviceUUID.description.lowercased() })
+        #expect(service.handle == 10)
+        #expect(service.characteristics.map(\.handle) == [12, 15, 17])
+        #expect(result.text.contains("\"encrypt-read\""))
+        #expect(result.text.contains("\"hex\": \"1001\""))
+        #expect(result.text.contains("\"hex\": \"9000\"") && result.text.contains("\"hex\": \"9001\""))
+        #expect(result.text.contains(Hex.string(LockSession.prepared)))
+    }
+
+    @Test func everyContainerGivesTheSameReplica() throws {
+        let script = LockSession.script()
+        let reference = try importOnly(try trace(script.btsnoop()))
+        let containers: [(String, [UInt8])] = [
+            ("btsnoop 2001", script.btsnoop(datalink: 2001)),
+            ("pcap 201", CaptureWriter.pcap(script.packets, linktype: 201)),
+            ("pcap 254", CaptureWriter.pcap(script.packets, linktype: 254)),
+            ("pcapng 201", CaptureWriter.pcapng(script.packets)),
+        ]
+        for (name, bytes) in containers {
+            let replica = try importOnly(try trace(bytes))
+            #expect(replica.services == reference.services, "\(name)")
+            #expect(replica.conversation.map(\.kind) == reference.conversation.map(\.kind), "\(name)")
+            #expect(replica.advertisingData == reference.advertisingData, "\(name)")
+        }
+    }
+
+    @Test func aPhoneUsingItsCacheGetsCharacteristicsInferredFromHandles() throws {
+        let replica = try importOnly(try trace(LockSession.script(discover: false).btsnoop()))
+        let placeholder = try #require(replica.services.last)
+        #expect(placeholder.characteristics.map(\.valueHandle) == [12, 15, 17])
+        let command = placeholder.characteristics[0]
+        #expect(command.properties == [.write, .notify])
+        #expect(command.descriptors.map(\.handle) == [13])  // the client configuration, from the shape of its write
+        #expect(placeholder.characteristics[1].properties == .read)
+        #expect(placeholder.characteristics[1].security.read == .encrypted)
+        #expect(placeholder.characteristics[2].properties == .writeWithoutResponse)
+        #expect(replica.conversation.contains { $0.kind == .subscribe(handle: 12, notify: true, indicate: false) })
+        #expect(replica.notes.contains { $0.contains("no service discovery") })
+        let result = ReplicaProfile(replica).build()
+        #expect(ProfileValidator.validate(json: result.text, file: "cached.json").filter { $0.severity == .error }.isEmpty)
+    }
+
+    @Test func severalDevicesNeedAChoice() throws {
+        var combined = LockSession.script()
+        let other = BluetoothAddress("D0:00:00:00:00:01")!
+        let second = LockSession.script(handle: 0x41, address: other, name: "OtherLock")
+        combined.packets += second.packets
+        let trace = try trace(combined.btsnoop())
+        #expect(CaptureImport.choices(in: trace).count == 2)
+        #expect(throws: CaptureImport.SelectionError.self) { try CaptureImport.select(nil, in: trace) }
+        do {
+            _ = try CaptureImport.select(nil, in: trace)
+        } catch {
+            #expect("\(error)".contains("OtherLock") && "\(error)".contains("TestLock"))
+        }
+        #expect(try CaptureImport.select("otherlock", in: trace).address?.address == other)
+        #expect(try CaptureImport.select("C0:11:22:33:44:55", in: trace).address?.address == LockSession.lock)
+        #expect(try CaptureImport.select("Test", in: trace).address?.address == LockSession.lock)
+        #expect(throws: CaptureImport.SelectionError.self) { try CaptureImport.select("nothing", in: trace) }
+        let replica = CaptureImport.replica(of: try CaptureImport.select("OtherLock", in: trace), in: trace, source: "two")
+        #expect(replica.name == "OtherLock")
+        #expect(replica.conversation.allSatisfy { $0.connection == 1 })
+    }
+
+    @Test func aDamagedCaptureImportsWhatIsComplete() throws {
+        let bytes = LockSession.script().btsnoop()
+        // Cut the file in the middle of a record, after the first writes.
+        for cut in stride(from: bytes.count - 1, to: bytes.count * 2 / 3, by: -37) {
+            let trace = try trace(Array(bytes.prefix(cut)))
+            let replica = try importOnly(trace)
+            #expect(replica.services.count == 2)
+            #expect(replica.notes.contains { $0.contains("damaged") } || trace.problemCount == 0)
+            let result = ReplicaProfile(replica).build()
+            #expect(ProfileValidator.validate(json: result.text, file: "cut.json").filter { $0.severity == .error }.isEmpty)
+        }
+        // Nothing but advertising and no connection: nothing to import without a choice.
+        #expect(throws: CaptureImport.SelectionError.self) {
+            try CaptureImport.select(nil, in: try CaptureTrace.read(bytes: CaptureScript().btsnoop()))
+        }
+    }
+
+    @Test func hostilePreparedWritesStayBounded() throws {
+        var s = CaptureScript()
+        s.event(SyntheticHCI.leConnectionComplete(handle: 0x40, peer: LockSession.lock))
+        // Offsets past 512, a write reaching past 512, and more queued handles than any device allows.
+        s.att(handle: 0x40, .prepareWriteRequest, LockSession.le16(12) + LockSession.le16(0xFFFF) + [1, 2, 3], from: .hostToController)
+        s.att(handle: 0x40, .prepareWriteRequest, LockSession.le16(12) + LockSession.le16(500) + [UInt8](repeating: 7, count: 40), from: .hostToController)
+        for handle in UInt16(100)..<200 {
+            s.att(handle: 0x40, .prepareWriteRequest, LockSession.le16(handle) + LockSession.le16(0) + [1], from: .hostToController)
+        }
+        s.att(handle: 0x40, .executeWriteRequest, [1], from: .hostToController)
+        s.att(handle: 0x40, .executeWriteResponse, [], from: .controllerToHost)
+        let replica = try importOnly(try trace(s.btsnoop()))
+        let writes = replica.conversation.compactMap { event -> (UInt16, Int)? in
+            if case .write(let handle, let value, _) = event.kind { (handle, value.count) } else { nil }
+        }
+        #expect(writes.count == 64)
+        #expect(writes.first.map { $0 == (12, 512) } == true)
+    }
+}

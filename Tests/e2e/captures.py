@@ -1,0 +1,57 @@
+"""The test central's own HCI captures, checked against what the central did (tshark as the oracle).
+
+A capture that lost records (btmon dying part-way was seen) cannot be imported faithfully, so each one is
+checked when it is closed: every write the central completed, every notification or indication it
+received and every read it got an answer to must be in it.
+"""
+from __future__ import annotations
+
+import collections
+import subprocess
+
+# ATT opcodes a client sends (requests and commands); the others come from the server.
+CLIENT_OPCODES = {0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20, 0x52, 0xD2}
+KINDS = {"write": (0x12, 0x52, 0x16), "notify": (0x1B,), "indicate": (0x1D,), "read": (0x0B, 0x0D)}
+
+
+def tshark_att(capture) -> list[tuple[int, str]]:
+    """(opcode, value hex) of every ATT PDU tshark finds between the central's client and the peripheral's
+    server: requests and commands the central sent, everything else it received (the peripheral's own
+    client, e.g. BlueZ writing Client Supported Features, is left out)."""
+    r = subprocess.run(["tshark", "-r", str(capture), "-Y", "btatt", "-T", "fields", "-e", "hci_h4.direction",
+                        "-e", "btatt.opcode", "-e", "btatt.value"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, f"tshark cannot read {capture}: {r.stderr[-500:]}"
+    assert "cut short" not in r.stderr and "appears to be damaged" not in r.stderr, r.stderr[-500:]
+    pdus = []
+    for line in r.stdout.splitlines():
+        direction, opcode, value = (line.split("\t") + ["", ""])[:3]
+        if not direction or not opcode:
+            continue
+        code = int(opcode.split(",")[0], 16)
+        if (int(direction, 16) == 0) == (code in CLIENT_OPCODES):
+            pdus.append((code, value.replace(":", "")))
+    return pdus
+
+
+def counts(capture) -> dict[str, collections.Counter]:
+    pdus = tshark_att(capture)
+    return {kind: collections.Counter(v for op, v in pdus if op in opcodes and v) for kind, opcodes in KINDS.items()} \
+        | {"pdus": collections.Counter({"all": len(pdus)})}
+
+
+def check_complete(capture, ops: list[tuple], exact: bool = False) -> dict:
+    """`ops`: ("write" | "notify" | "indicate" | "read", value hex) the central completed. Every write,
+    notification and indication must be in the capture with the same bytes (`exact`: and nothing else);
+    there must be at least as many read answers as reads (long reads come in parts). Returns the figures."""
+    seen = counts(capture)
+    did = {kind: collections.Counter(op[-1] for op in ops if op[0] == kind) for kind in KINDS}
+    for kind in ("write", "notify", "indicate"):
+        missing = did[kind] - seen[kind]
+        assert not missing, f"capture {capture} incomplete: {kind}s the central made or got are not in it: {dict(missing)}"
+        if exact:
+            assert seen[kind] == did[kind], f"capture {capture}: {kind}s {dict(seen[kind])}, central {dict(did[kind])}"
+    reads = sum(did["read"].values())
+    answers = sum(seen["read"].values()) + sum(1 for op in ops if op[0] == "read" and not op[-1])
+    assert answers >= reads, f"capture {capture} incomplete: {reads} reads answered, {answers} answers in it"
+    return {kind: sum(c.values()) for kind, c in did.items()} | {"att_pdus": seen["pdus"]["all"]}
