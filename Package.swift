@@ -41,8 +41,11 @@ let package = Package(
         .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
-        // BlueZ peripheral object model: adapter, GATT application, advertisements, centrals.
-        .target(name: "BlueZ", dependencies: ["DBus"]),
+        // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
+        // and the central side `gattemu clone` uses (discovery, remote devices, the remote GATT table).
+        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"]),
+        // What `gattemu clone` recorded as a central, as a ``DeviceReplica``.
+        .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
         // The control API's contract: its operations and the Codable types they take and answer, each with its
         // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). No dependencies.
         .target(name: "ControlContract"),
@@ -67,7 +70,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], exclude: ["openapi.json", "Dashboard/dashboard.html", "Dashboard/dashboard.css", "Dashboard/dashboard.js", "Dashboard/timeline.js", "Dashboard/report.js"]),
         .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
+            "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica", "DeviceClone",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -76,10 +79,13 @@ let package = Package(
         ]),
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
+        // A stand-in bluetoothd on a private bus for tests and the host benchmark: adapters, GATT and
+        // advertising managers (the peripheral side) and remote devices with GATT tables (the central side).
+        .target(name: "BlueZTestSupport", dependencies: ["DBus", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
         .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
-        .executableTarget(name: "gattemu-hostbench", dependencies: ["BlueZ", "DBus", "DBusTestSupport"], path: "benchmarks/host"),
+        .executableTarget(name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
         // Capture debugging and benchmark driver (benchmarks/README.md, scripts/check-capture-decoder): counts, dump, decode, generate.
         .executableTarget(name: "gattemu-capturetool", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"], path: "benchmarks/capture/tool"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
@@ -89,9 +95,12 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
         .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
+        .testTarget(name: "CloneTests", dependencies: [
+            "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
+        ]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
         .executableTarget(name: "gattemu-control-fixture", dependencies: ["Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),

@@ -10,7 +10,7 @@ struct Gattemu: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gattemu",
         abstract: "Make a BlueZ machine be a Bluetooth LE peripheral described by a JSON profile.",
-        subcommands: [Run.self, Validate.self, Import.self, Adapters.self, Ctl.self, Report.self]
+        subcommands: [Run.self, Validate.self, Import.self, Clone.self, Adapters.self, Ctl.self, Report.self]
     )
 
     /// Parses and runs; bad command lines exit 2 (not ArgumentParser's 64), runtime failures 1.

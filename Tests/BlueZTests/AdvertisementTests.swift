@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import BlueZTestSupport
 import DBusTestSupport
 import Testing
 
@@ -38,25 +39,25 @@ import Testing
         #expect(budget.description.contains("scan response needs 32 of 31 bytes (localName 32)"))
 
         let bus = try PrivateBus()
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
         let adapter = try await stack.adapter(nil)
         await #expect(throws: BlueZError.self) {
             _ = try await AdvertisementRegistration.register(big, adapter: adapter, stack: stack)
         }
-        #expect(bluetoothd.registeredAdvertisements.withLock { $0.isEmpty }, "refused before registering")
+        #expect(bluetoothd.advertisements.isEmpty, "refused before registering")
     }
 
     @Test func registeredAdvertisementExposesBlueZProperties() async throws {
         let bus = try PrivateBus()
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
         let adapter = try await stack.adapter("00:aa:01:01:00:01")
         #expect(adapter.name == "hci0")
         #expect(adapter.supportedInstances == 4)
         #expect(adapter.supportedIncludes == ["tx-power", "appearance", "local-name"])
         let registration = try await AdvertisementRegistration.register(Self.noke(), adapter: adapter, stack: stack)
-        #expect(bluetoothd.registeredAdvertisements.withLock { $0.map(\.path) } == ["/org/gattemu/advertisement0"])
+        #expect(bluetoothd.advertisements.map(\.path) == ["/org/gattemu/advertisement0"])
         let all = try await bluetoothd.call(stack.connection.uniqueName, registration.path, "org.freedesktop.DBus.Properties", "GetAll", [.string(BlueZNames.advertisement)])
         let properties = try #require(all.first?.stringKeyedDictionary)
         #expect(properties["Type"] == .string("peripheral"))
@@ -78,7 +79,7 @@ import Testing
         _ = try await bluetoothd.call(stack.connection.uniqueName, registration.path, BlueZNames.advertisement, "Release")
         #expect(!registration.isRegistered)
         await registration.unregister()
-        #expect(bluetoothd.registeredAdvertisements.withLock { $0.count } == 1, "a released advertisement is not unregistered again")
+        #expect(bluetoothd.advertisements.count == 1, "a released advertisement is not unregistered again")
     }
 
     @Test func missingBluetoothdAndAdaptersGiveOneLineReasons() async throws {
@@ -91,7 +92,7 @@ import Testing
         } catch {
             #expect(error.description == "org.bluez not on the system bus: is bluetoothd running?")
         }
-        _ = try await FakeBluetoothd(bus: bus)
+        _ = try await StandInBluetoothd.withAdapter(bus)
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
         do {
             _ = try await stack.adapter("hci9")

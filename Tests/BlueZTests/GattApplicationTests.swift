@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import BlueZTestSupport
 import DBusTestSupport
 import Foundation
 import Testing
@@ -19,7 +20,7 @@ import Testing
 
     struct Setup {
         let bus: PrivateBus
-        let bluetoothd: FakeBluetoothd
+        let bluetoothd: StandInBluetoothd
         let stack: BlueZStack
         let application: GattApplication
         let handler: RecordingHandler
@@ -27,7 +28,7 @@ import Testing
 
     static func setUp(handler: RecordingHandler = RecordingHandler(), newerBlueZ: Bool = false) async throws -> Setup {
         let bus = try PrivateBus()
-        let bluetoothd = try await FakeBluetoothd(bus: bus, newerBlueZ: newerBlueZ)
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus, configuration: .init(newerBlueZ: newerBlueZ))
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
         let adapter = try await stack.adapter("hci0")
         let application = try await GattApplication.register(services: services, handler: handler, adapter: adapter, stack: stack)
@@ -36,7 +37,7 @@ import Testing
 
     @Test func registersAnObjectTreeBluetoothdCanRead() async throws {
         let setup = try await Self.setUp()
-        let registered = setup.bluetoothd.registeredApplications.withLock { $0 }
+        let registered = setup.bluetoothd.applications
         #expect(registered.map(\.path) == ["/org/gattemu/app0"])
         #expect(registered.first?.owner == setup.stack.connection.uniqueName)
         let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
@@ -70,9 +71,9 @@ import Testing
         #expect(label["Value"] == .bytes(Array("Level".utf8)))
 
         await setup.application.unregister()
-        #expect(setup.bluetoothd.registeredApplications.withLock { $0.isEmpty })
+        #expect(setup.bluetoothd.applications.isEmpty)
         await #expect(throws: DBusError.self) {
-            try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [FakeBluetoothd.options()])
+            try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [StandInBluetoothd.options()])
         }
     }
 
@@ -80,7 +81,7 @@ import Testing
         let setup = try await Self.setUp()
         let app = setup.stack.connection.uniqueName
         let level: DBusObjectPath = "/org/gattemu/app0/service0/char0"
-        let long = try await setup.bluetoothd.call(app, level, BlueZNames.gattCharacteristic, "ReadValue", [FakeBluetoothd.options(offset: 40, mtu: 185)])
+        let long = try await setup.bluetoothd.call(app, level, BlueZNames.gattCharacteristic, "ReadValue", [StandInBluetoothd.options(offset: 40, mtu: 185)])
         #expect(long == [.bytes(Array(40..<100))])
         let read = try #require(setup.handler.reads.withLock { $0.first })
         #expect(read.offset == 40)
@@ -89,13 +90,13 @@ import Testing
         #expect(read.attribute == GattAttributeID(characteristic: "level"))
 
         _ = try await setup.bluetoothd.call(app, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue",
-                                            [.bytes([1, 2, 3]), FakeBluetoothd.options()])
+                                            [.bytes([1, 2, 3]), StandInBluetoothd.options()])
         let write = try #require(setup.handler.writes.withLock { $0.first })
         #expect(write.value == [1, 2, 3])
         #expect(write.kind == .request)
         #expect(!write.bluetoothdAnswered)
 
-        let descriptor = try await setup.bluetoothd.call(app, "/org/gattemu/app0/service0/char0/desc0", BlueZNames.gattDescriptor, "ReadValue", [FakeBluetoothd.options()])
+        let descriptor = try await setup.bluetoothd.call(app, "/org/gattemu/app0/service0/char0/desc0", BlueZNames.gattDescriptor, "ReadValue", [StandInBluetoothd.options()])
         #expect(descriptor == [.bytes(Array(0..<100))])
         #expect(setup.handler.reads.withLock { $0.last?.attribute } == GattAttributeID(characteristic: "level", descriptor: "label"))
     }
@@ -110,7 +111,7 @@ import Testing
         let setup = try await Self.setUp(handler: RecordingHandler(writeError: error))
         await #expect(throws: DBusError.named(name, message: message)) {
             try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic,
-                                            "WriteValue", [.bytes([0]), FakeBluetoothd.options()])
+                                            "WriteValue", [.bytes([0]), StandInBluetoothd.options()])
         }
     }
 
@@ -118,8 +119,8 @@ import Testing
         let setup = try await Self.setUp()
         let intruder = try await setup.bus.connect()
         for (path, interface, member, arguments) in [
-            ("/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [FakeBluetoothd.options()]),
-            ("/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue", [DBusValue.bytes([1]), FakeBluetoothd.options()]),
+            ("/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [StandInBluetoothd.options()]),
+            ("/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue", [DBusValue.bytes([1]), StandInBluetoothd.options()]),
             ("/org/gattemu/app0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", []),
             ("/org/gattemu/app0/service0/char0", "org.freedesktop.DBus.Properties", "GetAll", [DBusValue.string(BlueZNames.gattCharacteristic)]),
         ] as [(DBusObjectPath, String, String, [DBusValue])] {
@@ -135,7 +136,7 @@ import Testing
     @Test func acquiredNotificationsArriveOnTheSocket() async throws {
         let setup = try await Self.setUp()
         let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0",
-                                                    BlueZNames.gattCharacteristic, "AcquireNotify", [FakeBluetoothd.options(mtu: 247)])
+                                                    BlueZNames.gattCharacteristic, "AcquireNotify", [StandInBluetoothd.options(mtu: 247)])
         #expect(reply.count == 2)
         #expect(reply.last == .uint16(247))
         let socket = try #require(reply.first?.unixFD)
@@ -309,7 +310,7 @@ import Testing
     @Test func askedForHandlesAreExportedAndOthersAreZero() async throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
         let services = [GattServiceDefinition(id: "s", uuid: "0000180f-0000-1000-8000-00805f9b34fb", characteristics: [
             GattCharacteristicDefinition(id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read"], descriptors: [

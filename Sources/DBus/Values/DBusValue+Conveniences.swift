@@ -17,6 +17,16 @@ extension DBusValue {
         )
     }
 
+    /// A dictionary of byte strings in variants (`a{qv}`, `a{sv}`, `a{yv}`: BlueZ's ManufacturerData,
+    /// ServiceData, AdvertisingData), keys sorted so the encoding is deterministic.
+    public static func variantBytesDictionary<Key: Comparable>(
+        _ values: [Key: [UInt8]], key signature: DBusSignature, _ key: (Key) -> DBusValue
+    ) -> DBusValue {
+        .dictionary(key: signature, value: .variant, values.sorted { $0.key < $1.key }.map {
+            DBusDictionaryEntry(key: key($0.key), value: .variant(.bytes($0.value)))
+        })
+    }
+
     /// The value inside any number of variant wrappers.
     public var unwrappingVariants: DBusValue {
         if case .variant(let inner) = self { return inner.unwrappingVariants }
@@ -83,6 +93,23 @@ extension DBusValue {
         case .bytes(let bytes): bytes.map(DBusValue.byte)
         default: nil
         }
+    }
+
+    /// An object manager's `GetManagedObjects` answer (`a{oa{sa{sv}}}`): each object's interfaces with their
+    /// properties; entries of other shapes are skipped. Nil when this is not a dictionary.
+    public var managedObjects: [DBusObjectPath: [String: [String: DBusValue]]]? {
+        guard case .dictionary(_, _, let entries) = unwrappingVariants else { return nil }
+        var objects: [DBusObjectPath: [String: [String: DBusValue]]] = [:]
+        for entry in entries {
+            guard let path = entry.key.objectPath, case .dictionary(_, _, let interfaces) = entry.value else { continue }
+            var byInterface: [String: [String: DBusValue]] = [:]
+            for interface in interfaces {
+                guard let name = interface.key.string else { continue }
+                byInterface[name] = interface.value.stringKeyedDictionary ?? [:]
+            }
+            objects[path] = byInterface
+        }
+        return objects
     }
 
     /// The entries of a dictionary whose keys are strings or object paths, values unwrapped from variants.

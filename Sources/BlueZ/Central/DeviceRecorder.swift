@@ -1,0 +1,140 @@
+import Bluetooth
+import DBus
+
+/// Records a remote device as a central: scans for it, records its advertisement, connects, walks its GATT
+/// table, reads everything readable, optionally listens to everything that notifies, disconnects.
+///
+/// Reading and subscribing errors are recorded, not fatal; finding and connecting errors end the recording.
+public enum DeviceRecorder {
+    public struct Options: Sendable {
+        public var scanTimeout: Duration = .seconds(20)
+        /// How long discovery goes on after the first match (scan response, a second device of that name).
+        public var settle: Duration = .seconds(2)
+        public var connectTimeout: Duration = .seconds(30)
+        public var connectAttempts = 3
+        public var readTimeout: Duration = .seconds(10)
+        /// How long to listen to notifications; zero subscribes to nothing.
+        public var listen: Duration = .zero
+        /// Try `AcquireNotify` before `StartNotify`.
+        public var preferAcquireNotify = true
+        /// Remove the device from the adapter afterwards when it was not paired before (leaves no cache and no
+        /// pairing BlueZ made on its own behind).
+        public var forgetAfterwards = true
+
+        public init() {}
+    }
+
+    /// What the recorder is doing, for a progress line.
+    public typealias Progress = @Sendable (String) -> Void
+
+    public static func record(
+        _ query: DeviceQuery, adapter: Adapter, options: Options = Options(), progress: Progress = { _ in }
+    ) async throws(CentralError) -> CentralRecording {
+        progress("scanning on \(adapter.name) for \(query) (up to \(options.scanTimeout.wholeSeconds) s)")
+        let discovery = try await DeviceDiscovery.start(on: adapter, forgetting: query)
+        let found: DeviceProperties
+        do {
+            found = try await discovery.find(query, timeout: options.scanTimeout, settle: options.settle)
+        } catch {
+            await discovery.stop()
+            throw error
+        }
+        // BlueZ stops following a device's advertisements' RSSI and TX power when discovery stops: keep
+        // them as they were during the scan.
+        let advertisement = discovery.device(at: found.path) ?? found
+        let forgotten = discovery.forgottenDevices
+        await discovery.stop()
+        var recording = CentralRecording(adapterName: adapter.name, adapterAddress: BluetoothAddress(adapter.address), advertisement: advertisement)
+        recording.notes += advertisement.discarded.map { "advertisement: \($0)" }
+        if !forgotten.isEmpty {
+            recording.notes.append("forgot \(forgotten.count) cached device object\(forgotten.count == 1 ? "" : "s") before scanning, so that the advertisement is fresh")
+        }
+        progress("found \(advertisement.address?.description ?? advertisement.path.rawValue)"
+                 + (advertisement.name.map { " \"\(TextSafety.printable($0))\"" } ?? "") + (advertisement.rssi.map { ", \($0) dBm" } ?? ""))
+
+        let device = try await RemoteDevice.follow(advertisement, adapter: adapter)
+        recording.pairedBefore = device.properties.paired
+        do {
+            try await walk(device, into: &recording, options: options, progress: progress)
+        } catch {
+            await finish(device, &recording, options: options)
+            throw error
+        }
+        await finish(device, &recording, options: options)
+        return recording
+    }
+
+    private static func walk(
+        _ device: RemoteDevice, into recording: inout CentralRecording, options: Options, progress: Progress
+    ) async throws(CentralError) {
+        progress("connecting to \(device.label)")
+        recording.connectAttempt = try await device.connect(timeout: options.connectTimeout, attempts: options.connectAttempts) { attempt, reason in
+            progress("connection attempt \(attempt) (the last one failed: \(reason))")
+        }
+        recording.connectedAt = .now
+        recording.connectedProperties = device.properties
+        let table = try await RemoteGattTable.read(device: device.path, stack: device.adapter.stack)
+        try checkConnected(device, "before its GATT table was read")
+        recording.table = table
+        recording.notes += table.notes
+        let characteristics = table.characteristics
+        progress("\(table.services.count) services, \(characteristics.count) characteristics, "
+                 + "\(characteristics.reduce(0) { $0 + $1.descriptors.count }) descriptors (handles from \(table.handleSource.rawValue))")
+
+        for (index, characteristic) in characteristics.enumerated() {
+            try checkConnected(device, "after \(index) of \(characteristics.count) characteristics were read")
+            if characteristic.properties.contains(.read) {
+                recording.reads.append(.init(target: .characteristic, read: await RemoteRead.read(
+                    characteristic.path, interface: BlueZNames.gattCharacteristic, device: device, timeout: options.readTimeout)))
+            }
+            for descriptor in characteristic.descriptors {
+                recording.reads.append(.init(target: .descriptor, read: await RemoteRead.read(
+                    descriptor.path, interface: BlueZNames.gattDescriptor, device: device, timeout: options.readTimeout)))
+            }
+        }
+        // A read that failed because the link went down is no answer of the device's.
+        try checkConnected(device, "while its \(characteristics.count) characteristics were read")
+        let failed = recording.reads.filter { if case .failed = $0.read.outcome { true } else { false } }.count
+        progress("read \(recording.reads.count - failed) values" + (failed > 0 ? ", \(failed) reads refused" : ""))
+
+        guard options.listen > .zero, device.properties.connected else { return }
+        let listener = try await NotificationListener.start(
+            characteristics, device: device.path, stack: device.adapter.stack, preferAcquire: options.preferAcquireNotify)
+        let subscribed = listener.subscriptions.filter { $0.method != nil }.count
+        progress("listening to \(subscribed) characteristic\(subscribed == 1 ? "" : "s") for \(options.listen.wholeSeconds) s")
+        let start = ContinuousClock.now
+        let end = start + options.listen
+        while ContinuousClock.now < end, device.properties.connected {
+            try? await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
+        }
+        recording.listened = ContinuousClock.now - start
+        await listener.stop()
+        recording.subscriptions = listener.subscriptions
+        recording.notifications = listener.received
+        recording.droppedNotifications = listener.dropped
+        if listener.dropped > 0 {
+            recording.notes.append("kept the first \(NotificationListener.maximumNotifications) notifications; \(listener.dropped) more were dropped")
+        }
+        progress("\(listener.received.count) notification\(listener.received.count == 1 ? "" : "s") received")
+    }
+
+    /// Throws ``CentralError/lost(address:reason:)`` unless the device is still connected: a clone missing
+    /// part of the table or of the values would pass for the device.
+    private static func checkConnected(_ device: RemoteDevice, _ when: String) throws(CentralError) {
+        guard !device.properties.connected else { return }
+        throw .lost(address: device.label, reason: (device.isGone ? "bluetoothd removed it " : "it disconnected ") + when)
+    }
+
+    /// Disconnects (unless the device did), forgets the device when asked, stops following it.
+    private static func finish(_ device: RemoteDevice, _ recording: inout CentralRecording, options: Options) async {
+        let connected = device.properties.connected
+        recording.deviceDisconnected = !connected && recording.connectedProperties != nil
+        if recording.deviceDisconnected { recording.notes.append("the device disconnected by itself") }
+        if connected { await device.disconnect() }
+        recording.disconnectedAt = .now
+        recording.pairedDuring = !recording.pairedBefore && device.properties.paired
+        if recording.pairedDuring { recording.notes.append("BlueZ paired with the device during the recording (it asked for encryption)") }
+        if options.forgetAfterwards, !recording.pairedBefore { await device.forget() }
+        await device.stop()
+    }
+}

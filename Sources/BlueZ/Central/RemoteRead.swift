@@ -1,0 +1,43 @@
+import Bluetooth
+import DBus
+
+/// One `ReadValue` of a remote characteristic or descriptor and what came of it.
+public struct RemoteRead: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        /// The value (at most 512 bytes: more is cut, see `truncated`).
+        case value([UInt8], truncated: Bool)
+        case failed(RemoteGattError)
+    }
+
+    public var path: DBusObjectPath
+    /// When it was answered.
+    public var at: ContinuousClock.Instant
+    public var outcome: Outcome
+    /// Whether BlueZ paired with the device while the read was under way (it does so by itself when a
+    /// device asks for encryption, and repeats the read).
+    public var pairedDuringRead: Bool
+    /// Whether the device was paired when the read was answered.
+    public var pairedAfter: Bool
+
+    /// Reads `path` (`interface` is `GattCharacteristic1` or `GattDescriptor1`) with empty options.
+    public static func read(
+        _ path: DBusObjectPath, interface: String, device: RemoteDevice, timeout: Duration = .seconds(10)
+    ) async -> RemoteRead {
+        let pairedBefore = device.properties.paired
+        let outcome: Outcome
+        do {
+            let reply = try await device.adapter.stack.connection.call(
+                destination: BlueZNames.service, path: path, interface: interface, member: "ReadValue",
+                arguments: [.stringVariantDictionary([:])], timeout: timeout)
+            if let bytes = reply.first?.bytes {
+                outcome = .value(Array(bytes.prefix(ATTMTU.maximumValueLength)), truncated: bytes.count > ATTMTU.maximumValueLength)
+            } else {
+                outcome = .failed(RemoteGattError(.unexpectedMessage("ReadValue answered without bytes")))
+            }
+        } catch {
+            outcome = .failed(RemoteGattError(error))
+        }
+        let pairedAfter = device.properties.paired
+        return RemoteRead(path: path, at: .now, outcome: outcome, pairedDuringRead: !pairedBefore && pairedAfter, pairedAfter: pairedAfter)
+    }
+}
