@@ -101,9 +101,13 @@ def screenshot(driver, name: str) -> None:
 
 
 def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05, what: str = "condition"):
+    from selenium.common.exceptions import StaleElementReferenceException
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except StaleElementReferenceException:  # the page re-rendered what the predicate was reading: look again
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:

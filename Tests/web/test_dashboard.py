@@ -47,14 +47,20 @@ def test_status_trigger_and_fault_form(server_factory, browser):
     wait_for(lambda: "touched" in browser.find_element(By.ID, "advertising-badge").text, what="the touched variant")
 
     # Install a fault from the form; it is listed.
-    form = browser.find_element(By.ID, "fault-form")
-    Select(form.find_element(By.NAME, "action")).select_by_value("error")
-    Select(form.find_element(By.NAME, "on")).select_by_value("write")
-    Select(form.find_element(By.NAME, "characteristic")).select_by_value("data")
-    form.find_element(By.NAME, "value").send_keys("not-authorized")
-    form.find_element(By.NAME, "count").send_keys("1")
-    form.find_element(By.NAME, "id").send_keys("web-fault")
-    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    def fill_and_submit():
+        form = browser.find_element(By.ID, "fault-form")
+        Select(form.find_element(By.NAME, "action")).select_by_value("error")
+        Select(form.find_element(By.NAME, "on")).select_by_value("write")
+        Select(form.find_element(By.NAME, "characteristic")).select_by_value("data")
+        for name, text in (("value", "not-authorized"), ("count", "1"), ("id", "web-fault")):
+            field = form.find_element(By.NAME, name)
+            field.clear()
+            field.send_keys(text)
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        return True
+
+    # A refresh may re-render the form's selects while they are filled in (a loaded machine): fill it again.
+    wait_for(fill_and_submit, what="the fault form filled in and sent")
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#faults tr[data-fault=web-fault]"), what="the installed fault listed")
     assert "error not-authorized" in browser.find_element(By.CSS_SELECTOR, "#faults tr[data-fault=web-fault]").text
 
