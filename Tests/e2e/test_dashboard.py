@@ -71,6 +71,18 @@ def click(driver, selector: str, attempts: int = 5) -> None:
             time.sleep(0.2)
 
 
+def retry_stale(action, attempts: int = 5):
+    """Runs `action` again when the page redrew an element it was using (the dashboard redraws after events)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    for attempt in range(attempts):
+        try:
+            return action()
+        except StaleElementReferenceException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2)
+
+
 def console_errors(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -186,7 +198,7 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
                 field.send_keys(value.hex(" "))
                 row = field.find_element("xpath", "ancestor::tr")
                 [b for b in row.find_elements("css selector", "button") if b.text == "Notify"][0].click()
-            await asyncio.to_thread(notify_from_page)
+            await asyncio.to_thread(retry_stale, notify_from_page)
             got = await data.get()
             assert got == value, got.hex()
 
@@ -197,11 +209,12 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
                 Select(form.find_element("name", "action")).select_by_value("corrupt")
                 Select(form.find_element("name", "on")).select_by_value("notify")
                 Select(form.find_element("name", "characteristic")).select_by_value("data")
-                form.find_element("name", "value").send_keys("ff")
-                form.find_element("name", "count").send_keys("1")
-                form.find_element("name", "id").send_keys("page-fault")
+                for name, text in (("value", "ff"), ("count", "1"), ("id", "page-fault")):
+                    field = form.find_element("name", name)
+                    field.clear()
+                    field.send_keys(text)
                 form.find_element("css selector", "button[type=submit]").click()
-            await asyncio.to_thread(install_fault)
+            await asyncio.to_thread(retry_stale, install_fault)
             await asyncio.to_thread(page_wait, driver, "return document.querySelector('#faults tr[data-fault=page-fault]')",
                                     what="the installed fault")
             await conn.write(LEAF_DATA, b"\x00\x01", response=False)  # garbage: answered with response code 3

@@ -100,8 +100,9 @@ async def test_every_ctl_command_changes_the_server_and_prints_what_it_did(start
 
     # Refusals: the server's message on one line, exit 1.
     assert (await asyncio.to_thread(refused, 1, "notify", "nope", "--hex", "01")).startswith("gattemu: 404 ")
+    # A well-formed request the profile cannot honour is a conflict with the profile (409), not a bad request.
     line = await asyncio.to_thread(refused, 1, "indicate", "tx", "--base64", "AQI=")
-    assert line == 'gattemu: 400 characteristic "tx" has no indicate flag', line
+    assert line == 'gattemu: 409 characteristic "tx" has no indicate flag', line
     assert (await asyncio.to_thread(refused, 1, "trigger", "no such trigger")).startswith("gattemu: 404 ")
     assert (await asyncio.to_thread(refused, 1, "fault", "add", "--error", "teapot")).startswith("gattemu: 400 ")
     assert (await asyncio.to_thread(refused, 1, "disconnect", "AA:BB:CC:DD:EE:FF")).startswith("gattemu: 404 ")
