@@ -47,6 +47,8 @@ struct ReplicaBuilder {
     var services: [UInt16: ServiceEntry] = [:]
     var declarations: [UInt16: (declaration: ATTMessage.CharacteristicDeclaration, frame: Int)] = [:]
     var includes: [UInt16: ATTMessage.IncludeDeclaration] = [:]
+    /// The value handles of the discovered characteristics (filled by ``discover()``).
+    var valueHandles: Set<UInt16> = []
     /// Attribute types from Find Information.
     var attributeTypes: [UInt16: BluetoothUUID] = [:]
     var uses: [UInt16: HandleUse] = [:]
@@ -66,7 +68,7 @@ struct ReplicaBuilder {
             replica.addressType = address.type
         }
         let transactions = transactionsByRequest()
-        discover(transactions)
+        discover()
         survey()
         converse(transactions)
         buildTable()
@@ -104,7 +106,7 @@ struct ReplicaBuilder {
         }
     }
 
-    mutating func discover(_ transactions: [RequestKey: Int]) {
+    mutating func discover() {
         for transaction in trace.attTransactions where numbers[transaction.connection] != nil && transaction.outcome == .answered {
             guard Self.fromCentral(transaction.request), let response = transaction.response?.message else { continue }
             let frame = transaction.request.frame
@@ -133,7 +135,7 @@ struct ReplicaBuilder {
                 continue
             }
         }
-        _ = transactions
+        valueHandles = Set(declarations.values.map(\.declaration.valueHandle))
     }
 
     // MARK: Pass 2: which handles the central used, and how
@@ -168,9 +170,12 @@ struct ReplicaBuilder {
         }
         // Client configurations: discovered 0x2902 descriptors belong to the characteristic before them;
         // undiscovered handles written only with configuration values, just after a notified handle, are one too.
-        let valueHandles = declarations.values.map(\.declaration.valueHandle).sorted()
-        for (handle, type) in attributeTypes where type == .clientCharacteristicConfiguration {
-            if let owner = valueHandles.last(where: { $0 < handle }) { configurations[handle] = owner }
+        // Both in handle order, walked together: each configuration's owner is the last value handle before it.
+        let owners = valueHandles.sorted()
+        var next = 0
+        for handle in attributeTypes.filter({ $0.value == .clientCharacteristicConfiguration }).keys.sorted() {
+            while next < owners.count, owners[next] < handle { next += 1 }
+            if next > 0 { configurations[handle] = owners[next - 1] }
         }
         for (handle, use) in uses where configurations[handle] == nil && !isKnownAttribute(handle) && handle > 1 {
             guard use.writes + use.commands > 0, use.onlyConfigurationShaped, use.reads == 0, use.notifications + use.indications == 0,
@@ -192,7 +197,7 @@ struct ReplicaBuilder {
     /// or a descriptor Find Information listed.
     func isKnownAttribute(_ handle: UInt16) -> Bool {
         services[handle] != nil || includes[handle] != nil || declarations[handle] != nil || attributeTypes[handle] != nil
-            || declarations.values.contains { $0.declaration.valueHandle == handle }
+            || valueHandles.contains(handle)
     }
 
     // MARK: Pass 3: the conversation
@@ -210,19 +215,18 @@ struct ReplicaBuilder {
     }
 
     mutating func converse(_ transactions: [RequestKey: Int]) {
-        var markers: [(frame: Int, event: DeviceReplica.Event)] = []
+        var markers: [(frame: Int, connection: Int, event: DeviceReplica.Event)] = []
         for id in choice.connections {
             guard let connection = trace.connection(id), let number = numbers[id] else { continue }
-            markers.append((connection.opened.frame, event(.connected(nil), frame: connection.opened.frame, timestamp: connection.opened.timestamp, number)))
+            markers.append((connection.opened.frame, id, event(.connected(nil), frame: connection.opened.frame, timestamp: connection.opened.timestamp, number)))
             if let closed = connection.closed {
-                markers.append((closed.frame, event(.disconnected, frame: closed.frame, timestamp: closed.timestamp, number)))
+                markers.append((closed.frame, id, event(.disconnected, frame: closed.frame, timestamp: closed.timestamp, number)))
             }
         }
         markers.sort { $0.frame < $1.frame }
         var nextMarker = 0
         var pendingReads: [Int: PendingRead] = [:]
         var prepared: [Int: [PreparedWrite]] = [:]
-        let valueHandles = Set(declarations.values.map(\.declaration.valueHandle))
 
         func flush(_ connection: Int, into conversation: inout [DeviceReplica.Event], readValues: inout [UInt16: (value: [UInt8], frame: Int, time: Double?)]) {
             guard let read = pendingReads.removeValue(forKey: connection) else { return }
@@ -233,9 +237,9 @@ struct ReplicaBuilder {
         for pdu in trace.attPDUs {
             guard let number = numbers[pdu.connection] else { continue }
             while nextMarker < markers.count, markers[nextMarker].frame < pdu.firstFrame {
-                if case .disconnected = markers[nextMarker].event.kind, let id = choice.connections.first(where: { numbers[$0] == markers[nextMarker].event.connection }) {
-                    flush(id, into: &replica.conversation, readValues: &readValues)
-                    prepared[id] = nil
+                if case .disconnected = markers[nextMarker].event.kind {
+                    flush(markers[nextMarker].connection, into: &replica.conversation, readValues: &readValues)
+                    prepared[markers[nextMarker].connection] = nil
                 }
                 replica.conversation.append(markers[nextMarker].event)
                 nextMarker += 1
@@ -331,11 +335,11 @@ struct ReplicaBuilder {
                     replica.conversation.append(writeEvent(write.handle, write.value, withResponse: true, at: at))
                 }
             case .handleValueNotification(let handle, let value) where !central:
-                notified(handle, value, indication: false, at: here, valueHandles: valueHandles)
+                notified(handle, value, indication: false, at: here)
             case .handleValueIndication(let handle, let value) where !central:
-                notified(handle, value, indication: true, at: here, valueHandles: valueHandles)
+                notified(handle, value, indication: true, at: here)
             case .multipleHandleValueNotification(let values) where !central:
-                for value in values { notified(value.handle, value.value, indication: false, at: here, valueHandles: valueHandles) }
+                for value in values { notified(value.handle, value.value, indication: false, at: here) }
             default:
                 continue
             }
@@ -349,7 +353,7 @@ struct ReplicaBuilder {
     /// Requests on one attribute whose errors are part of the device's behaviour.
     static let attributeOperations: Set<ATTOpcode> = [.readRequest, .readBlobRequest, .writeRequest, .prepareWriteRequest, .executeWriteRequest]
 
-    mutating func notified(_ handle: UInt16, _ value: [UInt8], indication: Bool, at here: DeviceReplica.Event, valueHandles: Set<UInt16>) {
+    mutating func notified(_ handle: UInt16, _ value: [UInt8], indication: Bool, at here: DeviceReplica.Event) {
         var event = here
         event.kind = .notification(handle: handle, value: value, indication: indication)
         replica.conversation.append(event)
