@@ -630,7 +630,7 @@ struct ReplicaBuilder {
         if let refused = replica.security.refusedWith {
             notes.append("the device refused pairing (SMP Pairing Failed, reason 0x\(Hex.byte(refused)))")
         } else if replica.security.pairingSeen {
-            notes.append("pairing seen" + (replica.security.ioCapability.map { ": the device's IO capability \(SMPIOCapability(rawValue: $0))" } ?? "")
+            notes.append("pairing seen" + (replica.security.ioCapability.map { ": the device's IO capability \(IOCapability(rawValue: $0))" } ?? "")
                 + (replica.security.bonding == true ? ", bonding" : "") + (replica.security.mitm == true ? ", MITM" : "")
                 + (replica.security.secureConnections == true ? ", Secure Connections" : "") + " — gattemu pairs as BlueZ is configured")
         }

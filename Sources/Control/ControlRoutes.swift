@@ -47,6 +47,10 @@ struct ControlRoutes: Sendable {
             "removeFault": { _, context in try await removeFault(context) },
             "disconnectCentral": { _, context in try await disconnect(context) },
             "setAdvertisement": { request, _ in try await advertisement(request) },
+            "getPairing": { _, _ in JSONResponse.make(await target.pairingStatus()) },
+            "answerPairing": { request, _ in try await answerPairing(request) },
+            "listBonds": { _, _ in try await listBonds() },
+            "forgetBond": { _, context in try await forgetBond(context) },
             "reset": { _, _ in
                 await target.reset()
                 return JSONResponse.make(OkResult())
@@ -165,6 +169,41 @@ struct ControlRoutes: Sendable {
             throw ControlError(error)
         }
         return JSONResponse.make(AdvertisementResult(variant: variant))
+    }
+
+    // MARK: Pairing and bonds
+
+    func answerPairing(_ request: Request) async throws(ControlError) -> Response {
+        var request = request
+        guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
+        let reply = try Bodies.decoding { () throws(BodyError) in try ControlBody.pairingAnswer(node) }
+        do {
+            return JSONResponse.make(try await target.answerPairing(reply))
+        } catch {
+            throw ControlError(error)
+        }
+    }
+
+    func listBonds() async throws(ControlError) -> Response {
+        do {
+            return JSONResponse.make(BondList(bonds: try await target.bonds()))
+        } catch {
+            throw ControlError(error)
+        }
+    }
+
+    func forgetBond(_ context: BasicRequestContext) async throws(ControlError) -> Response {
+        let given = try context.parameter("address")
+        guard StrictParse.isAddress(given) else {
+            throw .badRequest("bad central address \"\(given.prefix(40))\": expected AA:BB:CC:DD:EE:FF")
+        }
+        let address = given.uppercased()
+        do {
+            try await target.forgetBond(address)
+        } catch {
+            throw ControlError(error)
+        }
+        return JSONResponse.make(BondForgotten(central: address))
     }
 
     // MARK: Faults

@@ -20,6 +20,10 @@ public protocol ControlTarget: Sendable {
     func disconnect(central: String) async throws(ControlFailure)
     func setAdvertisement(variant: String?) async throws(ControlFailure)
     func reset() async
+    func pairingStatus() async -> PairingStatus
+    func answerPairing(_ reply: PairingReply) async throws(ControlFailure) -> PairingAnswered
+    func bonds() async throws(ControlFailure) -> [Bond]
+    func forgetBond(_ address: String) async throws(ControlFailure)
 }
 
 extension Emulator: ControlTarget {}

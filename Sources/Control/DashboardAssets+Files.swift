@@ -43,6 +43,14 @@ extension DashboardAssets {
     <table><thead><tr><th>Address</th><th>MTU</th><th>Subscriptions</th><th></th></tr></thead><tbody id="centrals"></tbody></table>
   </section>
 
+  <section class="card" id="card-pairing" hidden>
+    <h2>Pairing <small id="pairing-mode"></small></h2>
+    <div id="pairing-displayed" class="passkey" hidden></div>
+    <div id="pairing-prompt"></div>
+    <h2>Bonds</h2>
+    <table><tbody id="bonds"></tbody></table>
+  </section>
+
   <section class="card" id="card-controls">
     <h2>Triggers</h2>
     <div id="triggers" class="buttons"></div>
@@ -173,6 +181,8 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 .summary { display: grid; grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: 4px 12px; margin: 8px 0; }
 @media (max-width: 1250px) { .grid { grid-template-columns: repeat(2, minmax(0, 1fr)); } }
 @media (max-width: 900px) { .grid { grid-template-columns: 1fr; padding: 8px; } .tl-viewport { height: 60vh; } .bar h1 { font-size: 16px; } }
+
+.passkey { font-size: 1.6em; font-family: ui-monospace, monospace; margin: 0.3em 0; }
 """#
     static let script = #"""
 // gattemu dashboard: status, GATT table, centrals, a live timeline and controls, over the control API of
@@ -264,9 +274,78 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
     try {
       state.status = await api("GET", "/v1/status");
       renderStatus(state.status);
+      await refreshPairing();
     } catch (error) {
       if (error.status !== 401) show("status: " + error.message);
     }
+  }
+
+  // MARK: Pairing
+
+  // The pairing card: shown when the profile pairs (gattemu's agent is registered).
+  async function refreshPairing() {
+    const pairing = await api("GET", "/v1/pairing");
+    $("card-pairing").hidden = !pairing.agent;
+    if (!pairing.agent) return;
+    $("pairing-mode").textContent = pairing.io + ", " + pairing.pairing + (pairing.confirm === "api" ? ", confirmed here" : "");
+    const shown = $("pairing-displayed");
+    shown.hidden = !pairing.displayed;
+    if (pairing.displayed) shown.textContent = "Passkey shown: " + pairing.displayed.passkey + " (for " + pairing.displayed.central + ")";
+    renderPrompt(pairing.prompt);
+    let bonds = [];
+    try { bonds = (await api("GET", "/v1/bonds")).bonds; } catch (_) { bonds = []; }
+    const rows = $("bonds");
+    rows.replaceChildren();
+    if (!bonds.length) {
+      const row = el("tr");
+      row.append(el("td", "muted", "no paired centrals"));
+      rows.append(row);
+    }
+    for (const bond of bonds) {
+      const row = el("tr");
+      const forget = el("button", null, "Forget");
+      forget.type = "button";
+      forget.title = "Forget its keys without telling it, as a factory reset does";
+      forget.addEventListener("click", () => act("forget " + bond.central, "DELETE", "/v1/bonds/" + segment(bond.central)));
+      const cell = el("td");
+      cell.append(forget);
+      row.append(el("td", "mono", bond.central), el("td", null, (bond.bonded ? "bonded" : "paired") + (bond.connected ? ", connected" : "")), cell);
+      rows.append(row);
+    }
+  }
+
+  function renderPrompt(prompt) {
+    const box = $("pairing-prompt");
+    const key = prompt ? JSON.stringify(prompt) : "";
+    if (box.dataset.prompt === key) return;  // keep what the user is typing
+    box.dataset.prompt = key;
+    box.replaceChildren();
+    if (!prompt) return;
+    const answer = (body, what) => act(what + " (" + prompt.central + ")", "POST", "/v1/pairing", body);
+    const button = (text, body) => {
+      const b = el("button", null, text);
+      b.type = "button";
+      b.addEventListener("click", () => answer(body, text));
+      return b;
+    };
+    const row = el("div", "row");
+    if (prompt.kind === "passkey-entry") {
+      box.append(el("p", null, prompt.central + " shows a passkey: type it"));
+      const input = el("input");
+      input.id = "pairing-passkey";
+      input.inputMode = "numeric";
+      input.maxLength = 6;
+      input.setAttribute("aria-label", "passkey");
+      const type = el("button", null, "Type");
+      type.type = "button";
+      type.addEventListener("click", () => answer({ passkey: input.value.trim() }, "type passkey"));
+      row.append(input, type, button("Refuse", { accept: false }));
+    } else {
+      box.append(el("p", null, prompt.kind === "numeric-comparison"
+        ? "Does " + prompt.central + " show " + prompt.passkey + "?" : prompt.central + " wants to pair (just works)"));
+      row.append(button("Accept", { accept: true }), button("Refuse", { accept: false }));
+    }
+    box.append(row);
   }
 
   function scheduleRefresh(delay) {
@@ -645,7 +724,7 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
   const KIND_GROUPS = {
     gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
     faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "bluetoothd-lost", "bluetoothd-back"],
+    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired"],
   };
 
   function applyFilter() {
@@ -721,11 +800,11 @@ const GattemuTimeline = (() => {
   const OVERSCAN = 12;       // rows rendered above and below the view
   const LANE_GATTEMU = "gattemu";
   // Which way an event goes: from the central to gattemu (→), back (←), or stays on gattemu's lane (•).
-  const INBOUND = new Set(["connected", "disconnected", "mtu", "subscribed", "unsubscribed", "read", "write", "confirmed"]);
+  const INBOUND = new Set(["connected", "disconnected", "mtu", "subscribed", "unsubscribed", "read", "write", "confirmed", "paired"]);
   const OUTBOUND = new Set(["answer", "notify", "indicate"]);
   const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
     "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
-    "error", "bluetoothd-lost", "bluetoothd-back", "refused"];
+    "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired"];
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -1010,7 +1089,7 @@ const GattemuTimeline = (() => {
   const groups = {
     gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
     faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped"],
+    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "pairing", "paired", "unpaired"],
   };
   const apply = () => {
     const group = $("filter-kinds").value;

@@ -133,6 +133,30 @@ public enum ControlBody {
         }
     }
 
+    /// ``PairingAnswerBody``: `{"passkey": "012345" | 12345}` or `{"accept": true|false}`, nothing else.
+    public static func pairingAnswer(_ node: JSONNode) throws(BodyError) -> PairingReply {
+        guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
+        let hint = "give exactly one of {\"passkey\": \"123456\"} and {\"accept\": true|false}"
+        if let unknown = members.first(where: { $0.key != "passkey" && $0.key != "accept" }) {
+            throw BodyError("unknown key \"\(unknown.key.prefix(40))\": \(hint)")
+        }
+        guard members.count == 1, let member = members.first else { throw BodyError(hint) }
+        if member.key == "accept" {
+            guard case .bool(let accept) = member.value.value else { throw BodyError("accept: expected true or false", details: ["field": "accept"]) }
+            return .accept(accept)
+        }
+        switch member.value.value {
+        case .string(let text) where text.utf8.count == 6 && text.utf8.allSatisfy({ (0x30...0x39).contains($0) }):
+            return .passkey(UInt32(text) ?? 0)
+        case .number(let number):
+            guard let value = number.int, (0...999_999).contains(value) else {
+                throw BodyError("passkey: expected 0…999999", details: ["field": "passkey"])
+            }
+            return .passkey(UInt32(value))
+        default: throw BodyError("passkey: expected six digits (\"012345\") or a number 0…999999", details: ["field": "passkey"])
+        }
+    }
+
     /// ``FaultsBody``: one spec (`single`), an array of specs, or `{"faults": [...]}` (nothing else), at most
     /// ``maximumFaults``.
     public static func faults(_ node: JSONNode) throws(FaultSpecError) -> (specs: [FaultSpec], single: Bool) {

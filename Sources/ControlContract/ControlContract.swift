@@ -43,6 +43,16 @@ public enum ControlContract {
         Operation(.post, "/v1/centrals/{address}/disconnect", id: "disconnectCentral", summary: "Disconnect a connected central",
                   parameters: [.init("address", in: .path, .string(pattern: Patterns.address), description: "AA:BB:CC:DD:EE:FF (colons may be percent-encoded)")],
                   description: "Asked bluetoothd to disconnect", content: json(DisconnectResult.reference), errors: [400, 404, 503]),
+        Operation(.get, "/v1/pairing", id: "getPairing", summary: "How the device pairs, the prompt waiting for an answer, the passkey gattemu displayed",
+                  description: "Pairing", content: json(PairingStatus.reference)),
+        Operation(.post, "/v1/pairing", id: "answerPairing", summary: "Answer the pairing prompt: the passkey the central shows, or accept/refuse",
+                  body: (PairingAnswerBody.reference, true), description: "Answered", content: json(PairingAnswered.reference), errors: [409]),
+        Operation(.get, "/v1/bonds", id: "listBonds", summary: "Centrals paired with the adapter (bluetoothd's keys)",
+                  description: "Bonds", content: json(BondList.reference), errors: [503]),
+        Operation(.delete, "/v1/bonds/{address}", id: "forgetBond",
+                  summary: "Forget a central's keys without telling it (a factory-reset device): its next encrypted reconnect fails until it pairs again",
+                  parameters: [.init("address", in: .path, .string(pattern: Patterns.address), description: "AA:BB:CC:DD:EE:FF (colons may be percent-encoded)")],
+                  description: "Forgotten", content: json(BondForgotten.reference), errors: [400, 404, 503]),
         Operation(.put, "/v1/advertisement", id: "setAdvertisement", summary: "Switch the advertisement variant (null: base)",
                   body: (VariantBody.reference, true), description: "Switched", content: json(AdvertisementResult.reference), errors: [404]),
         Operation(.post, "/v1/reset", id: "reset", summary: "Behaviour back to the profile's initial state (connections, subscriptions and faults kept)",
@@ -64,7 +74,8 @@ public enum ControlContract {
         Status.self, Event.self, EventPage.self, ValueBody.self, ValueResult.self, TriggerBody.self, TriggerResult.self,
         VariableBody.self, VariableResult.self, FaultRequest.self, FaultsBody.self, Fault.self, FaultList.self, FaultsAdded.self,
         FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
-        ErrorBody.self,
+        PairingStatus.self, PairingPrompt.self, DisplayedPasskey.self, PairingAnswerBody.self, PairingAnswered.self, Bond.self,
+        BondList.self, BondForgotten.self, ErrorBody.self,
     ]
 
     /// The operation for `method` and a request path (`/v1/faults/f1`), or nil.

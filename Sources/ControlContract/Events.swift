@@ -6,6 +6,10 @@ public enum EventKind: String, Codable, Sendable, CaseIterable {
     case rule, fault, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
     /// A D-Bus message gattemu refused: a spoofed signal, a call from someone other than bluetoothd.
     case refused
+    /// bluetoothd asked gattemu's pairing agent (just works, numeric comparison, passkey) and how it was answered.
+    case pairing
+    /// A central finished pairing; `unpaired`: gattemu made bluetoothd forget it.
+    case paired, unpaired
 }
 
 /// One logged event, as in `GET /v1/events`, the event stream's `data:` lines and `--events` files.

@@ -1,6 +1,6 @@
 /// The operation a fault watches.
 public enum FaultTrigger: String, Codable, Sendable, CaseIterable {
-    case read, write, notify, indicate, connect, start
+    case read, write, notify, indicate, connect, pair, start
 }
 
 /// A fault to install (`POST /v1/faults`, a profile's `faults`, `--scenario`): scope keys and exactly one
@@ -34,6 +34,8 @@ public struct FaultRequest: ContractType, Equatable {
         case .delay, .drop, .error: .write
         case .corrupt, .truncate, .duplicate, .reorder: .notify
         case .disconnect, .silence, .advertise, .powerCycle: characteristic || nth ? .write : nil
+        case .refuse, .wrongPasskey: .pair
+        case .forgetBonds: nil
         }
     }
 
@@ -52,6 +54,11 @@ public struct FaultRequest: ContractType, Equatable {
             }
             if allowed.contains(.connect) {
                 branches.append(.object(scope(on: [.connect], onRequired: true, characteristic: false, after: false) + [required(action.rawValue, action.schema)]))
+            }
+            if allowed.contains(.pair) {
+                // `on` may be left out only where it defaults to pair.
+                branches.append(.object(scope(on: [.pair], onRequired: allowed != [.pair], characteristic: false, after: false)
+                                        + [required(action.rawValue, action.schema)]))
             }
             if allowed.contains(.start) {
                 branches.append(.object(scope(on: [.start], onRequired: false, characteristic: false, after: true) + [required(action.rawValue, action.schema)]))
@@ -158,9 +165,16 @@ public enum FaultActionBody: Sendable, Equatable {
     case advertise(String?)
     /// Nil: `true` (one second).
     case powerCycle(DurationValue?)
+    /// Refuse the pairing (`on: pair`).
+    case refuse
+    /// Type a wrong passkey, or say the numbers differ (`on: pair`).
+    case wrongPasskey
+    /// bluetoothd forgets every paired central (`on: start`).
+    case forgetBonds
 
     public enum Name: String, CaseIterable, Sendable {
         case delay, drop, error, corrupt, truncate, duplicate, reorder, disconnect, silence, advertise, powerCycle
+        case refuse, wrongPasskey, forgetBonds
 
         /// The operations this action may watch.
         public var allowedOn: Set<FaultTrigger> {
@@ -170,13 +184,15 @@ public enum FaultActionBody: Sendable, Equatable {
             case .corrupt, .truncate: [.read, .notify, .indicate]
             case .duplicate, .reorder: [.notify, .indicate]
             case .disconnect, .silence, .advertise, .powerCycle: Set(FaultTrigger.allCases)
+            case .refuse, .wrongPasskey: [.pair]
+            case .forgetBonds: [.start]
             }
         }
 
         var schema: Schema {
             switch self {
             case .delay: .oneOf([DurationValue.schema, .object([required("min", DurationValue.schema), required("max", DurationValue.schema)])])
-            case .drop, .reorder, .disconnect: .trueFlag
+            case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds: .trueFlag
             case .error: .oneOf([
                 .string(enumeration: ATTErrorValue.names),
                 .string(pattern: Patterns.applicationError),
@@ -209,6 +225,9 @@ public enum FaultActionBody: Sendable, Equatable {
         case .silence: .silence
         case .advertise: .advertise
         case .powerCycle: .powerCycle
+        case .refuse: .refuse
+        case .wrongPasskey: .wrongPasskey
+        case .forgetBonds: .forgetBonds
         }
     }
 
@@ -224,6 +243,9 @@ public enum FaultActionBody: Sendable, Equatable {
         case .drop: self = .drop
         case .reorder: self = .reorder
         case .disconnect: self = .disconnect
+        case .refuse: self = .refuse
+        case .wrongPasskey: self = .wrongPasskey
+        case .forgetBonds: self = .forgetBonds
         case .error:
             if let code = try? single.decode(Int.self) { self = .error(.code(code)) } else { self = .error(.name(try single.decode(String.self))) }
         case .corrupt: self = .corrupt(try single.decode(CorruptValue.self))
@@ -240,7 +262,7 @@ public enum FaultActionBody: Sendable, Equatable {
         switch self {
         case .delay(.fixed(let duration)): try single.encode(duration)
         case .delay(.range(let min, let max)): try single.encode(["min": min, "max": max])
-        case .drop, .reorder, .disconnect: try single.encode(true)
+        case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds: try single.encode(true)
         case .error(.name(let name)): try single.encode(name)
         case .error(.code(let code)): try single.encode(code)
         case .corrupt(let value): try single.encode(value)

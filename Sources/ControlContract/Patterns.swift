@@ -8,6 +8,8 @@ public enum Patterns {
     public static let base64 = #"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"#
     /// A Bluetooth address, `AA:BB:CC:DD:EE:FF` (any case).
     public static let address = #"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"#
+    /// A passkey: six decimal digits.
+    public static let passkey = #"^[0-9]{6}$"#
     /// A fault id: 1–64 letters, digits, `-` and `_`.
     public static let identifier = #"^[A-Za-z0-9_-]{1,64}$"#
     /// A duration as text: milliseconds (`250`, `250ms`, `1.5ms`) or seconds (`5s`, `1.5s`), at most 100,000,000 ms.

@@ -99,6 +99,7 @@ private struct Builder {
             device.append(("appearance", .string("0x" + Hex.string([UInt8(appearance >> 8), UInt8(appearance & 0xFF)]).uppercased())))
         }
         if !device.isEmpty { top.append(("device", .object(device))) }
+        if let security = buildSecurity() { top.append(("security", .object(security))) }
 
         let services = buildServices()
         let advertisement = buildAdvertisement()
@@ -116,6 +117,29 @@ private struct Builder {
             report.append("the central negotiated ATT MTU \(mtu); BlueZ negotiates it again with each central (not set by a profile)")
         }
         return ReplicaProfile.Result(json: .object(top), report: replica.notes + report)
+    }
+
+    // MARK: Security
+
+    /// The `security` section for what was seen: the device's IO capability from its pairing response, and
+    /// `pairing: refuse` when it answered pairing with Pairing Failed. Nil when no pairing was seen.
+    func buildSecurity() -> [(String, OrderedJSON)]? {
+        let seen = replica.security
+        guard seen.pairingSeen || seen.refusedWith != nil else { return nil }
+        var section: [(String, OrderedJSON)] = []
+        var said: [String] = []
+        if let raw = seen.ioCapability, let name = IOCapability(rawValue: raw).name {
+            section.append(("io", .string(name)))
+            said.append("IO capability \(name) from the device's pairing response")
+        }
+        if let refused = seen.refusedWith {
+            section.append(("pairing", .string("refuse")))
+            said.append("the device refused pairing (reason 0x\(Hex.byte(refused)))")
+        }
+        if said.isEmpty { said.append("pairing was seen") }
+        section.insert(("description", .string("Seen in \(replica.source): " + said.joined(separator: "; ")
+            + ". A passkey the device displays is drawn by the kernel (docs/pairing.md).")), at: 0)
+        return section
     }
 
     // MARK: GATT table

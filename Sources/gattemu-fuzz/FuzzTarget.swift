@@ -79,6 +79,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             _ = try? ControlBody.arguments(node)
             _ = try? ControlBody.variant(node)
             _ = try? ControlBody.variable(node)
+            _ = try? ControlBody.pairingAnswer(node)
             guard let (specs, _) = try? ControlBody.faults(node) else { return }
             for profile in ShippedProfiles.all {
                 for spec in specs { _ = profile.problem(with: spec) }

@@ -24,7 +24,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
         """)
     @OptionGroup var options: CtlOptions
 
-    @Option(help: "read, write, notify, indicate, connect or start.") var on: String?
+    @Option(help: "read, write, notify, indicate, connect, pair or start.") var on: String?
     @Option(name: [.customLong("char"), .customLong("characteristic")], help: "Only this characteristic.") var characteristic: String?
     @Option(help: "Only this central (AA:BB:CC:DD:EE:FF).") var central: String?
     @Option(help: "Fire from the nth matching operation on (then once, unless --count).") var nth: Int?
@@ -46,6 +46,9 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: "Stop advertising for this long (e.g. 10s).") var silence: String?
     @Option(help: "Switch to this advertisement variant ('base' for the base one).") var advertise: String?
     @Option(help: "Power the adapter off for this long, then on (e.g. 2s).") var powerCycle: String?
+    @Flag(help: "Refuse pairing (on pair).") var refusePairing = false
+    @Flag(help: "Answer pairing with a wrong passkey, or say the numbers differ (on pair).") var wrongPasskey = false
+    @Flag(help: "Make bluetoothd forget every paired central's keys without telling them (a factory reset).") var forgetBonds = false
 
     @Option(help: "The whole spec as JSON (see docs/control.md).") var spec: String?
     @Option(help: "A JSON file with a spec, an array of specs or {\"faults\": [...]}.") var file: String?
@@ -87,6 +90,9 @@ struct CtlFaultAdd: AsyncParsableCommand {
         if let silence { actions.append(.silence(duration(silence))) }
         if let advertise { actions.append(.advertise(advertise == "base" ? nil : advertise)) }
         if let powerCycle { actions.append(.powerCycle(duration(powerCycle))) }
+        if refusePairing { actions.append(.refuse) }
+        if wrongPasskey { actions.append(.wrongPasskey) }
+        if forgetBonds { actions.append(.forgetBonds) }
         guard actions.count == 1, let action = actions.first else {
             throw Failure.badInput(actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
         }

@@ -43,6 +43,8 @@ public final class StandInBluetoothd: Sendable {
         public static let gattCharacteristic = "org.bluez.GattCharacteristic1"
         public static let gattDescriptor = "org.bluez.GattDescriptor1"
         public static let advertisement = "org.bluez.LEAdvertisement1"
+        public static let agentManager = "org.bluez.AgentManager1"
+        public static let agent = "org.bluez.Agent1"
         public static let objectManager = "org.freedesktop.DBus.ObjectManager"
         public static let properties = "org.freedesktop.DBus.Properties"
     }
@@ -89,6 +91,7 @@ public final class StandInBluetoothd: Sendable {
         connection = try await DBusConnection.connect(to: .address(address))
         registry = Registry(connection: connection, configuration: configuration)
         try await connection.exportObjectManager(at: "/")
+        try await connection.export([registry.agentManager()], at: "/org/bluez")
         try await connection.requestName(Names.service)
     }
 
@@ -145,6 +148,28 @@ public final class StandInBluetoothd: Sendable {
     public var advertisements: [Registration] { registry.state.value.advertisements }
     /// Every registration call, in order.
     public var registrationCalls: [RegistrationCall] { registry.state.value.calls }
+    /// Pairing agents registered now (`AgentManager1.RegisterAgent`).
+    public var agents: [Agent] { registry.state.value.agents }
+    /// The default agent (`RequestDefaultAgent`), while it is registered.
+    public var defaultAgent: Agent? {
+        let state = registry.state.value
+        return state.agents.first { $0.owner == state.defaultAgent?.owner && $0.path == state.defaultAgent?.path }
+    }
+
+    /// A pairing agent as registered.
+    public struct Agent: Sendable, Equatable {
+        public var owner: String
+        public var path: DBusObjectPath
+        public var capability: String
+    }
+
+    /// Calls a method of the default agent as bluetoothd does while a central pairs, e.g.
+    /// `askAgent("RequestConfirmation", [.objectPath(device), .uint32(123456)])`.
+    public func askAgent(_ member: String, _ arguments: [DBusValue], timeout: Duration = .seconds(60)) async throws -> [DBusValue] {
+        guard let agent = defaultAgent else { throw DBusError.named("org.bluez.Error.Failed", message: "no default agent") }
+        return try await connection.call(destination: agent.owner, path: agent.path, interface: Names.agent, member: member,
+                                         arguments: arguments, timeout: timeout)
+    }
 
     // MARK: Calling the application as bluetoothd does
 
@@ -233,6 +258,8 @@ final class Registry: Sendable {
         var applications: [Registration] = []
         var advertisements: [Registration] = []
         var calls: [RegistrationCall] = []
+        var agents: [StandInBluetoothd.Agent] = []
+        var defaultAgent: (owner: String, path: DBusObjectPath)?
     }
 
     init(connection: DBusConnection, configuration: StandInBluetoothd.Configuration) {
@@ -279,6 +306,51 @@ final class Registry: Sendable {
             return found
         }
         if !found { throw DBusError.named("org.bluez.Error.DoesNotExist", message: "Does Not Exist") }
+    }
+
+    /// `AgentManager1` at `/org/bluez`, answering as bluetoothd 5.66 does: one agent per client, capabilities by
+    /// name (an empty one is KeyboardDisplay), the default only among registered agents.
+    func agentManager() -> DBusInterface {
+        let capabilities = ["DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay", ""]
+        return DBusInterface(name: StandInBluetoothd.Names.agentManager, methods: [
+            DBusMethod("RegisterAgent", input: "os") { [state] call in
+                let owner = call.sender ?? ""
+                let arguments = try call.arguments
+                guard let path = arguments.first?.objectPath, let capability = arguments.last?.string, capabilities.contains(capability) else {
+                    throw DBusError.named("org.bluez.Error.InvalidArguments", message: "Invalid arguments in method call")
+                }
+                try state.withLock { state in
+                    if state.agents.contains(where: { $0.owner == owner }) {
+                        throw DBusError.named("org.bluez.Error.AlreadyExists", message: "Already Exists")
+                    }
+                    state.agents.append(StandInBluetoothd.Agent(owner: owner, path: path, capability: capability.isEmpty ? "KeyboardDisplay" : capability))
+                }
+                return []
+            },
+            DBusMethod("UnregisterAgent", input: "o") { [state] call in
+                let owner = call.sender ?? ""
+                let path = try call.arguments.first?.objectPath
+                try state.withLock { state in
+                    guard let index = state.agents.firstIndex(where: { $0.owner == owner && $0.path == path }) else {
+                        throw DBusError.named("org.bluez.Error.DoesNotExist", message: "No such Agent")
+                    }
+                    state.agents.remove(at: index)
+                    if state.defaultAgent?.owner == owner { state.defaultAgent = nil }
+                }
+                return []
+            },
+            DBusMethod("RequestDefaultAgent", input: "o") { [state] call in
+                let owner = call.sender ?? ""
+                let path = try call.arguments.first?.objectPath
+                try state.withLock { state in
+                    guard let path, state.agents.contains(where: { $0.owner == owner && $0.path == path }) else {
+                        throw DBusError.named("org.bluez.Error.DoesNotExist", message: "No such Agent")
+                    }
+                    state.defaultAgent = (owner, path)
+                }
+                return []
+            },
+        ])
     }
 
     func managedObjects(_ owner: String, _ path: DBusObjectPath) async throws -> [DBusObjectPath: [String: [String: DBusValue]]] {

@@ -160,6 +160,8 @@ enum LockSession {
         #expect(result.text.contains("\"hex\": \"1001\""))
         #expect(result.text.contains("\"hex\": \"9000\"") && result.text.contains("\"hex\": \"9001\""))
         #expect(result.text.contains(Hex.string(LockSession.prepared)))
+        // The pairing seen: the device's IO capability becomes the profile's security section.
+        #expect(profile.security?.io == .noInputNoOutput && profile.security?.pairing == .accept)
     }
 
     @Test func everyContainerGivesTheSameReplica() throws {

@@ -210,6 +210,29 @@ import Testing
         }
     }
 
+    /// Pairing and bonds on an emulator that never reached bluetoothd: the status says how it would pair,
+    /// answers with no prompt waiting are conflicts, bonds are unavailable, bad bodies and addresses are 400.
+    @Test func pairingAndBondsWithoutBluetoothd() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            var (status, body) = try await client.call(.get, "/v1/pairing")
+            #expect(status == .ok && body["agent"] as? Bool == false && body["io"] == nil, "\(body)")
+            (status, body) = try await client.call(.post, "/v1/pairing", json: #"{"accept": true}"#)
+            #expect(status == .conflict, "\(body)")
+            #expect((body["error"] as? String)?.contains("no pairing prompt") == true)
+            for bad in [#"{"passkey": "12345"}"#, #"{"passkey": 1000000}"#, #"{"accept": "yes"}"#, #"{"accept": true, "passkey": 1}"#, #"{}"#, "[1]"] {
+                (status, body) = try await client.call(.post, "/v1/pairing", json: bad)
+                #expect(status == .badRequest, "\(bad): \(body)")
+            }
+            (status, body) = try await client.call(.get, "/v1/bonds")
+            #expect(status == .serviceUnavailable, "\(body)")
+            (status, _) = try await client.call(.delete, "/v1/bonds/AA:BB:CC:DD:EE:FF")
+            #expect(status == .serviceUnavailable)
+            (status, _) = try await client.call(.delete, "/v1/bonds/nonsense")
+            #expect(status == .badRequest)
+        }
+    }
+
     @Test func unknownRoutesAnswerJSON404() async throws {
         let emulator = try makeEmulator()
         try await withAPI(emulator) { client in
@@ -231,7 +254,7 @@ import Testing
                 let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
                 #expect(paths.contains("/v1/faults/{id}"))
                 #expect(paths.contains("/v1/events/stream"))
-                #expect(paths.count == 18)
+                #expect(paths.count == 21)
             }
         }
     }

@@ -91,6 +91,10 @@ class ConnectError(Exception):
     pass
 
 
+class PairingFailed(Exception):
+    pass
+
+
 @dataclass
 class ConnectStats:
     """Per connect() call: number of setup attempts used (0 = failed)."""
@@ -254,6 +258,75 @@ class BumbleConnection(Connection):
             callback(bytes(value))
 
         await char.subscribe(received, prefer_notify=not indicate)
+
+    async def pair(self, io: str = "KeyboardDisplay", *, sc: bool = True, mitm: bool = True, bonding: bool = True,
+                   type_passkey=None, show_passkey=None, compare=None, timeout: float = 60.0) -> None:
+        """Pairs this link as a phone's user would, with the central's IO capability `io` (DisplayOnly,
+        DisplayYesNo, KeyboardOnly, NoInputNoOutput, KeyboardDisplay). Callbacks (async) stand for the user:
+        `type_passkey()` returns the passkey to type (the device shows one), `show_passkey(n)` gets the number
+        this central shows (the device types it), `compare(n)` says whether the device shows n too (numeric
+        comparison; default yes). Raises PairingFailed with the reason."""
+        from bumble.pairing import PairingConfig, PairingDelegate
+        capability = {
+            "DisplayOnly": PairingDelegate.DISPLAY_OUTPUT_ONLY, "DisplayYesNo": PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+            "KeyboardOnly": PairingDelegate.KEYBOARD_INPUT_ONLY, "NoInputNoOutput": PairingDelegate.NO_OUTPUT_NO_INPUT,
+            "KeyboardDisplay": PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT}[io]
+        asked: list[str] = []
+        self.pairing_prompts = asked
+
+        class User(PairingDelegate):
+            async def accept(self):
+                return True
+
+            async def confirm(self, auto=False):
+                asked.append("confirm")
+                return True
+
+            async def compare_numbers(self, number, digits=6):
+                asked.append(f"compare {number:06d}")
+                return await compare(number) if compare else True
+
+            async def get_number(self):
+                asked.append("type")
+                if type_passkey is None:
+                    return None
+                return await type_passkey()
+
+            async def display_number(self, number, digits=6):
+                asked.append(f"show {number:06d}")
+                if show_passkey is not None:
+                    await show_passkey(number)
+
+        config = PairingConfig(sc=sc, mitm=mitm, bonding=bonding, delegate=User(io_capability=capability))
+        previous = self._device.pairing_config_factory
+        self._device.pairing_config_factory = lambda _connection: config
+        try:
+            await asyncio.wait_for(self._conn.pair(), timeout)
+        except Exception as e:  # noqa: BLE001 - Bumble raises its protocol errors
+            raise PairingFailed(f"{type(e).__name__}: {e}") from e
+        finally:
+            self._device.pairing_config_factory = previous
+
+    async def encrypt(self, timeout: float = 30.0) -> None:
+        """Encrypts the link with the keys of an earlier pairing (a bonded phone reconnecting); raises
+        PairingFailed when the device no longer has them (HCI 0x06, PIN or key missing)."""
+        try:
+            await asyncio.wait_for(self._conn.encrypt(), timeout)
+        except Exception as e:  # noqa: BLE001
+            raise PairingFailed(f"{type(e).__name__}: {e}") from e
+
+    @property
+    def encrypted(self) -> bool:
+        return bool(self._conn.is_encrypted)
+
+    async def forget_keys(self) -> None:
+        """Drops this central's keys for the peer (as "forget this device" on a phone)."""
+        keystore = self._device.keystore
+        if keystore is not None:
+            try:
+                await keystore.delete(str(self._conn.peer_address))
+            except KeyError:
+                pass
 
     async def disconnect(self):
         if self._disconnected.is_set():

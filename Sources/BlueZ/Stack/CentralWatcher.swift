@@ -5,9 +5,11 @@ import Synchronization
 public enum CentralEvent: Sendable, Equatable {
     case connected(address: String)
     case disconnected(address: String)
+    /// Pairing with the central completed (`Device1.Paired` became true).
+    case paired(address: String)
 }
 
-/// Follows `org.bluez.Device1` objects of one adapter and reports when centrals connect and disconnect.
+/// Follows `org.bluez.Device1` objects of one adapter and reports when centrals connect, disconnect and pair.
 ///
 /// Keep the returned watcher alive; ``cancel()`` stops it.
 public final class CentralWatcher: Sendable {
@@ -33,8 +35,11 @@ public final class CentralWatcher: Sendable {
         async let connections = Self.subscription(connection, DBusMatchRule(
             sender: BlueZNames.service, pathNamespace: adapter.path, interface: BlueZNames.properties, member: "PropertiesChanged",
             arg0: BlueZNames.device)) { signal in
-            guard let changed = signal.arguments.dropFirst().first?.stringKeyedDictionary, let isConnected = changed["Connected"]?.boolean else { return }
-            update(signal.path, isConnected)
+            guard let changed = signal.arguments.dropFirst().first?.stringKeyedDictionary else { return }
+            if changed["Paired"]?.boolean == true, let address = BlueZDevicePath.address(of: signal.path) {
+                handler(.paired(address: address))
+            }
+            if let isConnected = changed["Connected"]?.boolean { update(signal.path, isConnected) }
         }
         async let additions = Self.subscription(connection, DBusMatchRule(
             sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesAdded")) { signal in

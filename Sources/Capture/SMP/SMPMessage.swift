@@ -41,7 +41,7 @@ public enum SMPMessage: Sendable, Hashable {
         switch code {
         case 0x01, 0x02:
             let features = SMPPairingFeatures(
-                ioCapability: SMPIOCapability(rawValue: cursor.u8()!), oobDataPresent: cursor.u8()! != 0,
+                ioCapability: IOCapability(rawValue: cursor.u8()!), oobDataPresent: cursor.u8()! != 0,
                 authRequirements: SMPAuthRequirements(rawValue: cursor.u8()!), maximumKeySize: cursor.u8()!,
                 initiatorKeys: SMPKeyDistribution(rawValue: cursor.u8()!), responderKeys: SMPKeyDistribution(rawValue: cursor.u8()!))
             self = code == 0x01 ? .pairingRequest(features) : .pairingResponse(features)
@@ -89,28 +89,12 @@ public enum SMPMessage: Sendable, Hashable {
 
 /// Pairing Request / Response features.
 public struct SMPPairingFeatures: Sendable, Hashable {
-    public var ioCapability: SMPIOCapability
+    public var ioCapability: IOCapability
     public var oobDataPresent: Bool
     public var authRequirements: SMPAuthRequirements
     public var maximumKeySize: UInt8
     public var initiatorKeys: SMPKeyDistribution
     public var responderKeys: SMPKeyDistribution
-}
-
-/// IO capability (0x00 DisplayOnly … 0x04 KeyboardDisplay).
-public struct SMPIOCapability: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    public static let displayOnly = SMPIOCapability(rawValue: 0)
-    public static let displayYesNo = SMPIOCapability(rawValue: 1)
-    public static let keyboardOnly = SMPIOCapability(rawValue: 2)
-    public static let noInputNoOutput = SMPIOCapability(rawValue: 3)
-    public static let keyboardDisplay = SMPIOCapability(rawValue: 4)
-
-    public var description: String {
-        ["DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay"].dropFirst(Int(rawValue)).first
-            ?? "IO capability 0x" + Hex.byte(rawValue)
-    }
 }
 
 /// The AuthReq bits: bonding, MITM, LE Secure Connections, keypress notifications, CT2.

@@ -87,9 +87,78 @@
     try {
       state.status = await api("GET", "/v1/status");
       renderStatus(state.status);
+      await refreshPairing();
     } catch (error) {
       if (error.status !== 401) show("status: " + error.message);
     }
+  }
+
+  // MARK: Pairing
+
+  // The pairing card: shown when the profile pairs (gattemu's agent is registered).
+  async function refreshPairing() {
+    const pairing = await api("GET", "/v1/pairing");
+    $("card-pairing").hidden = !pairing.agent;
+    if (!pairing.agent) return;
+    $("pairing-mode").textContent = pairing.io + ", " + pairing.pairing + (pairing.confirm === "api" ? ", confirmed here" : "");
+    const shown = $("pairing-displayed");
+    shown.hidden = !pairing.displayed;
+    if (pairing.displayed) shown.textContent = "Passkey shown: " + pairing.displayed.passkey + " (for " + pairing.displayed.central + ")";
+    renderPrompt(pairing.prompt);
+    let bonds = [];
+    try { bonds = (await api("GET", "/v1/bonds")).bonds; } catch (_) { bonds = []; }
+    const rows = $("bonds");
+    rows.replaceChildren();
+    if (!bonds.length) {
+      const row = el("tr");
+      row.append(el("td", "muted", "no paired centrals"));
+      rows.append(row);
+    }
+    for (const bond of bonds) {
+      const row = el("tr");
+      const forget = el("button", null, "Forget");
+      forget.type = "button";
+      forget.title = "Forget its keys without telling it, as a factory reset does";
+      forget.addEventListener("click", () => act("forget " + bond.central, "DELETE", "/v1/bonds/" + segment(bond.central)));
+      const cell = el("td");
+      cell.append(forget);
+      row.append(el("td", "mono", bond.central), el("td", null, (bond.bonded ? "bonded" : "paired") + (bond.connected ? ", connected" : "")), cell);
+      rows.append(row);
+    }
+  }
+
+  function renderPrompt(prompt) {
+    const box = $("pairing-prompt");
+    const key = prompt ? JSON.stringify(prompt) : "";
+    if (box.dataset.prompt === key) return;  // keep what the user is typing
+    box.dataset.prompt = key;
+    box.replaceChildren();
+    if (!prompt) return;
+    const answer = (body, what) => act(what + " (" + prompt.central + ")", "POST", "/v1/pairing", body);
+    const button = (text, body) => {
+      const b = el("button", null, text);
+      b.type = "button";
+      b.addEventListener("click", () => answer(body, text));
+      return b;
+    };
+    const row = el("div", "row");
+    if (prompt.kind === "passkey-entry") {
+      box.append(el("p", null, prompt.central + " shows a passkey: type it"));
+      const input = el("input");
+      input.id = "pairing-passkey";
+      input.inputMode = "numeric";
+      input.maxLength = 6;
+      input.setAttribute("aria-label", "passkey");
+      const type = el("button", null, "Type");
+      type.type = "button";
+      type.addEventListener("click", () => answer({ passkey: input.value.trim() }, "type passkey"));
+      row.append(input, type, button("Refuse", { accept: false }));
+    } else {
+      box.append(el("p", null, prompt.kind === "numeric-comparison"
+        ? "Does " + prompt.central + " show " + prompt.passkey + "?" : prompt.central + " wants to pair (just works)"));
+      row.append(button("Accept", { accept: true }), button("Refuse", { accept: false }));
+    }
+    box.append(row);
   }
 
   function scheduleRefresh(delay) {
@@ -468,7 +537,7 @@
   const KIND_GROUPS = {
     gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
     faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "bluetoothd-lost", "bluetoothd-back"],
+    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired"],
   };
 
   function applyFilter() {

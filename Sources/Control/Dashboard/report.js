@@ -38,7 +38,7 @@
   const groups = {
     gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
     faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped"],
+    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "pairing", "paired", "unpaired"],
   };
   const apply = () => {
     const group = $("filter-kinds").value;

@@ -9,11 +9,11 @@ const GattemuTimeline = (() => {
   const OVERSCAN = 12;       // rows rendered above and below the view
   const LANE_GATTEMU = "gattemu";
   // Which way an event goes: from the central to gattemu (→), back (←), or stays on gattemu's lane (•).
-  const INBOUND = new Set(["connected", "disconnected", "mtu", "subscribed", "unsubscribed", "read", "write", "confirmed"]);
+  const INBOUND = new Set(["connected", "disconnected", "mtu", "subscribed", "unsubscribed", "read", "write", "confirmed", "paired"]);
   const OUTBOUND = new Set(["answer", "notify", "indicate"]);
   const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
     "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
-    "error", "bluetoothd-lost", "bluetoothd-back", "refused"];
+    "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired"];
 
   function el(tag, className, text) {
     const node = document.createElement(tag);

@@ -17,6 +17,9 @@ extension FaultAction {
         case .silence(let ms): "stop advertising for \(ms) ms"
         case .advertise(let variant): "advertise \(variant ?? "(base)")"
         case .powerCycle(let ms): "power-cycle the adapter (\(ms) ms off)"
+        case .refusePairing: "refuse the pairing"
+        case .wrongPasskey: "answer the pairing with a wrong passkey"
+        case .forgetBonds: "forget every paired central's keys"
         }
     }
 }

@@ -87,6 +87,9 @@ public struct FaultPlan: Sendable, Equatable {
     /// Hold the notification until the next one of the same characteristic.
     public var reorder = false
     public var disconnect = false
+    /// Pairing: refuse it, or answer it wrongly.
+    public var refusePairing = false
+    public var wrongPasskey = false
     /// Adapter-level actions (silence, advertise, powerCycle), in order.
     public var adapterActions: [FaultAction] = []
 
@@ -238,8 +241,12 @@ public struct FaultEngine: Sendable, Equatable {
             plan.reorder = true
         case .disconnect:
             plan.disconnect = true
-        case .silence, .advertise, .powerCycle:
+        case .silence, .advertise, .powerCycle, .forgetBonds:
             plan.adapterActions.append(fault.spec.action)
+        case .refusePairing:
+            plan.refusePairing = true
+        case .wrongPasskey:
+            plan.wrongPasskey = true
         }
         return fired
     }

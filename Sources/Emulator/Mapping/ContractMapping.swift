@@ -32,6 +32,9 @@ extension FaultRequest {
         case .silence(let milliseconds): .silence(.milliseconds(milliseconds))
         case .advertise(let variant): .advertise(variant)
         case .powerCycle(let milliseconds): .powerCycle(.milliseconds(milliseconds))
+        case .refusePairing: .refuse
+        case .wrongPasskey: .wrongPasskey
+        case .forgetBonds: .forgetBonds
         }
         self.init(on: FaultTrigger(rawValue: spec.on.rawValue), action: action)
         id = spec.id

@@ -182,6 +182,8 @@ extension Emulator {
             if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
         case .disconnect:
             for address in connectedCentrals { await disconnectCentral(address) }
+        case .forgetBonds:
+            await forgetAllBonds()
         default:
             break
         }

@@ -75,6 +75,7 @@ extension Emulator {
         for registration in registrations { await registration.unregister() }
         await application?.unregister()
         application = nil
+        await unregisterAgent()
         await watcher?.cancel()
         watcher = nil
         for central in connectedCentrals {

@@ -135,6 +135,8 @@ extension Emulator: GattRequestHandler {
             faultState.mtus[address] = nil
             log.record(.disconnected, central: address)
             _ = try? await run(engine.handle(.disconnect(CentralID(address: address))), central: CentralID(address: address))
+        case .paired(let address):
+            log.record(.paired, central: address)
         }
     }
 

@@ -42,6 +42,8 @@ public actor Emulator {
     var recovering = false
     var stackChanges: AsyncStream<StackChange>.Continuation?
     var stackSubscriptions: [DBusSignalSubscription] = []
+    /// The pairing agent and the prompt waiting for the control API (see `Emulator+Pairing.swift`).
+    var pairing = PairingState()
     let terminationRequests: AsyncStream<String>.Continuation
     /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
     public nonisolated let terminations: AsyncStream<String>
@@ -115,6 +117,15 @@ public actor Emulator {
         case .success(let started)?: watcher = started
         case nil: break
         }
+        do {
+            try await registerAgent(stack: stack)
+        } catch {
+            await watcher?.cancel()
+            watcher = nil
+            await application?.unregister()
+            application = nil
+            throw error
+        }
         if engine.isAdvertising { try await startAdvertising() }
     }
 
@@ -140,6 +151,7 @@ public actor Emulator {
         faultState.scheduled = [:]
         await stopAdvertising()
         await application?.unregister()
+        await unregisterAgent()
         await watcher?.cancel()
         recoveryRetry?.cancel()
         for subscription in stackSubscriptions { await subscription.cancel() }

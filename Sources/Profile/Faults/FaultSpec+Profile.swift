@@ -12,11 +12,14 @@ extension DeviceProfile {
             case .write: [.write, .writeWithoutResponse]
             case .notify: [.notify]
             case .indicate: [.indicate]
-            case .connect, .start: []
+            case .connect, .pair, .start: []
             }
             if !needed.isEmpty, !needed.contains(where: characteristic.has) {
                 return FaultSpecError(path: "on", message: "characteristic \"\(id)\" has no \(needed.map(\.rawValue).joined(separator: " or ")) flag", kind: .conflict)
             }
+        }
+        if spec.on == .pair, pairingSecurity == nil {
+            return FaultSpecError(path: "on", message: "this profile does not pair: give it a \"security\" section (or a characteristic that needs encryption)", kind: .conflict)
         }
         if case .advertise(let variant?) = spec.action,
             !advertisements.contains(where: { $0.variants[variant] != nil })

@@ -32,6 +32,8 @@ public enum FaultOperationKind: String, Sendable, Equatable, CaseIterable {
     case indicate
     /// A connection of a central.
     case connect
+    /// A central pairing: bluetoothd asks gattemu's pairing agent (just works, numeric comparison, passkey entry).
+    case pair
     /// Once, when the fault is installed (at start for profile/scenario faults, at once from the API),
     /// optionally `after` a time: adapter-level faults (silence, power-cycle, advertise, disconnect all).
     case start
@@ -93,6 +95,12 @@ public enum FaultAction: Sendable, Equatable {
     case advertise(variant: String?)
     /// Power the adapter off, wait this many milliseconds, power it on and advertise again.
     case powerCycle(offMilliseconds: Int)
+    /// Refuse the pairing (`on: pair`), whatever the profile's `security` says.
+    case refusePairing
+    /// Answer the pairing wrongly (`on: pair`): type a passkey one off the right one, or say the numbers differ.
+    case wrongPasskey
+    /// Make bluetoothd forget every paired central's keys without telling them (a factory reset).
+    case forgetBonds
 
     /// The JSON key naming this action.
     public var name: String {
@@ -108,6 +116,9 @@ public enum FaultAction: Sendable, Equatable {
         case .silence: "silence"
         case .advertise: "advertise"
         case .powerCycle: "powerCycle"
+        case .refusePairing: "refuse"
+        case .wrongPasskey: "wrongPasskey"
+        case .forgetBonds: "forgetBonds"
         }
     }
 
@@ -120,6 +131,8 @@ public enum FaultAction: Sendable, Equatable {
         case .corrupt, .truncate: [.read, .notify, .indicate]
         case .duplicate, .reorder: [.notify, .indicate]
         case .disconnect, .silence, .advertise, .powerCycle: Set(FaultOperationKind.allCases)
+        case .refusePairing, .wrongPasskey: [.pair]
+        case .forgetBonds: [.start]
         }
     }
 }

@@ -24,7 +24,8 @@ public struct FaultSpecError: Error, Sendable, Equatable, CustomStringConvertibl
 /// Decodes fault specs from JSON (profile `faults`, scenario files and control API bodies share it).
 public enum FaultSpecDecoder {
     static let scopeKeys = ["id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "description", "$comment"]
-    public static let actionKeys = ["delay", "drop", "error", "corrupt", "truncate", "duplicate", "reorder", "disconnect", "silence", "advertise", "powerCycle"]
+    public static let actionKeys = ["delay", "drop", "error", "corrupt", "truncate", "duplicate", "reorder", "disconnect", "silence", "advertise", "powerCycle", "refuse",
+                                    "wrongPasskey", "forgetBonds"]
 
     /// Decodes a scenario: either an array of specs or `{"faults": [...]}`.
     public static func scenario(_ node: JSONNode, path: String = "") throws(FaultSpecError) -> [FaultSpec] {
@@ -71,8 +72,10 @@ public enum FaultSpecDecoder {
             on = kind
         } else if action.allowedOn.contains(.start) {
             on = .start
+        } else if action.allowedOn == [.pair] {
+            on = .pair
         } else {
-            throw fail(node, "on", "missing \"on\": which operation (read, write, notify, indicate, connect)")
+            throw fail(node, "on", "missing \"on\": which operation (read, write, notify, indicate, connect, pair)")
         }
         guard action.allowedOn.contains(on) else {
             let allowed = FaultOperationKind.allCases.filter { action.allowedOn.contains($0) }.map(\.rawValue)
@@ -114,7 +117,7 @@ public enum FaultSpecDecoder {
             guard let ms = milliseconds(value) else { throw fail(value, "after", durationHint) }
             scope.afterMilliseconds = ms
         }
-        if (on == .start || on == .connect), scope.characteristic != nil {
+        if (on == .start || on == .connect || on == .pair), scope.characteristic != nil {
             throw fail(node, "characteristic", "\"\(on.rawValue)\" faults are not about a characteristic")
         }
         var id: String?
@@ -200,6 +203,15 @@ public enum FaultSpecDecoder {
         case "silence":
             guard let ms = milliseconds(node) else { throw fail(durationHint) }
             return .silence(milliseconds: ms)
+        case "refuse":
+            try flag()
+            return .refusePairing
+        case "wrongPasskey":
+            try flag()
+            return .wrongPasskey
+        case "forgetBonds":
+            try flag()
+            return .forgetBonds
         case "advertise":
             if case .null = node.value { return .advertise(variant: nil) }
             guard let text = node.stringValue, !text.isEmpty else { throw fail("expected a variant name or null") }

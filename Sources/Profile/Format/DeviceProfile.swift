@@ -24,6 +24,8 @@ public struct DeviceProfile: Sendable {
     var sourceTree: JSONNode?
     /// Faults injected from the start (`"faults"`; see `docs/control.md`).
     public var faults: [FaultSpec] = []
+    /// The `"security"` section as written; see ``pairingSecurity`` for what applies.
+    public var security: SecurityDefinition?
 
     /// Where the value at a JSON path (e.g. `advertisements[0].localName`) was written, if known; a path
     /// that goes deeper than the file gives the nearest enclosing value's place.

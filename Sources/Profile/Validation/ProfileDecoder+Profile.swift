@@ -1,7 +1,7 @@
 extension ProfileDecoder {
     static let topLevelKeys = [
         "$schema", "format", "description", "extends", "device", "advertisements", "services", "variables", "state",
-        "connectionState", "triggers", "timers", "rules", "faults",
+        "connectionState", "triggers", "timers", "rules", "faults", "security",
     ]
 
     /// Decodes the whole document; the result is nil only when the root is not an object.
@@ -17,6 +17,7 @@ extension ProfileDecoder {
             state: [], triggers: [], timers: [], rules: [], sourceTree: nil)
         if let description = root["description"] { profile.description = string(description, "description") }
         if let device = root["device"] { profile.device = self.device(device, "device") }
+        if let security = root["security"] { profile.security = self.security(security, "security") }
         if let services = root["services"], let items = array(services, "services") {
             profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
         }

@@ -1,0 +1,74 @@
+import Bluetooth
+
+/// What bluetoothd asks a pairing agent (`org.bluez.Agent1`) while a central pairs.
+///
+/// `central` is the address from the device object bluetoothd names.
+public enum PairingRequest: Sendable, Equatable, CustomStringConvertible {
+    /// Just works: may this central pair (`RequestAuthorization`)?
+    case authorization(central: String)
+    /// Numeric comparison: does the central show this number too (`RequestConfirmation`)?
+    case confirmation(central: String, passkey: UInt32)
+    /// Passkey entry, the device types: which passkey does the central show (`RequestPasskey`)?
+    case passkeyEntry(central: String)
+    /// Passkey entry, the device displays: the central must type this (`DisplayPasskey`); `entered` digits
+    /// typed so far when the central sends keypress notifications. Answered by nothing.
+    case passkeyDisplay(central: String, passkey: UInt32, entered: UInt16)
+    /// Classic (BR/EDR) PIN code requests, which an LE peripheral does not take.
+    case pinCode(central: String)
+    /// May this central use a profile (`AuthorizeService`)?
+    case service(central: String, uuid: String)
+
+    public var central: String {
+        switch self {
+        case .authorization(let central), .confirmation(let central, _), .passkeyEntry(let central),
+             .passkeyDisplay(let central, _, _), .pinCode(let central), .service(let central, _): central
+        }
+    }
+
+    /// The kind as the event log and the control API name it.
+    public var kind: String {
+        switch self {
+        case .authorization: "just-works"
+        case .confirmation: "numeric-comparison"
+        case .passkeyEntry: "passkey-entry"
+        case .passkeyDisplay: "passkey-display"
+        case .pinCode: "pin-code"
+        case .service: "service"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .authorization: "just works"
+        case .confirmation(_, let passkey): "numeric comparison \(Self.digits(passkey))"
+        case .passkeyEntry: "passkey entry (gattemu types)"
+        case .passkeyDisplay(_, let passkey, let entered): "passkey \(Self.digits(passkey)) displayed" + (entered > 0 ? ", \(entered) typed" : "")
+        case .pinCode: "PIN code (classic)"
+        case .service(_, let uuid): "service \(uuid)"
+        }
+    }
+
+    /// A passkey as six digits, as a phone shows it.
+    public static func digits(_ passkey: UInt32) -> String {
+        let text = String(passkey % 1_000_000)
+        return String(repeating: "0", count: max(0, 6 - text.count)) + text
+    }
+}
+
+/// A pairing agent's answer to a ``PairingRequest``.
+public enum PairingAnswer: Sendable, Equatable {
+    case accept
+    /// Answers `RequestPasskey`.
+    case passkey(UInt32)
+    /// `org.bluez.Error.Rejected`: the pairing fails.
+    case reject
+    /// `org.bluez.Error.Canceled`.
+    case cancel
+}
+
+/// Answers what bluetoothd asks gattemu's pairing agent; may wait (bluetoothd gives it 60 s), never blocks.
+public protocol PairingHandler: Sendable {
+    func answer(_ request: PairingRequest) async -> PairingAnswer
+    /// bluetoothd gave up on the request under way (`Cancel`), or dropped the agent (`Release`).
+    func pairingCancelled(released: Bool) async
+}

@@ -1,0 +1,179 @@
+/// `GET /v1/pairing`: how the device pairs (its profile's `security`) and what bluetoothd is asking now.
+public struct PairingStatus: ContractType, Equatable {
+    /// gattemu's pairing agent is registered with bluetoothd (the profile has a `security` section or a
+    /// characteristic that needs encryption).
+    public var agent: Bool
+    /// IO capability: DisplayOnly, DisplayYesNo, KeyboardOnly, NoInputNoOutput, KeyboardDisplay.
+    public var io: String?
+    /// `accept` or `refuse`.
+    public var pairing: String?
+    /// `auto` or `api`: who confirms numeric comparison and just works.
+    public var confirm: String?
+    /// A question waiting for `POST /v1/pairing`.
+    public var prompt: PairingPrompt?
+    /// The passkey gattemu showed last, for the central's user to type.
+    public var displayed: DisplayedPasskey?
+
+    public init(agent: Bool, io: String? = nil, pairing: String? = nil, confirm: String? = nil, prompt: PairingPrompt? = nil, displayed: DisplayedPasskey? = nil) {
+        self.agent = agent
+        self.io = io
+        self.pairing = pairing
+        self.confirm = confirm
+        self.prompt = prompt
+        self.displayed = displayed
+    }
+
+    public static let kinds = ["just-works", "numeric-comparison", "passkey-entry"]
+    public static let schemaName = "PairingStatus"
+    public static var schema: Schema {
+        .object([
+            required("agent", .boolean),
+            optional("io", .string(enumeration: ["DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay"])),
+            optional("pairing", .string(enumeration: ["accept", "refuse"])),
+            optional("confirm", .string(enumeration: ["auto", "api"])),
+            optional("prompt", PairingPrompt.reference),
+            optional("displayed", DisplayedPasskey.reference),
+        ])
+    }
+    public static var examples: [PairingStatus] {
+        [PairingStatus(agent: true, io: "DisplayYesNo", pairing: "accept", confirm: "api",
+                       prompt: PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: "numeric-comparison", passkey: "123456"),
+                       displayed: DisplayedPasskey(central: "AA:BB:CC:DD:EE:02", passkey: "012345"))]
+    }
+}
+
+/// A pairing question waiting for `POST /v1/pairing` (refused when nobody answers within 50 s).
+public struct PairingPrompt: ContractType, Equatable {
+    public var central: String
+    /// `just-works` (accept?), `numeric-comparison` (does the central show `passkey`?), `passkey-entry` (which passkey does the central show?).
+    public var kind: String
+    /// Six digits, for numeric comparison.
+    public var passkey: String?
+
+    public init(central: String, kind: String, passkey: String? = nil) {
+        self.central = central
+        self.kind = kind
+        self.passkey = passkey
+    }
+
+    public static let schemaName = "PairingPrompt"
+    public static var schema: Schema {
+        .object([
+            required("central", .string(pattern: Patterns.address)),
+            required("kind", .string(enumeration: PairingStatus.kinds)),
+            optional("passkey", .string(pattern: Patterns.passkey)),
+        ])
+    }
+    public static var examples: [PairingPrompt] {
+        [PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: "passkey-entry"),
+         PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: "numeric-comparison", passkey: "000042")]
+    }
+}
+
+/// A passkey gattemu displayed (`DisplayPasskey`): the central's user types it.
+public struct DisplayedPasskey: ContractType, Equatable {
+    public var central: String
+    /// Six digits.
+    public var passkey: String
+
+    public init(central: String, passkey: String) {
+        self.central = central
+        self.passkey = passkey
+    }
+
+    public static let schemaName = "DisplayedPasskey"
+    public static var schema: Schema {
+        .object([required("central", .string(pattern: Patterns.address)), required("passkey", .string(pattern: Patterns.passkey))])
+    }
+    public static var examples: [DisplayedPasskey] { [DisplayedPasskey(central: "AA:BB:CC:DD:EE:01", passkey: "012345")] }
+}
+
+/// `POST /v1/pairing`: the answer to the prompt — `{"passkey": "123456"}` (passkey entry) or `{"accept": true|false}`.
+public struct PairingAnswerBody: ContractType, Equatable {
+    public var passkey: String?
+    public var accept: Bool?
+
+    public init(passkey: String? = nil, accept: Bool? = nil) {
+        self.passkey = passkey
+        self.accept = accept
+    }
+
+    public static let schemaName = "PairingAnswer"
+    public static var schema: Schema {
+        .described("Exactly one of passkey (six digits, for passkey entry; a number 0…999999 works too) and accept",
+                   .oneOf([
+                       .object([required("passkey", .oneOf([.string(pattern: Patterns.passkey), .integer(minimum: 0, maximum: 999_999)]))]),
+                       .object([required("accept", .boolean)]),
+                   ]))
+    }
+    public static var examples: [PairingAnswerBody] { [PairingAnswerBody(passkey: "123456"), PairingAnswerBody(accept: true)] }
+}
+
+/// `POST /v1/pairing`: the prompt that was answered.
+public struct PairingAnswered: ContractType, Equatable {
+    public var ok: Bool
+    public var central: String
+    public var kind: String
+
+    public init(central: String, kind: String) {
+        ok = true
+        self.central = central
+        self.kind = kind
+    }
+
+    public static let schemaName = "PairingAnswered"
+    public static var schema: Schema {
+        .object([required("ok", .trueFlag), required("central", .string(pattern: Patterns.address)),
+                 required("kind", .string(enumeration: PairingStatus.kinds))])
+    }
+    public static var examples: [PairingAnswered] { [PairingAnswered(central: "AA:BB:CC:DD:EE:01", kind: "passkey-entry")] }
+}
+
+/// A central paired with the adapter, as bluetoothd keeps it.
+public struct Bond: ContractType, Equatable {
+    public var central: String
+    /// Keys stored: they outlive restarts of gattemu and bluetoothd.
+    public var bonded: Bool
+    public var connected: Bool
+    /// `public` or `random`.
+    public var addressType: String
+
+    public init(central: String, bonded: Bool, connected: Bool, addressType: String) {
+        self.central = central
+        self.bonded = bonded
+        self.connected = connected
+        self.addressType = addressType
+    }
+
+    public static let schemaName = "Bond"
+    public static var schema: Schema {
+        .object([required("central", .string(pattern: Patterns.address)), required("bonded", .boolean),
+                 required("connected", .boolean), required("addressType", .string)])
+    }
+    public static var examples: [Bond] { [Bond(central: "AA:BB:CC:DD:EE:01", bonded: true, connected: false, addressType: "public")] }
+}
+
+/// `GET /v1/bonds`.
+public struct BondList: ContractType, Equatable {
+    public var bonds: [Bond]
+    public init(bonds: [Bond]) { self.bonds = bonds }
+    public static let schemaName = "BondList"
+    public static var schema: Schema { .object([required("bonds", .array(Bond.reference))]) }
+    public static var examples: [BondList] { [BondList(bonds: Bond.examples)] }
+}
+
+/// `DELETE /v1/bonds/{address}`: bluetoothd forgot the central.
+public struct BondForgotten: ContractType, Equatable {
+    public var ok: Bool
+    public var central: String
+    public init(central: String) { ok = true; self.central = central }
+    public static let schemaName = "BondForgotten"
+    public static var schema: Schema { .object([required("ok", .trueFlag), required("central", .string(pattern: Patterns.address))]) }
+    public static var examples: [BondForgotten] { [BondForgotten(central: "AA:BB:CC:DD:EE:01")] }
+}
+
+/// An answer to a pairing prompt, as `POST /v1/pairing` decodes it (``PairingAnswerBody``).
+public enum PairingReply: Sendable, Equatable {
+    case passkey(UInt32)
+    case accept(Bool)
+}

@@ -1,0 +1,219 @@
+import BlueZ
+import Bluetooth
+import ControlContract
+import Profile
+
+/// The pairing agent's side of the emulator: what bluetoothd asks while a central pairs, answered from the
+/// profile's `security` section or by the control API, and every question and answer logged.
+struct PairingState {
+    var agent: PairingAgent?
+    /// The question waiting for `POST /v1/pairing`; bluetoothd asks one at a time.
+    var prompt: PendingPairingPrompt?
+    /// The passkey shown last (`DisplayPasskey`).
+    var displayed: DisplayedPasskey?
+    var nextPrompt: UInt64 = 0
+}
+
+struct PendingPairingPrompt {
+    let id: UInt64
+    let request: PairingRequest
+    let reply: CheckedContinuation<PairingAnswer, Never>
+
+    var contract: PairingPrompt {
+        switch request {
+        case .confirmation(let central, let passkey): PairingPrompt(central: central, kind: request.kind, passkey: PairingRequest.digits(passkey))
+        default: PairingPrompt(central: request.central, kind: request.kind)
+        }
+    }
+}
+
+extension Emulator: PairingHandler {
+    /// Registers the pairing agent when the profile needs one (bluetoothd's default agent).
+    func registerAgent(stack: BlueZStack) async throws(BlueZError) {
+        guard let security = profile.pairingSecurity, pairing.agent == nil else { return }
+        pairing.agent = try await PairingAgent.register(capability: security.io, handler: self, stack: stack)
+        log.record(.note, detail: "pairing agent registered as bluetoothd's default: \(security.io), pairing \(security.pairing.rawValue)"
+                   + (security.passkey.map { ", passkey \(PairingRequest.digits($0))" } ?? "") + ", confirm \(security.confirm.rawValue)")
+    }
+
+    func unregisterAgent() async {
+        resolvePrompt(with: .cancel)
+        let agent = pairing.agent
+        pairing.agent = nil
+        await agent?.unregister()
+    }
+
+    public func answer(_ request: PairingRequest) async -> PairingAnswer {
+        let central = request.central
+        guard let security = profile.pairingSecurity else {
+            log.record(.pairing, central: central, detail: "\(request): refused (the profile does not pair)")
+            return .reject
+        }
+        switch request {
+        case .pinCode:
+            log.record(.pairing, central: central, detail: "\(request): refused (LE only)")
+            return .reject
+        case .service:
+            log.record(.pairing, central: central, detail: "\(request): authorized")
+            return .accept
+        case .passkeyDisplay(_, let passkey, _):
+            pairing.displayed = DisplayedPasskey(central: central, passkey: PairingRequest.digits(passkey))
+            log.record(.pairing, central: central, detail: "\(request): the central's user types it")
+            return .accept
+        case .authorization, .confirmation, .passkeyEntry:
+            break
+        }
+        // Pairing faults: refuse, answer wrongly, or anything that applies to any operation (disconnect, …).
+        let plan = faultState.engine.plan(for: FaultOperation(.pair, centrals: [central]))
+        if !plan.isEmpty {
+            record(plan, central: central, characteristic: nil)
+            if plan.disconnect { scheduleDisconnect([central]) }
+        }
+        if plan.refusePairing {
+            log.record(.pairing, central: central, detail: "\(request): refused (fault)")
+            return .reject
+        }
+        if security.pairing == .refuse {
+            log.record(.pairing, central: central, detail: "\(request): refused (profile: pairing refuse)")
+            return .reject
+        }
+        let answer: PairingAnswer
+        switch request {
+        case .passkeyEntry where security.passkey != nil:
+            let passkey = security.passkey ?? 0
+            log.record(.pairing, central: central, detail: "\(request): typed \(PairingRequest.digits(passkey)) (profile)")
+            answer = .passkey(passkey)
+        case .authorization, .confirmation where security.confirm == .auto:
+            log.record(.pairing, central: central, detail: "\(request): accepted")
+            answer = .accept
+        default:
+            answer = await ask(request)
+        }
+        guard plan.wrongPasskey else { return answer }
+        switch answer {
+        case .passkey(let passkey):
+            let wrong = (passkey + 1) % 1_000_000
+            log.record(.pairing, central: central, detail: "\(request): typed \(PairingRequest.digits(wrong)) instead (fault: wrong passkey)")
+            return .passkey(wrong)
+        case .accept:
+            log.record(.pairing, central: central, detail: "\(request): the numbers differ (fault: wrong passkey)")
+            return .reject
+        default:
+            return answer
+        }
+    }
+
+    /// Waits for `POST /v1/pairing`, at most ``SecurityDefinition/promptSeconds``; a newer question replaces (cancels) an older one.
+    private func ask(_ request: PairingRequest) async -> PairingAnswer {
+        resolvePrompt(with: .cancel)
+        pairing.nextPrompt += 1
+        let id = pairing.nextPrompt
+        log.record(.pairing, central: request.central,
+                   detail: "\(request): waiting for POST /v1/pairing (at most \(SecurityDefinition.promptSeconds) s)")
+        Task(executorPreference: loop) { [weak self] in
+            try? await Task.sleep(for: .seconds(SecurityDefinition.promptSeconds))
+            await self?.promptTimedOut(id)
+        }
+        return await withCheckedContinuation { reply in
+            pairing.prompt = PendingPairingPrompt(id: id, request: request, reply: reply)
+        }
+    }
+
+    private func promptTimedOut(_ id: UInt64) {
+        guard let prompt = pairing.prompt, prompt.id == id else { return }
+        log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): refused (no answer in \(SecurityDefinition.promptSeconds) s)")
+        resolvePrompt(with: .reject)
+    }
+
+    private func resolvePrompt(with answer: PairingAnswer) {
+        guard let prompt = pairing.prompt else { return }
+        pairing.prompt = nil
+        prompt.reply.resume(returning: answer)
+    }
+
+    public func pairingCancelled(released: Bool) async {
+        if let prompt = pairing.prompt {
+            log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): cancelled by bluetoothd")
+        }
+        resolvePrompt(with: .cancel)
+        // The object stays exported until the registrations are dropped (a restart of bluetoothd releases it first).
+        if released { log.record(.note, detail: "bluetoothd released the pairing agent") }
+    }
+
+    // MARK: Control API
+
+    public func pairingStatus() -> PairingStatus {
+        guard let security = profile.pairingSecurity else { return PairingStatus(agent: false) }
+        return PairingStatus(
+            agent: pairing.agent?.isRegistered ?? false, io: security.io.name, pairing: security.pairing.rawValue, confirm: security.confirm.rawValue,
+            prompt: pairing.prompt?.contract, displayed: pairing.displayed)
+    }
+
+    /// Answers the waiting prompt: a passkey for passkey entry; accept/refuse (or the number shown, for
+    /// numeric comparison) otherwise.
+    public func answerPairing(_ reply: PairingReply) throws(ControlFailure) -> PairingAnswered {
+        guard let prompt = pairing.prompt else {
+            throw ControlFailure(.conflict, "no pairing prompt is waiting (GET /v1/pairing shows it when there is one)")
+        }
+        let answer: PairingAnswer
+        switch (prompt.request, reply) {
+        case (.passkeyEntry, .passkey(let passkey)): answer = .passkey(passkey)
+        case (.passkeyEntry, .accept(false)): answer = .reject
+        case (.passkeyEntry, .accept(true)):
+            throw ControlFailure(.conflict, "the central shows a passkey: answer {\"passkey\": \"123456\"} (or {\"accept\": false})")
+        case (.confirmation(_, let shown), .passkey(let passkey)): answer = passkey == shown ? .accept : .reject
+        case (_, .passkey):
+            throw ControlFailure(.conflict, "just works asks for no passkey: answer {\"accept\": true|false}")
+        case (_, .accept(let accept)): answer = accept ? .accept : .reject
+        }
+        let outcome: String = switch answer {
+        case .passkey(let passkey): "typed \(PairingRequest.digits(passkey))"
+        case .accept: "accepted"
+        default: "refused"
+        }
+        log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): \(outcome) (control API)")
+        resolvePrompt(with: answer)
+        return PairingAnswered(central: prompt.request.central, kind: prompt.request.kind)
+    }
+
+    public func bonds() async throws(ControlFailure) -> [Bond] {
+        guard let adapter, !stackLost else { throw ControlFailure(.unavailable, "not registered with bluetoothd") }
+        do {
+            return try await adapter.pairedCentrals().map {
+                Bond(central: $0.address, bonded: $0.bonded, connected: $0.connected, addressType: $0.addressType)
+            }
+        } catch {
+            throw ControlFailure(.unavailable, error.description)
+        }
+    }
+
+    /// `forgetBonds` fault: bluetoothd forgets every paired central.
+    func forgetAllBonds() async {
+        guard let adapter else { return }
+        do {
+            for paired in try await adapter.pairedCentrals() {
+                guard let address = BluetoothAddress(paired.address) else { continue }
+                try await adapter.forget(central: address)
+                log.record(.unpaired, central: paired.address, detail: "keys forgotten (fault); the central was not told")
+            }
+        } catch {
+            log.record(.error, detail: error.description)
+        }
+    }
+
+    /// Makes bluetoothd forget a paired central (its keys, and the link if up), as a factory reset would.
+    public func forgetBond(_ address: String) async throws(ControlFailure) {
+        guard let typed = BluetoothAddress(address) else { throw ControlFailure(.invalid, "bad central address") }
+        let known = try await bonds()
+        guard known.contains(where: { $0.central == typed.description }) else {
+            throw ControlFailure(.notFound, "no central \(typed) is paired", details: ["known": known.map(\.central)])
+        }
+        guard let adapter else { throw ControlFailure(.unavailable, "not registered with bluetoothd") }
+        do {
+            try await adapter.forget(central: typed)
+        } catch {
+            throw ControlFailure(.unavailable, error.description)
+        }
+        log.record(.unpaired, central: typed.description, detail: "keys forgotten (control API); the central was not told")
+    }
+}

@@ -1,0 +1,56 @@
+import Bluetooth
+
+extension ProfileDecoder {
+    /// The `"security"` section: `io`, `pairing`, `passkey`, `confirm`.
+    mutating func security(_ node: JSONNode, _ path: String) -> SecurityDefinition? {
+        guard members(node, path, allowed: ["io", "pairing", "passkey", "confirm", "description"]) != nil else { return nil }
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        var security = SecurityDefinition()
+        security.path = path
+        if let io = node["io"], let text = string(io, sub("io")) {
+            if let capability = IOCapability(name: text) {
+                security.io = capability
+            } else {
+                error(io, sub("io"), "unknown IO capability \"\(text)\"",
+                      hint: "use one of " + IOCapability.all.compactMap(\.name).joined(separator: ", "))
+            }
+        }
+        if let pairing = node["pairing"], let text = string(pairing, sub("pairing")) {
+            if let value = SecurityDefinition.Pairing(rawValue: text) {
+                security.pairing = value
+            } else {
+                error(pairing, sub("pairing"), "unknown pairing \"\(text)\"", hint: "use \"accept\" or \"refuse\"")
+            }
+        }
+        if let confirm = node["confirm"], let text = string(confirm, sub("confirm")) {
+            if let value = SecurityDefinition.Confirmation(rawValue: text) {
+                security.confirm = value
+            } else {
+                error(confirm, sub("confirm"), "unknown confirm \"\(text)\"",
+                      hint: "use \"auto\" (gattemu confirms) or \"api\" (POST /v1/pairing confirms)")
+            }
+        }
+        if let passkey = node["passkey"] {
+            security.passkey = self.passkey(passkey, sub("passkey"))
+            if security.passkey != nil, !security.io.canType {
+                error(passkey, sub("passkey"), "a passkey is typed only by a device that has a keyboard",
+                      hint: "set \"io\" to \"KeyboardOnly\" or \"KeyboardDisplay\"; a device that displays its passkey "
+                          + "shows the one the kernel draws at random (docs/pairing.md)")
+            }
+        }
+        if let description = node["description"] { _ = string(description, sub("description")) }
+        return security
+    }
+
+    /// A passkey: 0…999999 as a number, or six digits as a string (`"000123"`).
+    mutating func passkey(_ node: JSONNode, _ path: String) -> UInt32? {
+        if case .string(let text) = node.value {
+            guard text.utf8.count == 6, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = UInt32(text) else {
+                error(node, path, "a passkey is six decimal digits", hint: "e.g. \"000123\" or 123")
+                return nil
+            }
+            return value
+        }
+        return integer(node, path, in: 0...Int(SecurityDefinition.maximumPasskey)).map(UInt32.init)
+    }
+}

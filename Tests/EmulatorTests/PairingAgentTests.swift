@@ -1,0 +1,169 @@
+import BlueZ
+import BlueZTestSupport
+import ControlContract
+import DBus
+import DBusTestSupport
+import Emulator
+import Foundation
+import Profile
+import Testing
+
+/// gattemu's pairing agent against a stand-in bluetoothd on a private bus: registration as the default agent
+/// with the profile's IO capability, answers from the profile and from the control API, and who may ask.
+@Suite struct PairingAgentTests {
+    static let device: DBusValue = .objectPath("/org/bluez/hci0/dev_F0_E0_D0_00_00_01")
+
+    static func profile(security: String?, flags: String = #"["read"]"#) throws -> DeviceProfile {
+        let section = security.map { #", "security": \#($0)"# } ?? ""
+        return try ProfileLoader.load(json: #"""
+            {"format": 1, "device": {"name": "Lock"}\#(section),
+             "services": [{"id": "s", "uuid": "180f", "characteristics": [
+               {"id": "level", "uuid": "2a19", "flags": \#(flags), "value": {"hex": "64"}}]}]}
+            """#, file: "pairing.json")
+    }
+
+    static func started(_ profile: DeviceProfile) async throws -> (PrivateBus, StandInBluetoothd, Emulator, EventLog) {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        options.seed = 1
+        let log = try EventLog(format: .text)
+        let emulator = try Emulator(profile: profile, options: options, log: log)
+        try await emulator.start()
+        return (bus, bluetoothd, emulator, log)
+    }
+
+    @Test func aProfileThatPairsRegistersTheDefaultAgentWithItsCapabilityAndUnregistersOnStop() async throws {
+        let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"io": "KeyboardDisplay"}"#))
+        #expect(bluetoothd.defaultAgent?.capability == "KeyboardDisplay")
+        #expect(bluetoothd.defaultAgent?.owner != nil && bluetoothd.agents.count == 1)
+        await emulator.stop()
+        #expect(bluetoothd.agents.isEmpty, "the agent is unregistered on stop")
+        _ = bus
+    }
+
+    @Test func encryptedCharacteristicsGetAJustWorksAgentAndPlainProfilesNone() async throws {
+        let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: nil, flags: #"["read", "encrypt-read"]"#))
+        #expect(bluetoothd.defaultAgent?.capability == "NoInputNoOutput")
+        _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.device])  // accepted: no error
+        await emulator.stop()
+        let (bus2, plain, other, _) = try await Self.started(Self.profile(security: nil))
+        #expect(plain.agents.isEmpty, "a profile that never needs pairing leaves the desktop's agent alone")
+        #expect(await other.pairingStatus() == PairingStatus(agent: false))
+        await other.stop()
+        _ = (bus, bus2)
+    }
+
+    @Test func theProfilesPasskeyIsTypedAndARefusingProfileRefuses() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "KeyboardOnly", "passkey": "012345"}"#))
+        let reply = try await bluetoothd.askAgent("RequestPasskey", [Self.device])
+        #expect(reply == [.uint32(12345)])
+        #expect(log.events(since: 0).contains { $0.kind == .pairing && $0.central == "F0:E0:D0:00:00:01" && $0.detail?.contains("typed 012345") == true })
+        await emulator.stop()
+
+        let (bus2, refusing, other, _) = try await Self.started(Self.profile(security: #"{"pairing": "refuse"}"#))
+        do {
+            _ = try await refusing.askAgent("RequestAuthorization", [Self.device])
+            Issue.record("a refusing profile accepted")
+        } catch {
+            #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected")
+        }
+        await other.stop()
+        _ = (bus, bus2)
+    }
+
+    /// `confirm: api`: the prompt waits for the control API, GATT calls are answered meanwhile, and the number
+    /// typed decides a numeric comparison.
+    @Test func promptsWaitForTheControlAPIWithoutHoldingUpGATT() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "DisplayYesNo", "confirm": "api"}"#))
+        let answered = AsyncCollector<String>()
+        Task {
+            do {
+                _ = try await bluetoothd.askAgent("RequestConfirmation", [Self.device, .uint32(42)])
+                answered.append("accepted")
+            } catch {
+                answered.append((error as? DBusError)?.name ?? "\(error)")
+            }
+        }
+        var status = await emulator.pairingStatus()
+        for _ in 0..<100 where status.prompt == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            status = await emulator.pairingStatus()
+        }
+        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: "numeric-comparison", passkey: "000042"))
+        // bluetoothd may call the application while a prompt waits.
+        let application = try #require(bluetoothd.applications.first)
+        let objects = try await bluetoothd.managedObjects(application.owner, application.path)
+        let level = try #require(objects.first { $0.value[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string?.hasPrefix("00002a19") == true }?.key)
+        #expect(try await bluetoothd.readValue(application.owner, level) == [0x64])
+
+        // Numeric comparison wants a yes/no or the number: a passkey that differs refuses it.
+        let done = try await emulator.answerPairing(.passkey(43))
+        #expect(done == PairingAnswered(central: "F0:E0:D0:00:00:01", kind: "numeric-comparison"))
+        #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
+        #expect(await emulator.pairingStatus().prompt == nil)
+        do {
+            _ = try await emulator.answerPairing(.accept(true))
+            Issue.record("answering with no prompt waiting succeeded")
+        } catch {
+            #expect(error.kind == .conflict)
+        }
+        #expect(log.events(since: 0).contains { $0.kind == .pairing && $0.detail?.contains("refused (control API)") == true })
+        await emulator.stop()
+        _ = bus
+    }
+
+    /// Pairing faults: `refuse` refuses the next pairing only, `wrongPasskey` types one off the profile's passkey
+    /// and says numbers differ; a profile that does not pair takes no pairing fault.
+    @Test func pairingFaultsRefuseAndAnswerWrongly() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "KeyboardDisplay", "passkey": 999999}"#))
+        let refuse = try FaultSpecDecoder.spec(JSONParser.parse(Array(#"{"refuse": true, "count": 1}"#.utf8), file: "f"))
+        #expect(refuse.on == .pair)
+        _ = try await emulator.addFault(refuse)
+        do {
+            _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.device])
+            Issue.record("the refuse fault did not refuse")
+        } catch {
+            #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected")
+        }
+        _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.device])  // count 1: the next one is accepted
+        _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(Array(#"{"on": "pair", "wrongPasskey": true}"#.utf8), file: "f")))
+        #expect(try await bluetoothd.askAgent("RequestPasskey", [Self.device]) == [.uint32(0)], "999999 + 1 wraps to 000000")
+        do {
+            _ = try await bluetoothd.askAgent("RequestConfirmation", [Self.device, .uint32(5)])
+            Issue.record("wrongPasskey confirmed a comparison")
+        } catch {
+            #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected")
+        }
+        #expect(log.events(since: 0).filter { $0.kind == .fault }.count == 3)
+        await emulator.stop()
+
+        let (bus2, _, plain, _) = try await Self.started(Self.profile(security: nil))
+        do {
+            _ = try await plain.addFault(refuse)
+            Issue.record("a profile that does not pair took a pairing fault")
+        } catch {
+            #expect(error.kind == .conflict && error.message.contains("does not pair"))
+        }
+        await plain.stop()
+        _ = (bus, bus2)
+    }
+
+    /// Only bluetoothd may ask the agent: another local client gets AccessDenied, and nothing is logged as pairing.
+    @Test func nobodyButBluetoothdMayAskTheAgent() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "KeyboardOnly", "passkey": 111111}"#))
+        let agent = try #require(bluetoothd.defaultAgent)
+        let stranger = try await DBusConnection.connect(to: .address(bus.address))
+        do {
+            _ = try await stranger.call(destination: agent.owner, path: agent.path, interface: StandInBluetoothd.Names.agent,
+                                        member: "RequestPasskey", arguments: [Self.device])
+            Issue.record("a stranger got a passkey")
+        } catch {
+            #expect(error.name == DBusError.Name.accessDenied)
+        }
+        #expect(!log.events(since: 0).contains { $0.kind == .pairing })
+        await stranger.close()
+        await emulator.stop()
+    }
+}
