@@ -84,7 +84,34 @@ extension Emulator {
             log.record(.note, central: address, characteristic: characteristic, value: value,
                        detail: plan.drop ? "\(indicate ? "indication" : "notification") dropped" : "\(indicate ? "indication" : "notification") held back (reorder)")
         }
-        for bytes in values { await deliver(characteristic, value: bytes, central: address, indicate: indicate) }
+        for bytes in values {
+            for piece in pieces(bytes, characteristic: characteristic, recipients: recipients, indicate: indicate) {
+                await deliver(characteristic, value: piece, central: address, indicate: indicate)
+            }
+        }
+    }
+
+    /// A value as it must leave for `recipients`: whole when it fits every recipient's ATT MTU − 3 (or no MTU is
+    /// known); in MTU − 3 pieces for a characteristic with `fragment`; else whole, with a note that BlueZ will
+    /// send only the first MTU − 3 bytes — gattemu never lets that truncation pass silently.
+    func pieces(_ value: [UInt8], characteristic: String, recipients: [String], indicate: Bool) -> [[UInt8]] {
+        // Every central can take 20 bytes (the minimum ATT MTU, 23): the common case costs one comparison.
+        guard value.count > 20, let mtu = recipients.compactMap({ faultState.mtus[$0] }).min(), value.count > Int(mtu) - 3 else {
+            return [value]
+        }
+        let size = max(1, Int(mtu) - 3)
+        let what = indicate ? "indication" : "notification"
+        if profile.characteristic(characteristic)?.fragment == true {
+            let pieces = stride(from: 0, to: value.count, by: size).map { Array(value[$0..<min($0 + size, value.count)]) }
+            log.record(.note, characteristic: characteristic, value: value,
+                       detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (ATT MTU \(mtu))")
+            return pieces
+        }
+        let who = recipients.filter { (faultState.mtus[$0] ?? .max) == mtu }.joined(separator: ",")
+        log.record(.note, central: recipients.count == 1 ? recipients[0] : nil, characteristic: characteristic, value: value,
+                   detail: "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(size) bytes"
+                       + " (\"fragment\": true sends it in pieces)")
+        return [value]
     }
 
     /// Hands one value to BlueZ and logs how it left. Socket writes happen without leaving the actor, so the

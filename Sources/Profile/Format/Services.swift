@@ -29,6 +29,9 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     /// The ATT handle asked of BlueZ for the value (its declaration takes the one before); nil lets BlueZ choose.
     public var handle: UInt16?
     public var path: String
+    /// Notifications and indications longer than the central's ATT MTU − 3 go out as consecutive pieces of
+    /// MTU − 3 bytes (as devices that chunk by MTU do); otherwise BlueZ sends only the first MTU − 3 bytes.
+    public var fragment = false
 
     public func has(_ flag: CharacteristicFlag) -> Bool { flags.contains(flag) }
 }

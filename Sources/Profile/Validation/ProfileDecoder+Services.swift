@@ -23,7 +23,7 @@ extension ProfileDecoder {
 
     mutating func characteristic(_ node: JSONNode, _ path: String) -> CharacteristicDefinition? {
         guard members(node, path, allowed: [
-            "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description", "handle",
+            "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description", "handle", "fragment",
         ]) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
@@ -56,6 +56,13 @@ extension ProfileDecoder {
             definition.maxLength = integer(maxLength, sub("maxLength"), in: 1...TemplateBuiltins.maximumLength)
         }
         if let storeWrites = node["storeWrites"] { definition.storeWrites = bool(storeWrites, sub("storeWrites")) }
+        if let fragment = node["fragment"], let value = bool(fragment, sub("fragment")) {
+            definition.fragment = value
+            if value, !flags.contains(.notify), !flags.contains(.indicate) {
+                error(fragment, sub("fragment"), "\"fragment\" is about notifications and indications",
+                      hint: "give the characteristic the notify or indicate flag, or leave \"fragment\" out")
+            }
+        }
         if let handle = node["handle"] { definition.handle = attributeHandle(handle, sub("handle")) }
         if let description = node["description"] { definition.description = string(description, sub("description")) }
         if let descriptors = node["descriptors"], let items = array(descriptors, sub("descriptors")) {

@@ -1,0 +1,63 @@
+import BlueZ
+import BlueZTestSupport
+import DBus
+import DBusTestSupport
+import Emulator
+import Foundation
+import Profile
+import Testing
+
+/// Notifications longer than a central's ATT MTU − 3: split into pieces for a characteristic with `fragment`,
+/// and never truncated silently by BlueZ otherwise (gattemu says so in the log).
+@Suite struct NotificationMTUTests {
+    static let device: DBusObjectPath = "/org/bluez/hci0/dev_F0_E0_D0_00_00_01"
+
+    @Test func longNotificationsAreSplitOrReported() async throws {
+        let profile = try ProfileLoader.load(json: #"""
+            {"format": 1, "device": {"name": "Chunky"},
+             "services": [{"id": "s", "uuid": "12345678-0000-4000-8000-000000000000", "characteristics": [
+               {"id": "chunked", "uuid": "12345678-0000-4000-8000-000000000001", "flags": ["notify"], "fragment": true},
+               {"id": "whole", "uuid": "12345678-0000-4000-8000-000000000002", "flags": ["notify"]}]}]}
+            """#, file: "mtu.json")
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        let log = try EventLog(format: .text)
+        let emulator = try Emulator(profile: profile, options: options, log: log)
+        try await emulator.start()
+        let application = try #require(bluetoothd.applications.first)
+        let objects = try await bluetoothd.managedObjects(application.owner, application.path)
+        func path(_ suffix: String) throws -> DBusObjectPath {
+            try #require(objects.first { $0.value[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string?.hasSuffix(suffix) == true }?.key)
+        }
+        // The central subscribes at ATT MTU 23 (an Android phone before requestMtu).
+        let mtu23 = StandInBluetoothd.options(mtu: 23, device: Self.device)
+        let chunked = try await bluetoothd.acquireNotify(application.owner, try path("000000000001"), options: mtu23).socket
+        let whole = try await bluetoothd.acquireNotify(application.owner, try path("000000000002"), options: mtu23).socket
+        let value = (0..<50).map { UInt8($0) }
+        try await emulator.notify(characteristic: "chunked", value: value, indicate: false)
+        try await emulator.notify(characteristic: "whole", value: value, indicate: false)
+        try await emulator.notify(characteristic: "whole", value: Array(value.prefix(20)), indicate: false)
+
+        #expect(Self.pending(chunked.rawValue) == [Array(value[0..<20]), Array(value[20..<40]), Array(value[40..<50])])
+        #expect(Self.pending(whole.rawValue) == [value, Array(value.prefix(20))], "gattemu hands BlueZ the whole value")
+        let notes = log.events(since: 0).filter { $0.kind == .note }.compactMap(\.detail)
+        #expect(notes.contains { $0.contains("50 bytes sent in 3 pieces of at most 20 (ATT MTU 23)") }, "\(notes)")
+        #expect(notes.filter { $0.contains("BlueZ sends only the first 20 bytes") }.count == 1, "\(notes)")
+        await emulator.stop()
+        _ = bus
+    }
+
+    static func pending(_ socket: Int32) -> [[UInt8]] {
+        var packets: [[UInt8]] = []
+        var buffer = [UInt8](repeating: 0, count: 600)
+        for _ in 0..<100 {
+            let count = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count > 0 { packets.append(Array(buffer.prefix(count))); continue }
+            if packets.count >= 2 { break }
+            usleep(20_000)
+        }
+        return packets
+    }
+}
