@@ -47,6 +47,7 @@ struct ControlRoutes: Sendable {
             "removeFault": { _, context in try await removeFault(context) },
             "disconnectCentral": { _, context in try await disconnect(context) },
             "setAdvertisement": { request, _ in try await advertisement(request) },
+            "setService": { request, context in try await setService(request, context) },
             "getPairing": { _, _ in JSONResponse.make(await target.pairingStatus()) },
             "answerPairing": { request, _ in try await answerPairing(request) },
             "listBonds": { _, _ in try await listBonds() },
@@ -171,7 +172,20 @@ struct ControlRoutes: Sendable {
         return JSONResponse.make(AdvertisementResult(variant: variant))
     }
 
-    // MARK: Pairing and bonds
+    // MARK: Services, pairing and bonds
+
+    func setService(_ request: Request, _ context: BasicRequestContext) async throws(ControlError) -> Response {
+        var request = request
+        let id = try context.parameter("id")
+        guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
+        let present = try Bodies.decoding { () throws(BodyError) in try ControlBody.servicePresence(node) }
+        do {
+            let changed = try await target.setService(id, present: present)
+            return JSONResponse.make(ServiceResult(service: id, present: present, changed: changed))
+        } catch {
+            throw ControlError(error)
+        }
+    }
 
     func answerPairing(_ request: Request) async throws(ControlError) -> Response {
         var request = request

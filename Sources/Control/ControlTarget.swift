@@ -24,6 +24,7 @@ public protocol ControlTarget: Sendable {
     func answerPairing(_ reply: PairingReply) async throws(ControlFailure) -> PairingAnswered
     func bonds() async throws(ControlFailure) -> [Bond]
     func forgetBond(_ address: String) async throws(ControlFailure)
+    func setService(_ id: String, present: Bool) async throws(ControlFailure) -> Bool
 }
 
 extension Emulator: ControlTarget {}

@@ -133,6 +133,17 @@ public enum ControlBody {
         }
     }
 
+    /// ``ServiceBody``: `{"present": true|false}`, nothing else.
+    public static func servicePresence(_ node: JSONNode) throws(BodyError) -> Bool {
+        guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
+        if let unknown = members.first(where: { $0.key != "present" }) {
+            throw BodyError("unknown key \"\(unknown.key.prefix(40))\": give only \"present\"")
+        }
+        guard let present = node["present"] else { throw BodyError("missing \"present\" (true adds the service, false removes it)") }
+        guard case .bool(let value) = present.value else { throw BodyError("present: expected true or false", details: ["field": "present"]) }
+        return value
+    }
+
     /// ``PairingAnswerBody``: `{"passkey": "012345" | 12345}` or `{"accept": true|false}`, nothing else.
     public static func pairingAnswer(_ node: JSONNode) throws(BodyError) -> PairingReply {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }

@@ -43,6 +43,10 @@ public enum ControlContract {
         Operation(.post, "/v1/centrals/{address}/disconnect", id: "disconnectCentral", summary: "Disconnect a connected central",
                   parameters: [.init("address", in: .path, .string(pattern: Patterns.address), description: "AA:BB:CC:DD:EE:FF (colons may be percent-encoded)")],
                   description: "Asked bluetoothd to disconnect", content: json(DisconnectResult.reference), errors: [400, 404, 503]),
+        Operation(.put, "/v1/services/{id}", id: "setService",
+                  summary: "Add a service of the profile to the GATT table or remove it; bluetoothd sends Service Changed",
+                  parameters: [.init("id", in: .path, .string(minLength: 1), description: "Service id from the profile.")],
+                  body: (ServiceBody.reference, true), description: "Done", content: json(ServiceResult.reference), errors: [404, 503]),
         Operation(.get, "/v1/pairing", id: "getPairing", summary: "How the device pairs, the prompt waiting for an answer, the passkey gattemu displayed",
                   description: "Pairing", content: json(PairingStatus.reference)),
         Operation(.post, "/v1/pairing", id: "answerPairing", summary: "Answer the pairing prompt: the passkey the central shows, or accept/refuse",
@@ -75,7 +79,7 @@ public enum ControlContract {
         VariableBody.self, VariableResult.self, FaultRequest.self, FaultsBody.self, Fault.self, FaultList.self, FaultsAdded.self,
         FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
         PairingStatus.self, PairingPrompt.self, DisplayedPasskey.self, PairingAnswerBody.self, PairingAnswered.self, Bond.self,
-        BondList.self, BondForgotten.self, ErrorBody.self,
+        BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, ErrorBody.self,
     ]
 
     /// The operation for `method` and a request path (`/v1/faults/f1`), or nil.

@@ -177,3 +177,31 @@ public enum PairingReply: Sendable, Equatable {
     case passkey(UInt32)
     case accept(Bool)
 }
+
+/// `PUT /v1/services/{id}`: `{"present": true}` adds the profile's service to the GATT table, `false` removes it.
+public struct ServiceBody: ContractType, Equatable {
+    public var present: Bool
+    public init(present: Bool) { self.present = present }
+    public static let schemaName = "ServiceRequest"
+    public static var schema: Schema { .object([required("present", .boolean)]) }
+    public static var examples: [ServiceBody] { [ServiceBody(present: true)] }
+}
+
+/// `PUT /v1/services/{id}`: the service's presence now, and whether the table changed (Service Changed sent).
+public struct ServiceResult: ContractType, Equatable {
+    public var ok: Bool
+    public var service: String
+    public var present: Bool
+    public var changed: Bool
+    public init(service: String, present: Bool, changed: Bool) {
+        ok = true
+        self.service = service
+        self.present = present
+        self.changed = changed
+    }
+    public static let schemaName = "ServiceResult"
+    public static var schema: Schema {
+        .object([required("ok", .trueFlag), required("service", .string), required("present", .boolean), required("changed", .boolean)])
+    }
+    public static var examples: [ServiceResult] { [ServiceResult(service: "update", present: true, changed: true)] }
+}

@@ -80,6 +80,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             _ = try? ControlBody.variant(node)
             _ = try? ControlBody.variable(node)
             _ = try? ControlBody.pairingAnswer(node)
+            _ = try? ControlBody.servicePresence(node)
             guard let (specs, _) = try? ControlBody.faults(node) else { return }
             for profile in ShippedProfiles.all {
                 for spec in specs { _ = profile.problem(with: spec) }

@@ -254,7 +254,7 @@ import Testing
                 let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
                 #expect(paths.contains("/v1/faults/{id}"))
                 #expect(paths.contains("/v1/events/stream"))
-                #expect(paths.count == 21)
+                #expect(paths.count == 22)
             }
         }
     }

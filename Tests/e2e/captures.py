@@ -34,10 +34,26 @@ def tshark_att(capture) -> list[tuple[int, str]]:
     return pdus
 
 
+def joined_long_writes(pdus: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A long write (Prepare Write Requests, then Execute Write Request) as the one write the central made: its
+    parts joined, in order (a central writes them at increasing offsets)."""
+    out, parts = [], []
+    for code, value in pdus:
+        if code == 0x16:
+            parts.append(value)
+        elif code == 0x18:
+            if parts:
+                out.append((0x12, "".join(parts)))
+            parts = []
+        else:
+            out.append((code, value))
+    return out
+
+
 def counts(capture) -> dict[str, collections.Counter]:
     """Values by kind (tshark shows no `btatt.value` for empty values, nor for values it decodes by type,
     such as the GAP Device Name), and how many PDUs of each kind there are."""
-    pdus = tshark_att(capture)
+    pdus = joined_long_writes(tshark_att(capture))
     return {kind: collections.Counter(v for op, v in pdus if op in opcodes and v) for kind, opcodes in KINDS.items()} \
         | {"pdus": collections.Counter({"all": len(pdus)})} \
         | {"number": collections.Counter({kind: sum(1 for op, _ in pdus if op in opcodes) for kind, opcodes in KINDS.items()})}

@@ -307,6 +307,43 @@ class BumbleConnection(Connection):
         finally:
             self._device.pairing_config_factory = previous
 
+    async def request_mtu(self, mtu: int, timeout: float = 20.0) -> int:
+        """Exchanges the ATT MTU now (Android's requestMtu); returns the MTU in use."""
+        await asyncio.wait_for(self._peer.request_mtu(mtu), timeout)
+        return self.mtu
+
+    async def on_service_changed(self, callback: Callable[[int, int], None]) -> None:
+        """Subscribes to the GATT service's Service Changed indications; `callback(start, end)` gets the
+        affected handle range (as a phone's stack does before it discovers again)."""
+        from bumble.core import UUID
+        chars = self._peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A05))
+        if not chars:
+            raise KeyError("no Service Changed characteristic")
+
+        def received(value):
+            value = bytes(value)
+            self._note("indicate", "")  # tshark decodes the handle range by type: counted, not compared
+            callback(int.from_bytes(value[0:2], "little"), int.from_bytes(value[2:4], "little"))
+
+        await chars[0].subscribe(received, prefer_notify=False)
+
+    def service_changed_received(self) -> tuple[int, int] | None:
+        """The handle range of the last Service Changed indication this link received, also one that arrived before
+        anything subscribed (bluetoothd indicates it as soon as a bonded central is back); None if none came."""
+        from bumble.core import UUID
+        chars = self._peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A05))
+        cached = self._peer.gatt_client.cached_values.get(chars[0].handle) if chars else None
+        if cached is None:
+            return None
+        value = bytes(cached[1])
+        return int.from_bytes(value[0:2], "little"), int.from_bytes(value[2:4], "little")
+
+    async def rediscover(self, timeout: float = 20.0) -> list[str]:
+        """Discovers the GATT table again; returns its service UUIDs."""
+        await asyncio.wait_for(self._peer.discover_services(), timeout)
+        await asyncio.wait_for(self._peer.discover_characteristics(), timeout)
+        return self.service_uuids()
+
     async def encrypt(self, timeout: float = 30.0) -> None:
         """Encrypts the link with the keys of an earlier pairing (a bonded phone reconnecting); raises
         PairingFailed when the device no longer has them (HCI 0x06, PIN or key missing)."""
@@ -498,11 +535,16 @@ class BumbleCentral(Central):
         from bumble.core import PhysicalTransport
         from bumble.device import Peer
         from bumble.hci import OwnAddressType
+        # bluetoothd starts an MTU exchange of its own as soon as the link is up: what this central answers is
+        # its largest MTU, as a phone's stack does (517 for Android and Bumble, 185 for iOS; 23 stands for a
+        # stack that keeps the default until the app asks, mtu=0).
+        self.device.gatt_server.max_mtu = min(mtu, 517) if mtu else 23
         conn = await self.device.connect(adv.raw, transport=PhysicalTransport.LE,
                                          own_address_type=OwnAddressType.PUBLIC, timeout=timeout)
         c = BumbleConnection(self.device, conn, Peer(conn))
         try:
-            await asyncio.wait_for(c._peer.request_mtu(mtu), 20)
+            if mtu:  # 0: no MTU exchange from this side (an Android app before requestMtu): ATT MTU 23
+                await asyncio.wait_for(c._peer.request_mtu(mtu), 20)
             await asyncio.wait_for(c._peer.discover_services(), 20)
             await asyncio.wait_for(c._peer.discover_characteristics(), 20)
         except BaseException:

@@ -75,7 +75,7 @@ class NokeRun:
 
 
 async def noke_flow(central, say: Say = print, command: bytes = NOKE_UNLOCK,
-                    disconnect: bool = True) -> NokeRun:
+                    disconnect: bool = True, mtu: int = 517) -> NokeRun:
     """Android order: scan for NOKE* with the lock service, connect, read the
     session, enable TX notifications, write one 20-byte command to RX, wait for
     the 0x51 answer (0x50 server packets before it are collected too)."""
@@ -83,7 +83,7 @@ async def noke_flow(central, say: Say = print, command: bytes = NOKE_UNLOCK,
     say(f"scan for name NOKE* with service {NOKE_SERVICE}")
     run.adv = await central.find(name_prefix="NOKE", service_uuid=NOKE_SERVICE, timeout=60)
     say(adv_line(run.adv))
-    conn = await central.connect(run.adv.address)
+    conn = await central.connect(run.adv.address, mtu=mtu)
     run.mtu = conn.mtu
     say(f"connected, MTU {conn.mtu}")
     try:
@@ -140,7 +140,7 @@ class BLEProofRun:
     mtu: int = 0
 
 
-async def bleproof_flow(central, say: Say = print, writes: list[bytes] | None = None) -> BLEProofRun:
+async def bleproof_flow(central, say: Say = print, writes: list[bytes] | None = None, mtu: int = 517) -> BLEProofRun:
     """Scan for BLEProof with service 18AA, read 2BB0, subscribe (indicate) to
     2BB1, write each config (default: the 140-byte password "1" JSON) to 2BB2
     with response and wait for its indication."""
@@ -149,7 +149,7 @@ async def bleproof_flow(central, say: Say = print, writes: list[bytes] | None = 
     say(f"scan for name BLEProof with service {BLEPROOF_SERVICE}")
     run.adv = await central.find(name="BLEProof", service_uuid=BLEPROOF_SERVICE, timeout=60)
     say(adv_line(run.adv))
-    conn = await central.connect(run.adv.address)
+    conn = await central.connect(run.adv.address, mtu=mtu)
     run.mtu = conn.mtu
     say(f"connected, MTU {conn.mtu}")
     try:
@@ -198,7 +198,7 @@ class LeafRun:
     mtu: int = 0
 
 
-async def leaf_flow(central, say: Say = print) -> LeafRun:
+async def leaf_flow(central, say: Say = print, mtu: int = 517, request_mtu: int = 0) -> LeafRun:
     """Find an ETHS* reader, subscribe to the data characteristic, send dUID +
     AUTH_REQ in one write, receive AUTH_RSP + AUTH_REQ, send AUTH_RSP, receive
     the response, send a credential payload, receive the transaction
@@ -207,7 +207,10 @@ async def leaf_flow(central, say: Say = print) -> LeafRun:
     say(f"scan for name ETHS* with service {LEAF_SERVICE}")
     run.adv = await central.find(name_prefix="ETHS", service_uuid=LEAF_SERVICE, timeout=60)
     say(adv_line(run.adv))
-    conn = await central.connect(run.adv.address)
+    conn = await central.connect(run.adv.address, mtu=mtu)
+    if request_mtu:  # an Android app asking for a bigger MTU after connecting (requestMtu)
+        say(f"requestMtu({request_mtu}) at MTU {conn.mtu}")
+        await conn.request_mtu(request_mtu)
     run.mtu = conn.mtu
     say(f"connected, MTU {conn.mtu}")
     seq = 0

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import report
+from controlapi import api
 
 ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
 GATTEMU = ROOT / ".build" / "debug" / "gattemu"
@@ -28,20 +29,6 @@ TX_UUID = "1bc50003-0200-d29e-e511-446c609db825"
 @pytest.fixture(autouse=True)
 def _built(gattemu_bin):
     """Every test here needs the binary: a missing one fails them (conftest's gattemu_bin)."""
-
-
-def call(method: str, path: str, body=None) -> tuple[int, dict]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(API + path, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-
-
-async def api(method: str, path: str, body=None) -> tuple[int, dict]:
-    return await asyncio.to_thread(call, method, path, body)
 
 
 async def wait_for_api(peripheral, timeout: float = 30) -> dict:

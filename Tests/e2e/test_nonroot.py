@@ -9,10 +9,10 @@ import os
 import shutil
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 from conftest import gattemu_ready, report
+from controlapi import api
 from flows import BLEPROOF_OK, bleproof_config
 from test_pairing import read_info, secure_profile
 
@@ -20,15 +20,6 @@ NOBODY = 65534
 PORT = 8767
 CONFIG = "00002bb2-0000-1000-8000-00805f9b34fb"
 STATUS = "00002bb1-0000-1000-8000-00805f9b34fb"
-
-
-def forget(address: str) -> int:
-    request = urllib.request.Request(f"http://127.0.0.1:{PORT}/v1/bonds/{address}", method="DELETE")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 async def test_gattemu_as_nobody_serves_advertises_and_pairs(central, start_peripheral, gattemu_bin, needs_separate_stack):
@@ -69,9 +60,9 @@ async def test_gattemu_as_nobody_serves_advertises_and_pairs(central, start_peri
         assert indications == [BLEPROOF_OK], indications
     finally:
         await conn.forget_keys()
-        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{PORT}/v1/bonds", timeout=10).read())
-        for bond in status.get("bonds", []):
-            await asyncio.to_thread(forget, bond["central"])
+        _, bonds = await api("GET", "/v1/bonds", port=PORT)
+        for bond in bonds.get("bonds", []):
+            await api("DELETE", f"/v1/bonds/{bond['central']}", port=PORT)
         await conn.disconnect()
     kinds = [json.loads(line).get("event") for line in events.read_text().splitlines() if line.startswith("{")]
     assert events.stat().st_uid == NOBODY and (events.stat().st_mode & 0o777) == 0o600, "the event log is nobody's, mode 600"

@@ -19,26 +19,13 @@ import pytest
 
 from central import PairingFailed
 from conftest import report
+from controlapi import api
 
 PORT = 8765
 API = f"http://127.0.0.1:{PORT}"
 INFO = "00002bb0-0000-1000-8000-00805f9b34fb"
 ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
 TABLE: list[tuple[str, str, str, str]] = []
-
-
-def call(method: str, path: str, body=None) -> tuple[int, dict]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(API + path, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-
-
-async def api(method: str, path: str, body=None) -> tuple[int, dict]:
-    return await asyncio.to_thread(call, method, path, body)
 
 
 def secure_profile(tmp_path: Path, security: dict | None, name: str) -> str:

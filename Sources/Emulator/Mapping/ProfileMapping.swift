@@ -3,9 +3,12 @@ import Profile
 
 /// Turns profile definitions into the BlueZ layer's definitions.
 public enum ProfileMapping {
-    /// The GATT services of `profile`; characteristics that notify use `notifyPath`, indicate-only ones PropertiesChanged.
-    public static func services(of profile: DeviceProfile, engine: BehaviourEngine, notifyPath: GattNotifyPath) -> [GattServiceDefinition] {
-        profile.services.map { service in
+    /// The GATT services of `profile` but those in `absent`; characteristics that notify use `notifyPath`,
+    /// indicate-only ones PropertiesChanged.
+    public static func services(
+        of profile: DeviceProfile, engine: BehaviourEngine, notifyPath: GattNotifyPath, absent: Set<String> = []
+    ) -> [GattServiceDefinition] {
+        profile.services.filter { !absent.contains($0.id) }.map { service in
             GattServiceDefinition(id: service.id, uuid: service.uuid, primary: service.primary, includes: service.includes,
                                   characteristics: service.characteristics.map { characteristic in
                 GattCharacteristicDefinition(

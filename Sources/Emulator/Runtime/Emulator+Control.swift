@@ -61,7 +61,7 @@ extension Emulator {
 
     /// The GATT table with current values and the handles bluetoothd assigned.
     func gattTable() -> [ServiceInfo] {
-        profile.services.map { service in
+        profile.services.filter { !absentServices.contains($0.id) }.map { service in
             ServiceInfo(
                 id: service.id, uuid: service.uuid, name: BluetoothUUID(service.uuid)?.name, primary: service.primary,
                 handle: application?.serviceHandle(service.id).map(Int.init),
@@ -271,5 +271,34 @@ extension ProfileValue {
         case .bool: .bool
         case .bytes: .bytes
         }
+    }
+}
+
+extension Emulator {
+    /// Adds a service of the profile to the GATT table or removes it: the application is registered again with
+    /// the services present, and bluetoothd tells connected (and, on reconnection, bonded) centrals that
+    /// subscribed to it with Service Changed. Returns whether anything changed.
+    @discardableResult
+    public func setService(_ id: String, present: Bool) async throws(ControlFailure) -> Bool {
+        guard profile.services.contains(where: { $0.id == id }) else {
+            throw ControlFailure(.notFound, "unknown service \"\(id)\"", details: ["known": profile.services.map(\.id)])
+        }
+        guard absentServices.contains(id) == present else { return false }
+        if present { absentServices.remove(id) } else { absentServices.insert(id) }
+        let change = present ? "added" : "removed"
+        guard let adapter, let stack, application != nil, !stackLost else {
+            log.record(.note, detail: "service \(id) \(change) (the GATT table follows once registered with bluetoothd)")
+            return true
+        }
+        await application?.unregister()
+        application = nil
+        do {
+            try await registerApplication(adapter: adapter, stack: stack)
+        } catch {
+            log.record(.error, detail: "service \(id) \(change), but registering the GATT table again failed: \(error.description)")
+            throw ControlFailure(.unavailable, "registering the GATT table again failed: \(error.description)")
+        }
+        log.record(.note, detail: "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
+        return true
     }
 }

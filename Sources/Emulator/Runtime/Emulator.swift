@@ -20,6 +20,8 @@ public actor Emulator {
     var stack: BlueZStack?
     var adapter: Adapter?
     var application: GattApplication?
+    /// Services left out of the GATT table now (`"present": false`, or removed through the control API).
+    var absentServices: Set<String>
     var advertisements: [AdvertisementRegistration] = []
     var watcher: CentralWatcher?
     var originalAlias: String?
@@ -55,6 +57,7 @@ public actor Emulator {
         self.log = log
         self.engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00", seed: options.seed))
         self.faultState = FaultState(seed: options.seed)
+        self.absentServices = Set(profile.services.filter { !$0.present }.map(\.id))
         (terminations, terminationRequests) = AsyncStream.makeStream(of: String.self)
     }
 
@@ -95,16 +98,7 @@ public actor Emulator {
         async let watching = Self.watchCentrals(adapter: adapter, stack: stack, events: centralEvents)
         do throws(BlueZError) {
             if let name = engine.deviceName() { try await adapter.setAlias(name) }
-            let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath)
-            do {
-                application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
-            } catch {
-                // Handles a profile asks for (an imported device's) may collide with BlueZ's own services.
-                guard services.contains(where: \.asksForHandles) else { throw error }
-                log.record(.note, detail: "bluetoothd refused the profile's handles (\(error.description)): registering with handles it chooses")
-                application = try await GattApplication.register(
-                    services: services.map(\.withoutHandles), handler: self, adapter: adapter, stack: stack)
-            }
+            try await registerApplication(adapter: adapter, stack: stack)
         } catch {
             if case .success(let started)? = await watching { await started.cancel() }
             throw error
@@ -127,6 +121,20 @@ public actor Emulator {
             throw error
         }
         if engine.isAdvertising { try await startAdvertising() }
+    }
+
+    /// Registers the GATT application with the services present now.
+    func registerApplication(adapter: Adapter, stack: BlueZStack) async throws(BlueZError) {
+        let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath, absent: absentServices)
+        do {
+            application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
+        } catch {
+            // Handles a profile asks for (an imported device's) may collide with BlueZ's own services.
+            guard services.contains(where: \.asksForHandles) else { throw error }
+            log.record(.note, detail: "bluetoothd refused the profile's handles (\(error.description)): registering with handles it chooses")
+            application = try await GattApplication.register(
+                services: services.map(\.withoutHandles), handler: self, adapter: adapter, stack: stack)
+        }
     }
 
     /// A ``CentralWatcher`` feeding `events`, the outcome as a value (for `async let`); nil without `events`.

@@ -11,6 +11,9 @@ public struct ServiceDefinition: Sendable, Equatable {
     public var handle: UInt16?
     /// JSON path of this service in the profile, for diagnostics.
     public var path: String
+    /// In the GATT table from the start; `false`: only once the control API adds it (`PUT /v1/services/{id}`),
+    /// which makes bluetoothd send Service Changed.
+    public var present = true
 }
 
 /// A GATT characteristic. Its `id` is the name rules and engine events use.

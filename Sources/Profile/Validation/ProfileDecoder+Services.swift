@@ -1,6 +1,6 @@
 extension ProfileDecoder {
     mutating func service(_ node: JSONNode, _ path: String) -> ServiceDefinition? {
-        guard members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description", "handle"]) != nil
+        guard members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description", "handle", "present"]) != nil
         else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
@@ -8,6 +8,7 @@ extension ProfileDecoder {
         var service = ServiceDefinition(
             id: id ?? "", uuid: uuidValue ?? "", primary: true, includes: [], characteristics: [], handle: nil, path: path)
         if let primary = node["primary"] { service.primary = bool(primary, sub("primary")) ?? true }
+        if let present = node["present"] { service.present = bool(present, sub("present")) ?? true }
         if let handle = node["handle"] { service.handle = attributeHandle(handle, sub("handle")) }
         if let includes = node["includes"], let items = array(includes, sub("includes")) {
             service.includes = items.enumerated().compactMap { identifier($1, JSONPath.appending($0, to: sub("includes"))) }

@@ -1,0 +1,24 @@
+"""gattemu's control API from an e2e test: JSON in, (status, JSON) out; 4xx/5xx answers are returned, not raised."""
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+PORT = 8765
+
+
+def call(method: str, path: str, body=None, port: int = PORT) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+async def api(method: str, path: str, body=None, port: int = PORT) -> tuple[int, dict]:
+    return await asyncio.to_thread(call, method, path, body, port)
