@@ -150,6 +150,30 @@ import Testing
         _ = (bus, bus2)
     }
 
+    /// `confirm: api` holds just works too, not only numeric comparison.
+    @Test func justWorksWaitsForTheAPIWhenConfirmIsAPI() async throws {
+        let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"confirm": "api"}"#))
+        let answered = AsyncCollector<String>()
+        Task {
+            do {
+                _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.device])
+                answered.append("accepted")
+            } catch {
+                answered.append((error as? DBusError)?.name ?? "\(error)")
+            }
+        }
+        var status = await emulator.pairingStatus()
+        for _ in 0..<100 where status.prompt == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            status = await emulator.pairingStatus()
+        }
+        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: "just-works"))
+        _ = try await emulator.answerPairing(.accept(false))
+        #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
+        await emulator.stop()
+        _ = bus
+    }
+
     /// Only bluetoothd may ask the agent: another local client gets AccessDenied, and nothing is logged as pairing.
     @Test func nobodyButBluetoothdMayAskTheAgent() async throws {
         let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "KeyboardOnly", "passkey": 111111}"#))

@@ -83,7 +83,8 @@ extension Emulator: PairingHandler {
             let passkey = security.passkey ?? 0
             log.record(.pairing, central: central, detail: "\(request): typed \(PairingRequest.digits(passkey)) (profile)")
             answer = .passkey(passkey)
-        case .authorization, .confirmation where security.confirm == .auto:
+        // (`where` binds to one pattern only: each case carries its own.)
+        case .authorization where security.confirm == .auto, .confirmation where security.confirm == .auto:
             log.record(.pairing, central: central, detail: "\(request): accepted")
             answer = .accept
         default:
