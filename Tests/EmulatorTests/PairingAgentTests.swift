@@ -34,6 +34,31 @@ import Testing
         return (bus, bluetoothd, emulator, log)
     }
 
+    /// Asks the agent in the background, as bluetoothd does while a central pairs; the collector gets
+    /// "accepted" or the D-Bus error's name.
+    static func ask(_ bluetoothd: StandInBluetoothd, _ member: String, _ arguments: [DBusValue]) -> AsyncCollector<String> {
+        let answered = AsyncCollector<String>()
+        Task {
+            do {
+                _ = try await bluetoothd.askAgent(member, arguments)
+                answered.append("accepted")
+            } catch {
+                answered.append((error as? DBusError)?.name ?? "\(error)")
+            }
+        }
+        return answered
+    }
+
+    /// The pairing status once a prompt waits (or after 2 s).
+    static func prompted(_ emulator: Emulator) async throws -> PairingStatus {
+        var status = await emulator.pairingStatus()
+        for _ in 0..<100 where status.prompt == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            status = await emulator.pairingStatus()
+        }
+        return status
+    }
+
     @Test func aProfileThatPairsRegistersTheDefaultAgentWithItsCapabilityAndUnregistersOnStop() async throws {
         let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"io": "KeyboardDisplay"}"#))
         #expect(bluetoothd.defaultAgent?.capability == "KeyboardDisplay")
@@ -77,20 +102,8 @@ import Testing
     /// typed decides a numeric comparison.
     @Test func promptsWaitForTheControlAPIWithoutHoldingUpGATT() async throws {
         let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "DisplayYesNo", "confirm": "api"}"#))
-        let answered = AsyncCollector<String>()
-        Task {
-            do {
-                _ = try await bluetoothd.askAgent("RequestConfirmation", [Self.device, .uint32(42)])
-                answered.append("accepted")
-            } catch {
-                answered.append((error as? DBusError)?.name ?? "\(error)")
-            }
-        }
-        var status = await emulator.pairingStatus()
-        for _ in 0..<100 where status.prompt == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            status = await emulator.pairingStatus()
-        }
+        let answered = Self.ask(bluetoothd, "RequestConfirmation", [Self.device, .uint32(42)])
+        let status = try await Self.prompted(emulator)
         #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: "numeric-comparison", passkey: "000042"))
         // bluetoothd may call the application while a prompt waits.
         let application = try #require(bluetoothd.applications.first)
@@ -153,20 +166,8 @@ import Testing
     /// `confirm: api` holds just works too, not only numeric comparison.
     @Test func justWorksWaitsForTheAPIWhenConfirmIsAPI() async throws {
         let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"confirm": "api"}"#))
-        let answered = AsyncCollector<String>()
-        Task {
-            do {
-                _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.device])
-                answered.append("accepted")
-            } catch {
-                answered.append((error as? DBusError)?.name ?? "\(error)")
-            }
-        }
-        var status = await emulator.pairingStatus()
-        for _ in 0..<100 where status.prompt == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            status = await emulator.pairingStatus()
-        }
+        let answered = Self.ask(bluetoothd, "RequestAuthorization", [Self.device])
+        let status = try await Self.prompted(emulator)
         #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: "just-works"))
         _ = try await emulator.answerPairing(.accept(false))
         #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
