@@ -258,3 +258,45 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
     finally:
         await asyncio.to_thread(driver.quit)
 
+
+
+async def test_dashboard_shows_the_passkey_and_forgets_the_bond(central, start_gattemu, tmp_path, needs_separate_stack):
+    """A device that displays its passkey: the central's user reads it off the dashboard (as from the device's
+    screen) and types it; the bond appears in the pairing card, and its Forget button makes bluetoothd forget it."""
+    from test_pairing import read_info, secure_profile
+    profile = secure_profile(tmp_path, {"io": "DisplayOnly"}, "ShowsPasskey")
+    p = start_gattemu(profile, args=["--control", f"127.0.0.1:{PORT}"])
+    await p.wait_ready(60)
+    driver = await asyncio.to_thread(open_browser)
+    try:
+        await asyncio.to_thread(driver.get, f"http://127.0.0.1:{PORT}/")
+        await asyncio.to_thread(page_wait, driver, "return !document.getElementById('card-pairing').hidden",
+                                what="the pairing card", timeout=60)
+        mode = await asyncio.to_thread(driver.execute_script, "return document.getElementById('pairing-mode').textContent")
+        assert mode.startswith("DisplayOnly"), mode
+        conn = await central.connect(name="ShowsPasskey")
+
+        async def type_passkey() -> int:
+            text = await asyncio.to_thread(
+                page_wait, driver, "const e = document.getElementById('pairing-displayed'); return !e.hidden && e.textContent",
+                what="the passkey", timeout=30)
+            return int(text.split("Passkey shown: ")[1][:6])
+
+        try:
+            await conn.pair("KeyboardOnly", type_passkey=type_passkey)
+            assert await read_info(conn) == "read iPhone ABC"
+            await asyncio.to_thread(page_wait, driver, "return document.querySelector('#bonds button')",
+                                    what="the bond with its Forget button", timeout=30)
+            await asyncio.to_thread(screenshot, driver, "pairing")
+            await asyncio.to_thread(retry_stale, lambda: click(driver, "#bonds button"))
+            await asyncio.to_thread(page_wait, driver,
+                                    "return document.getElementById('bonds').textContent.includes('no paired centrals')",
+                                    what="the bond gone", timeout=30)
+            assert not console_errors(driver), console_errors(driver)
+            report("dashboard pairing: the central typed the passkey shown on the dashboard, the bond appeared in the "
+                   "pairing card and its Forget button made bluetoothd forget it")
+        finally:
+            await conn.forget_keys()
+            await conn.disconnect()
+    finally:
+        await asyncio.to_thread(driver.quit)

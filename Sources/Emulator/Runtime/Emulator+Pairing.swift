@@ -177,8 +177,10 @@ extension Emulator: PairingHandler {
         return PairingAnswered(central: prompt.request.central, kind: prompt.request.kind)
     }
 
+    /// The centrals paired with the adapter; none before gattemu has an adapter, 503 while bluetoothd is gone.
     public func bonds() async throws(ControlFailure) -> [Bond] {
-        guard let adapter, !stackLost else { throw ControlFailure(.unavailable, "not registered with bluetoothd") }
+        guard let adapter else { return [] }
+        guard !stackLost else { throw ControlFailure(.unavailable, "bluetoothd is gone: its bonds cannot be read") }
         do {
             return try await adapter.pairedCentrals().map {
                 Bond(central: $0.address, bonded: $0.bonded, connected: $0.connected, addressType: $0.addressType)
