@@ -56,7 +56,7 @@ let package = Package(
             "BlueZ", "Profile", "Bluetooth", "ControlContract", .product(name: "DequeModule", package: "swift-collections"),
         ]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
-        .target(name: "ControlBodies", dependencies: ["Profile", "ControlContract"]),
+        .target(name: "ControlBodies", dependencies: ["Bluetooth", "Profile", "ControlContract"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
         .target(name: "Control", dependencies: [
             "Emulator", "Profile", "ControlBodies", "ControlContract",

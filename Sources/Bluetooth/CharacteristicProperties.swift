@@ -85,6 +85,9 @@ public struct CharacteristicSecurity: Sendable, Hashable {
         }
     }
 
+    /// Whether any operation asks for more than a plain link: a central must pair first.
+    public var needsPairing: Bool { [read, write, notify, indicate].contains { $0 != .none } }
+
     /// BlueZ `Flags` names for these levels.
     public var bluezFlags: [String] {
         [("read", read), ("write", write), ("notify", notify), ("indicate", indicate)].compactMap { operation, level in

@@ -27,8 +27,6 @@ public struct IOCapability: RawRepresentable, Sendable, Hashable, CustomStringCo
         rawValue = UInt8(index)
     }
 
-    /// Whether the device can show a passkey.
-    public var canDisplay: Bool { self == .displayOnly || self == .displayYesNo || self == .keyboardDisplay }
     /// Whether the device can take a typed passkey.
     public var canType: Bool { self == .keyboardOnly || self == .keyboardDisplay }
 

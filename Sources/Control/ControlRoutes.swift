@@ -48,6 +48,7 @@ struct ControlRoutes: Sendable {
             "disconnectCentral": { _, context in try await disconnect(context) },
             "setAdvertisement": { request, _ in try await advertisement(request) },
             "setService": { request, context in try await setService(request, context) },
+            "changeAddress": { request, _ in try await changeAddress(request) },
             "getPairing": { _, _ in JSONResponse.make(await target.pairingStatus()) },
             "answerPairing": { request, _ in try await answerPairing(request) },
             "listBonds": { _, _ in try await listBonds() },
@@ -146,12 +147,17 @@ struct ControlRoutes: Sendable {
         }
     }
 
-    func disconnect(_ context: BasicRequestContext) async throws(ControlError) -> Response {
+    /// The `{address}` of a central's route, checked and in upper case; 400 otherwise.
+    func centralAddress(_ context: BasicRequestContext) throws(ControlError) -> String {
         let given = try context.parameter("address")
         guard StrictParse.isAddress(given) else {
             throw .badRequest("bad central address \"\(given.prefix(40))\": expected AA:BB:CC:DD:EE:FF")
         }
-        let address = given.uppercased()
+        return given.uppercased()
+    }
+
+    func disconnect(_ context: BasicRequestContext) async throws(ControlError) -> Response {
+        let address = try centralAddress(context)
         do {
             try await target.disconnect(central: address)
         } catch {
@@ -187,6 +193,17 @@ struct ControlRoutes: Sendable {
         }
     }
 
+    func changeAddress(_ request: Request) async throws(ControlError) -> Response {
+        var request = request
+        guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
+        let wanted = try Bodies.decoding { () throws(BodyError) in try ControlBody.addressRequest(node) }
+        do {
+            return JSONResponse.make(try await target.changeAddress(wanted))
+        } catch {
+            throw ControlError(error)
+        }
+    }
+
     func answerPairing(_ request: Request) async throws(ControlError) -> Response {
         var request = request
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
@@ -207,11 +224,7 @@ struct ControlRoutes: Sendable {
     }
 
     func forgetBond(_ context: BasicRequestContext) async throws(ControlError) -> Response {
-        let given = try context.parameter("address")
-        guard StrictParse.isAddress(given) else {
-            throw .badRequest("bad central address \"\(given.prefix(40))\": expected AA:BB:CC:DD:EE:FF")
-        }
-        let address = given.uppercased()
+        let address = try centralAddress(context)
         do {
             try await target.forgetBond(address)
         } catch {

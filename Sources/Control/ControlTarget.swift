@@ -25,6 +25,7 @@ public protocol ControlTarget: Sendable {
     func bonds() async throws(ControlFailure) -> [Bond]
     func forgetBond(_ address: String) async throws(ControlFailure)
     func setService(_ id: String, present: Bool) async throws(ControlFailure) -> Bool
+    func changeAddress(_ request: AddressRequest) async throws(ControlFailure) -> AddressChanged
 }
 
 extension Emulator: ControlTarget {}

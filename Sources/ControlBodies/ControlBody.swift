@@ -1,3 +1,4 @@
+import Bluetooth
 import ControlContract
 import FoundationEssentials
 import Profile
@@ -144,6 +145,24 @@ public enum ControlBody {
         return value
     }
 
+    /// ``AddressBody``: `{"address": "random" | "original" | "C0:11:22:33:44:55"}`, nothing else.
+    public static func addressRequest(_ node: JSONNode) throws(BodyError) -> AddressRequest {
+        guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
+        if let unknown = members.first(where: { $0.key != "address" }) {
+            throw BodyError("unknown key \"\(unknown.key.prefix(40))\": give only \"address\"")
+        }
+        let hint = "address: \"random\", \"original\" or a random static address (first digit C–F, e.g. C0:11:22:33:44:55)"
+        guard let value = node["address"] else { throw BodyError("missing \"address\" (\(hint))") }
+        guard case .string(let text) = value.value else { throw BodyError(hint, details: ["field": "address"]) }
+        switch text {
+        case "random": return .random
+        case "original": return .original
+        default:
+            guard StrictParse.isStaticAddress(text) else { throw BodyError(hint, details: ["field": "address"]) }
+            return .address(text)
+        }
+    }
+
     /// ``PairingAnswerBody``: `{"passkey": "012345" | 12345}` or `{"accept": true|false}`, nothing else.
     public static func pairingAnswer(_ node: JSONNode) throws(BodyError) -> PairingReply {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
@@ -156,15 +175,17 @@ public enum ControlBody {
             guard case .bool(let accept) = member.value.value else { throw BodyError("accept: expected true or false", details: ["field": "accept"]) }
             return .accept(accept)
         }
+        let badPasskey = BodyError("passkey: expected six digits (\"012345\") or a number 0…999999", details: ["field": "passkey"])
         switch member.value.value {
-        case .string(let text) where text.utf8.count == 6 && text.utf8.allSatisfy({ (0x30...0x39).contains($0) }):
-            return .passkey(UInt32(text) ?? 0)
+        case .string(let text):
+            guard let value = StrictParse.passkey(text) else { throw badPasskey }
+            return .passkey(value)
         case .number(let number):
-            guard let value = number.int, (0...999_999).contains(value) else {
+            guard let value = number.int.flatMap(UInt32.init(exactly:)), Passkey.range.contains(value) else {
                 throw BodyError("passkey: expected 0…999999", details: ["field": "passkey"])
             }
-            return .passkey(UInt32(value))
-        default: throw BodyError("passkey: expected six digits (\"012345\") or a number 0…999999", details: ["field": "passkey"])
+            return .passkey(value)
+        default: throw badPasskey
         }
     }
 

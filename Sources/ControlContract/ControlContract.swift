@@ -57,6 +57,9 @@ public enum ControlContract {
                   summary: "Forget a central's keys without telling it (a factory-reset device): its next encrypted reconnect fails until it pairs again",
                   parameters: [.init("address", in: .path, .string(pattern: Patterns.address), description: "AA:BB:CC:DD:EE:FF (colons may be percent-encoded)")],
                   description: "Forgotten", content: json(BondForgotten.reference), errors: [400, 404, 503]),
+        Operation(.put, "/v1/adapter/address", id: "changeAddress",
+                  summary: "Give the adapter a new random static address (a device back from a factory reset): powered off and on, centrals disconnected; needs root and an LE-only controller",
+                  body: (AddressBody.reference, true), description: "Changed", content: json(AddressChanged.reference), errors: [400, 409, 503]),
         Operation(.put, "/v1/advertisement", id: "setAdvertisement", summary: "Switch the advertisement variant (null: base)",
                   body: (VariantBody.reference, true), description: "Switched", content: json(AdvertisementResult.reference), errors: [404]),
         Operation(.post, "/v1/reset", id: "reset", summary: "Behaviour back to the profile's initial state (connections, subscriptions and faults kept)",
@@ -79,7 +82,7 @@ public enum ControlContract {
         VariableBody.self, VariableResult.self, FaultRequest.self, FaultsBody.self, Fault.self, FaultList.self, FaultsAdded.self,
         FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
         PairingStatus.self, PairingPrompt.self, DisplayedPasskey.self, PairingAnswerBody.self, PairingAnswered.self, Bond.self,
-        BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, ErrorBody.self,
+        BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, AddressBody.self, AddressChanged.self, ErrorBody.self,
     ]
 
     /// The operation for `method` and a request path (`/v1/faults/f1`), or nil.

@@ -23,7 +23,6 @@ public struct PairingStatus: ContractType, Equatable {
         self.displayed = displayed
     }
 
-    public static let kinds = ["just-works", "numeric-comparison", "passkey-entry"]
     public static let schemaName = "PairingStatus"
     public static var schema: Schema {
         .object([
@@ -37,20 +36,31 @@ public struct PairingStatus: ContractType, Equatable {
     }
     public static var examples: [PairingStatus] {
         [PairingStatus(agent: true, io: "DisplayYesNo", pairing: "accept", confirm: "api",
-                       prompt: PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: "numeric-comparison", passkey: "123456"),
+                       prompt: PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "123456"),
                        displayed: DisplayedPasskey(central: "AA:BB:CC:DD:EE:02", passkey: "012345"))]
     }
+}
+
+/// What a pairing prompt asks.
+public enum PairingPromptKind: String, Codable, Sendable, CaseIterable {
+    /// May the central pair? (accept or refuse)
+    case justWorks = "just-works"
+    /// Does the central show this number too?
+    case numericComparison = "numeric-comparison"
+    /// Which passkey does the central show?
+    case passkeyEntry = "passkey-entry"
+
+    static var schema: Schema { .string(enumeration: allCases.map(\.rawValue)) }
 }
 
 /// A pairing question waiting for `POST /v1/pairing` (refused when nobody answers within 50 s).
 public struct PairingPrompt: ContractType, Equatable {
     public var central: String
-    /// `just-works` (accept?), `numeric-comparison` (does the central show `passkey`?), `passkey-entry` (which passkey does the central show?).
-    public var kind: String
+    public var kind: PairingPromptKind
     /// Six digits, for numeric comparison.
     public var passkey: String?
 
-    public init(central: String, kind: String, passkey: String? = nil) {
+    public init(central: String, kind: PairingPromptKind, passkey: String? = nil) {
         self.central = central
         self.kind = kind
         self.passkey = passkey
@@ -60,13 +70,13 @@ public struct PairingPrompt: ContractType, Equatable {
     public static var schema: Schema {
         .object([
             required("central", .string(pattern: Patterns.address)),
-            required("kind", .string(enumeration: PairingStatus.kinds)),
+            required("kind", PairingPromptKind.schema),
             optional("passkey", .string(pattern: Patterns.passkey)),
         ])
     }
     public static var examples: [PairingPrompt] {
-        [PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: "passkey-entry"),
-         PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: "numeric-comparison", passkey: "000042")]
+        [PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry),
+         PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "000042")]
     }
 }
 
@@ -113,9 +123,9 @@ public struct PairingAnswerBody: ContractType, Equatable {
 public struct PairingAnswered: ContractType, Equatable {
     public var ok: Bool
     public var central: String
-    public var kind: String
+    public var kind: PairingPromptKind
 
-    public init(central: String, kind: String) {
+    public init(central: String, kind: PairingPromptKind) {
         ok = true
         self.central = central
         self.kind = kind
@@ -124,9 +134,9 @@ public struct PairingAnswered: ContractType, Equatable {
     public static let schemaName = "PairingAnswered"
     public static var schema: Schema {
         .object([required("ok", .trueFlag), required("central", .string(pattern: Patterns.address)),
-                 required("kind", .string(enumeration: PairingStatus.kinds))])
+                 required("kind", PairingPromptKind.schema)])
     }
-    public static var examples: [PairingAnswered] { [PairingAnswered(central: "AA:BB:CC:DD:EE:01", kind: "passkey-entry")] }
+    public static var examples: [PairingAnswered] { [PairingAnswered(central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry)] }
 }
 
 /// A central paired with the adapter, as bluetoothd keeps it.

@@ -79,16 +79,24 @@ public struct Status: ContractType, Equatable {
 /// The adapter gattemu runs on.
 public struct AdapterInfo: Codable, Sendable, Equatable {
     public var name: String
+    /// What bluetoothd reports (the controller's own address).
     public var address: String
     public var alias: String?
+    /// The random static address gattemu gave the adapter (`PUT /v1/adapter/address`): what centrals see now.
+    public var staticAddress: String?
 
-    public init(name: String, address: String, alias: String?) {
+    public init(name: String, address: String, alias: String?, staticAddress: String? = nil) {
         self.name = name
         self.address = address
         self.alias = alias
+        self.staticAddress = staticAddress
     }
 
-    static var schema: Schema { .object([required("name", .string), required("address", .string), optional("alias", .string)]) }
+    static var schema: Schema {
+        .object([required("name", .string), required("address", .string), optional("alias", .string),
+                 optional("staticAddress", .described("The random static address gattemu gave the adapter: centrals find the device there",
+                                                      .string(pattern: Patterns.address)))])
+    }
 }
 
 /// A connected central.

@@ -15,7 +15,7 @@ struct Ctl: AsyncParsableCommand {
         discussion: "Exit codes: 0 ok, 1 server unreachable or request refused (its message on one line), 2 bad command line.",
         subcommands: [CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
                       CtlSetVariable.self, CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self,
-                      CtlPairing.self, CtlBonds.self, CtlService.self])
+                      CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self])
 }
 
 /// `--control URL` and `--token`, shared by every `ctl` command.

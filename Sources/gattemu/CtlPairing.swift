@@ -28,14 +28,14 @@ struct CtlPairing: AsyncParsableCommand {
             return
         }
         let (answered, json) = try await client.call(.POST, "/v1/pairing", body: body, as: PairingAnswered.self)
-        options.output(json) { "answered the \(answered.kind) prompt of \(answered.central)" }
+        options.output(json) { "answered the \(answered.kind.rawValue) prompt of \(answered.central)" }
     }
 
     static func describe(_ status: PairingStatus) -> String {
         guard status.agent, let io = status.io else { return "no pairing agent (the profile does not pair)" }
         var lines = ["agent: \(io), pairing \(status.pairing ?? "?"), confirm \(status.confirm ?? "?")"]
         if let prompt = status.prompt {
-            lines.append("waiting: \(prompt.kind) from \(prompt.central)" + (prompt.passkey.map { ", the number \($0)" } ?? ""))
+            lines.append("waiting: \(prompt.kind.rawValue) from \(prompt.central)" + (prompt.passkey.map { ", the number \($0)" } ?? ""))
         } else {
             lines.append("no prompt waiting")
         }

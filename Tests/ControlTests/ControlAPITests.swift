@@ -233,6 +233,24 @@ import Testing
         }
     }
 
+    /// The address change on an emulator with no adapter: 503 for any good body, 400 for bodies the contract
+    /// does not allow (not random static, unknown keys, wrong types).
+    @Test func addressChangeWithoutAnAdapter() async throws {
+        let emulator = try makeEmulator()
+        try await withAPI(emulator) { client in
+            for good in [#"{"address": "random"}"#, #"{"address": "original"}"#, #"{"address": "c0:11:22:33:44:55"}"#] {
+                let (status, body) = try await client.call(.put, "/v1/adapter/address", json: good)
+                #expect(status == .serviceUnavailable, "\(good): \(body)")
+                #expect((body["error"] as? String)?.contains("no adapter") == true, "\(body)")
+            }
+            for bad in [#"{"address": "00:11:22:33:44:55"}"#, #"{"address": "B0:11:22:33:44:55"}"#, #"{"address": "new"}"#,
+                        #"{"address": 1}"#, #"{"address": "random", "x": 1}"#, #"{}"#, "[]"] {
+                let (status, body) = try await client.call(.put, "/v1/adapter/address", json: bad)
+                #expect(status == .badRequest, "\(bad): \(body)")
+            }
+        }
+    }
+
     @Test func unknownRoutesAnswerJSON404() async throws {
         let emulator = try makeEmulator()
         try await withAPI(emulator) { client in
@@ -254,7 +272,7 @@ import Testing
                 let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
                 #expect(paths.contains("/v1/faults/{id}"))
                 #expect(paths.contains("/v1/events/stream"))
-                #expect(paths.count == 22)
+                #expect(paths.count == 23)
             }
         }
     }

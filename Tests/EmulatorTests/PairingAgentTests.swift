@@ -104,7 +104,7 @@ import Testing
         let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "DisplayYesNo", "confirm": "api"}"#))
         let answered = Self.ask(bluetoothd, "RequestConfirmation", [Self.device, .uint32(42)])
         let status = try await Self.prompted(emulator)
-        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: "numeric-comparison", passkey: "000042"))
+        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: .numericComparison, passkey: "000042"))
         // bluetoothd may call the application while a prompt waits.
         let application = try #require(bluetoothd.applications.first)
         let objects = try await bluetoothd.managedObjects(application.owner, application.path)
@@ -113,7 +113,7 @@ import Testing
 
         // Numeric comparison wants a yes/no or the number: a passkey that differs refuses it.
         let done = try await emulator.answerPairing(.passkey(43))
-        #expect(done == PairingAnswered(central: "F0:E0:D0:00:00:01", kind: "numeric-comparison"))
+        #expect(done == PairingAnswered(central: "F0:E0:D0:00:00:01", kind: .numericComparison))
         #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
         #expect(await emulator.pairingStatus().prompt == nil)
         do {
@@ -168,7 +168,7 @@ import Testing
         let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"confirm": "api"}"#))
         let answered = Self.ask(bluetoothd, "RequestAuthorization", [Self.device])
         let status = try await Self.prompted(emulator)
-        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: "just-works"))
+        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: .justWorks))
         _ = try await emulator.answerPairing(.accept(false))
         #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
         await emulator.stop()

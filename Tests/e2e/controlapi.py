@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -22,3 +23,20 @@ def call(method: str, path: str, body=None, port: int = PORT) -> tuple[int, dict
 
 async def api(method: str, path: str, body=None, port: int = PORT) -> tuple[int, dict]:
     return await asyncio.to_thread(call, method, path, body, port)
+
+
+async def wait_for_api(peripheral, timeout: float = 30, port: int = PORT) -> dict:
+    """Once the peripheral says it is ready, polls `GET /v1/status` until the API answers and gattemu advertises;
+    returns that status. Fails with the peripheral's output if it exits or takes longer than `timeout` (each)."""
+    await peripheral.wait_ready(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert peripheral.running, peripheral.output()
+        try:
+            status, body = await api("GET", "/v1/status", port=port)
+            if status == 200 and body.get("advertising", {}).get("advertised"):
+                return body
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        await asyncio.sleep(0.3)
+    raise AssertionError("control API did not come up:\n" + peripheral.output())

@@ -72,15 +72,26 @@ def click(driver, selector: str, attempts: int = 5) -> None:
 
 
 def retry_stale(action, attempts: int = 5):
-    """Runs `action` again when the page redrew an element it was using (the dashboard redraws after events)."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    """Runs `action` again when the page redrew an element it was using (the dashboard redraws after events; an
+    element it took out of the page can also be reported as not interactable)."""
+    from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
     for attempt in range(attempts):
         try:
             return action()
-        except StaleElementReferenceException:
+        except (StaleElementReferenceException, ElementNotInteractableException):
             if attempt == attempts - 1:
                 raise
             time.sleep(0.2)
+
+
+def type_into(field, text: str) -> None:
+    """Replaces what `field` holds with `text` as a user would: click, select all, type. Unlike WebDriver's clear(),
+    which blurs the field, the field keeps the focus throughout, and the dashboard does not redraw a table that
+    holds the focus (a redraw between clear() and typing once took the field away: CI, 2026-11-23)."""
+    from selenium.webdriver.common.keys import Keys
+    field.click()
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(text)
 
 
 def console_errors(driver) -> list[str]:
@@ -201,8 +212,7 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
 
             def notify_from_page():
                 field = driver.find_element("css selector", "#gatt input[data-value-for=data]")
-                field.clear()
-                field.send_keys(value.hex(" "))
+                type_into(field, value.hex(" "))
                 row = field.find_element("xpath", "ancestor::tr")
                 [b for b in row.find_elements("css selector", "button") if b.text == "Notify"][0].click()
             await asyncio.to_thread(retry_stale, notify_from_page)
@@ -218,8 +228,7 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
                 Select(form.find_element("name", "characteristic")).select_by_value("data")
                 for name, text in (("value", "ff"), ("count", "1"), ("id", "page-fault")):
                     field = form.find_element("name", name)
-                    field.clear()
-                    field.send_keys(text)
+                    type_into(field, text)
                 form.find_element("css selector", "button[type=submit]").click()
             await asyncio.to_thread(retry_stale, install_fault)
             await asyncio.to_thread(page_wait, driver, "return document.querySelector('#faults tr[data-fault=page-fault]')",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import report
-from controlapi import api
+from controlapi import api, wait_for_api
 
 ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
 GATTEMU = ROOT / ".build" / "debug" / "gattemu"
@@ -29,20 +29,6 @@ TX_UUID = "1bc50003-0200-d29e-e511-446c609db825"
 @pytest.fixture(autouse=True)
 def _built(gattemu_bin):
     """Every test here needs the binary: a missing one fails them (conftest's gattemu_bin)."""
-
-
-async def wait_for_api(peripheral, timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert peripheral.running, peripheral.output()
-        try:
-            status, body = await api("GET", "/v1/status")
-            if status == 200 and body.get("advertising", {}).get("advertised"):
-                return body
-        except (urllib.error.URLError, ConnectionError):
-            pass
-        await asyncio.sleep(0.3)
-    raise AssertionError("control API did not come up:\n" + peripheral.output())
 
 
 async def connect_when_advertised(central, peripheral):

@@ -64,9 +64,14 @@ async def test_gattemu_as_nobody_serves_advertises_and_pairs(central, start_peri
         for bond in bonds.get("bonds", []):
             await api("DELETE", f"/v1/bonds/{bond['central']}", port=PORT)
         await conn.disconnect()
+    # The address change needs CAP_NET_ADMIN: refused with the reason, before the adapter is touched.
+    code, body = await api("PUT", "/v1/adapter/address", {"address": "random"}, port=PORT)
+    assert code == 503 and "CAP_NET_ADMIN" in body.get("error", ""), (code, body)
+    _, status = await api("GET", "/v1/status", port=PORT)
+    assert status["advertising"]["advertised"] and status["adapter"].get("staticAddress") is None, status
     kinds = [json.loads(line).get("event") for line in events.read_text().splitlines() if line.startswith("{")]
     assert events.stat().st_uid == NOBODY and (events.stat().st_mode & 0o777) == 0o600, "the event log is nobody's, mode 600"
     assert "paired" in kinds and "write" in kinds, kinds
     report(f"non-root: gattemu as uid {NOBODY} (setpriv, no groups) registered its application, advertisement and "
            f"pairing agent with Debian's stock D-Bus policy; just-works pairing, the encrypted read and the BLEProof "
-           f"write → indication worked")
+           f"write → indication worked; the address change was refused (needs CAP_NET_ADMIN)")

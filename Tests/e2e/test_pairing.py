@@ -11,15 +11,13 @@ import asyncio
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from central import PairingFailed
 from conftest import report
-from controlapi import api
+from controlapi import api, wait_for_api
 
 PORT = 8765
 API = f"http://127.0.0.1:{PORT}"
@@ -42,20 +40,6 @@ def secure_profile(tmp_path: Path, security: dict | None, name: str) -> str:
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(profile))
     return str(path)
-
-
-async def wait_api(peripheral, timeout: float = 60.0) -> None:
-    await peripheral.wait_ready(timeout)
-    end = time.monotonic() + 15
-    while time.monotonic() < end:
-        try:
-            status, _ = await api("GET", "/v1/pairing")
-            if status == 200:
-                return
-        except (urllib.error.URLError, ConnectionError):
-            pass
-        await asyncio.sleep(0.2)
-    raise AssertionError("control API did not come up:\n" + peripheral.tail())
 
 
 async def displayed_passkey(timeout: float = 20.0) -> int:
@@ -170,7 +154,7 @@ MODES = [
 @pytest.mark.parametrize("mode,security,io,users,expected", MODES, ids=[m[0].split(" (")[0].replace(" ", "-")[:40] for m in MODES])
 async def test_pairing_mode(central, secure, mode, security, io, users, expected):
     p, name = secure(security)
-    await wait_api(p)
+    await wait_for_api(p, timeout=60)
     conn = await central.connect(name=name)
     try:
         if users.startswith("fault-"):
@@ -230,7 +214,7 @@ async def test_bond_survives_a_gattemu_restart_and_a_forgotten_bond_fails_like_a
     bond behind the central's back: the central's encrypted reconnect fails (PIN or key missing), and pairing
     again makes it work."""
     p, name = secure(None)
-    await wait_api(p)
+    await wait_for_api(p, timeout=60)
     conn = await central.connect(name=name)
     steps = []
     try:
@@ -245,7 +229,7 @@ async def test_bond_survives_a_gattemu_restart_and_a_forgotten_bond_fails_like_a
         p.stop()
 
         p2, name = secure(None)  # a new gattemu on the same adapter: bluetoothd kept the keys
-        await wait_api(p2)
+        await wait_for_api(p2, timeout=60)
         conn = await central.connect(name=name)
         assert (await read_info(conn)).startswith("refused"), "the link starts unencrypted"
         await conn.encrypt()

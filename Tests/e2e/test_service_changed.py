@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import report
-from test_pairing import api, forget_everywhere, wait_api
+from controlapi import api, wait_for_api
+from test_pairing import forget_everywhere
 
 UPDATE = "12345678-0000-4000-8000-0000000000aa"
 
@@ -39,7 +40,7 @@ async def changed_within(changes: list, count: int, timeout: float = 15.0) -> bo
 @pytest.mark.parametrize("bluez", ["5.66", "5.82"], indirect=True)
 async def test_service_changed_reaches_a_bonded_central(bluez, central, start_gattemu, tmp_path, needs_separate_stack):
     p = start_gattemu(update_profile(tmp_path), args=["--control", "127.0.0.1:8765"])
-    await wait_api(p)
+    await wait_for_api(p, timeout=60)
     conn = await central.connect(name="Updatable")
     steps = []
     try:

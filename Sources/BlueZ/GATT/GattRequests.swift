@@ -193,6 +193,11 @@ public struct GattSubscriptionChange: Sendable, Equatable {
 
 /// Device object paths as BlueZ builds them.
 public enum BlueZDevicePath {
+    /// `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF` for `AA:BB:CC:DD:EE:FF` (any case) under `adapter`.
+    static func path(of address: String, on adapter: DBusObjectPath) -> DBusObjectPath {
+        adapter.appending("dev_" + address.uppercased().replacing(":", with: "_"))
+    }
+
     /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
     public static func address(of path: DBusObjectPath) -> String? {
         // Called for every request and notification: one pass over the last 21 bytes, no string searching.

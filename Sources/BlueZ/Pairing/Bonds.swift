@@ -27,7 +27,7 @@ extension Adapter {
     /// Makes bluetoothd forget `address` (`Adapter1.RemoveDevice`): its keys are deleted and a link to it is
     /// dropped, as when a device is factory-reset. The central is not told; its keys stay.
     public func forget(central address: BluetoothAddress) async throws(BlueZError) {
-        let device = path.appending("dev_" + address.description.replacing(":", with: "_"))
+        let device = BlueZDevicePath.path(of: address.description, on: path)
         do {
             _ = try await stack.connection.call(
                 destination: BlueZNames.service, path: path, interface: BlueZNames.adapter, member: "RemoveDevice",

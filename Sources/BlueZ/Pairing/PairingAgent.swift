@@ -82,18 +82,18 @@ public final class PairingAgent: Sendable {
         return (address, arguments)
     }
 
-    /// A passkey argument: 0…999999, else the call is rejected.
+    /// A passkey argument: in ``Passkey/range``, else the call is rejected.
     private static func passkey(_ value: DBusValue?) throws -> UInt32 {
-        guard let value = value?.integer, (0...999_999).contains(value) else {
+        guard let value = value?.integer.flatMap(UInt32.init(exactly:)), Passkey.range.contains(value) else {
             throw DBusError.named("org.bluez.Error.Rejected", message: "bad passkey")
         }
-        return UInt32(value)
+        return value
     }
 
     private static func reply(_ answer: PairingAnswer) throws -> [DBusValue] {
         switch answer {
         case .accept: return []
-        case .passkey(let passkey): return [.uint32(passkey % 1_000_000)]
+        case .passkey(let passkey): return [.uint32(passkey % (Passkey.range.upperBound + 1))]
         case .reject: throw DBusError.named("org.bluez.Error.Rejected", message: "Rejected")
         case .cancel: throw DBusError.named("org.bluez.Error.Canceled", message: "Canceled")
         }

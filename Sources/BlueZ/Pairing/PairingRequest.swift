@@ -25,33 +25,15 @@ public enum PairingRequest: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The kind as the event log and the control API name it.
-    public var kind: String {
-        switch self {
-        case .authorization: "just-works"
-        case .confirmation: "numeric-comparison"
-        case .passkeyEntry: "passkey-entry"
-        case .passkeyDisplay: "passkey-display"
-        case .pinCode: "pin-code"
-        case .service: "service"
-        }
-    }
-
     public var description: String {
         switch self {
         case .authorization: "just works"
-        case .confirmation(_, let passkey): "numeric comparison \(Self.digits(passkey))"
+        case .confirmation(_, let passkey): "numeric comparison \(Passkey.digits(passkey))"
         case .passkeyEntry: "passkey entry (gattemu types)"
-        case .passkeyDisplay(_, let passkey, let entered): "passkey \(Self.digits(passkey)) displayed" + (entered > 0 ? ", \(entered) typed" : "")
+        case .passkeyDisplay(_, let passkey, let entered): "passkey \(Passkey.digits(passkey)) displayed" + (entered > 0 ? ", \(entered) typed" : "")
         case .pinCode: "PIN code (classic)"
         case .service(_, let uuid): "service \(uuid)"
         }
-    }
-
-    /// A passkey as six digits, as a phone shows it.
-    public static func digits(_ passkey: UInt32) -> String {
-        let text = String(passkey % 1_000_000)
-        return String(repeating: "0", count: max(0, 6 - text.count)) + text
     }
 }
 

@@ -72,7 +72,7 @@ public struct Adapter: Sendable {
 
     /// Asks BlueZ to disconnect the central with `address` from this adapter.
     public func disconnect(central address: String) async throws(BlueZError) {
-        let device = path.appending("dev_" + address.uppercased().replacing(":", with: "_"))
+        let device = BlueZDevicePath.path(of: address, on: path)
         do {
             _ = try await stack.connection.call(
                 destination: BlueZNames.service, path: device, interface: BlueZNames.device, member: "Disconnect", timeout: .seconds(10))

@@ -168,7 +168,10 @@
 
   function renderStatus(status) {
     $("device-name").textContent = status.deviceName || (status.adapter && status.adapter.alias) || "gattemu";
-    $("device-address").textContent = status.adapter ? status.adapter.name + " " + status.adapter.address : "(no adapter)";
+    const adapter = status.adapter;
+    $("device-address").textContent = !adapter ? "(no adapter)"
+      : adapter.staticAddress ? adapter.name + " " + adapter.staticAddress + " (random static; its own: " + adapter.address + ")"
+      : adapter.name + " " + adapter.address;
     $("profile-name").textContent = status.profile;
     const badge = $("advertising-badge");
     badge.textContent = "advertising " + (status.advertising.advertised ? "on" : "off") + (status.advertising.variant ? " (" + status.advertising.variant + ")" : "");

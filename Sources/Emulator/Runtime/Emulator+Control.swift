@@ -39,7 +39,9 @@ extension Emulator {
         return Status(
             profile: profile.file,
             deviceName: engine.deviceName(),
-            adapter: adapter.map { AdapterInfo(name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias) },
+            adapter: adapter.map {
+                AdapterInfo(name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias, staticAddress: address.current?.description)
+            },
             advertising: AdvertisingInfo(
                 advertised: !advertisements.isEmpty, wanted: engine.isAdvertising, variant: engine.advertisementVariant,
                 variants: Set(profile.advertisements.flatMap(\.variants.keys)).sorted(),

@@ -17,13 +17,15 @@ struct PairingState {
 struct PendingPairingPrompt {
     let id: UInt64
     let request: PairingRequest
+    /// What the prompt asks; only just works, numeric comparison and passkey entry wait for the control API.
+    let kind: PairingPromptKind
     let reply: CheckedContinuation<PairingAnswer, Never>
 
     var contract: PairingPrompt {
-        switch request {
-        case .confirmation(let central, let passkey): PairingPrompt(central: central, kind: request.kind, passkey: PairingRequest.digits(passkey))
-        default: PairingPrompt(central: request.central, kind: request.kind)
+        if case .confirmation(_, let passkey) = request {
+            return PairingPrompt(central: request.central, kind: kind, passkey: Passkey.digits(passkey))
         }
+        return PairingPrompt(central: request.central, kind: kind)
     }
 }
 
@@ -33,7 +35,7 @@ extension Emulator: PairingHandler {
         guard let security = profile.pairingSecurity, pairing.agent == nil else { return }
         pairing.agent = try await PairingAgent.register(capability: security.io, handler: self, stack: stack)
         log.record(.note, detail: "pairing agent registered as bluetoothd's default: \(security.io), pairing \(security.pairing.rawValue)"
-                   + (security.passkey.map { ", passkey \(PairingRequest.digits($0))" } ?? "") + ", confirm \(security.confirm.rawValue)")
+                   + (security.passkey.map { ", passkey \(Passkey.digits($0))" } ?? "") + ", confirm \(security.confirm.rawValue)")
     }
 
     func unregisterAgent() async {
@@ -57,7 +59,7 @@ extension Emulator: PairingHandler {
             log.record(.pairing, central: central, detail: "\(request): authorized")
             return .accept
         case .passkeyDisplay(_, let passkey, _):
-            pairing.displayed = DisplayedPasskey(central: central, passkey: PairingRequest.digits(passkey))
+            pairing.displayed = DisplayedPasskey(central: central, passkey: Passkey.digits(passkey))
             log.record(.pairing, central: central, detail: "\(request): the central's user types it")
             return .accept
         case .authorization, .confirmation, .passkeyEntry:
@@ -81,20 +83,22 @@ extension Emulator: PairingHandler {
         switch request {
         case .passkeyEntry where security.passkey != nil:
             let passkey = security.passkey ?? 0
-            log.record(.pairing, central: central, detail: "\(request): typed \(PairingRequest.digits(passkey)) (profile)")
+            log.record(.pairing, central: central, detail: "\(request): typed \(Passkey.digits(passkey)) (profile)")
             answer = .passkey(passkey)
         // (`where` binds to one pattern only: each case carries its own.)
         case .authorization where security.confirm == .auto, .confirmation where security.confirm == .auto:
             log.record(.pairing, central: central, detail: "\(request): accepted")
             answer = .accept
-        default:
-            answer = await ask(request)
+        case .authorization: answer = await ask(request, .justWorks)
+        case .confirmation: answer = await ask(request, .numericComparison)
+        case .passkeyEntry: answer = await ask(request, .passkeyEntry)
+        case .passkeyDisplay, .pinCode, .service: return .reject  // answered above
         }
         guard plan.wrongPasskey else { return answer }
         switch answer {
         case .passkey(let passkey):
             let wrong = (passkey + 1) % 1_000_000
-            log.record(.pairing, central: central, detail: "\(request): typed \(PairingRequest.digits(wrong)) instead (fault: wrong passkey)")
+            log.record(.pairing, central: central, detail: "\(request): typed \(Passkey.digits(wrong)) instead (fault: wrong passkey)")
             return .passkey(wrong)
         case .accept:
             log.record(.pairing, central: central, detail: "\(request): the numbers differ (fault: wrong passkey)")
@@ -105,7 +109,7 @@ extension Emulator: PairingHandler {
     }
 
     /// Waits for `POST /v1/pairing`, at most ``SecurityDefinition/promptSeconds``; a newer question replaces (cancels) an older one.
-    private func ask(_ request: PairingRequest) async -> PairingAnswer {
+    private func ask(_ request: PairingRequest, _ kind: PairingPromptKind) async -> PairingAnswer {
         resolvePrompt(with: .cancel)
         pairing.nextPrompt += 1
         let id = pairing.nextPrompt
@@ -116,7 +120,7 @@ extension Emulator: PairingHandler {
             await self?.promptTimedOut(id)
         }
         return await withCheckedContinuation { reply in
-            pairing.prompt = PendingPairingPrompt(id: id, request: request, reply: reply)
+            pairing.prompt = PendingPairingPrompt(id: id, request: request, kind: kind, reply: reply)
         }
     }
 
@@ -168,13 +172,13 @@ extension Emulator: PairingHandler {
         case (_, .accept(let accept)): answer = accept ? .accept : .reject
         }
         let outcome: String = switch answer {
-        case .passkey(let passkey): "typed \(PairingRequest.digits(passkey))"
+        case .passkey(let passkey): "typed \(Passkey.digits(passkey))"
         case .accept: "accepted"
         default: "refused"
         }
         log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): \(outcome) (control API)")
         resolvePrompt(with: answer)
-        return PairingAnswered(central: prompt.request.central, kind: prompt.request.kind)
+        return PairingAnswered(central: prompt.request.central, kind: prompt.kind)
     }
 
     /// The centrals paired with the adapter; none before gattemu has an adapter, 503 while bluetoothd is gone.

@@ -46,6 +46,8 @@ public actor Emulator {
     var stackSubscriptions: [DBusSignalSubscription] = []
     /// The pairing agent and the prompt waiting for the control API (see `Emulator+Pairing.swift`).
     var pairing = PairingState()
+    /// The random static address gattemu gave the adapter (see `Emulator+Address.swift`).
+    var address = AddressState()
     let terminationRequests: AsyncStream<String>.Continuation
     /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
     public nonisolated let terminations: AsyncStream<String>
@@ -160,6 +162,7 @@ public actor Emulator {
         await stopAdvertising()
         await application?.unregister()
         await unregisterAgent()
+        await restoreAddress()
         await watcher?.cancel()
         recoveryRetry?.cancel()
         for subscription in stackSubscriptions { await subscription.cancel() }

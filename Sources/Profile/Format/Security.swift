@@ -32,14 +32,8 @@ public struct SecurityDefinition: Sendable, Equatable {
     /// What gattemu does for a profile that needs encryption and says nothing: just works, accepted.
     public static let standard = SecurityDefinition()
 
-    /// The largest passkey (six decimal digits).
-    public static let maximumPasskey: UInt32 = 999_999
-
     /// How long a prompt waits for the control API before it is refused: bluetoothd gives an agent 60 s.
     public static let promptSeconds = 50
-
-    /// The IO capabilities gattemu's agent may register with (every defined one).
-    public static let capabilities = IOCapability.all
 }
 
 extension DeviceProfile {
@@ -47,21 +41,13 @@ extension DeviceProfile {
     /// when a characteristic or descriptor asks for an encrypted link; nil when the profile needs no agent.
     public var pairingSecurity: SecurityDefinition? {
         if let security { return security }
+        func needsPairing(_ flags: [String]) -> Bool { CharacteristicSecurity(bluezFlags: flags).needsPairing }
         let secured = services.contains { service in
             service.characteristics.contains { characteristic in
-                characteristic.flags.contains(where: \.needsPairing)
-                    || characteristic.descriptors.contains { $0.flags.contains(where: \.needsPairing) }
+                needsPairing(characteristic.flags.map(\.rawValue))
+                    || characteristic.descriptors.contains { needsPairing($0.flags.map(\.rawValue)) }
             }
         }
         return secured ? .standard : nil
     }
-}
-
-extension CharacteristicFlag {
-    /// `encrypt-*`, `encrypt-authenticated-*` and `secure-*`: the central must pair first.
-    var needsPairing: Bool { rawValue.hasPrefix("encrypt-") || rawValue.hasPrefix("secure-") }
-}
-
-extension DescriptorFlag {
-    var needsPairing: Bool { rawValue.hasPrefix("encrypt-") || rawValue.hasPrefix("secure-") }
 }

@@ -1,4 +1,5 @@
 import Bluetooth
+import ControlContract
 
 extension ProfileDecoder {
     /// The `"security"` section: `io`, `pairing`, `passkey`, `confirm`.
@@ -45,12 +46,12 @@ extension ProfileDecoder {
     /// A passkey: 0…999999 as a number, or six digits as a string (`"000123"`).
     mutating func passkey(_ node: JSONNode, _ path: String) -> UInt32? {
         if case .string(let text) = node.value {
-            guard text.utf8.count == 6, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = UInt32(text) else {
+            guard let value = StrictParse.passkey(text) else {
                 error(node, path, "a passkey is six decimal digits", hint: "e.g. \"000123\" or 123")
                 return nil
             }
             return value
         }
-        return integer(node, path, in: 0...Int(SecurityDefinition.maximumPasskey)).map(UInt32.init)
+        return integer(node, path, in: Int(Passkey.range.lowerBound)...Int(Passkey.range.upperBound)).map(UInt32.init)
     }
 }

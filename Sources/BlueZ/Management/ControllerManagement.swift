@@ -1,0 +1,77 @@
+import Bluetooth
+
+/// A controller as the kernel's management interface sees it: what bluetoothd's D-Bus API does not offer,
+/// chiefly the random static address the controller uses on air.
+///
+/// Every call runs off the caller's executor (the socket blocks up to its timeout) and changing anything needs
+/// CAP_NET_ADMIN.
+public struct ControllerManagement: Sendable {
+    /// The controller index (`hci3` → 3).
+    public let index: UInt16
+
+    /// The controller behind an adapter named `hciN`; nil for any other name.
+    public init?(adapterName: String) {
+        guard adapterName.hasPrefix("hci"), let index = UInt16(adapterName.dropFirst(3)), String(index) == adapterName.dropFirst(3) else { return nil }
+        self.index = index
+    }
+
+    /// What Read Controller Information answers that gattemu needs.
+    public struct Information: Sendable, Equatable {
+        /// The controller's public address; ``BluetoothAddress/zero`` when it has none (bluetoothd then gave it a
+        /// static address, which is what Adapter1.Address shows).
+        public var publicAddress: BluetoothAddress
+        public var currentSettings: UInt32
+
+        public var powered: Bool { currentSettings & 0x0001 != 0 }
+        /// BR/EDR on: the kernel then keeps using the public address for LE as well, whatever static address is set.
+        public var classicEnabled: Bool { currentSettings & 0x0080 != 0 }
+        public var lowEnergyEnabled: Bool { currentSettings & 0x0200 != 0 }
+
+        /// Parses the return parameters (address, version, manufacturer, supported and current settings, …).
+        init?(_ parameters: [UInt8]) {
+            guard parameters.count >= 17, let address = BluetoothAddress(littleEndian: parameters[0..<6]) else { return nil }
+            publicAddress = address
+            currentSettings = parameters[13..<17].reversed().reduce(0) { $0 << 8 | UInt32($1) }
+        }
+    }
+
+    public func information() async throws(ManagementError) -> Information {
+        let index = index
+        let parameters = try await Self.offLoop { () throws(ManagementError) in try ManagementSocket.send(.readControllerInformation, index: index) }
+        guard let information = Information(parameters) else { throw .unavailable("Read Controller Information: answer too short (\(parameters.count) bytes)") }
+        return information
+    }
+
+    /// Sets the random static address the controller uses when BR/EDR is off (``BluetoothAddress/zero`` clears
+    /// it). The kernel accepts it only while the controller is powered off.
+    public func setStaticAddress(_ address: BluetoothAddress) async throws(ManagementError) {
+        guard address == .zero || address.isValidStaticAddress else {
+            throw .refused("\(address) is not a random static address (the two most significant bits must be set, e.g. C0:…)")
+        }
+        let index = index
+        _ = try await Self.offLoop { () throws(ManagementError) in
+            try ManagementSocket.send(.setStaticAddress, index: index, parameters: address.littleEndian)
+        }
+    }
+
+    /// Throws when this process may not change the controller (no CAP_NET_ADMIN), before anything is changed:
+    /// the kernel judges, by answering a Set Static Address that it must refuse while the controller is powered.
+    public func checkMayChange(_ information: Information) async throws(ManagementError) {
+        guard information.powered else { return }
+        let index = index
+        do {
+            _ = try await Self.offLoop { () throws(ManagementError) in
+                try ManagementSocket.send(.setStaticAddress, index: index, parameters: BluetoothAddress.zero.littleEndian)
+            }
+        } catch .status(_, 0x0B) {
+            return  // rejected only because it is powered: this process may change it
+        }
+    }
+
+    private static func offLoop(_ work: @escaping @Sendable () throws(ManagementError) -> [UInt8]) async throws(ManagementError) -> [UInt8] {
+        let result = await Task.detached { () -> Result<[UInt8], ManagementError> in
+            do throws(ManagementError) { return .success(try work()) } catch { return .failure(error) }
+        }.value
+        return try result.get()
+    }
+}
