@@ -66,7 +66,7 @@ public struct Status: ContractType, Equatable {
     public static var examples: [Status] {
         [Status(
             profile: "profiles/leaf-reader.json", deviceName: "ETHS0000000000AB",
-            adapter: AdapterInfo(name: "hci0", address: "00:00:00:00:00:AB", alias: "ETHS0000000000AB"),
+            adapter: AdapterInfo(name: "hci0", address: "00:00:00:00:00:AB", alias: "ETHSC01122334455", staticAddress: "C0:11:22:33:44:55"),
             advertising: AdvertisingInfo.examples[0],
             centrals: [CentralInfo(address: "AA:BB:CC:DD:EE:01", mtu: 185, subscriptions: ["data"], state: ["authenticated": "false"])],
             services: ServiceInfo.examples, variables: ["touchDuration": "3000"], state: ["authenticated": "false"],
