@@ -62,25 +62,6 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
         }
     }
 
-    /// Whether this can be a random static address: the two most significant bits set, and the other 46 bits
-    /// neither all zero nor all one (Core Specification Vol 6 Part B 1.3.2.1).
-    public var isValidStaticAddress: Bool {
-        guard randomKind == .staticAddress else { return false }
-        let rest = [bytes[0] & 0x3F] + bytes[1...]
-        return !rest.allSatisfy { $0 == 0 } && !(rest[0] == 0x3F && rest.dropFirst().allSatisfy { $0 == 0xFF })
-    }
-
-    /// A new random static address (46 random bits).
-    public static func randomStatic() -> BluetoothAddress {
-        var generator = SystemRandomNumberGenerator()
-        while true {
-            var bytes = (0..<6).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            bytes[0] |= 0xC0
-            let address = BluetoothAddress(unchecked: bytes)
-            if address.isValidStaticAddress { return address }
-        }
-    }
-
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
 }
 

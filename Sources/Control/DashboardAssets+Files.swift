@@ -194,7 +194,7 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 (() => {
   const TOKEN_KEY = "gattemu-token";
   const $ = (id) => document.getElementById(id);
-  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, lastSeq: 0, bluetoothdLost: false };
+  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false };
   let timeline;
 
   function el(tag, className, text) {
@@ -270,9 +270,14 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 
   // MARK: Status
 
+  // Refreshes overlap (events, the interval): a slower, older answer must not overwrite a newer one.
   async function refresh() {
+    const ticket = ++state.refreshTicket;
     try {
-      state.status = await api("GET", "/v1/status");
+      const status = await api("GET", "/v1/status");
+      if (ticket < state.renderedTicket) return;
+      state.renderedTicket = ticket;
+      state.status = status;
       renderStatus(state.status);
       await refreshPairing();
     } catch (error) {
@@ -357,7 +362,7 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
     $("device-name").textContent = status.deviceName || (status.adapter && status.adapter.alias) || "gattemu";
     const adapter = status.adapter;
     $("device-address").textContent = !adapter ? "(no adapter)"
-      : adapter.staticAddress ? adapter.name + " " + adapter.staticAddress + " (random static; its own: " + adapter.address + ")"
+      : adapter.privateAddresses ? adapter.name + " " + adapter.address + " (showing resolvable private addresses)"
       : adapter.name + " " + adapter.address;
     $("profile-name").textContent = status.profile;
     const badge = $("advertising-badge");

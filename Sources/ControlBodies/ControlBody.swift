@@ -145,21 +145,18 @@ public enum ControlBody {
         return value
     }
 
-    /// ``AddressBody``: `{"address": "random" | "original" | "C0:11:22:33:44:55"}`, nothing else.
+    /// ``AddressBody``: `{"address": "random" | "original"}`, nothing else.
     public static func addressRequest(_ node: JSONNode) throws(BodyError) -> AddressRequest {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
         if let unknown = members.first(where: { $0.key != "address" }) {
             throw BodyError("unknown key \"\(unknown.key.prefix(40))\": give only \"address\"")
         }
-        let hint = "address: \"random\", \"original\" or a random static address (first digit C–F, e.g. C0:11:22:33:44:55)"
+        let hint = "address: \"random\" (a new address) or \"original\" (the adapter's own)"
         guard let value = node["address"] else { throw BodyError("missing \"address\" (\(hint))") }
-        guard case .string(let text) = value.value else { throw BodyError(hint, details: ["field": "address"]) }
-        switch text {
-        case "random": return .random
-        case "original": return .original
-        default:
-            guard StrictParse.isStaticAddress(text) else { throw BodyError(hint, details: ["field": "address"]) }
-            return .address(text)
+        switch value.value {
+        case .string("random"): return .random
+        case .string("original"): return .original
+        default: throw BodyError(hint, details: ["field": "address"])
         }
     }
 

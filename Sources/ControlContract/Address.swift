@@ -1,49 +1,51 @@
 /// What `PUT /v1/adapter/address` asks for, as decoded from ``AddressBody``.
 public enum AddressRequest: Sendable, Equatable {
-    /// A new random static address.
+    /// A new address: resolvable private addresses of a fresh key, which no earlier central can resolve.
     case random
-    /// The address the adapter had before gattemu changed it.
+    /// The adapter's own address again.
     case original
-    /// This random static address (`C0:11:22:33:44:55`).
-    case address(String)
 }
 
-/// `PUT /v1/adapter/address`: `{"address": "random" | "original" | "C0:11:22:33:44:55"}`.
+/// `PUT /v1/adapter/address`: `{"address": "random" | "original"}`.
 public struct AddressBody: ContractType, Equatable {
     public var address: String
     public init(address: String) { self.address = address }
     public static let schemaName = "AddressRequest"
     public static var schema: Schema {
         .object([required("address", .described(
-            "\"random\" for a new random static address, \"original\" for the adapter's own back, or a random static address",
-            .oneOf([.string(enumeration: ["random", "original"]), .string(pattern: Patterns.staticAddress)])))])
+            "\"random\": the device shows a new address (resolvable private addresses of a fresh key); \"original\": its own again",
+            .string(enumeration: ["random", "original"])))])
     }
-    public static var examples: [AddressBody] { [AddressBody(address: "random"), AddressBody(address: "C0:11:22:33:44:55")] }
+    public static var examples: [AddressBody] { [AddressBody(address: "random"), AddressBody(address: "original")] }
 }
 
-/// `PUT /v1/adapter/address`: the address centrals find the device at now.
+/// `PUT /v1/adapter/address`: what the adapter shows now.
 public struct AddressChanged: ContractType, Equatable {
     public var ok: Bool
     public var adapter: String
-    public var address: String
-    public var previous: String
-    /// False when the adapter is back on its public address.
-    public var randomStatic: Bool
+    /// The adapter's own (identity) address: bonded centrals learnt it when they paired.
+    public var identity: String
+    /// The identity resolving key the addresses centrals see are made from (32 hex digits); absent when the adapter
+    /// shows its own address.
+    public var irk: String?
+    /// How many times gattemu changed the address.
+    public var changes: Int
 
-    public init(adapter: String, address: String, previous: String, randomStatic: Bool) {
+    public init(adapter: String, identity: String, irk: String?, changes: Int) {
         ok = true
         self.adapter = adapter
-        self.address = address
-        self.previous = previous
-        self.randomStatic = randomStatic
+        self.identity = identity
+        self.irk = irk
+        self.changes = changes
     }
 
     public static let schemaName = "AddressChanged"
     public static var schema: Schema {
-        .object([required("ok", .trueFlag), required("adapter", .string), required("address", .string(pattern: Patterns.address)),
-                 required("previous", .string(pattern: Patterns.address)), required("randomStatic", .boolean)])
+        .object([required("ok", .trueFlag), required("adapter", .string), required("identity", .string(pattern: Patterns.address)),
+                 optional("irk", .described("The key of the resolvable private addresses centrals see now", .string(pattern: "^[0-9a-f]{32}$"))),
+                 required("changes", .integer(minimum: 0))])
     }
     public static var examples: [AddressChanged] {
-        [AddressChanged(adapter: "hci0", address: "C0:11:22:33:44:55", previous: "00:AA:01:00:00:23", randomStatic: true)]
+        [AddressChanged(adapter: "hci0", identity: "00:AA:01:00:00:23", irk: "3f0c9a7e5b2d41c88e1f6a0b7c2d3e4f", changes: 1)]
     }
 }

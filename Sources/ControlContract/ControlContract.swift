@@ -58,7 +58,7 @@ public enum ControlContract {
                   parameters: [.init("address", in: .path, .string(pattern: Patterns.address), description: "AA:BB:CC:DD:EE:FF (colons may be percent-encoded)")],
                   description: "Forgotten", content: json(BondForgotten.reference), errors: [400, 404, 503]),
         Operation(.put, "/v1/adapter/address", id: "changeAddress",
-                  summary: "Give the adapter a new random static address (a device back from a factory reset): powered off and on, centrals disconnected; needs root and an LE-only controller",
+                  summary: "The device shows a new address (a device back from a factory reset: resolvable private addresses of a fresh key) or its own again; the adapter is powered off and on, centrals are disconnected; needs root",
                   body: (AddressBody.reference, true), description: "Changed", content: json(AddressChanged.reference), errors: [400, 409, 503]),
         Operation(.put, "/v1/advertisement", id: "setAdvertisement", summary: "Switch the advertisement variant (null: base)",
                   body: (VariantBody.reference, true), description: "Switched", content: json(AdvertisementResult.reference), errors: [404]),

@@ -8,8 +8,6 @@ public enum Patterns {
     public static let base64 = #"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"#
     /// A Bluetooth address, `AA:BB:CC:DD:EE:FF` (any case).
     public static let address = #"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"#
-    /// A random static address: an address whose two most significant bits are set (first digit C–F).
-    public static let staticAddress = #"^[C-Fc-f][0-9A-Fa-f](:[0-9A-Fa-f]{2}){5}$"#
     /// A passkey: six decimal digits.
     public static let passkey = #"^[0-9]{6}$"#
     /// A fault id: 1–64 letters, digits, `-` and `_`.
@@ -131,12 +129,6 @@ public enum StrictParse {
             if index % 3 == 2 { if byte != 0x3A { return false } } else if !isHexDigit(byte) { return false }
         }
         return true
-    }
-
-    /// ``Patterns/staticAddress``.
-    public static func isStaticAddress(_ text: String) -> Bool {
-        guard isAddress(text), let first = text.utf8.first else { return false }
-        return (0x43...0x46).contains(first) || (0x63...0x66).contains(first)
     }
 
     /// ``Patterns/identifier``.

@@ -66,7 +66,7 @@ public struct Status: ContractType, Equatable {
     public static var examples: [Status] {
         [Status(
             profile: "profiles/leaf-reader.json", deviceName: "ETHS0000000000AB",
-            adapter: AdapterInfo(name: "hci0", address: "00:00:00:00:00:AB", alias: "ETHSC01122334455", staticAddress: "C0:11:22:33:44:55"),
+            adapter: AdapterInfo(name: "hci0", address: "00:00:00:00:00:AB", alias: "ETHS0000000000AB", privateAddresses: true),
             advertising: AdvertisingInfo.examples[0],
             centrals: [CentralInfo(address: "AA:BB:CC:DD:EE:01", mtu: 185, subscriptions: ["data"], state: ["authenticated": "false"])],
             services: ServiceInfo.examples, variables: ["touchDuration": "3000"], state: ["authenticated": "false"],
@@ -82,20 +82,21 @@ public struct AdapterInfo: Codable, Sendable, Equatable {
     /// What bluetoothd reports (the controller's own address).
     public var address: String
     public var alias: String?
-    /// The random static address gattemu gave the adapter (`PUT /v1/adapter/address`): what centrals see now.
-    public var staticAddress: String?
+    /// True while gattemu has the adapter show resolvable private addresses (`PUT /v1/adapter/address`) in place
+    /// of `address`.
+    public var privateAddresses: Bool?
 
-    public init(name: String, address: String, alias: String?, staticAddress: String? = nil) {
+    public init(name: String, address: String, alias: String?, privateAddresses: Bool? = nil) {
         self.name = name
         self.address = address
         self.alias = alias
-        self.staticAddress = staticAddress
+        self.privateAddresses = privateAddresses
     }
 
     static var schema: Schema {
         .object([required("name", .string), required("address", .string), optional("alias", .string),
-                 optional("staticAddress", .described("The random static address gattemu gave the adapter: centrals find the device there",
-                                                      .string(pattern: Patterns.address)))])
+                 optional("privateAddresses", .described("True while gattemu has the adapter show resolvable private addresses in place of its own (PUT /v1/adapter/address)",
+                                                         .boolean))])
     }
 }
 

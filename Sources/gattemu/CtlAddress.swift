@@ -1,26 +1,28 @@
 import ArgumentParser
 import ControlContract
 
-/// `gattemu ctl address random|original|C0:…`: the device comes back under another address.
+/// `gattemu ctl address random|original`: the device comes back under another address.
 struct CtlAddress: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "address", abstract: "Give the adapter a new random static address (a device back from a factory reset).",
+        commandName: "address", abstract: "Have the device show a new address (a device back from a factory reset), or its own again.",
         discussion: """
-            The adapter is powered off for the change (connected centrals are disconnected) and on again; \
-            advertisements and the device name follow the new address. Needs gattemu to run as root (CAP_NET_ADMIN) \
-            on an LE-only controller. gattemu gives the adapter its own address back when it stops.
+            random: the adapter shows resolvable private addresses of a fresh key, which no central seen before can \
+            resolve; original: its own address. The adapter is powered off for the change (connected centrals are \
+            disconnected) and on again. Needs gattemu to run as root (CAP_NET_ADMIN). gattemu gives the adapter its \
+            own address back when it stops.
             """)
     @OptionGroup var options: CtlOptions
-    @Argument(help: "random, original, or a random static address (first digit C–F, e.g. C0:11:22:33:44:55).") var address: String
+    @Argument(help: "random or original.") var address: String
 
     func validate() throws {
-        guard address == "random" || address == "original" || StrictParse.isStaticAddress(address) else {
-            throw ValidationError("expected random, original or a random static address such as C0:11:22:33:44:55")
-        }
+        guard address == "random" || address == "original" else { throw ValidationError("expected random or original") }
     }
 
     func run() async throws {
         let (result, json) = try await options.client().call(.PUT, "/v1/adapter/address", body: AddressBody(address: address), as: AddressChanged.self)
-        options.output(json) { "\(result.adapter) now at \(result.address)" + (result.randomStatic ? " (random static)" : " (its own address)") + ", was \(result.previous)" }
+        options.output(json) {
+            result.irk.map { "\(result.adapter) shows resolvable private addresses of key \($0) (identity \(result.identity))" }
+                ?? "\(result.adapter) shows its own address \(result.identity)"
+        }
     }
 }

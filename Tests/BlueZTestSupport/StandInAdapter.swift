@@ -52,8 +52,11 @@ public final class StandInAdapter: Sendable {
             DBusProperty("Alias", signature: .string, get: { .string(state.value.alias) }, set: { value in
                 state.withLock { $0.alias = value.string ?? "" }
             }),
-            DBusProperty("Powered", signature: .boolean, get: { .boolean(state.value.powered) }, set: { value in
-                state.withLock { $0.powered = value.boolean ?? false }
+            DBusProperty("Powered", signature: .boolean, get: { .boolean(state.value.powered) }, set: { [connection, path] value in
+                let powered = value.boolean ?? false
+                state.withLock { $0.powered = powered }
+                // As bluetoothd: PropertiesChanged follows the change (clients learn of it from the signal).
+                Task { try? await connection.emitPropertiesChanged(path: path, interface: Names.adapter, changed: ["Powered": .boolean(powered)]) }
             }),
             DBusProperty("Discovering", signature: .boolean, get: { [discovering] in .boolean(discovering.value) }),
         ]

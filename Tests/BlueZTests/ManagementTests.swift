@@ -42,19 +42,13 @@ import Testing
 
     @Test func controllerInformationAndNames() throws {
         var parameters: [UInt8] = [0x55, 0x44, 0x33, 0x22, 0x11, 0x00, 0x09, 0x02, 0x00]
-        parameters += [0xFF, 0xFF, 0x01, 0x00]  // supported
-        parameters += [0x81, 0x02, 0x00, 0x00]  // current: powered, BR/EDR, LE
+        parameters += [0xFF, 0xFF, 0x01, 0x00]  // supported: everything up to static address, and privacy
+        parameters += [0x01, 0x20, 0x00, 0x00]  // current: powered, privacy
         let information = try #require(ControllerManagement.Information(parameters))
         #expect(information.publicAddress.description == "00:11:22:33:44:55")
-        #expect(information.powered && information.classicEnabled && information.lowEnergyEnabled)
+        #expect(information.powered && information.privacy && information.supportsPrivacy)
         #expect(ControllerManagement.Information(Array(parameters.prefix(16))) == nil)
         #expect(ControllerManagement(adapterName: "hci12")?.index == 12)
         for bad in ["hci", "hci-1", "hci01", "usb0", "hci99999"] { #expect(ControllerManagement(adapterName: bad) == nil, "\(bad)") }
-    }
-
-    @Test func onlyStaticAddressesAreSent() async {
-        await #expect(throws: ManagementError.self) {
-            try await ControllerManagement(adapterName: "hci0")!.setStaticAddress(BluetoothAddress("00:11:22:33:44:55")!)
-        }
     }
 }

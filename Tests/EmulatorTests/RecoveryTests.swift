@@ -54,6 +54,33 @@ import Testing
 
     /// The bus itself going away cannot be recovered from: the emulator asks to end, with the reason, and
     /// `stop()` returns instead of waiting for replies that can never come.
+    /// A power cycle of gattemu's own (the `powerCycle` fault; the address change takes the same steps): bluetoothd
+    /// announces the adapter powered on while gattemu is about to advertise again itself. One of them advertises:
+    /// both at once exported the same advertisement twice ("already exported", seen in the sandbox).
+    @Test func aPowerCycleOfOurOwnAdvertisesAgainOnce() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd(bus: bus)
+        try await bluetoothd.addAdapter(announce: false)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        options.seed = 1
+        let log = try EventLog(format: .text)
+        let emulator = try Emulator(profile: ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
+                                    options: options, log: log)
+        try await emulator.start()
+        #expect(bluetoothd.advertisements.count == 1)
+        for _ in 0..<3 {
+            let before = log.events(since: 0).filter { $0.detail?.contains("powered on (fault)") == true }.count
+            _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"powerCycle": 50}"#, file: "test")))
+            try await waitUntil { log.events(since: 0).filter { $0.detail?.contains("powered on (fault)") == true }.count > before }
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let errors = log.events(since: 0).filter { $0.kind == .error }.map { $0.detail ?? "" }
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(bluetoothd.advertisements.count == 1)
+        await emulator.stop()
+    }
+
     @Test func losingTheBusEndsTheEmulatorAndStopReturns() async throws {
         let bus = try PrivateBus()
         let bluetoothd = try await StandInBluetoothd(bus: bus)

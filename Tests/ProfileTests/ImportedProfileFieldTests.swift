@@ -59,20 +59,3 @@ import Testing
         #expect(template.contains { $0.contains("closestTo takes fixed bytes") }, "\(template)")
     }
 }
-
-@Suite struct AdapterAddressChangeTests {
-    /// After an address change, the device name and the advertisements render from the new address.
-    @Test func nameAndAdvertisementFollowTheAddress() throws {
-        let json = """
-            { "format": 1, "device": { "name": "ETHS{address}" },
-              "advertisements": [ { "type": "peripheral", "localName": "ETHS{address}", "serviceUUIDs": ["180f"] } ],
-              "services": [ { "id": "s", "uuid": "180f", "characteristics": [ { "id": "c", "uuid": "2a19", "flags": ["read"], "value": { "hex": "64" } } ] } ] }
-            """
-        var engine = BehaviourEngine(profile: try loadProfile(json), environment: EngineEnvironment(adapterAddress: "00:AA:01:00:00:23"))
-        #expect(engine.deviceName() == "ETHS00AA01000023")
-        engine.setAdapterAddress("C3:11:22:33:44:55")
-        #expect(engine.deviceName() == "ETHSC31122334455")
-        #expect(engine.advertisements().first?.localName == "ETHSC31122334455")
-        #expect(engine.environment.adapterAddress == "C3:11:22:33:44:55")
-    }
-}

@@ -199,12 +199,13 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
                    f"{min(delays) * 1000:.0f}–{max(delays) * 1000:.0f} ms after the central wrote or received it"
                    f" ({sum(1 for d in delays if d > 1.0)} over 1 s)")
 
-            # The central and its MTU are listed.
+            # The central and its MTU are listed (the row is redrawn as status refreshes: wait for the MTU in it).
             row = await asyncio.to_thread(page_wait, driver,
                                           "const r = Array.from(document.querySelectorAll('#centrals tr'))"
-                                          ".find(r => /([0-9A-F]{2}:){5}[0-9A-F]{2}/.test(r.textContent)); return r && r.textContent",
-                                          what="the connected central")
-            assert str(conn.mtu) in row, f"MTU {conn.mtu} not in {row!r}"
+                                          ".find(r => /([0-9A-F]{2}:){5}[0-9A-F]{2}/.test(r.textContent));"
+                                          " return r && r.textContent.includes(arguments[0]) && r.textContent",
+                                          str(conn.mtu), timeout=10, what=f"the connected central with MTU {conn.mtu}")
+            assert "data" in row, f"the subscription is not listed in {row!r}"
             await asyncio.to_thread(screenshot, driver, "flow")
 
             # 3. A value set and notified from the page reaches the central.

@@ -1,7 +1,7 @@
 import Bluetooth
 
 /// A controller as the kernel's management interface sees it: what bluetoothd's D-Bus API does not offer,
-/// chiefly the random static address the controller uses on air.
+/// chiefly LE privacy (the resolvable private addresses the controller shows instead of its own).
 ///
 /// Every call runs off the caller's executor (the socket blocks up to its timeout) and changing anything needs
 /// CAP_NET_ADMIN.
@@ -17,20 +17,21 @@ public struct ControllerManagement: Sendable {
 
     /// What Read Controller Information answers that gattemu needs.
     public struct Information: Sendable, Equatable {
-        /// The controller's public address; ``BluetoothAddress/zero`` when it has none (bluetoothd then gave it a
-        /// static address, which is what Adapter1.Address shows).
+        /// The controller's public address; ``BluetoothAddress/zero`` when it has none.
         public var publicAddress: BluetoothAddress
+        public var supportedSettings: UInt32
         public var currentSettings: UInt32
 
         public var powered: Bool { currentSettings & 0x0001 != 0 }
-        /// BR/EDR on: the kernel then keeps using the public address for LE as well, whatever static address is set.
-        public var classicEnabled: Bool { currentSettings & 0x0080 != 0 }
-        public var lowEnergyEnabled: Bool { currentSettings & 0x0200 != 0 }
+        /// LE privacy on: the controller advertises and connects from resolvable private addresses.
+        public var privacy: Bool { currentSettings & 0x2000 != 0 }
+        public var supportsPrivacy: Bool { supportedSettings & 0x2000 != 0 }
 
         /// Parses the return parameters (address, version, manufacturer, supported and current settings, …).
         init?(_ parameters: [UInt8]) {
             guard parameters.count >= 17, let address = BluetoothAddress(littleEndian: parameters[0..<6]) else { return nil }
             publicAddress = address
+            supportedSettings = parameters[9..<13].reversed().reduce(0) { $0 << 8 | UInt32($1) }
             currentSettings = parameters[13..<17].reversed().reduce(0) { $0 << 8 | UInt32($1) }
         }
     }
@@ -42,16 +43,13 @@ public struct ControllerManagement: Sendable {
         return information
     }
 
-    /// Sets the random static address the controller uses when BR/EDR is off (``BluetoothAddress/zero`` clears
-    /// it). The kernel accepts it only while the controller is powered off.
-    public func setStaticAddress(_ address: BluetoothAddress) async throws(ManagementError) {
-        guard address == .zero || address.isValidStaticAddress else {
-            throw .refused("\(address) is not a random static address (the two most significant bits must be set, e.g. C0:…)")
-        }
+    /// Turns LE privacy on with the identity resolving key `irk` (16 bytes: the controller shows resolvable private
+    /// addresses made from it) or off (nil). The kernel accepts it only while the controller is powered off.
+    public func setPrivacy(irk: [UInt8]?) async throws(ManagementError) {
+        if let irk, irk.count != 16 { throw .refused("an identity resolving key has 16 bytes, not \(irk.count)") }
         let index = index
-        _ = try await Self.offLoop { () throws(ManagementError) in
-            try ManagementSocket.send(.setStaticAddress, index: index, parameters: address.littleEndian)
-        }
+        let parameters = [irk == nil ? 0x00 : 0x01] + (irk ?? [UInt8](repeating: 0, count: 16))
+        _ = try await Self.offLoop { () throws(ManagementError) in try ManagementSocket.send(.setPrivacy, index: index, parameters: parameters) }
     }
 
     /// Throws when this process may not change the controller (no CAP_NET_ADMIN), before anything is changed:

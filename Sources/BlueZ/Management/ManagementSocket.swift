@@ -12,11 +12,13 @@ enum ManagementSocket {
     /// Management opcodes gattemu uses (Linux `mgmt-api.txt`).
     enum Opcode: UInt16 {
         case readControllerInformation = 0x0004
+        case setPrivacy = 0x002F
         case setStaticAddress = 0x002B
 
         var name: String {
             switch self {
             case .readControllerInformation: "Read Controller Information"
+            case .setPrivacy: "Set Privacy"
             case .setStaticAddress: "Set Static Address"
             }
         }
@@ -43,8 +45,10 @@ enum ManagementSocket {
 
         var packet = Self.littleEndian(opcode.rawValue) + Self.littleEndian(index) + Self.littleEndian(UInt16(parameters.count))
         packet += parameters
+        // A datagram goes whole or not at all. The kernel answers 0 when it refused the command on the spot (e.g.
+        // Permission Denied for a process without CAP_NET_ADMIN): the status event with the reason is queued.
         let written = packet.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard written == packet.count else { throw .unavailable("cannot send \(opcode.name): \(String(cString: strerror(errno)))") }
+        guard written >= 0 else { throw .unavailable("cannot send \(opcode.name): \(String(cString: strerror(errno)))") }
 
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: receiveLimit)

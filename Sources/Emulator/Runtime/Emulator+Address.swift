@@ -2,23 +2,24 @@ import BlueZ
 import Bluetooth
 import ControlContract
 
-/// The address centrals see: gattemu can give the adapter a new random static address, as a device that comes
-/// back after a factory reset (see docs/pairing.md, "Address change").
+/// The address centrals see: gattemu can have the adapter show a new address, as a device that comes back from a
+/// factory reset under another one (docs/pairing.md, "Address change").
 struct AddressState {
-    /// The random static address gattemu set; nil while the adapter has the address it had at start.
-    var current: BluetoothAddress?
-    /// What Set Static Address restores (zero, or the static address bluetoothd gave a controller without a
-    /// public one); known from the first change.
-    var original: BluetoothAddress?
+    /// The identity resolving key gattemu gave the controller; nil while it shows its own address.
+    var key: [UInt8]?
+    /// How many times the address changed.
+    var changes = 0
 }
 
 extension Emulator {
-    /// Gives the adapter `requested` (a random static address, a new random one, or the original back): the
-    /// adapter is powered off for the change (connected centrals are disconnected), advertisements and the device
-    /// name follow the new address, and the adapter is powered on again. Needs root (CAP_NET_ADMIN) and an LE-only
-    /// controller (BR/EDR off): the kernel uses a static address only then.
+    /// Has the adapter show a new address (`.random`: LE privacy with a fresh identity resolving key, so the
+    /// controller advertises and connects from resolvable private addresses no earlier central can resolve) or its
+    /// own again (`.original`). The adapter is powered off for the change (connected centrals are disconnected) and
+    /// on again. Needs root (CAP_NET_ADMIN). Why not a new random static address: bluetoothd serves GATT only on the
+    /// identity address it read when the adapter appeared, so a central at a new static address gets no answers.
     public func changeAddress(_ requested: AddressRequest) async throws(ControlFailure) -> AddressChanged {
-        guard let adapter, stack != nil, !stackLost else { throw ControlFailure(.unavailable, "not registered with bluetoothd: no adapter to change") }
+        guard let adapter, stack != nil else { throw ControlFailure(.conflict, "no adapter to change: gattemu has not reached bluetoothd") }
+        guard !stackLost else { throw ControlFailure(.unavailable, "bluetoothd is gone: the adapter cannot be changed until it is back") }
         guard let controller = ControllerManagement(adapterName: adapter.name) else {
             throw ControlFailure(.unavailable, "\(adapter.name) is not a kernel controller name (hciN)")
         }
@@ -29,35 +30,32 @@ extension Emulator {
         } catch {
             throw ControlFailure(.unavailable, error.description)
         }
-        guard !information.classicEnabled else {
-            throw ControlFailure(.conflict, "\(adapter.name) has BR/EDR on, and the kernel uses a static address only when it is off: "
-                                 + "run `btmgmt --index \(controller.index) power off; btmgmt --index \(controller.index) bredr off` first")
+        guard information.supportsPrivacy else { throw ControlFailure(.conflict, "\(adapter.name) does not support LE privacy: its address cannot change") }
+        if address.key == nil, information.privacy {
+            throw ControlFailure(.conflict, "\(adapter.name) already uses resolvable private addresses (bluetoothd's Privacy setting): "
+                                 + "its address changes on its own; turn Privacy off in main.conf to have gattemu change it")
         }
-        let original = address.original ?? (information.publicAddress == .zero ? BluetoothAddress(adapter.address) ?? .zero : .zero)
-        let target: BluetoothAddress
+        let key: [UInt8]?
         switch requested {
-        case .random: target = .randomStatic()
-        case .original: target = original
-        case .address(let text):
-            guard let typed = BluetoothAddress(text), typed.isValidStaticAddress else {
-                throw ControlFailure(.invalid, "\(text.prefix(40)) is not a random static address (two most significant bits set, e.g. C0:11:22:33:44:55)")
-            }
-            target = typed
+        case .random:
+            var generator = SystemRandomNumberGenerator()
+            key = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        case .original:
+            key = nil
+            if address.key == nil { return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: nil, changes: address.changes) }
         }
-        let previous = address.current?.description ?? adapter.address
-        let now = target == .zero ? information.publicAddress.description : target.description
+        let now = key.map { "resolvable private addresses of a new key (\(Self.hex($0)))" } ?? "its own address \(adapter.address)"
 
         faultState.silencedUntilResume += 1
         await stopAdvertising()
-        log.record(.note, detail: "address change: powering \(adapter.name) off to give it \(now)")
+        log.record(.note, detail: "address change: powering \(adapter.name) off to have it show \(now)")
         var failure: String?
         do throws(BlueZError) {
             try await adapter.set("Powered", .boolean(false))
             do {
-                try await controller.setStaticAddress(target)
-                address.original = original
-                address.current = target == original ? nil : target
-                engine.setAdapterAddress(now)
+                try await controller.setPrivacy(irk: key)
+                address.key = key
+                address.changes += 1
             } catch {
                 failure = error.description
             }
@@ -65,25 +63,27 @@ extension Emulator {
         } catch {
             failure = (failure.map { $0 + "; " } ?? "") + error.description
         }
-        if failure == nil, let name = engine.deviceName() { try? await adapter.setAlias(name) }
         faultState.silencedUntilResume -= 1
         if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
         if let failure {
-            log.record(.error, detail: "address change to \(now) failed: \(failure)")
+            log.record(.error, detail: "address change failed: \(failure)")
             throw ControlFailure(.unavailable, "address change failed: \(failure)")
         }
-        log.record(.note, detail: "address of \(adapter.name) changed: centrals now find the device at \(now)"
-                   + (target == .zero ? " (its public address)" : " (random static)") + ", was \(previous)")
-        return AddressChanged(adapter: adapter.name, address: now, previous: previous, randomStatic: target != .zero)
+        log.record(.note, detail: "address of \(adapter.name) changed: centrals now find the device at \(now)")
+        return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: key.map(Self.hex), changes: address.changes)
     }
 
-    /// At stop: the adapter gets its original address back (best effort, logged).
+    /// At stop: the adapter shows its own address again (best effort, logged).
     func restoreAddress() async {
-        guard address.current != nil, let adapter, !stackLost else { return }
+        guard address.key != nil, let adapter, !stackLost else { return }
         do throws(ControlFailure) {
             _ = try await changeAddress(.original)
         } catch {
-            log.record(.error, detail: "\(adapter.name) keeps \(address.current?.description ?? "its address"): \(error.message)")
+            log.record(.error, detail: "\(adapter.name) keeps resolvable private addresses: \(error.message)")
         }
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 }

@@ -40,7 +40,7 @@ extension Emulator {
             profile: profile.file,
             deviceName: engine.deviceName(),
             adapter: adapter.map {
-                AdapterInfo(name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias, staticAddress: address.current?.description)
+                AdapterInfo(name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias, privateAddresses: address.key == nil ? nil : true)
             },
             advertising: AdvertisingInfo(
                 advertised: !advertisements.isEmpty, wanted: engine.isAdvertising, variant: engine.advertisementVariant,

@@ -54,7 +54,10 @@ extension Emulator {
         case .poweredOn:
             if stackLost {
                 await recover(reason: "adapter powered on")
-            } else if advertisements.contains(where: { !$0.isRegistered }) || (advertisements.isEmpty && engine.isAdvertising) {
+            } else if faultState.silencedUntilResume == 0,
+                      advertisements.contains(where: { !$0.isRegistered }) || (advertisements.isEmpty && engine.isAdvertising) {
+                // While a power cycle of gattemu's own (a fault, an address change) is under way, it advertises
+                // again itself when done: two at once exported the same advertisement twice.
                 log.record(.note, detail: "adapter powered on: advertising again")
                 await stopAdvertising()
                 do {

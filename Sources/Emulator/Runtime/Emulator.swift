@@ -23,6 +23,8 @@ public actor Emulator {
     /// Services left out of the GATT table now (`"present": false`, or removed through the control API).
     var absentServices: Set<String>
     var advertisements: [AdvertisementRegistration] = []
+    /// `startAdvertising()` is registering them (see there).
+    var startingAdvertising = false
     var watcher: CentralWatcher?
     var originalAlias: String?
     var timers: [String: ArmedTimer] = [:]
@@ -184,7 +186,11 @@ public actor Emulator {
     // MARK: Advertising
 
     func startAdvertising() async throws(BlueZError) {
-        guard let adapter, let stack, advertisements.isEmpty else { return }
+        // One start at a time: a power-on signal and gattemu's own power cycle both start advertising, and the
+        // second must not export the objects the first is registering.
+        guard let adapter, let stack, advertisements.isEmpty, !startingAdvertising else { return }
+        startingAdvertising = true
+        defer { startingAdvertising = false }
         for (index, spec) in engine.advertisements().enumerated() {
             let advertisement = ProfileMapping.advertisement(spec)
             let registration = try await AdvertisementRegistration.register(

@@ -5,7 +5,7 @@
 /// events give the same effects. Read the stored value after `handle` to answer a read without a reply.
 public struct BehaviourEngine: Sendable {
     public let profile: DeviceProfile
-    public private(set) var environment: EngineEnvironment
+    public let environment: EngineEnvironment
 
     /// Current variable values (for status output).
     public internal(set) var variables: [String: ProfileValue] = [:]
@@ -86,14 +86,6 @@ public struct BehaviourEngine: Sendable {
     /// The advertisements as they should be now: active variant, current state and variables.
     public func advertisements() -> [AdvertisementSpec] {
         profile.advertisements(variant: advertisementVariant, environment: environment, state: state, variables: variables)
-    }
-
-    /// The device now answers to another address (templates' `address`, `addressBytes`, …): advertisements and
-    /// the device name render from it from now on. The caller advertises again (the address changes only
-    /// with the adapter powered off).
-    public mutating func setAdapterAddress(_ address: String) {
-        environment.adapterAddress = address
-        markAdvertisementsPublished()
     }
 
     /// The device name as it should be now.
