@@ -23,8 +23,12 @@ public struct Event: ContractType, Equatable {
     /// Hex, lowercase, no separators.
     public var value: String?
     public var detail: String?
+    /// The ATT MTU of the central's link when the operation happened (reads, writes, answers, notifications,
+    /// indications, subscriptions), once bluetoothd has told it.
+    public var mtu: Int?
 
-    public init(seq: Int, t: Double, event: EventKind, central: String? = nil, characteristic: String? = nil, value: String? = nil, detail: String? = nil) {
+    public init(seq: Int, t: Double, event: EventKind, central: String? = nil, characteristic: String? = nil, value: String? = nil,
+                detail: String? = nil, mtu: Int? = nil) {
         self.seq = seq
         self.t = t
         self.event = event
@@ -32,6 +36,7 @@ public struct Event: ContractType, Equatable {
         self.characteristic = characteristic
         self.value = value
         self.detail = detail
+        self.mtu = mtu
     }
 
     public static let schemaName = "Event"
@@ -44,10 +49,11 @@ public struct Event: ContractType, Equatable {
             optional("characteristic", .string),
             optional("value", .described("hex", .string(pattern: "^([0-9a-f]{2})*$"))),
             optional("detail", .string),
+            optional("mtu", .described("ATT MTU of the central's link for this operation", .integer(minimum: 0))),
         ])
     }
     public static var examples: [Event] {
-        [Event(seq: 1, t: 12.5, event: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: "5160", detail: "request")]
+        [Event(seq: 1, t: 12.5, event: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: "5160", detail: "request", mtu: 185)]
     }
 }
 

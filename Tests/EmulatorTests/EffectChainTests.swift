@@ -32,6 +32,9 @@ import Testing
             try await emulator.write(Self.write([UInt8(index)]))
         }
         #expect(await emulator.pendingEffectChains == limit)
+        // Every write and its answer carry the MTU the request reported.
+        let writes = emulator.events.events.filter { $0.kind == .write || $0.kind == .answer }
+        #expect(!writes.isEmpty && writes.allSatisfy { $0.mtu == 185 })
         let dropped = emulator.events.events.filter { $0.kind == .error && $0.detail?.hasPrefix("dropped 2 effects after the answer (delay, log)") == true }
         #expect(dropped.count == 10)
         #expect(dropped.first?.detail?.hasSuffix("the effects of \(limit) earlier events are still waiting") == true)

@@ -23,6 +23,9 @@ import Testing
         #expect(EmulatorEvent(time: 0, kind: .read, value: []).text.hasSuffix("(empty)"))
         #expect(EmulatorEvent(time: 0, kind: .read).text == "     0.000 ms read        ")
         #expect(EmulatorEvent(time: 0.0456, kind: .mtu, detail: "517").text == "     0.046 ms mtu          517")
+        let read = EmulatorEvent(sequence: 3, time: 1, kind: .read, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", mtu: 185)
+        #expect(read.json == #"{"central":"AA:BB:CC:DD:EE:01","characteristic":"rx","event":"read","mtu":185,"seq":3,"t":1.0}"#)
+        #expect(!read.text.contains("185"), "text lines leave the MTU to the mtu events")
         #expect(EmulatorEvent(time: 99.9996, kind: .write).text.hasPrefix("   100.000 ms write"))
         #expect(EmulatorEvent(time: 123456.07, kind: .write).text.hasPrefix("123456.070 ms write"))
     }

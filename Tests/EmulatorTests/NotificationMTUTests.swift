@@ -45,6 +45,9 @@ import Testing
         let notes = log.events(since: 0).filter { $0.kind == .note }.compactMap(\.detail)
         #expect(notes.contains { $0.contains("50 bytes sent in 3 pieces of at most 20 (ATT MTU 23)") }, "\(notes)")
         #expect(notes.filter { $0.contains("BlueZ sends only the first 20 bytes") }.count == 1, "\(notes)")
+        // Each operation of the central carries the MTU of its link (JSON `mtu`).
+        let subscriptions = log.events(since: 0).filter { $0.kind == .subscribed }
+        #expect(subscriptions.count == 2 && subscriptions.allSatisfy { $0.mtu == 23 && $0.json.contains("\"mtu\":23") }, "\(subscriptions)")
         await emulator.stop()
         _ = bus
     }

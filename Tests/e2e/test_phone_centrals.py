@@ -23,6 +23,12 @@ def say(line):
     print(f"central: {line}")
 
 
+def operation_mtus(peripheral, kinds=("read", "write", "answer")) -> list:
+    """The `mtu` of each of these operations in gattemu's --events file (JSON lines)."""
+    events = [json.loads(line) for line in peripheral.events.read_text().splitlines() if line.startswith("{")]
+    return [e.get("mtu") for e in events if e["event"] in kinds]
+
+
 def notes(peripheral) -> list[str]:
     return [line for line in peripheral.output().splitlines() if " note " in line]
 
@@ -54,7 +60,12 @@ async def test_bleproof_with_a_phone(phone, central, start_gattemu):
         assert "indication of 38 bytes is longer than ATT MTU 23" in out, p.tail()
     else:
         assert run.mtu == 185 and run.indications == [BLEPROOF_OK]
-    report(f"phone-like central | bleproof | {phone} (MTU {run.mtu}) | 140-byte write → indication {len(run.indications[0])} bytes")
+    # The event log records the MTU each operation ran at.
+    await asyncio.sleep(0.5)  # the events file is written at most 50 ms after each event
+    mtus = operation_mtus(p)
+    assert mtus and set(mtus) == {run.mtu}, mtus
+    report(f"phone-like central | bleproof | {phone} (MTU {run.mtu}) | 140-byte write → indication {len(run.indications[0])} bytes"
+           f" | {len(mtus)} reads, writes and answers logged at MTU {run.mtu}")
 
 
 @pytest.mark.parametrize("phone", list(PHONES))

@@ -16,8 +16,11 @@ public struct EmulatorEvent: Sendable, Equatable {
     public var characteristic: String?
     public var value: [UInt8]?
     public var detail: String?
+    /// The ATT MTU of the central's link for a GATT operation, when known (JSON only: text lines have `mtu` events).
+    public var mtu: Int?
 
-    public init(sequence: Int = 0, time: Double, kind: Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil, detail: String? = nil) {
+    public init(sequence: Int = 0, time: Double, kind: Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
+                detail: String? = nil, mtu: Int? = nil) {
         self.sequence = sequence
         self.time = time
         self.kind = kind
@@ -25,6 +28,7 @@ public struct EmulatorEvent: Sendable, Equatable {
         self.characteristic = characteristic
         self.value = value
         self.detail = detail
+        self.mtu = mtu
     }
 
     /// `  1234.567 ms write        AA:BB:… rx 0102… (request)`
@@ -67,6 +71,7 @@ public struct EmulatorEvent: Sendable, Equatable {
         if let characteristic { members.append("\"characteristic\":" + JSONText.quoted(characteristic)) }
         if let detail { members.append("\"detail\":" + JSONText.quoted(detail)) }
         members.append("\"event\":" + JSONText.quoted(kind.rawValue))
+        if let mtu { members.append("\"mtu\":\(mtu)") }
         members.append("\"seq\":\(sequence)")
         members.append("\"t\":\((time * 1000).rounded() / 1000)")
         if let value { members.append("\"value\":\"" + value.hexString(uppercase: false) + "\"") }

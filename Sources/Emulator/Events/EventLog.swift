@@ -108,8 +108,9 @@ public final class EventLog: Sendable {
         return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
     }
 
-    public func record(_ kind: EmulatorEvent.Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil, detail: String? = nil) {
-        record(EmulatorEvent(time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail))
+    public func record(_ kind: EmulatorEvent.Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
+                       detail: String? = nil, mtu: Int? = nil) {
+        record(EmulatorEvent(time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu))
     }
 
     public func record(_ event: EmulatorEvent) {

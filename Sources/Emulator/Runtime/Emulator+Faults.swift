@@ -52,7 +52,7 @@ extension Emulator {
                 log.record(.note, central: central.address, characteristic: id.description,
                            detail: "error \(gattError) not delivered: bluetoothd already acknowledged this write")
             } else {
-                log.record(.answer, central: central.address, characteristic: id.description, detail: "error \(gattError)")
+                recordOperation(.answer, central: central.address, characteristic: id.description, detail: "error \(gattError)")
             }
             throw gattError
         }
@@ -141,7 +141,7 @@ extension Emulator {
             case .propertiesChanged?: "PropertiesChanged"
             case nil: "not sent (no GATT application)"
             }
-            log.record(indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
+            recordOperation(indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
         } catch {
             log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
         }

@@ -54,7 +54,7 @@ extension Emulator {
         case .poweredOn:
             if stackLost {
                 await recover(reason: "adapter powered on")
-            } else if faultState.silencedUntilResume == 0,
+            } else if faultState.silencedUntilResume == 0, !startingAdvertising,
                       advertisements.contains(where: { !$0.isRegistered }) || (advertisements.isEmpty && engine.isAdvertising) {
                 // While a power cycle of gattemu's own (a fault, an address change) is under way, it advertises
                 // again itself when done: two at once exported the same advertisement twice.

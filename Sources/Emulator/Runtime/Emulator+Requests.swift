@@ -6,14 +6,14 @@ extension Emulator: GattRequestHandler {
         let central = centralID(request.context)
         noteMTU(request.context, central)
         let id = request.attribute
-        log.record(.read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
+        recordOperation(.read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
         request.context.begin()
         if let descriptor = id.descriptor {
             // Descriptors are served from their declared value.
             let value = descriptorValue(characteristic: id.characteristic, descriptor: descriptor)
             guard (0...value.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
             let bytes = Array(value.dropFirst(request.offset))
-            log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
+            recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
         let faults = try await applyFaults(.read, id, central)
@@ -22,7 +22,7 @@ extension Emulator: GattRequestHandler {
         switch reply {
         case .value(let bytes)?:
             let answer = faults.mutate(bytes)
-            log.record(.answer, central: central.address, characteristic: id.description, value: answer)
+            recordOperation(.answer, central: central.address, characteristic: id.description, value: answer)
             return answer
         case .error(let error)?:
             throw answer(ProfileMapping.gattError(error), central, id)
@@ -30,7 +30,7 @@ extension Emulator: GattRequestHandler {
             let stored = engine.value(of: id.characteristic)
             guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
             let bytes = faults.mutate(Array(stored.dropFirst(request.offset)))
-            log.record(.answer, central: central.address, characteristic: id.description, value: bytes)
+            recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
     }
@@ -39,7 +39,7 @@ extension Emulator: GattRequestHandler {
         let central = centralID(request.context)
         noteMTU(request.context, central)
         let id = request.attribute
-        log.record(.write, central: central.address, characteristic: id.description, value: request.value,
+        recordOperation(.write, central: central.address, characteristic: id.description, value: request.value,
                    detail: (request.kind?.rawValue ?? "write") + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
                        + (request.offset > 0 ? " offset \(request.offset)" : ""))
         request.context.begin()
@@ -70,7 +70,7 @@ extension Emulator: GattRequestHandler {
             throw answer(ProfileMapping.gattError(error), central, id)
         }
         if !request.bluetoothdAnswered {
-            log.record(.answer, central: central.address, characteristic: id.description, detail: "success")
+            recordOperation(.answer, central: central.address, characteristic: id.description, detail: "success")
         }
     }
 
@@ -78,7 +78,7 @@ extension Emulator: GattRequestHandler {
         let central = centralID(change.context)
         let subscribed = change.kind == .started || change.kind == .acquired
         if subscribed { noteMTU(change.context, central) }
-        log.record(subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
+        recordOperation(subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
                    detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
         change.context.begin()
         let event: EngineEvent = subscribed
@@ -93,13 +93,19 @@ extension Emulator: GattRequestHandler {
 
     /// Logs the ATT error about to be returned and hands it back for throwing.
     func answer(_ error: GattError, _ central: CentralID, _ id: GattAttributeID) -> GattError {
-        log.record(.answer, central: central.address, characteristic: id.description, detail: "error \(error)")
+        recordOperation(.answer, central: central.address, characteristic: id.description, detail: "error \(error)")
         return error
     }
 
     func descriptorValue(characteristic: String, descriptor: String) -> [UInt8] {
         guard let definition = profile.characteristic(characteristic)?.descriptors.first(where: { $0.id == descriptor }) else { return [] }
         return profile.descriptorValue(definition, environment: engine.environment)
+    }
+
+    /// Logs a GATT operation of `central` with the ATT MTU of its link (when bluetoothd has told it).
+    func recordOperation(_ kind: EmulatorEvent.Kind, central: String?, characteristic: String, value: [UInt8]? = nil, detail: String? = nil) {
+        log.record(kind, central: central, characteristic: characteristic, value: value, detail: detail,
+                   mtu: central.flatMap { faultState.mtus[$0] }.map(Int.init))
     }
 
     /// Logs a central's ATT MTU the first time a request reveals it and whenever it changes (BlueZ tells
