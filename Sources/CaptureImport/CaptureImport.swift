@@ -52,8 +52,7 @@ public enum CaptureImport {
         var byPeer: [DeviceAddress?: Choice] = [:]
         var order: [DeviceAddress?] = []
         var unknown: [Choice] = []
-        var pdus: [Int: Int] = [:]
-        for pdu in trace.attPDUs { pdus[pdu.connection, default: 0] += 1 }
+        let pdus = trace.attPDUCounts
         for connection in trace.connections where connection.link == .le && isPeripheral(connection, trace: trace) {
             guard let peer = connection.peer else {
                 unknown.append(Choice(address: nil, connections: [connection.id], names: [], attPDUs: pdus[connection.id] ?? 0, advertisingReports: 0))
@@ -109,6 +108,18 @@ public enum CaptureImport {
         if prefixed.count == 1 { return prefixed[0] }
         if prefixed.isEmpty { throw .noMatch(wanted, all) }
         throw .ambiguous(prefixed)
+    }
+
+    /// The scope of a trace that holds everything ``replica(of:in:source:)`` needs for `choice` (chosen in
+    /// `survey`, a trace of the same capture): its connections and its advertising, also under the resolvable
+    /// private addresses it connected from.
+    public static func scope(for choice: Choice, in survey: CaptureTrace) -> CaptureTrace.Scope {
+        var advertisers: Set<BluetoothAddress> = []
+        if let address = choice.address { advertisers.insert(address.address) }
+        for id in choice.connections {
+            if let rpa = survey.connection(id)?.peerResolvablePrivateAddress { advertisers.insert(rpa) }
+        }
+        return .device(connections: Set(choice.connections), advertisers: advertisers)
     }
 
     /// Builds the replica of `choice`; `source` names the capture in descriptions.

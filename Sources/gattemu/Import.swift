@@ -46,26 +46,34 @@ struct Import: ParsableCommand {
 
     func run() throws {
         if let output, !list { try ReplicaOutput.checkWritable(output) }
-        let trace: CaptureTrace
+        // Two passes, so that memory grows with the chosen device's traffic and not the capture's: a survey to
+        // choose the device, then that device's connections and advertising only.
+        let survey: CaptureTrace
         do {
-            trace = try CaptureTrace.read(path: capture)
+            survey = try CaptureTrace.read(path: capture, scope: .survey)
         } catch {
             throw Failure.badInput("\(capture): \(error)")
         }
         if list {
-            print(Self.listing(trace, capture: capture), terminator: "")
+            print(Self.listing(survey, capture: capture), terminator: "")
             return
         }
         let choice: CaptureImport.Choice
         do {
-            choice = try CaptureImport.select(device, in: trace)
+            choice = try CaptureImport.select(device, in: survey)
         } catch {
             var message = "\(capture): \(error)"
-            if case .noPeripheral = error, let problem = trace.problems.first {
+            if case .noPeripheral = error, let problem = survey.problems.first {
                 message += " (the capture is damaged: \(problem))"
             }
             let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
             throw Failure.badInput(lines.map { TerminalText.escaped(String($0)) }.joined(separator: "\n"))
+        }
+        let trace: CaptureTrace
+        do {
+            trace = try CaptureTrace.read(path: capture, scope: CaptureImport.scope(for: choice, in: survey))
+        } catch {
+            throw Failure.runtime("\(capture): read again: \(error)")
         }
         let replica = CaptureImport.replica(of: choice, in: trace, source: Self.fileName(capture))
         var options = ReplicaProfile.Options()
@@ -108,7 +116,7 @@ struct Import: ParsableCommand {
         if let first = trace.statistics.firstTimestamp, let last = trace.statistics.lastTimestamp, last >= first {
             text += ", \((last - first) / 1_000_000) s"
         }
-        text += ", \(trace.connections.count) connections, \(trace.attPDUs.count) ATT PDUs\n"
+        text += ", \(trace.connections.count) connections, \(trace.attPDUCounts.values.reduce(0, +)) ATT PDUs\n"
         let choices = CaptureImport.choices(in: trace)
         if choices.isEmpty {
             text += "no peripheral: no connection to one and no connectable advertising\n"

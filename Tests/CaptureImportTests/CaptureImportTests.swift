@@ -219,6 +219,30 @@ enum LockSession {
         #expect(replica.conversation.allSatisfy { $0.connection == 1 })
     }
 
+    /// `gattemu import` reads twice: a survey to choose the device, then only that device's traffic. The replica
+    /// is the one a whole trace gives; the memory is the chosen device's.
+    @Test func theTwoPassImportKeepsOnlyTheChosenDevice() throws {
+        var combined = LockSession.script()
+        combined.packets += LockSession.script(handle: 0x41, address: BluetoothAddress("D0:00:00:00:00:01")!, name: "OtherLock").packets
+        let bytes = combined.btsnoop()
+        let whole = try trace(bytes)
+        let survey = try CaptureTrace.read(bytes: bytes, scope: .survey)
+        #expect(survey.attPDUs.isEmpty && survey.smpPDUs.isEmpty && survey.signalling.isEmpty)
+        #expect(survey.attPDUCounts == whole.attPDUCounts && survey.attPDUCounts.values.reduce(0, +) == whole.attPDUs.count)
+        #expect(CaptureImport.choices(in: survey) == CaptureImport.choices(in: whole), "names read over GATT are kept for the choice")
+        for name in ["TestLock", "OtherLock"] {
+            let choice = try CaptureImport.select(name, in: survey)
+            #expect(choice == (try CaptureImport.select(name, in: whole)))
+            let scoped = try CaptureTrace.read(bytes: bytes, scope: CaptureImport.scope(for: choice, in: survey))
+            #expect(!scoped.attPDUs.isEmpty && scoped.attPDUs.allSatisfy { choice.connections.contains($0.connection) })
+            #expect(scoped.attPDUs.count < whole.attPDUs.count)
+            #expect(scoped.advertisers.allSatisfy { $0.address == choice.address })
+            let fromScoped = ReplicaProfile(CaptureImport.replica(of: choice, in: scoped, source: "two")).build()
+            let fromWhole = ReplicaProfile(CaptureImport.replica(of: choice, in: whole, source: "two")).build()
+            #expect(fromScoped.text == fromWhole.text && fromScoped.text.contains(name), "\(name)")
+        }
+    }
+
     @Test func aDamagedCaptureImportsWhatIsComplete() throws {
         let bytes = LockSession.script().btsnoop()
         // Cut the file in the middle of a record, after the first writes.

@@ -3,8 +3,9 @@ import Bluetooth
 /// Everything decoded from one capture: controllers, advertisers and their reports, connections, ATT PDUs
 /// paired into transactions, SMP and LE signalling, with the problems and notes met on the way.
 ///
-/// It keeps every PDU, so its size grows with the capture's traffic; for counts alone, ``CaptureSummary``
-/// reads any size in bounded memory.
+/// With ``Scope/all`` it keeps every PDU, so its size grows with the capture's traffic; a ``Scope/survey`` keeps
+/// what choosing a device needs and a ``Scope/device(connections:advertisers:)`` trace only that device's traffic.
+/// For counts alone, ``CaptureSummary`` reads any size in bounded memory.
 public struct CaptureTrace: Sendable {
     public var format: CaptureFormat
     /// The btsnoop datalink, or the pcap/pcapng linktypes.
@@ -18,7 +19,12 @@ public struct CaptureTrace: Sendable {
     /// Indexed by ``CaptureConnection/id``.
     public var connections: [CaptureConnection] = []
     public var failedConnections: [ConnectionAttempt] = []
+    /// The ATT PDUs of the connections ``scope`` keeps.
     public var attPDUs: [ATTPDU] = []
+    /// ATT PDUs per connection id, of every connection whatever the scope.
+    public var attPDUCounts: [Int: Int] = [:]
+    /// What this trace keeps.
+    public var scope: Scope = .all
     /// In the order they completed (answered, errored, superseded, or at disconnection or the end).
     public var attTransactions: [ATTTransaction] = []
     public var smpPDUs: [SMPPDU] = []
@@ -29,18 +35,45 @@ public struct CaptureTrace: Sendable {
     /// Capture-wide notes, and the first 1000 naming one connection, handle or channel.
     public var notes: [CaptureNote] = []
 
+    /// What a trace keeps of the capture: everything, or only what one device needs (its memory then grows with
+    /// that device's traffic, not the capture's).
+    public enum Scope: Sendable, Equatable {
+        case all
+        /// Enough to choose a device: connections, advertising reports, ATT PDU counts and the GAP names read;
+        /// no PDU, transaction or signal otherwise.
+        case survey
+        /// Everything of these connections and the advertising of these addresses; of the rest, the connections.
+        case device(connections: Set<Int>, advertisers: Set<BluetoothAddress>)
+
+        func keeps(connection: Int) -> Bool {
+            switch self {
+            case .all: true
+            case .survey: false
+            case .device(let connections, _): connections.contains(connection)
+            }
+        }
+
+        func keeps(advertiser: BluetoothAddress) -> Bool {
+            switch self {
+            case .all, .survey: true
+            case .device(_, let advertisers): advertisers.contains(advertiser)
+            }
+        }
+    }
+
     /// Reads and decodes a capture file; throws when nothing can be read (damage later is in ``problems``).
-    public static func read(path: String) throws(CaptureProblem) -> CaptureTrace {
-        try CaptureTrace(reader: CaptureReader(path: path))
+    public static func read(path: String, scope: Scope = .all) throws(CaptureProblem) -> CaptureTrace {
+        try CaptureTrace(reader: CaptureReader(path: path), scope: scope)
     }
 
     /// Reads and decodes a capture held in memory.
-    public static func read(bytes: [UInt8]) throws(CaptureProblem) -> CaptureTrace {
-        try CaptureTrace(reader: CaptureReader(bytes: bytes))
+    public static func read(bytes: [UInt8], scope: Scope = .all) throws(CaptureProblem) -> CaptureTrace {
+        try CaptureTrace(reader: CaptureReader(bytes: bytes), scope: scope)
     }
 
-    /// Decodes every record `reader` has left.
-    public init(reader: CaptureReader) {
+    /// Decodes every record `reader` has left, keeping what `scope` says.
+    public init(reader: CaptureReader, scope: Scope = .all) {
+        self.scope = scope
         format = reader.format
         linktypes = reader.linktypes
         frames = 0
@@ -93,6 +126,7 @@ public struct CaptureTrace: Sendable {
                     trace.controllers.append(info)
                 }
             case .advertisingReport(let report):
+                guard trace.scope.keeps(advertiser: report.address.address) else { return }
                 let key = AdvertiserKey(controller: report.controller, address: report.address)
                 if let index = advertiserIndex[key] {
                     trace.advertisers[index].reports.append(report)
@@ -112,15 +146,21 @@ public struct CaptureTrace: Sendable {
                 }
             case .connectionFailed(let attempt): trace.failedConnections.append(attempt)
             case .att(let pdu):
+                trace.attPDUCounts[pdu.connection, default: 0] += 1
+                guard trace.scope.keeps(connection: pdu.connection) else { return }
                 unsettled[pdu.connection]?.att.append(trace.attPDUs.count)
                 trace.attPDUs.append(pdu)
             case .attTransaction(let transaction):
+                guard trace.scope.keeps(connection: transaction.connection)
+                    || (trace.scope == .survey && transaction.outcome == .answered && transaction.requestedType == .deviceName) else { return }
                 unsettled[transaction.connection]?.transactions.append(trace.attTransactions.count)
                 trace.attTransactions.append(transaction)
             case .smp(let pdu):
+                guard trace.scope.keeps(connection: pdu.connection) else { return }
                 unsettled[pdu.connection]?.smp.append(trace.smpPDUs.count)
                 trace.smpPDUs.append(pdu)
             case .signalling(let signal):
+                guard trace.scope.keeps(connection: signal.connection) else { return }
                 unsettled[signal.connection]?.signalling.append(trace.signalling.count)
                 trace.signalling.append(signal)
             case .problem(let problem):
