@@ -107,12 +107,20 @@ enum CaptureFuzzing {
         guard let again = try? CaptureReader(bytes: data) else { preconditionFailure("a capture read once fails to open again") }
         let summary = CaptureSummary(reader: again)
         precondition(summary.statistics.attPDUs == trace.attPDUs.count, "summary and trace count ATT PDUs differently")
-        // `gattemu import`: whatever the capture holds, the profile made of it must load.
+        // `gattemu import`: whatever the capture holds, the profile made of it must load, and reading only the
+        // chosen device's traffic (as the command does, after a survey) must give the same profile.
+        guard let surveyed = try? CaptureReader(bytes: data) else { preconditionFailure("a capture read once fails to open again") }
+        let survey = CaptureTrace(reader: surveyed, scope: .survey)
+        precondition(CaptureImport.choices(in: survey) == CaptureImport.choices(in: trace), "the survey offers other devices than the whole trace")
         for choice in CaptureImport.choices(in: trace).prefix(3) {
             let replica = CaptureImport.replica(of: choice, in: trace, source: "fuzz")
             let text = ReplicaProfile(replica).build().text
             let errors = ProfileValidator.validate(json: text, file: "import.json").filter { $0.severity == .error }
             precondition(errors.isEmpty, "an imported profile does not load: \(errors)\n\(text)")
+            guard let scopedReader = try? CaptureReader(bytes: data) else { preconditionFailure("a capture read once fails to open again") }
+            let scoped = CaptureTrace(reader: scopedReader, scope: CaptureImport.scope(for: choice, in: survey))
+            let scopedText = ReplicaProfile(CaptureImport.replica(of: choice, in: scoped, source: "fuzz")).build().text
+            precondition(scopedText == text, "the device's own traffic gives another profile than the whole capture")
         }
     }
 
