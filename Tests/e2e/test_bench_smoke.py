@@ -19,11 +19,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_bench_smoke_run_measures_every_figure(gattemu_bin, tmp_path):
     out = tmp_path / "bench"
     out.mkdir()
+    # bench.py opens its own Bumble central (HCI user channel) on $GATTEMU_CENTRAL, which the suite's session
+    # central holds once any test before this one used it (test_address_change does): a spare controller then.
+    env = dict(os.environ)
+    if os.environ.get("GATTEMU_CENTRAL2"):
+        env["GATTEMU_CENTRAL"] = os.environ["GATTEMU_CENTRAL2"]
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--quick", "--ops", "5", "--bursts", "1",
          "--soak", "40,80", "--soak-impls", "gattemu", "--impls", "gattemu,bless,bluetoothctl",
          "--profiles", "noke", "--gattemu", gattemu_bin, "--out", str(out)],
-        capture_output=True, text=True, timeout=900, env=os.environ, stdin=subprocess.DEVNULL)
+        capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL)
     report = (out / "bench.md").read_text() if (out / "bench.md").exists() else ""
     assert proc.returncode == 0, f"bench.py exited {proc.returncode}\n{report}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     data = json.loads((out / "bench.json").read_text())
