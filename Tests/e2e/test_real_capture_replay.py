@@ -18,11 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from central import norm_uuid
 from conftest import report
 
 DIRECTORY = Path(os.environ.get("GATTEMU_REAL_CAPTURES", "/nonexistent"))
 CAPTURES = sorted(p for p in DIRECTORY.iterdir() if p.is_file()) if DIRECTORY.is_dir() else []
 PHONE_WRITES = {0x12: "request", 0x52: "command"}
+# Some captures are firmware uploads of thousands of writes: the first ones are replayed (GATTEMU_REPLAY_WRITES).
+MAX_WRITES = int(os.environ.get("GATTEMU_REPLAY_WRITES", "300"))
 DEVICE_SENDS = {0x1B: "notification", 0x1D: "indication"}
 
 
@@ -57,14 +60,17 @@ def recorded(capture: Path, address: str) -> list[tuple]:
     return out
 
 
-def pinned_handles(profile: dict) -> tuple[set[int], dict[int, int]]:
-    """The value handles the profile pins, and CCCD handle → value handle for those that notify or indicate."""
-    values, cccds = set(), {}
+def pinned_handles(profile: dict) -> tuple[dict[int, tuple[str, str, int]], dict[int, int]]:
+    """The device's value handles the profile pins, each with (service UUID, characteristic UUID, occurrence),
+    and CCCD handle → value handle for those that notify or indicate."""
+    values, cccds, seen = {}, {}, {}
     for service in profile.get("services", []):
         for c in service.get("characteristics", []):
+            key = (norm_uuid(service["uuid"]), norm_uuid(c["uuid"]))
+            seen[key] = seen.get(key, -1) + 1
             if "handle" not in c:
                 continue
-            values.add(c["handle"])
+            values[c["handle"]] = (*key, seen[key])
             if {"notify", "indicate"} & set(c.get("flags", [])):
                 cccds[c["handle"] + 1] = c["handle"]
     return values, cccds
@@ -103,11 +109,22 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
     received: list[tuple[int, bytes]] = []
     try:
         peer = conn._peer
+        # The device's handle → the handle gattemu's characteristic has on air (the same when bluetoothd took the
+        # pinned handles; found by service and characteristic UUID otherwise). Received values are noted under
+        # the device's handle.
+        on_air: dict[int, int] = {}
+        occurrences: dict[tuple[str, str], list] = {}
         for service in peer.services:
             for c in service.characteristics:
-                if c.handle in values and c.properties & 0x30:
-                    await c.subscribe(lambda value, h=c.handle: received.append((h, bytes(value))),
-                                      prefer_notify=bool(c.properties & 0x10))
+                occurrences.setdefault((norm_uuid(str(service.uuid)), norm_uuid(str(c.uuid))), []).append(c)
+        for device_handle, (service_uuid, char_uuid, occurrence) in values.items():
+            found = occurrences.get((service_uuid, char_uuid), [])
+            if occurrence < len(found):
+                on_air[device_handle] = found[occurrence]
+        for device_handle, c in on_air.items():
+            if c.properties & 0x30:
+                await c.subscribe(lambda value, h=device_handle: received.append((h, bytes(value))),
+                                  prefer_notify=bool(c.properties & 0x10))
         expected_total = matched = replayed = 0
         mismatches: list[str] = []
         index = 0
@@ -117,6 +134,8 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
             if event[0] != "write" or not (event[1] in values or event[1] in cccds):
                 continue
             _, handle, value, with_response, frame = event
+            if replayed >= MAX_WRITES:
+                break
             # What the device sent after this write, before the phone's next write.
             expected = []
             for later in timeline[index:]:
@@ -128,7 +147,10 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
                 continue  # the central subscribed to everything at the start
             mark = len(received)
             try:
-                await asyncio.wait_for(peer.write_value(handle, value, with_response=with_response), 10)
+                if handle not in on_air:
+                    mismatches.append(f"frame {frame}: the device's handle {handle:#06x} has no characteristic in gattemu's table")
+                    continue
+                await asyncio.wait_for(peer.write_value(on_air[handle].handle, value, with_response=with_response), 10)
             except Exception as error:  # noqa: BLE001 - an ATT error the device also answered is a faithful replay
                 if expected:
                     mismatches.append(f"frame {frame}: write {value.hex()} failed: {error}")
@@ -154,6 +176,6 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
             await asyncio.sleep(0.05)
     finally:
         await conn.disconnect()
-    report(f"real capture | {capture.name} | {address}: {replayed} writes replayed, {matched}/{expected_total} "
+    report(f"real capture | {capture.name} | {address}: {replayed} of {len(writes)} writes replayed, {matched}/{expected_total} "
            f"notifications and indications byte for byte" + (f"; {len(mismatches)} mismatches" if mismatches else ""))
     assert not mismatches, "\n".join(mismatches[:20])
