@@ -76,6 +76,15 @@ def pinned_handles(profile: dict) -> tuple[dict[int, tuple[str, str, int]], dict
     return values, cccds
 
 
+def bumble_uuid(uuid) -> str:
+    """Bumble prints 16- and 32-bit UUIDs as `UUID-16:FFE1`: the full lowercase form."""
+    text = str(uuid)
+    for prefix in ("UUID-16:", "UUID-32:"):
+        if text.startswith(prefix):
+            text = text[len(prefix):].split(" ")[0]
+    return norm_uuid(text)
+
+
 @pytest.mark.parametrize("capture", CAPTURES, ids=[p.name for p in CAPTURES])
 async def test_real_capture_replays_byte_for_byte(capture, central, start_gattemu, gattemu_bin, tmp_path, env):
     profile_path = tmp_path / "imported.json"
@@ -116,7 +125,7 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
         occurrences: dict[tuple[str, str], list] = {}
         for service in peer.services:
             for c in service.characteristics:
-                occurrences.setdefault((norm_uuid(str(service.uuid)), norm_uuid(str(c.uuid))), []).append(c)
+                occurrences.setdefault((bumble_uuid(service.uuid), bumble_uuid(c.uuid)), []).append(c)
         for device_handle, (service_uuid, char_uuid, occurrence) in values.items():
             found = occurrences.get((service_uuid, char_uuid), [])
             if occurrence < len(found):
