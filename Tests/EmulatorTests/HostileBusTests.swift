@@ -18,12 +18,7 @@ import Testing
         defer { bus.stop() }
         let bluetoothd = try await StandInBluetoothd(bus: bus)
         try await bluetoothd.addAdapter(announce: false)
-        var options = EmulatorOptions()
-        options.bus = .address(bus.address)
-        options.seed = 1
-        let log = try EventLog(format: .text)
-        let emulator = try Emulator(profile: ProfileLoader.load(path: RecoveryTests.profiles.appendingPathComponent("noke-lock.json").path),
-                                    options: options, log: log)
+        let (emulator, log) = try RecoveryTests.nokeEmulator(on: bus)
         try await emulator.start()
         let target = try #require(bluetoothd.applications.last?.owner)
         let owner = bluetoothd.connection.uniqueName

@@ -9,6 +9,15 @@ import Testing
 
 /// Recovery after a bluetoothd restart, against a stand-in bluetoothd on a private bus.
 @Suite struct RecoveryTests {
+    /// An emulator of the Noke profile on `bus` (seed 1, a text log), not started.
+    static func nokeEmulator(on bus: PrivateBus) throws -> (Emulator, EventLog) {
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        options.seed = 1
+        let log = try EventLog(format: .text)
+        return (try Emulator(profile: ProfileLoader.load(path: profiles.appendingPathComponent("noke-lock.json").path), options: options, log: log), log)
+    }
+
     static let profiles = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("profiles")
 
@@ -21,12 +30,7 @@ import Testing
         let bus = try PrivateBus()
         let first = try await StandInBluetoothd(bus: bus)
         try await first.addAdapter(announce: false)
-        var options = EmulatorOptions()
-        options.bus = .address(bus.address)
-        options.seed = 1
-        let log = try EventLog(format: .text)
-        let emulator = try Emulator(profile: ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
-                                options: options, log: log)
+        let (emulator, log) = try Self.nokeEmulator(on: bus)
         try await emulator.start()
         #expect(first.applications.count == 1)
         #expect(first.advertisements.count == 1)
@@ -52,8 +56,6 @@ import Testing
         #expect(second.advertisements.isEmpty)
     }
 
-    /// The bus itself going away cannot be recovered from: the emulator asks to end, with the reason, and
-    /// `stop()` returns instead of waiting for replies that can never come.
     /// A power cycle of gattemu's own (the `powerCycle` fault; the address change takes the same steps): bluetoothd
     /// announces the adapter powered on while gattemu is about to advertise again itself. One of them advertises:
     /// both at once exported the same advertisement twice ("already exported", seen in the sandbox).
@@ -61,12 +63,7 @@ import Testing
         let bus = try PrivateBus()
         let bluetoothd = try await StandInBluetoothd(bus: bus)
         try await bluetoothd.addAdapter(announce: false)
-        var options = EmulatorOptions()
-        options.bus = .address(bus.address)
-        options.seed = 1
-        let log = try EventLog(format: .text)
-        let emulator = try Emulator(profile: ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
-                                    options: options, log: log)
+        let (emulator, log) = try Self.nokeEmulator(on: bus)
         try await emulator.start()
         #expect(bluetoothd.advertisements.count == 1)
         for _ in 0..<3 {
@@ -81,16 +78,13 @@ import Testing
         await emulator.stop()
     }
 
+    /// The bus itself going away cannot be recovered from: the emulator asks to end, with the reason, and
+    /// `stop()` returns instead of waiting for replies that can never come.
     @Test func losingTheBusEndsTheEmulatorAndStopReturns() async throws {
         let bus = try PrivateBus()
         let bluetoothd = try await StandInBluetoothd(bus: bus)
         try await bluetoothd.addAdapter(announce: false)
-        var options = EmulatorOptions()
-        options.bus = .address(bus.address)
-        options.seed = 1
-        let log = try EventLog(format: .text)
-        let emulator = try Emulator(profile: ProfileLoader.load(path: Self.profiles.appendingPathComponent("noke-lock.json").path),
-                                options: options, log: log)
+        let (emulator, log) = try Self.nokeEmulator(on: bus)
         try await emulator.start()
         bus.stop()
         let reasons = AsyncCollector<String>()
