@@ -5,24 +5,13 @@ reads there; when gattemu stops, the adapter shows its own address again."""
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 
 from conftest import report
 from controlapi import api, wait_for_api
+from test_pairing import bleproof_named
 
 INFO = "00002bb0-0000-1000-8000-00805f9b34fb"
 NAME = "Readdressed"
-
-
-def renamed_profile(tmp_path: Path) -> str:
-    root = Path(__file__).resolve().parents[2]
-    profile = json.loads((root / "profiles" / "bleproof.json").read_text())
-    profile.pop("$schema", None)
-    profile["device"]["name"] = profile["advertisements"][0]["localName"] = NAME
-    path = tmp_path / "readdressed.json"
-    path.write_text(json.dumps(profile))
-    return str(path)
 
 
 def address_type(adv) -> str:
@@ -40,7 +29,7 @@ def resolves(adv, irk_hex: str) -> bool:
 
 
 async def test_the_central_finds_the_device_under_its_new_address(central, start_gattemu, tmp_path, needs_separate_stack):
-    profile = renamed_profile(tmp_path)
+    profile = bleproof_named(tmp_path, NAME)
     p = start_gattemu(profile, args=["--control", "127.0.0.1:8765"])
     status = await wait_for_api(p, timeout=60)
     assert status["adapter"].get("privateAddresses") is None, status["adapter"]

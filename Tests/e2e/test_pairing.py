@@ -26,20 +26,28 @@ ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
 TABLE: list[tuple[str, str, str, str]] = []
 
 
-def secure_profile(tmp_path: Path, security: dict | None, name: str) -> str:
-    """BLEProof with `info` needing encryption, and the given security section, as a file."""
+def bleproof_named(tmp_path: Path, name: str, edit=None) -> str:
+    """BLEProof named and advertised as `name`, changed by `edit(profile)` when given, as a file."""
     profile = json.loads((ROOT / "profiles" / "bleproof.json").read_text())
     profile.pop("$schema", None)
     profile["device"]["name"] = name
     profile["advertisements"][0]["localName"] = name
-    for characteristic in profile["services"][0]["characteristics"]:
-        if characteristic["id"] == "info":
-            characteristic["flags"] = ["read", "encrypt-read"]
-    if security is not None:
-        profile["security"] = security
+    if edit is not None:
+        edit(profile)
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(profile))
     return str(path)
+
+
+def secure_profile(tmp_path: Path, security: dict | None, name: str) -> str:
+    """BLEProof with `info` needing encryption, and the given security section, as a file."""
+    def edit(profile):
+        for characteristic in profile["services"][0]["characteristics"]:
+            if characteristic["id"] == "info":
+                characteristic["flags"] = ["read", "encrypt-read"]
+        if security is not None:
+            profile["security"] = security
+    return bleproof_named(tmp_path, name, edit)
 
 
 async def displayed_passkey(timeout: float = 20.0) -> int:

@@ -4,7 +4,6 @@ when it reconnects after a change made behind its back."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 
@@ -12,22 +11,17 @@ import pytest
 
 from conftest import report
 from controlapi import api, wait_for_api
-from test_pairing import forget_everywhere
+from test_pairing import bleproof_named, forget_everywhere
 
 UPDATE = "12345678-0000-4000-8000-0000000000aa"
 
 
 def update_profile(tmp_path: Path) -> str:
-    root = Path(__file__).resolve().parents[2]
-    profile = json.loads((root / "profiles" / "bleproof.json").read_text())
-    profile.pop("$schema", None)
-    profile["device"]["name"] = profile["advertisements"][0]["localName"] = "Updatable"
-    profile["security"] = {"io": "NoInputNoOutput"}  # without an agent bluetoothd refuses bonding (Pairing Not Supported)
-    profile["services"].append({"id": "update", "uuid": UPDATE, "present": False, "characteristics": [
-        {"id": "image", "uuid": "12345678-0000-4000-8000-0000000000ab", "flags": ["write"]}]})
-    path = tmp_path / "updatable.json"
-    path.write_text(json.dumps(profile))
-    return str(path)
+    def edit(profile):
+        profile["security"] = {"io": "NoInputNoOutput"}  # without an agent bluetoothd refuses bonding (Pairing Not Supported)
+        profile["services"].append({"id": "update", "uuid": UPDATE, "present": False, "characteristics": [
+            {"id": "image", "uuid": "12345678-0000-4000-8000-0000000000ab", "flags": ["write"]}]})
+    return bleproof_named(tmp_path, "Updatable", edit)
 
 
 async def changed_within(changes: list, count: int, timeout: float = 15.0) -> bool:
