@@ -78,6 +78,31 @@ import Testing
         await emulator.stop()
     }
 
+    /// Clearing the faults (`DELETE /v1/faults`) ends a `silence` that is under way: the device advertises again at
+    /// once, not when the silence would have ended. Before, the silence outlived its fault (10 minutes invisible
+    /// after "faults cleared").
+    @Test func clearingTheFaultsEndsASilenceUnderWay() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd(bus: bus)
+        try await bluetoothd.addAdapter(announce: false)
+        let (emulator, log) = try Self.nokeEmulator(on: bus)
+        try await emulator.start()
+        _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"silence": "600s"}"#, file: "test")))
+        try await waitUntil { bluetoothd.advertisements.isEmpty }
+        _ = await emulator.clearFaults()
+        try await waitUntil { bluetoothd.advertisements.count == 1 }
+        #expect(log.events(since: 0).contains { $0.detail?.contains("silence ended: faults cleared") == true })
+        // A second silence after that works as before, and ends on its own.
+        _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"silence": 300}"#, file: "test")))
+        try await waitUntil { bluetoothd.advertisements.isEmpty }
+        try await waitUntil { bluetoothd.advertisements.count == 1 }
+        try await Task.sleep(for: .milliseconds(200))
+        let errors = log.events(since: 0).filter { $0.kind == .error }.map { $0.detail ?? "" }
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(bluetoothd.advertisements.count == 1)
+        await emulator.stop()
+    }
+
     /// The bus itself going away cannot be recovered from: the emulator asks to end, with the reason, and
     /// `stop()` returns instead of waiting for replies that can never come.
     @Test func losingTheBusEndsTheEmulatorAndStopReturns() async throws {

@@ -191,7 +191,8 @@ extension Emulator {
         return removed
     }
 
-    /// Removes every fault; notifications held back for reordering are sent now. Returns how many were removed.
+    /// Removes every fault and ends a `silence` under way (advertising resumes); notifications held back for
+    /// reordering are sent now. Returns how many were removed.
     @discardableResult
     public func clearFaults() async -> Int {
         for task in faultState.scheduled.values { task.cancel() }
@@ -199,6 +200,7 @@ extension Emulator {
         let count = faultState.engine.faults.count
         let held = faultState.engine.removeAll()
         log.record(.note, detail: "faults cleared (\(count))")
+        await endSilences()
         for (characteristic, value) in held {
             let indicate = profile.characteristic(characteristic).map { !$0.has(.notify) && $0.has(.indicate) } ?? false
             await deliver(characteristic, value: value, central: nil, indicate: indicate)

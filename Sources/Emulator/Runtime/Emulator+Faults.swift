@@ -11,6 +11,11 @@ struct FaultState: Sendable {
     var mtus: [String: UInt16] = [:]
     /// True while a `silence` or `powerCycle` fault keeps advertising off.
     var silencedUntilResume = 0
+    /// `silence` faults under way (counted in ``silencedUntilResume`` too); clearing the faults ends them.
+    var silences = 0
+    /// Bumped when clearing the faults ends the silences under way: a silence that wakes up to another epoch
+    /// has been ended already.
+    var silenceEpoch = 0
 
     init(seed: UInt64) {
         engine = FaultEngine(seed: seed)
@@ -186,8 +191,12 @@ extension Emulator {
         switch action {
         case .silence(let ms):
             faultState.silencedUntilResume += 1
+            faultState.silences += 1
+            let epoch = faultState.silenceEpoch
             await stopAdvertising()
             try? await Task.sleep(for: .milliseconds(ms))
+            guard faultState.silenceEpoch == epoch else { return }  // ended when the faults were cleared
+            faultState.silences -= 1
             faultState.silencedUntilResume -= 1
             if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
         case .advertise(let variant):
@@ -214,6 +223,17 @@ extension Emulator {
         default:
             break
         }
+    }
+
+    /// Ends the `silence` faults under way (the faults were cleared): advertising resumes unless a power cycle
+    /// still keeps it off.
+    func endSilences() async {
+        guard faultState.silences > 0 else { return }
+        faultState.silencedUntilResume -= faultState.silences
+        faultState.silences = 0
+        faultState.silenceEpoch += 1
+        log.record(.note, detail: "silence ended: faults cleared")
+        if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
     }
 
     func resumeAdvertising() async {
