@@ -49,9 +49,9 @@ SUMMARY: list[str] = []  # lines shown at the end of the run (report(...))
 BLUEZ_SWITCHED: dict[str, list[str]] = {}  # BlueZ version -> tests that switched to it
 
 
-# The clone round trip is not reliable in the sandbox yet (issue 17's note: non-discoverable devices cannot be
-# found by bluetoothd discovery, and the spare controller sometimes hears nothing); it runs only when asked
-# for with GATTEMU_CLONE_E2E=1, and the suite says so instead of counting it as passed.
+# The clone round trip is not reliable in the sandbox yet (docs/clone.md: after one clone the cloning controller
+# hears nothing, not even through the kernel alone); it runs only when asked for with GATTEMU_CLONE_E2E=1, and the
+# suite says so instead of counting it as passed.
 collect_ignore = [] if os.environ.get("GATTEMU_CLONE_E2E") == "1" else ["test_gattemu_clone.py"]
 # Real phones' captures are not in the repository (licences): `scripts/check-import --replay DIR` brings them in.
 if not os.environ.get("GATTEMU_REAL_CAPTURES"):
