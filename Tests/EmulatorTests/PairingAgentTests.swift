@@ -34,6 +34,26 @@ import Testing
         return (bus, bluetoothd, emulator, log)
     }
 
+    /// `secureConnections` other than `on` is set on the controller through the kernel; where that cannot be done
+    /// (here: no kernel Bluetooth at all, elsewhere: not root) gattemu does not start, and says why, rather than
+    /// run a device that pairs differently from its profile. Nothing stays registered.
+    @Test func aSecureConnectionsModeTheKernelCannotSetStopsTheStart() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        let emulator = try Emulator(profile: Self.profile(security: #"{"secureConnections": "off"}"#), options: options, log: try EventLog(format: .text))
+        do {
+            try await emulator.start()
+            Issue.record("started although the kernel was not asked")
+        } catch {
+            #expect("\(error)".contains(#"security.secureConnections "off" on hci0"#), "\(error)")
+        }
+        #expect(bluetoothd.agents.isEmpty, "the agent registered before went again")
+        await emulator.stop()
+        #expect(bluetoothd.applications.isEmpty && bluetoothd.advertisements.isEmpty)
+    }
+
     /// Asks the agent in the background, as bluetoothd does while a central pairs; the collector gets
     /// "accepted" or the D-Bus error's name.
     static func ask(_ bluetoothd: StandInBluetoothd, _ member: String, _ arguments: [DBusValue]) -> AsyncCollector<String> {

@@ -19,6 +19,10 @@ import Testing
         #expect(security.io == .keyboardOnly && security.pairing == .accept && security.passkey == 123 && security.confirm == .api)
         #expect(try loadProfile(Self.profile(#"{"io": "KeyboardDisplay", "passkey": 999999}"#)).security?.passkey == 999_999)
         #expect(try loadProfile(Self.profile(#"{"pairing": "refuse"}"#)).pairingSecurity?.io == .noInputNoOutput, "just works by default")
+        #expect(try loadProfile(Self.profile(#"{"pairing": "refuse"}"#)).pairingSecurity?.secureConnections == .on, "the kernel's default")
+        for mode in [SecureConnectionsMode.on, .off] {
+            #expect(try loadProfile(Self.profile(#"{"secureConnections": "\#(mode.rawValue)"}"#)).security?.secureConnections == mode)
+        }
     }
 
     @Test func aProfileNeedsAnAgentOnlyWhenSomethingAsksForEncryption() throws {
@@ -35,6 +39,11 @@ import Testing
         #expect(found.contains { $0.contains("security.confirm") }, "\(found)")
         #expect(found.contains { $0.contains("security.passkey") && $0.contains("out of range") }, "\(found)")
         #expect(found.contains { $0.contains("security.pin") && $0.contains("unknown key") }, "\(found)")
+        // The kernel's Secure Connections Only mode drops every LE link once encrypted (seen in the sandbox, Linux 6.1).
+        let only = problems(Self.profile(#"{"io": "DisplayYesNo", "secureConnections": "only"}"#))
+        #expect(only.contains { $0.contains("security.secureConnections") && $0.contains("not possible on Linux") && $0.contains("secure-read") }, "\(only)")
+        let legacy = problems(Self.profile(#"{"secureConnections": "legacy"}"#))
+        #expect(legacy.contains { $0.contains("security.secureConnections") && $0.contains("\"off\"") }, "\(legacy)")
         let shortPasskey = problems(Self.profile(#"{"io": "KeyboardOnly", "passkey": "12345"}"#))
         #expect(shortPasskey.contains { $0.contains("six decimal digits") }, "\(shortPasskey)")
     }

@@ -131,6 +131,7 @@ class Central:
 
     def __init__(self):
         self.stats = ConnectStats()
+        self.last_connection: Connection | None = None  # what connect() returned last (a test looks at a flow's link)
 
     async def start(self): ...
     async def close(self): ...
@@ -184,6 +185,7 @@ class Central:
                                       name_prefix=name_prefix, timeout=scan_timeout)
                 conn = await asyncio.wait_for(self._connect_once(adv, timeout, mtu), timeout + 5)
                 conn.adv = adv
+                self.last_connection = conn
                 self.stats.attempts.append(attempt)
                 if attempt > 1:
                     log.warning("connect succeeded on attempt %d after: %s", attempt, errors)
@@ -208,13 +210,122 @@ class Central:
 
 
 # --------------------------------------------------------------------- Bumble
+# ATT requests that discover the GATT table: Find Information, Find By Type Value, Read By Type, Read By Group Type.
+DISCOVERY_OPCODES = frozenset({0x04, 0x06, 0x08, 0x10})
+
+
+@dataclass
+class CachedTable:
+    """A bonded device's GATT table as a phone keeps it between connections (iOS does; so does Android for bonded
+    devices): the services, characteristics and descriptors with their handles, as Bumble's proxies found them.
+    `stale` is set by a Service Changed indication: the table is discovered again before it is used."""
+    services: list = field(default_factory=list)  # [(uuid, handle, end, [(uuid, handle, end, properties, [(uuid, handle)])])]
+    stale: bool = False
+    changes: list = field(default_factory=list)  # (start, end) of each Service Changed indication received
+    service_changed: int = 0  # the value handle of Service Changed in this table, 0 if it has none
+
+    def handles(self) -> dict[str, int]:
+        """Value handle of each characteristic by UUID (the first of a UUID)."""
+        out: dict[str, int] = {}
+        for _, _, _, chars in self.services:
+            for uuid, handle, *_ in chars:
+                out.setdefault(norm_uuid(uuid.to_hex_str("-")), handle)
+        return out
+
+
 class BumbleConnection(Connection):
-    def __init__(self, device, connection, peer):
+    def __init__(self, device, connection, peer, cache_home: tuple[dict, str] | None = None):
         self._device = device
         self._conn = connection
         self._peer = peer
         self._disconnected = asyncio.Event()
         connection.on("disconnection", lambda *_: self._disconnected.set())
+        # (the central's table cache, this peer's address) when the central keeps GATT caches (iOS-like)
+        self._cache_home = cache_home
+        self.from_cache = False  # this link used the cached table instead of discovering
+        self.requests: list[int] = []  # opcode of each ATT request this central sent on the link
+        client = peer.gatt_client
+        send = client.send_request
+
+        async def counted(pdu):
+            self.requests.append(pdu.op_code)
+            return await send(pdu)
+        client.send_request = counted
+
+    @property
+    def discovery_requests(self) -> int:
+        """How many ATT requests of this link discovered the table (0 for a link that used a cached table)."""
+        return sum(1 for op in self.requests if op in DISCOVERY_OPCODES)
+
+    async def discover(self, timeout: float = 20.0) -> None:
+        """Discovers the whole table (services, characteristics and the descriptors of the ones that notify),
+        forgetting what this link knew (Bumble keeps a service it knew even when discovery no longer finds it)."""
+        self._peer.gatt_client.services = []
+        await asyncio.wait_for(self._peer.discover_services(), timeout)
+        await asyncio.wait_for(self._peer.discover_characteristics(), timeout)
+        for service in self._peer.services:
+            for char in service.characteristics:
+                if char.properties & 0x30 and not char.descriptors_discovered:
+                    await asyncio.wait_for(self._peer.discover_descriptors(char), timeout)
+
+    def table(self) -> CachedTable:
+        """The table this link knows, to keep for the next connection."""
+        from bumble.core import UUID
+        table = CachedTable()
+        for s in self._peer.services:
+            chars = [(c.uuid, c.handle, c.end_group_handle, int(c.properties),
+                      [(d.type, d.handle) for d in c.descriptors]) for c in s.characteristics]
+            table.services.append((s.uuid, s.handle, s.end_group_handle, chars))
+            for c in s.characteristics:
+                if c.uuid == UUID.from_16_bits(0x2A05):
+                    table.service_changed = c.handle
+        return table
+
+    def use_table(self, table: CachedTable) -> None:
+        """Takes `table` as this link's GATT table without asking the device (a phone reconnecting to a bonded
+        device): reads, writes and subscriptions go to the cached handles."""
+        from bumble.gatt_client import CharacteristicProxy, DescriptorProxy, ServiceProxy
+        client = self._peer.gatt_client
+        services = []
+        for uuid, handle, end, chars in table.services:
+            service = ServiceProxy(client, handle, end, uuid)
+            for c_uuid, c_handle, c_end, properties, descriptors in chars:
+                char = CharacteristicProxy(client, c_handle, c_end, c_uuid, properties)
+                char.descriptors = [DescriptorProxy(client, d_handle, d_type) for d_type, d_handle in descriptors]
+                char.descriptors_discovered = True
+                service.characteristics.append(char)
+            services.append(service)
+        client.services = services
+        self.from_cache = True
+
+    def watch_service_changed(self, table: CachedTable) -> None:
+        """From now on a Service Changed indication on this link marks `table` stale (kept by the central, so a
+        connection attempt that fails after receiving it still leaves the table to be discovered again)."""
+        if not table.service_changed:
+            return
+
+        def changed(value):
+            value = bytes(value)
+            table.stale = True
+            table.changes.append((int.from_bytes(value[0:2], "little"), int.from_bytes(value[2:4], "little")))
+        self._peer.gatt_client.indication_subscribers.setdefault(table.service_changed, set()).add(changed)
+
+    async def keep_table(self) -> None:
+        """Saves this link's table as the central's cache for the device, with the descriptors and a Service
+        Changed subscription (what a phone does once bonded)."""
+        if self._cache_home is None:
+            return
+        await self.discover()
+        cache, address = self._cache_home
+        table = self.table()
+        if address in cache:
+            table.changes = cache[address].changes
+        cache[address] = table
+        if table.service_changed:
+            from bumble.core import UUID
+            char = self._peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A05))[0]
+            await char.subscribe(None, prefer_notify=False)
+            self.watch_service_changed(table)
 
     @property
     def mtu(self) -> int:
@@ -306,6 +417,8 @@ class BumbleConnection(Connection):
             raise PairingFailed(f"{type(e).__name__}: {e}") from e
         finally:
             self._device.pairing_config_factory = previous
+        if bonding:
+            await self.keep_table()
 
     async def request_mtu(self, mtu: int, timeout: float = 20.0) -> int:
         """Exchanges the ATT MTU now (Android's requestMtu); returns the MTU in use."""
@@ -340,8 +453,7 @@ class BumbleConnection(Connection):
 
     async def rediscover(self, timeout: float = 20.0) -> list[str]:
         """Discovers the GATT table again; returns its service UUIDs."""
-        await asyncio.wait_for(self._peer.discover_services(), timeout)
-        await asyncio.wait_for(self._peer.discover_characteristics(), timeout)
+        await self.discover(timeout)
         return self.service_uuids()
 
     async def encrypt(self, timeout: float = 30.0) -> None:
@@ -355,6 +467,11 @@ class BumbleConnection(Connection):
     @property
     def encrypted(self) -> bool:
         return bool(self._conn.is_encrypted)
+
+    @property
+    def secure_connections(self) -> bool:
+        """The last pairing of this link used LE Secure Connections (False: legacy pairing)."""
+        return bool(getattr(self._conn, "sc", False))
 
     async def forget_keys(self) -> None:
         """Drops this central's keys for the peer (as "forget this device" on a phone)."""
@@ -419,6 +536,17 @@ class BumbleCentral(Central):
         self.index = int(adapter.removeprefix("hci"))
         self.transport = None
         self.device = None
+        # GATT tables of bonded devices by address, when this central keeps them (keep_gatt_cache): None = it
+        # discovers on every connection
+        self.gatt_cache: dict[str, CachedTable] | None = None
+
+    def keep_gatt_cache(self) -> dict[str, CachedTable]:
+        """Makes this central keep the GATT table of each device it bonds with and use it when it reconnects:
+        no discovery, the link encrypted with the bond's keys at once, the table discovered again only after a
+        Service Changed indication (as iOS does). Returns the cache (by device address)."""
+        if self.gatt_cache is None:
+            self.gatt_cache = {}
+        return self.gatt_cache
 
     async def start(self):
         from bumble.device import Device
@@ -541,12 +669,24 @@ class BumbleCentral(Central):
         self.device.gatt_server.max_mtu = min(mtu, 517) if mtu else 23
         conn = await self.device.connect(adv.raw, transport=PhysicalTransport.LE,
                                          own_address_type=OwnAddressType.PUBLIC, timeout=timeout)
-        c = BumbleConnection(self.device, conn, Peer(conn))
+        home = (self.gatt_cache, adv.address) if self.gatt_cache is not None else None
+        c = BumbleConnection(self.device, conn, Peer(conn), home)
+        table = self.gatt_cache.get(adv.address) if self.gatt_cache is not None else None
+        if table is not None:
+            c.watch_service_changed(table)  # bluetoothd indicates a change it kept for a bonded central at once
         try:
             if mtu:  # 0: no MTU exchange from this side (an Android app before requestMtu): ATT MTU 23
                 await asyncio.wait_for(c._peer.request_mtu(mtu), 20)
-            await asyncio.wait_for(c._peer.discover_services(), 20)
-            await asyncio.wait_for(c._peer.discover_characteristics(), 20)
+            if table is not None:
+                await c.encrypt()  # a phone encrypts a link to a bonded device before the app gets it
+                await asyncio.sleep(0.2)  # an indication bluetoothd queued behind the encryption lands
+            if table is None:
+                await asyncio.wait_for(c._peer.discover_services(), 20)
+                await asyncio.wait_for(c._peer.discover_characteristics(), 20)
+            elif table.stale:  # Service Changed came (on this link or an attempt before): discover again, keep it
+                await c.keep_table()
+            else:
+                c.use_table(table)
         except BaseException:
             await c.disconnect()
             raise

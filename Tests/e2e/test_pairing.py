@@ -217,6 +217,54 @@ async def test_pairing_mode(central, secure, mode, security, io, users, expected
         await conn.disconnect()
 
 
+SC_MODES = [
+    # gattemu's security, the central's IO, whether it offers Secure Connections, expected outcome
+    ({"secureConnections": "off"}, "KeyboardDisplay", True, "legacy"),
+    ({"secureConnections": "on"}, "KeyboardDisplay", True, "secure connections"),
+    ({"secureConnections": "on"}, "KeyboardDisplay", False, "legacy"),
+]
+
+
+@pytest.mark.parametrize("security,io,central_sc,expected", SC_MODES,
+                         ids=[f"{s['secureConnections']}-{io}-{'sc' if c else 'legacy'}" for s, io, c, _ in SC_MODES])
+async def test_secure_connections_mode(central, secure, security, io, central_sc, expected):
+    """`security.secureConnections`: `off` pairs the legacy way even with a central that offers Secure Connections
+    (a Bluetooth 4.0/4.1 device); `on` pairs with Secure Connections when the central offers it and falls back to
+    legacy pairing otherwise. (`only` is refused by validate: Linux drops such links, docs/pairing.md.)"""
+    mode = security["secureConnections"]
+    p, name = secure(security)
+    await wait_for_api(p, timeout=60)
+    conn = await central.connect(name=name)
+    try:
+        outcome = "paired"
+        try:
+            await conn.pair(io, sc=central_sc)
+        except PairingFailed as e:
+            outcome = f"failed ({e})"
+        if outcome == "paired":
+            await asyncio.sleep(1.0)  # the link must stay up after pairing
+        after = await read_info(conn) if conn.is_connected else "disconnected"
+        if outcome == "paired" and after == "disconnected":
+            outcome = "failed (paired, then the device dropped the link)"
+        method = ("secure connections" if conn.secure_connections else "legacy") if outcome == "paired" else "failed"
+        TABLE.append((f"secureConnections {mode}, gattemu {security.get('io', 'NoInputNoOutput')}, central {'with' if central_sc else 'without'} SC",
+                      io, outcome.split(" (")[0] + ("" if outcome != "paired" else f" ({method})"), after.split(" (")[0]))
+        report(f"pairing | secureConnections {mode} | central {io} sc={central_sc} | {outcome[:80]} | {method} | info: {after[:40]}")
+        if expected == "failed":
+            assert outcome.startswith("failed"), outcome
+            assert not after.startswith("read "), after
+        else:
+            assert outcome == "paired", p.tail()
+            assert method == expected, method
+            assert after == "read iPhone ABC", after
+        if mode != "on":
+            out = await p.output_when(lambda o: "LE Secure Connections" in o)
+            assert f"LE Secure Connections {mode}" in out, p.tail()
+    finally:
+        await forget_everywhere(conn)
+        await conn.disconnect()
+
+
 async def test_bond_survives_a_gattemu_restart_and_a_forgotten_bond_fails_like_a_reset_device(central, secure):
     """Pair (bond); restart gattemu; the central reconnects and encrypts with its keys. Then gattemu forgets the
     bond behind the central's back: the central's encrypted reconnect fails (PIN or key missing), and pairing

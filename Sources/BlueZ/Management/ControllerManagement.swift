@@ -26,6 +26,9 @@ public struct ControllerManagement: Sendable {
         /// LE privacy on: the controller advertises and connects from resolvable private addresses.
         public var privacy: Bool { currentSettings & 0x2000 != 0 }
         public var supportsPrivacy: Bool { supportedSettings & 0x2000 != 0 }
+        /// LE Secure Connections enabled (on or only: the kernel does not report "only" apart).
+        public var secureConnections: Bool { currentSettings & 0x0800 != 0 }
+        public var supportsSecureConnections: Bool { supportedSettings & 0x0800 != 0 }
 
         /// Parses the return parameters (address, version, manufacturer, supported and current settings, …).
         init?(_ parameters: [UInt8]) {
@@ -50,6 +53,15 @@ public struct ControllerManagement: Sendable {
         let index = index
         let parameters = [irk == nil ? 0x00 : 0x01] + (irk ?? [UInt8](repeating: 0, count: 16))
         _ = try await Self.offLoop { () throws(ManagementError) in try ManagementSocket.send(.setPrivacy, index: index, parameters: parameters) }
+    }
+
+    /// Sets the controller's LE Secure Connections mode (`Set Secure Connections`; the kernel's SMP then offers or
+    /// requires it). Allowed while powered; bluetoothd sets it only when the controller appears.
+    public func setSecureConnections(_ mode: SecureConnectionsMode) async throws(ManagementError) {
+        let index = index
+        _ = try await Self.offLoop { () throws(ManagementError) in
+            try ManagementSocket.send(.setSecureConnections, index: index, parameters: [mode.managementValue])
+        }
     }
 
     /// Throws when this process may not change the controller (no CAP_NET_ADMIN), before anything is changed:

@@ -14,12 +14,14 @@ enum ManagementSocket {
         case readControllerInformation = 0x0004
         case setPrivacy = 0x002F
         case setStaticAddress = 0x002B
+        case setSecureConnections = 0x002D
 
         var name: String {
             switch self {
             case .readControllerInformation: "Read Controller Information"
             case .setPrivacy: "Set Privacy"
             case .setStaticAddress: "Set Static Address"
+            case .setSecureConnections: "Set Secure Connections"
             }
         }
     }

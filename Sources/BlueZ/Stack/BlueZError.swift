@@ -12,6 +12,8 @@ public enum BlueZError: Error, Sendable, CustomStringConvertible {
     case advertisementTooLarge(AdvertisementBudget)
     /// BlueZ refused or failed a call.
     case call(String, DBusError)
+    /// The kernel refused a change to the controller that bluetoothd's D-Bus API does not offer (what, why).
+    case controller(String, ManagementError)
 
     public var description: String {
         switch self {
@@ -26,6 +28,8 @@ public enum BlueZError: Error, Sendable, CustomStringConvertible {
         case .advertisementTooLarge(let budget):
             budget.description
         case .call(let what, let error):
+            "\(what): \(error)"
+        case .controller(let what, let error):
             "\(what): \(error)"
         }
     }

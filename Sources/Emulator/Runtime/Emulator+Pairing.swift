@@ -12,6 +12,8 @@ struct PairingState {
     /// The passkey shown last (`DisplayPasskey`).
     var displayed: DisplayedPasskey?
     var nextPrompt: UInt64 = 0
+    /// Whether the controller had Secure Connections on before gattemu set the profile's mode; nil: not changed.
+    var secureConnectionsBefore: Bool?
 }
 
 struct PendingPairingPrompt {
@@ -36,6 +38,41 @@ extension Emulator: PairingHandler {
         pairing.agent = try await PairingAgent.register(capability: security.io, handler: self, stack: stack)
         log.record(.note, detail: "pairing agent registered as bluetoothd's default: \(security.io), pairing \(security.pairing.rawValue)"
                    + (security.passkey.map { ", passkey \(Passkey.digits($0))" } ?? "") + ", confirm \(security.confirm.rawValue)")
+    }
+
+    /// Sets the controller's LE Secure Connections mode when the profile asks for `off` (through the kernel: needs
+    /// root); `on` is the kernel's and bluetoothd's default and is left as it is.
+    func applySecureConnections(on adapter: Adapter) async throws(BlueZError) {
+        guard let security = profile.pairingSecurity, security.secureConnections != .on else { return }
+        let mode = security.secureConnections
+        let what = "\(security.path).secureConnections \"\(mode.rawValue)\" on \(adapter.name)"
+        guard let controller = ControllerManagement(adapterName: adapter.name) else {
+            throw .controller(what, .unavailable("\(adapter.name) is not a kernel controller name (hciN)"))
+        }
+        do throws(ManagementError) {
+            let information = try await controller.information()
+            guard information.supportsSecureConnections else {
+                throw .unavailable("the controller does not support LE Secure Connections")
+            }
+            if pairing.secureConnectionsBefore == nil { pairing.secureConnectionsBefore = information.secureConnections }
+            try await controller.setSecureConnections(mode)
+        } catch {
+            throw .controller(what, error)
+        }
+        log.record(.note, detail: "LE Secure Connections \(mode.rawValue) on \(adapter.name)"
+                   + (mode == .off ? ": centrals pair the legacy way" : ""))
+    }
+
+    /// At stop: the controller's Secure Connections setting as it was (on or off; the kernel does not report "only").
+    func restoreSecureConnections() async {
+        guard let before = pairing.secureConnectionsBefore, let adapter, let controller = ControllerManagement(adapterName: adapter.name) else { return }
+        pairing.secureConnectionsBefore = nil
+        do throws(ManagementError) {
+            try await controller.setSecureConnections(before ? .on : .off)
+            log.record(.note, detail: "LE Secure Connections \(before ? "on" : "off") on \(adapter.name) again")
+        } catch {
+            log.record(.error, detail: "could not restore LE Secure Connections on \(adapter.name): \(error.description)")
+        }
     }
 
     func unregisterAgent() async {

@@ -48,7 +48,7 @@ public actor Emulator {
     var stackSubscriptions: [DBusSignalSubscription] = []
     /// The pairing agent and the prompt waiting for the control API (see `Emulator+Pairing.swift`).
     var pairing = PairingState()
-    /// The random static address gattemu gave the adapter (see `Emulator+Address.swift`).
+    /// The address change gattemu made: the LE privacy key it gave the controller (see `Emulator+Address.swift`).
     var address = AddressState()
     let terminationRequests: AsyncStream<String>.Continuation
     /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
@@ -117,7 +117,9 @@ public actor Emulator {
         }
         do {
             try await registerAgent(stack: stack)
+            try await applySecureConnections(on: adapter)
         } catch {
+            await unregisterAgent()
             await watcher?.cancel()
             watcher = nil
             await application?.unregister()
@@ -164,6 +166,7 @@ public actor Emulator {
         await stopAdvertising()
         await application?.unregister()
         await unregisterAgent()
+        await restoreSecureConnections()
         await restoreAddress()
         await watcher?.cancel()
         recoveryRetry?.cancel()

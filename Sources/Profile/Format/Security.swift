@@ -25,6 +25,9 @@ public struct SecurityDefinition: Sendable, Equatable {
     /// control API types it.
     public var passkey: UInt32?
     public var confirm: Confirmation = .auto
+    /// LE Secure Connections: `on` (the kernel's default, legacy pairing when the central lacks it) or `off` (legacy
+    /// only, set on the controller through the kernel: needs root). `only` is refused: Linux cannot keep such a link.
+    public var secureConnections: SecureConnectionsMode = .on
     public var path: String = "security"
 
     public init() {}

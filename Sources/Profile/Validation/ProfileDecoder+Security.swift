@@ -2,9 +2,9 @@ import Bluetooth
 import ControlContract
 
 extension ProfileDecoder {
-    /// The `"security"` section: `io`, `pairing`, `passkey`, `confirm`.
+    /// The `"security"` section: `io`, `pairing`, `passkey`, `confirm`, `secureConnections`.
     mutating func security(_ node: JSONNode, _ path: String) -> SecurityDefinition? {
-        guard members(node, path, allowed: ["io", "pairing", "passkey", "confirm", "description"]) != nil else { return nil }
+        guard members(node, path, allowed: ["io", "pairing", "passkey", "confirm", "secureConnections", "description"]) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         var security = SecurityDefinition()
         security.path = path
@@ -29,6 +29,20 @@ extension ProfileDecoder {
             } else {
                 error(confirm, sub("confirm"), "unknown confirm \"\(text)\"",
                       hint: "use \"auto\" (gattemu confirms) or \"api\" (POST /v1/pairing confirms)")
+            }
+        }
+        if let mode = node["secureConnections"], let text = string(mode, sub("secureConnections")) {
+            if text == SecureConnectionsMode.only.rawValue {
+                error(mode, sub("secureConnections"), "\"only\" is not possible on Linux: in the kernel's Secure Connections Only "
+                      + "mode every LE link is dropped once it is encrypted (the check wants a BR/EDR P-256 link key), so no "
+                      + "central could ever use the device",
+                      hint: "flag the characteristics that need it \"secure-read\"/\"secure-write\" (Level 4: authenticated "
+                          + "Secure Connections), and see docs/pairing.md")
+            } else if let value = SecureConnectionsMode(rawValue: text) {
+                security.secureConnections = value
+            } else {
+                error(mode, sub("secureConnections"), "unknown secureConnections \"\(text)\"",
+                      hint: "use \"on\" (legacy pairing when the central lacks it) or \"off\" (legacy pairing only)")
             }
         }
         if let passkey = node["passkey"] {
