@@ -16,10 +16,7 @@ import Testing
         try #require(ChildProcess.canDropPrivileges, "run as root: the test owns org.bluez under the system bus policy")
         let bus = try PrivateBus(policy: .system)
         defer { bus.stop() }
-        let bluetoothd = try await StandInBluetoothd(bus: bus)
-        try await bluetoothd.addAdapter(announce: false)
-        let (emulator, log) = try RecoveryTests.nokeEmulator(on: bus)
-        try await emulator.start()
+        let (bluetoothd, emulator, log) = try await RecoveryTests.startedNokeEmulator(on: bus)
         let target = try #require(bluetoothd.applications.last?.owner)
         let owner = bluetoothd.connection.uniqueName
 

@@ -18,6 +18,15 @@ import Testing
         return (try Emulator(profile: ProfileLoader.load(path: profiles.appendingPathComponent("noke-lock.json").path), options: options, log: log), log)
     }
 
+    /// A stand-in bluetoothd with one adapter on `bus`, and a Noke emulator (``nokeEmulator(on:)``) started on it.
+    static func startedNokeEmulator(on bus: PrivateBus) async throws -> (StandInBluetoothd, Emulator, EventLog) {
+        let bluetoothd = try await StandInBluetoothd(bus: bus)
+        try await bluetoothd.addAdapter(announce: false)
+        let (emulator, log) = try nokeEmulator(on: bus)
+        try await emulator.start()
+        return (bluetoothd, emulator, log)
+    }
+
     static let profiles = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("profiles")
 
@@ -28,10 +37,7 @@ import Testing
     /// application the other attempt had just registered: gattemu kept running with nothing registered.
     @Test func aRetryTickDuringAnEventsRegistrationLeavesEverythingRegistered() async throws {
         let bus = try PrivateBus()
-        let first = try await StandInBluetoothd(bus: bus)
-        try await first.addAdapter(announce: false)
-        let (emulator, log) = try Self.nokeEmulator(on: bus)
-        try await emulator.start()
+        let (first, emulator, log) = try await Self.startedNokeEmulator(on: bus)
         #expect(first.applications.count == 1)
         #expect(first.advertisements.count == 1)
 
@@ -61,10 +67,7 @@ import Testing
     /// both at once exported the same advertisement twice ("already exported", seen in the sandbox).
     @Test func aPowerCycleOfOurOwnAdvertisesAgainOnce() async throws {
         let bus = try PrivateBus()
-        let bluetoothd = try await StandInBluetoothd(bus: bus)
-        try await bluetoothd.addAdapter(announce: false)
-        let (emulator, log) = try Self.nokeEmulator(on: bus)
-        try await emulator.start()
+        let (bluetoothd, emulator, log) = try await Self.startedNokeEmulator(on: bus)
         #expect(bluetoothd.advertisements.count == 1)
         for _ in 0..<3 {
             let before = log.events(since: 0).filter { $0.detail?.contains("powered on (fault)") == true }.count
@@ -83,10 +86,7 @@ import Testing
     /// after "faults cleared").
     @Test func clearingTheFaultsEndsASilenceUnderWay() async throws {
         let bus = try PrivateBus()
-        let bluetoothd = try await StandInBluetoothd(bus: bus)
-        try await bluetoothd.addAdapter(announce: false)
-        let (emulator, log) = try Self.nokeEmulator(on: bus)
-        try await emulator.start()
+        let (bluetoothd, emulator, log) = try await Self.startedNokeEmulator(on: bus)
         _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"silence": "600s"}"#, file: "test")))
         try await waitUntil { bluetoothd.advertisements.isEmpty }
         _ = await emulator.clearFaults()
@@ -107,10 +107,7 @@ import Testing
     /// `stop()` returns instead of waiting for replies that can never come.
     @Test func losingTheBusEndsTheEmulatorAndStopReturns() async throws {
         let bus = try PrivateBus()
-        let bluetoothd = try await StandInBluetoothd(bus: bus)
-        try await bluetoothd.addAdapter(announce: false)
-        let (emulator, log) = try Self.nokeEmulator(on: bus)
-        try await emulator.start()
+        let (bluetoothd, emulator, log) = try await Self.startedNokeEmulator(on: bus)
         bus.stop()
         let reasons = AsyncCollector<String>()
         Task { for await reason in emulator.terminations { reasons.append(reason) } }

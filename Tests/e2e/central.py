@@ -212,6 +212,13 @@ class Central:
 # --------------------------------------------------------------------- Bumble
 # ATT requests that discover the GATT table: Find Information, Find By Type Value, Read By Type, Read By Group Type.
 DISCOVERY_OPCODES = frozenset({0x04, 0x06, 0x08, 0x10})
+SERVICE_CHANGED = 0x2A05  # the Service Changed characteristic of the GATT service bluetoothd serves
+
+
+def changed_range(value) -> tuple[int, int]:
+    """The handle range (start, end) a Service Changed indication carries."""
+    value = bytes(value)
+    return int.from_bytes(value[0:2], "little"), int.from_bytes(value[2:4], "little")
 
 
 @dataclass
@@ -257,28 +264,32 @@ class BumbleConnection(Connection):
         """How many ATT requests of this link discovered the table (0 for a link that used a cached table)."""
         return sum(1 for op in self.requests if op in DISCOVERY_OPCODES)
 
-    async def discover(self, timeout: float = 20.0) -> None:
-        """Discovers the whole table (services, characteristics and the descriptors of the ones that notify),
-        forgetting what this link knew (Bumble keeps a service it knew even when discovery no longer finds it)."""
+    async def discover(self, timeout: float = 20.0, descriptors: bool = True) -> None:
+        """Discovers the table (services, characteristics and, with `descriptors`, the descriptors of the ones that
+        notify), forgetting what this link knew (Bumble keeps a service it knew even when discovery no longer finds it)."""
         self._peer.gatt_client.services = []
         await asyncio.wait_for(self._peer.discover_services(), timeout)
         await asyncio.wait_for(self._peer.discover_characteristics(), timeout)
+        if not descriptors:
+            return
         for service in self._peer.services:
             for char in service.characteristics:
                 if char.properties & 0x30 and not char.descriptors_discovered:
                     await asyncio.wait_for(self._peer.discover_descriptors(char), timeout)
 
+    def _service_changed(self) -> list:
+        """The Service Changed characteristic in the table this link knows (none or one)."""
+        from bumble.core import UUID
+        return self._peer.get_characteristics_by_uuid(UUID.from_16_bits(SERVICE_CHANGED))
+
     def table(self) -> CachedTable:
         """The table this link knows, to keep for the next connection."""
-        from bumble.core import UUID
         table = CachedTable()
         for s in self._peer.services:
             chars = [(c.uuid, c.handle, c.end_group_handle, int(c.properties),
                       [(d.type, d.handle) for d in c.descriptors]) for c in s.characteristics]
             table.services.append((s.uuid, s.handle, s.end_group_handle, chars))
-            for c in s.characteristics:
-                if c.uuid == UUID.from_16_bits(0x2A05):
-                    table.service_changed = c.handle
+        table.service_changed = next((c.handle for c in self._service_changed()), 0)
         return table
 
     def use_table(self, table: CachedTable) -> None:
@@ -305,9 +316,8 @@ class BumbleConnection(Connection):
             return
 
         def changed(value):
-            value = bytes(value)
             table.stale = True
-            table.changes.append((int.from_bytes(value[0:2], "little"), int.from_bytes(value[2:4], "little")))
+            table.changes.append(changed_range(value))
         self._peer.gatt_client.indication_subscribers.setdefault(table.service_changed, set()).add(changed)
 
     async def keep_table(self) -> None:
@@ -322,9 +332,7 @@ class BumbleConnection(Connection):
             table.changes = cache[address].changes
         cache[address] = table
         if table.service_changed:
-            from bumble.core import UUID
-            char = self._peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A05))[0]
-            await char.subscribe(None, prefer_notify=False)
+            await self._service_changed()[0].subscribe(None, prefer_notify=False)
             self.watch_service_changed(table)
 
     @property
@@ -428,28 +436,22 @@ class BumbleConnection(Connection):
     async def on_service_changed(self, callback: Callable[[int, int], None]) -> None:
         """Subscribes to the GATT service's Service Changed indications; `callback(start, end)` gets the
         affected handle range (as a phone's stack does before it discovers again)."""
-        from bumble.core import UUID
-        chars = self._peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A05))
+        chars = self._service_changed()
         if not chars:
             raise KeyError("no Service Changed characteristic")
 
         def received(value):
-            value = bytes(value)
             self._note("indicate", "")  # tshark decodes the handle range by type: counted, not compared
-            callback(int.from_bytes(value[0:2], "little"), int.from_bytes(value[2:4], "little"))
+            callback(*changed_range(value))
 
         await chars[0].subscribe(received, prefer_notify=False)
 
     def service_changed_received(self) -> tuple[int, int] | None:
         """The handle range of the last Service Changed indication this link received, also one that arrived before
         anything subscribed (bluetoothd indicates it as soon as a bonded central is back); None if none came."""
-        from bumble.core import UUID
-        chars = self._peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A05))
+        chars = self._service_changed()
         cached = self._peer.gatt_client.cached_values.get(chars[0].handle) if chars else None
-        if cached is None:
-            return None
-        value = bytes(cached[1])
-        return int.from_bytes(value[0:2], "little"), int.from_bytes(value[2:4], "little")
+        return None if cached is None else changed_range(cached[1])
 
     async def rediscover(self, timeout: float = 20.0) -> list[str]:
         """Discovers the GATT table again; returns its service UUIDs."""
@@ -681,8 +683,7 @@ class BumbleCentral(Central):
                 await c.encrypt()  # a phone encrypts a link to a bonded device before the app gets it
                 await asyncio.sleep(0.2)  # an indication bluetoothd queued behind the encryption lands
             if table is None:
-                await asyncio.wait_for(c._peer.discover_services(), 20)
-                await asyncio.wait_for(c._peer.discover_characteristics(), 20)
+                await c.discover(20, descriptors=False)
             elif table.stale:  # Service Changed came (on this link or an attempt before): discover again, keep it
                 await c.keep_table()
             else:

@@ -15,6 +15,14 @@ public struct ControllerManagement: Sendable {
         self.index = index
     }
 
+    /// The controller behind `adapterName`; for a name that is not `hciN`, the reason as an error.
+    public static func named(_ adapterName: String) throws(ManagementError) -> ControllerManagement {
+        guard let controller = ControllerManagement(adapterName: adapterName) else {
+            throw .unavailable("\(adapterName) is not a kernel controller name (hciN)")
+        }
+        return controller
+    }
+
     /// What Read Controller Information answers that gattemu needs.
     public struct Information: Sendable, Equatable {
         /// The controller's public address; ``BluetoothAddress/zero`` when it has none.

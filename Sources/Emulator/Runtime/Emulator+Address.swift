@@ -20,11 +20,10 @@ extension Emulator {
     public func changeAddress(_ requested: AddressRequest) async throws(ControlFailure) -> AddressChanged {
         guard let adapter, stack != nil else { throw ControlFailure(.conflict, "no adapter to change: gattemu has not reached bluetoothd") }
         guard !stackLost else { throw ControlFailure(.unavailable, "bluetoothd is gone: the adapter cannot be changed until it is back") }
-        guard let controller = ControllerManagement(adapterName: adapter.name) else {
-            throw ControlFailure(.unavailable, "\(adapter.name) is not a kernel controller name (hciN)")
-        }
+        let controller: ControllerManagement
         let information: ControllerManagement.Information
         do {
+            controller = try ControllerManagement.named(adapter.name)
             information = try await controller.information()
             try await controller.checkMayChange(information)
         } catch {

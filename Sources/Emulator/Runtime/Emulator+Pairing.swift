@@ -46,10 +46,8 @@ extension Emulator: PairingHandler {
         guard let security = profile.pairingSecurity, security.secureConnections != .on else { return }
         let mode = security.secureConnections
         let what = "\(security.path).secureConnections \"\(mode.rawValue)\" on \(adapter.name)"
-        guard let controller = ControllerManagement(adapterName: adapter.name) else {
-            throw .controller(what, .unavailable("\(adapter.name) is not a kernel controller name (hciN)"))
-        }
         do throws(ManagementError) {
+            let controller = try ControllerManagement.named(adapter.name)
             let information = try await controller.information()
             guard information.supportsSecureConnections else {
                 throw .unavailable("the controller does not support LE Secure Connections")
