@@ -11,12 +11,14 @@ import ServiceLifecycle
 ///
 /// Middleware, outermost first: ``HostMiddleware`` (421), ``OriginMiddleware`` (403, CORS),
 /// ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204), ``BearerTokenMiddleware`` (401; not for the
-/// dashboard's static files), ``ContentTypeMiddleware`` (415), ``SecurityHeadersMiddleware`` (CSP and friends). Connections are limited by ``ConnectionGuard`` (docs/control.md, "Security").
+/// dashboard's static files), ``StartingMiddleware`` (503 until ``readiness`` is marked), ``ContentTypeMiddleware`` (415), ``SecurityHeadersMiddleware`` (CSP and friends). Connections are limited by ``ConnectionGuard`` (docs/control.md, "Security").
 public struct ControlServer: Sendable {
     public let endpoint: ControlEndpoint
     public let token: String?
     public let access: ControlAccess
     public let limits: ControlLimits
+    /// Requests reach the target only once this is marked ready (503 before: see ``StartingMiddleware``).
+    public let readiness: Readiness
     let target: any ControlTarget
     let listening = ListeningPort()
     let streams: EventStreamSlots
@@ -24,7 +26,8 @@ public struct ControlServer: Sendable {
 
     /// Refuses a non-loopback endpoint without a token.
     public init(endpoint: ControlEndpoint, token: String?, target: any ControlTarget,
-                access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits()) throws(ControlSetupError) {
+                access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
+                ready: Bool = true) throws(ControlSetupError) {
         if let token, token.isEmpty { throw ControlSetupError(message: "--control-token must not be empty") }
         if !endpoint.isLoopback, token == nil {
             throw ControlSetupError(message: "the control API on \(endpoint) (not loopback) needs --control-token TOKEN")
@@ -34,6 +37,7 @@ public struct ControlServer: Sendable {
         self.target = target
         self.access = access
         self.limits = limits
+        self.readiness = Readiness(ready: ready)
         self.streams = EventStreamSlots(maximum: limits.maximumEventStreams)
         self.connections = ConnectionRegistry(maximum: limits.maximumConnections)
     }
@@ -48,6 +52,7 @@ public struct ControlServer: Sendable {
         router.add(middleware: JSONErrorMiddleware())
         router.add(middleware: OptionsMiddleware())
         if let token { router.add(middleware: BearerTokenMiddleware(token: token)) }
+        router.add(middleware: StartingMiddleware(readiness: readiness))
         router.add(middleware: ContentTypeMiddleware())
         router.add(middleware: SecurityHeadersMiddleware())
         ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat, streamLifetime: limits.eventStreamLifetime).register(on: router)

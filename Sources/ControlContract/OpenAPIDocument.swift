@@ -27,7 +27,7 @@ extension ControlContract {
         (415, "UnsupportedMediaType", "A request body without Content-Type: application/json (a charset other than utf-8 included)"),
         (421, "MisdirectedRequest", "Host missing or not an address of this server (DNS rebinding); `acceptedHosts` lists the accepted ones"),
         (500, "InternalError", "Unexpected failure: `internal error` and a `reference`; the details are only in gattemu's log"),
-        (503, "Unavailable", "bluetoothd refused, or too many event-stream clients (`limit`, 16 by default)"),
+        (503, "Unavailable", "gattemu is still starting (`Retry-After: 1`; the API listens before the device is registered), bluetoothd refused, or too many event-stream clients (`limit`, 16 by default)"),
     ]
 
     /// The whole document as a JSON value.

@@ -40,7 +40,7 @@ public struct Operation: Sendable {
     public var successStatus: Int
     public var successDescription: String
     public var content: Content
-    /// Error statuses besides those every operation has (401, 403, 421, 500).
+    /// Error statuses besides those every operation has (401, 403, 421, 500, and 503 while starting).
     public var errors: [Int]
     /// Served without the bearer token (the dashboard's static files: they hold no data).
     public var isPublic: Bool
@@ -68,7 +68,7 @@ public struct Operation: Sendable {
 
     /// Every error status this operation may answer.
     public var allErrors: [Int] {
-        var statuses = Set(errors).union(isPublic ? [403, 421, 500] : [401, 403, 421, 500])
+        var statuses = Set(errors).union(isPublic ? [403, 421, 500] : [401, 403, 421, 500, 503])
         if body != nil { statuses.formUnion([400, 413, 415]) }
         if parameters.contains(where: { $0.location == .query }) { statuses.insert(400) }
         return statuses.sorted()

@@ -96,7 +96,7 @@ struct Run: AsyncParsableCommand {
         let server: ControlServer?
         do {
             server = try endpoint.map { endpoint throws(ControlSetupError) in
-                try ControlServer(endpoint: endpoint, token: token, target: emulator, access: access)
+                try ControlServer(endpoint: endpoint, token: token, target: emulator, access: access, ready: false)
             }
         } catch {
             throw Failure.badInput(error.message)
@@ -104,9 +104,12 @@ struct Run: AsyncParsableCommand {
         let signals = SignalWaiter([SIGINT, SIGTERM])
         var controlTask: Task<Void, Never>?
         do {
+            // The API listens first (a port in use fails before bluetoothd is touched) and answers 503 until
+            // the device has started: whoever sees the device on air can use the API at once.
+            if let server { controlTask = try await startControl(server, log: log) }
             try await emulator.start()
             for spec in faults { try await emulator.addFault(spec) }
-            if let server { controlTask = try await startControl(server, log: log) }
+            server?.readiness.markReady()
         } catch {
             controlTask?.cancel()
             await emulator.stop()

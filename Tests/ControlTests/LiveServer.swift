@@ -9,10 +9,10 @@ import Glibc
 
 /// Runs `body` with a real ``ControlServer`` listening on 127.0.0.1 (a free port), then stops it.
 func withLiveServer<T>(_ target: any ControlTarget, token: String? = nil, access: ControlAccess = ControlAccess(),
-                       limits: ControlLimits = ControlLimits(),
+                       limits: ControlLimits = ControlLimits(), ready: Bool = true,
                        _ body: (ControlServer, Int) async throws -> T) async throws -> T {
     let server = try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: 0), token: token, target: target,
-                                   access: access, limits: limits)
+                                   access: access, limits: limits, ready: ready)
     var logger = Logger(label: "test.control")
     logger.logLevel = .critical
     let (ready, continuation) = AsyncStream.makeStream(of: Int.self)

@@ -2,6 +2,7 @@
 vanishes), exit 2 for a bad profile before BlueZ is touched, exit 1 with a
 one-line reason for runtime failures, and its GATT objects refuse D-Bus
 callers other than bluetoothd."""
+import asyncio
 import os
 import re
 import signal
@@ -90,6 +91,30 @@ def test_control_port_in_use_exits_1_with_one_line(gattemu_bin):
     assert r.returncode == 1, r
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert lines == [f"gattemu: control API on 127.0.0.1:{port}: address already in use"], r.stderr
+    # The API binds before bluetoothd is asked for anything: nothing was registered, nothing went on air.
+    assert "advertising" not in r.stdout and "started" not in r.stdout, r.stdout
+
+
+async def test_the_control_api_answers_once_the_device_is_on_air(central, start_gattemu):
+    """Whoever sees the device (a phone, a CI job waiting for `started`) can use the API at once: it listens
+    before the device is registered, and answers 200 by the time the device has started (503 with
+    Retry-After only before that; never a refused connection)."""
+    from controlapi import call
+    port = 8774
+    p = start_gattemu("bleproof.json", args=["--control", f"127.0.0.1:{port}"])
+    out = await p.output_when(lambda o: " started " in o, timeout=60)
+    status, body = call("GET", "/v1/status", port=port)  # a refused connection raises here
+    if status == 503:  # the scenario's faults are installed just after `started`: a moment's 503
+        assert "starting" in body["error"], body
+        await asyncio.sleep(1)
+        status, body = call("GET", "/v1/status", port=port)
+    assert status == 200, (status, body)
+    lines = out.splitlines()
+    listening = next(i for i, line in enumerate(lines) if "control API on http://" in line)
+    on_air = next(i for i, line in enumerate(lines) if re.search(r" advertising +name", line))
+    assert listening < on_air, out
+    await p.advertising(central, name="BLEProof", service_uuid=BLEPROOF_SERVICE)
+    assert call("GET", "/v1/status", port=port)[1]["advertising"]["advertised"], p.tail()
 
 
 def test_adapters_lists_peripheral_adapter(gattemu_bin):
