@@ -28,7 +28,14 @@ public struct ADType: RawRepresentable, Sendable, Hashable, CustomStringConverti
         0x01: "flags", 0x02: "incomplete 16-bit service UUIDs", 0x03: "complete 16-bit service UUIDs",
         0x04: "incomplete 32-bit service UUIDs", 0x05: "complete 32-bit service UUIDs",
         0x06: "incomplete 128-bit service UUIDs", 0x07: "complete 128-bit service UUIDs", 0x08: "shortened local name",
-        0x09: "complete local name", 0x0A: "TX power level", 0x12: "peripheral connection interval range",
+        0x09: "complete local name", 0x0A: "TX power level", 0x0D: "class of device", 0x0E: "simple pairing hash C-192",
+        0x0F: "simple pairing randomizer R-192", 0x10: "security manager TK value", 0x11: "security manager OOB flags",
+        0x12: "peripheral connection interval range", 0x17: "public target address", 0x18: "random target address",
+        0x1B: "LE Bluetooth device address", 0x1C: "LE role", 0x1D: "simple pairing hash C-256",
+        0x1E: "simple pairing randomizer R-256", 0x22: "LE secure connections confirmation value",
+        0x23: "LE secure connections random value", 0x24: "URI", 0x27: "LE supported features",
+        0x28: "channel map update indication", 0x29: "PB-ADV", 0x2A: "mesh message", 0x2B: "mesh beacon",
+        0x3D: "3D information data",
         0x14: "16-bit solicited service UUIDs", 0x15: "128-bit solicited service UUIDs", 0x16: "16-bit service data",
         0x19: "appearance", 0x1A: "advertising interval", 0x1F: "32-bit solicited service UUIDs",
         0x20: "32-bit service data", 0x21: "128-bit service data", 0xFF: "manufacturer data",
@@ -168,6 +175,15 @@ public struct AdvertisingData: Sendable, Hashable {
     public static let typesOfDecodedFields: Set<UInt8> = [
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x14, 0x15, 0x16, 0x19, 0x1F, 0x20, 0x21, 0xFF,
     ]
+
+    /// AD types bluetoothd refuses in an advertisement's `Data` property (`type_reject_list` in BlueZ's
+    /// `src/shared/ad.c`, the same in 5.66 and 5.82): those its other properties build (above) and those about
+    /// the link, pairing or mesh (class of device, OOB values, connection interval, addresses, role, features).
+    /// One of them in `Data` makes bluetoothd refuse the whole advertisement ("Failed to parse advertisement").
+    public static let typesBlueZRefusesInData: Set<UInt8> = typesOfDecodedFields.union([
+        0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x17, 0x18, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x22, 0x23, 0x27, 0x28, 0x29,
+        0x2A, 0x2B, 0x3D,
+    ])
 
     /// The structures none of the decoded fields above covers.
     public var otherStructures: [ADStructure] {

@@ -32,8 +32,12 @@ public struct ReplicaProfile: Sendable {
         public var pinHandles = true
         /// At most this many rules; the rest of the conversation is left out (and reported).
         public var maximumRules = 2_000
-        /// At most this many notifications replayed for one write.
-        public var maximumNotificationsPerRule = 64
+        /// At most this many notifications replayed for one write (a device streaming live data between the
+        /// app's commands sends hundreds).
+        public var maximumNotificationsPerRule = 4_096
+        /// At most this much profile text for replayed notifications altogether (values as hex, with their
+        /// JSON), so that the profile stays under the 16 MiB a profile may have; later ones are left out.
+        public var maximumNotificationText = 12 << 20
 
         public init() {}
     }
@@ -74,6 +78,9 @@ private struct Builder {
     var triggers: [(String, OrderedJSON)] = []
     var rules: [OrderedJSON] = []
     var droppedRules = 0
+    /// Profile text still available for notifications (``ReplicaProfile/Options/maximumNotificationText``).
+    var notificationText: Int
+    var droppedNotifications = 0
 
     /// How the device was seen sending on each value handle, whatever its declaration said.
     let observed: [UInt16: CharacteristicProperties]
@@ -81,6 +88,7 @@ private struct Builder {
     init(replica: DeviceReplica, options: ReplicaProfile.Options) {
         self.replica = replica
         self.options = options
+        self.notificationText = options.maximumNotificationText
         var observed: [UInt16: CharacteristicProperties] = [:]
         for event in replica.conversation {
             if case .notification(let handle, _, let indication) = event.kind { observed[handle, default: []].insert(indication ? .indicate : .notify) }
@@ -112,6 +120,9 @@ private struct Builder {
         if !rules.isEmpty { top.append(("rules", .array(rules))) }
         if droppedRules > 0 {
             report.append("left out \(droppedRules) rules past the limit of \(options.maximumRules)")
+        }
+        if droppedNotifications > 0 {
+            report.append("left out \(droppedNotifications) notifications that do not fit in a profile (16 MiB): the conversation's later answers are cut")
         }
         if let mtu = replica.mtu {
             report.append("the central negotiated ATT MTU \(mtu); BlueZ negotiates it again with each central (not set by a profile)")
@@ -370,6 +381,10 @@ private struct Builder {
                 report.append("advertisement: an AD structure of the reserved type 0x00 left out")
                 continue
             }
+            guard !AdvertisingData.typesBlueZRefusesInData.contains(structure.type.rawValue) else {
+                report.append("advertisement: the \(structure.type) structure (0x\(Hex.string(structure.data))) left out: bluetoothd does not let an application advertise it")
+                continue
+            }
             other.append(("0x" + Hex.string([structure.type.rawValue]).uppercased(), .hex(structure.data)))
         }
         if !other.isEmpty {
@@ -511,7 +526,7 @@ private struct Builder {
         }
     }
 
-    func actions(for exchange: Exchange) -> [OrderedJSON] {
+    mutating func actions(for exchange: Exchange) -> [OrderedJSON] {
         var actions: [OrderedJSON] = []
         if let error = exchange.error, exchange.withResponse, let name = Self.failName(error) {
             actions.append(.object([("fail", .string(name))]))
@@ -520,10 +535,17 @@ private struct Builder {
         return actions
     }
 
-    func notifyActions(_ answers: [Answer]) -> [OrderedJSON] {
+    mutating func notifyActions(_ answers: [Answer]) -> [OrderedJSON] {
         var actions: [OrderedJSON] = []
         for answer in answers.prefix(options.maximumNotificationsPerRule) {
             guard let target = characteristicIDs[answer.handle] else { continue }
+            // Hex, the characteristic's id and the JSON around them (indented), with a delay.
+            let cost = 2 * answer.value.count + target.utf8.count + 96
+            guard notificationText >= cost else {
+                droppedNotifications += 1
+                continue
+            }
+            notificationText -= cost
             if options.timing == .recorded, let gap = answer.gap, gap > 0 {
                 actions.append(.object([("delay", .int(min(gap, 60_000)))]))
             }

@@ -37,7 +37,7 @@ import Testing
         #expect(advertisement.localName == Lock.name)
         #expect(advertisement.serviceUUIDs.map { $0.lowercased() } == [Lock.service])
         #expect(advertisement.manufacturerData == [0xFFFF: [0x40, 0x02, 0x0A]])
-        #expect(advertisement.data == [0x2A: [0xAB]])
+        #expect(advertisement.data == [0x24: [0xAB]])
 
         // GATT table with the device's handles (value handles), properties and descriptors.
         #expect(profile.services.map { $0.uuid.lowercased() } == [Lock.service])

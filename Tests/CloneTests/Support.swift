@@ -26,7 +26,7 @@ enum Lock {
         lock.uuids = [service]
         lock.manufacturerData = [0xFFFF: [0x40, 0x02, 0x0A]]
         lock.advertisingFlags = [0x06]
-        lock.advertisingData = [0x2A: [0xAB]]
+        lock.advertisingData = [0x24: [0xAB]]
         var tx = RemoteCharacteristic(uuid: Self.tx, flags: ["notify"], handle: 0x0013, descriptors: [RemoteDescriptor(uuid: "2902", handle: 0x0015)])
         tx.notifications = [(.zero, [0x51, 0x60]), (.zero, [0x51, 0x61])]
         var secret = RemoteCharacteristic(uuid: Self.secret, flags: ["read"], handle: 0x0019, value: [0xEE])

@@ -31,11 +31,16 @@ import Testing
     }
 
     @Test func otherADStructuresAreAdvertisedButNotThoseOfOtherFields() throws {
-        let profile = try loadProfile(Self.profile(advertisement: #", "data": { "0x2a": { "hex": "abcd" }, "38": "01" }"#))
+        let profile = try loadProfile(Self.profile(advertisement: #", "data": { "0x24": { "hex": "abcd" }, "38": "01" }"#))
         let specs = profile.advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:01"))
-        #expect(specs.first?.data == [0x2A: [0xAB, 0xCD], 38: [0x01]])
+        #expect(specs.first?.data == [0x24: [0xAB, 0xCD], 38: [0x01]])
         let reserved = problems(Self.profile(advertisement: #", "data": { "0xff": "0102" }"#))
         #expect(reserved.contains { $0.contains("AD type 0xff is built from another field") }, "\(reserved)")
+        // bluetoothd refuses a whole advertisement with one of these (a real bed base advertises 0x12).
+        for type in ["0x12", "0x1a", "42", "0x0d"] {
+            let refused = problems(Self.profile(advertisement: #", "data": { "\#(type)": "08002000" }"#))
+            #expect(refused.contains { $0.contains("AD type \(type) (") && $0.contains("does not let an application advertise") }, "\(refused)")
+        }
     }
 
     @Test func closestToPicksTheNearestRecordingAmongThoseThatCouldFire() throws {

@@ -105,6 +105,56 @@ enum Recordings {
         #expect(result.report.contains { $0.contains("MTU 247") })
     }
 
+    /// A treadmill sends its live data every second between the app's commands (a real capture: 127 notifications
+    /// after one write): the write replays all of them, in order.
+    @Test func aWriteFollowedByALongStreamReplaysAllOfIt() throws {
+        var replica = Recordings.lock()
+        let stream = (0..<300).map { i in [UInt8(0x55), UInt8(i & 0xFF), UInt8(i >> 8)] + Array(repeating: 0, count: 17) }
+        replica.conversation = [
+            .init(.connected(BluetoothAddress("F0:E0:D0:00:00:01")), time: 1.0, frame: 30),
+            .init(.subscribe(handle: 0x0014, notify: true, indicate: false), time: 1.3, frame: 52),
+            .init(.write(handle: 0x0012, value: Recordings.unlock, withResponse: true), time: 1.4, frame: 54),
+        ] + stream.enumerated().map { i, value in
+            .init(.notification(handle: 0x0014, value: value, indication: false), time: 1.5 + Double(i), frame: 60 + i)
+        }
+        let result = ReplicaProfile(replica).build()
+        let profile = try Self.load(result)
+        var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
+        let central = CentralID(address: "F0:E0:D0:00:00:01")
+        let ids = profile.characteristics.map(\.id)
+        _ = engine.handle(.connect(central))
+        _ = engine.handle(.subscribe(characteristic: ids[1], central: central))
+        let answered = engine.handle(.write(characteristic: ids[0], central: central, value: Recordings.unlock, withResponse: true))
+        #expect(answered.notifications.map(\.value) == stream)
+        #expect(!result.report.contains { $0.contains("replay the first") }, "\(result.report)")
+    }
+
+    /// What does not fit in a profile (16 MiB) is left out, said so, and the profile still loads.
+    @Test func aRecordingTooBigForAProfileIsCutAndStillLoads() throws {
+        var replica = Recordings.lock()
+        let big = Array(repeating: UInt8(0xAB), count: 511)
+        var conversation: [DeviceReplica.Event] = [
+            .init(.connected(BluetoothAddress("F0:E0:D0:00:00:01")), time: 1.0, frame: 30),
+            .init(.subscribe(handle: 0x0014, notify: true, indicate: false), time: 1.3, frame: 52),
+        ]
+        var frame = 100
+        for write in 0..<40 {
+            conversation.append(.init(.write(handle: 0x0012, value: [UInt8(write)], withResponse: true), time: Double(frame), frame: frame))
+            frame += 1
+            for i in 0..<1_000 {
+                conversation.append(.init(.notification(handle: 0x0014, value: [UInt8(i & 0xFF)] + big, indication: false),
+                                          time: Double(frame), frame: frame))
+                frame += 1
+            }
+        }
+        replica.conversation = conversation
+        let result = ReplicaProfile(replica).build()
+        #expect(result.text.utf8.count < ProfileLimits.fileSize)
+        let profile = try Self.load(result)
+        #expect(!profile.rules.isEmpty)
+        #expect(result.report.contains { $0.contains("left out") && $0.contains("notifications") }, "\(result.report)")
+    }
+
     @Test func unrecordedWritesCanFailOrBeAnsweredAsTheNearestRecording() throws {
         var options = ReplicaProfile.Options()
         options.otherwise = .error
@@ -157,16 +207,20 @@ enum Recordings {
         var replica = Recordings.lock()
         replica.name = "Lock {1}"
         replica.scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array("Lock {1}".utf8)),
-                                                ADStructure(type: ADType(rawValue: 0x2A), data: [0xAB])])
+                                                ADStructure(type: ADType(rawValue: 0x24), data: [0xAB]),
+                                                ADStructure(type: .peripheralConnectionIntervalRange, data: [0x08, 0x00, 0x20, 0x00])])
         let crowded = ReplicaProfile(replica).build()
         let profile = try Self.load(crowded)
         #expect(profile.deviceName(environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"), state: [:], variables: [:]) == "Lock {1}")
         // BlueZ 5.66 puts everything but the name in the advertising data: the unknown structure does not fit.
-        #expect(!crowded.text.contains("\"0x2A\""))
-        #expect(crowded.report.contains { $0.contains("other AD structures (0x2A) left out") })
+        #expect(!crowded.text.contains("\"0x24\""))
+        #expect(crowded.report.contains { $0.contains("other AD structures (0x24) left out") })
+        // bluetoothd would refuse the whole advertisement with a connection interval range in it (a real bed base).
+        #expect(!crowded.text.contains("\"0x12\""))
+        #expect(crowded.report.contains { $0.contains("peripheral connection interval range structure (0x08002000) left out") }, "\(crowded.report)")
         replica.advertisingData?.structures.removeAll { $0.type == .manufacturerData }
         let roomy = ReplicaProfile(replica).build()
         let advertised = try Self.load(roomy).advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
-        #expect(advertised.first?.data == [0x2A: [0xAB]])
+        #expect(advertised.first?.data == [0x24: [0xAB]])
     }
 }

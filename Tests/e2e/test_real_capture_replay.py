@@ -31,32 +31,43 @@ DEVICE_SENDS = {0x1B: "notification", 0x1D: "indication"}
 
 def recorded(capture: Path, address: str) -> list[tuple]:
     """The phone's writes (joined long writes) and the device's notifications and indications on the links to
-    `address`, in order: ("write", handle, value, with_response, frame) and ("sent", handle, value, frame)."""
-    r = subprocess.run(["tshark", "-r", str(capture), "-Y", "btatt", "-T", "fields", "-E", "occurrence=f",
-                        "-e", "frame.number", "-e", "hci_h4.direction", "-e", "bthci_acl.src.bd_addr",
-                        "-e", "bthci_acl.dst.bd_addr", "-e", "btatt.opcode", "-e", "btatt.handle", "-e", "btatt.value",
-                        "-e", "btatt.offset"],
+    `address`, in order: ("write", handle, value, with_response, frame) and ("sent", handle, value, frame).
+    The values are the ATT PDUs' bytes as tshark frames them (`-x`): its GATT dissectors decode some values
+    into their own fields (Nordic UART as text, CCCDs as bits), leaving no `btatt.value`."""
+    r = subprocess.run(["tshark", "-r", str(capture), "-Y", "btatt", "-T", "json", "-x", "--no-duplicate-keys",
+                        "-J", "frame hci_h4 bthci_acl btatt"],
                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr[-500:]
+
+    def first(value):
+        return value[0] if isinstance(value, list) and value and isinstance(value[0], (list, str)) else value
+
     out, prepared = [], []
-    for line in r.stdout.splitlines():
-        frame, direction, src, dst, opcode, handle, value, offset = (line.split("\t") + [""] * 8)[:8]
-        if address.lower() not in (src.lower(), dst.lower()) or not opcode:
+    for packet in json.loads(r.stdout or "[]"):
+        layers = packet["_source"]["layers"]
+        acl = layers.get("bthci_acl", {})
+        ends = {str(first(acl.get(f"bthci_acl.{end}.bd_addr", ""))).lower() for end in ("src", "dst")}
+        raw = first(layers.get("btatt_raw"))
+        if address.lower() not in ends or not raw:
             continue
-        code = int(opcode, 16)
-        value = bytes.fromhex(value.replace(":", ""))
-        sent_by_phone = direction and int(direction, 16) == 0
-        if sent_by_phone and code in PHONE_WRITES and handle:
-            out.append(("write", int(handle, 16), value, code == 0x12, int(frame)))
-        elif sent_by_phone and code == 0x16 and handle:
-            prepared.append((int(handle, 16), int(offset or "0"), value, int(frame)))
+        pdu = bytes.fromhex(raw[0] if isinstance(raw, list) else raw)
+        if len(pdu) < 3:
+            continue
+        code, handle = pdu[0], int.from_bytes(pdu[1:3], "little")
+        frame = int(first(layers["frame"]["frame.number"]))
+        direction = first(layers.get("hci_h4", {}).get("hci_h4.direction", ""))
+        sent_by_phone = bool(direction) and int(direction, 16) == 0
+        if sent_by_phone and code in PHONE_WRITES:
+            out.append(("write", handle, pdu[3:], code == 0x12, frame))
+        elif sent_by_phone and code == 0x16 and len(pdu) >= 5:
+            prepared.append((handle, int.from_bytes(pdu[3:5], "little"), pdu[5:], frame))
         elif sent_by_phone and code == 0x18:
-            if prepared:
+            if prepared and pdu[1] == 0x01:  # execute (0x00 cancels)
                 joined = b"".join(v for _, _, v, _ in sorted(prepared, key=lambda p: p[1]))
                 out.append(("write", prepared[0][0], joined, True, prepared[0][3]))
             prepared = []
-        elif not sent_by_phone and code in DEVICE_SENDS and handle:
-            out.append(("sent", int(handle, 16), value, int(frame)))
+        elif not sent_by_phone and code in DEVICE_SENDS:
+            out.append(("sent", handle, pdu[3:], frame))
     return out
 
 

@@ -99,6 +99,12 @@ extension ProfileDecoder {
                               hint: "use localName, serviceUUIDs, solicitUUIDs, serviceData, manufacturerData, appearance or includes")
                         continue
                     }
+                    if AdvertisingData.typesBlueZRefusesInData.contains(UInt8(type)) {
+                        error(at: member.keyLocation, memberPath,
+                              "AD type \(member.key) (\(ADType(rawValue: UInt8(type)))) is one bluetoothd does not let an application advertise",
+                              hint: "bluetoothd refuses the whole advertisement with it (its own AD types: link, pairing, mesh); leave it out")
+                        continue
+                    }
                     if let source = valueSource(member.value, memberPath, usage: .advertisement) {
                         data[UInt8(type)] = source.template
                     }
