@@ -27,28 +27,109 @@ public indirect enum OrderedJSON: Sendable, Equatable {
     }
 
     /// Pretty-printed with two-space indentation; short arrays of scalars stay on one line.
+    ///
+    /// One pass: whether a value fits on one line is measured (stopping at the line's width), not rendered.
     public func text(indent: Int = 0) -> String {
-        let pad = String(repeating: "  ", count: indent)
-        let inner = String(repeating: "  ", count: indent + 1)
+        var out: [UInt8] = []
+        write(into: &out, indent: indent)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The width a value may take on one line.
+    private static let lineWidth = 100
+
+    private func write(into out: inout [UInt8], indent: Int) {
         switch self {
-        case .null: return "null"
-        case .bool(let value): return value ? "true" : "false"
-        case .int(let value): return String(value)
-        case .string(let value): return Self.quoted(value)
+        case .null, .bool, .int, .string:
+            writeFlat(into: &out)
         case .array(let items):
-            if items.isEmpty { return "[]" }
-            let flat = items.allSatisfy(\.isScalar) ? "[" + items.map { $0.text() }.joined(separator: ", ") + "]" : nil
-            if let flat, flat.count + indent * 2 <= 100 { return flat }
-            return "[\n" + items.map { inner + $0.text(indent: indent + 1) }.joined(separator: ",\n") + "\n" + pad + "]"
-        case .object(let members):
-            if members.isEmpty { return "{}" }
-            let flat = "{ " + members.map { Self.quoted($0.0) + ": " + $0.1.text() }.joined(separator: ", ") + " }"
-            if members.allSatisfy({ $0.1.isScalar || $0.1.isSmallObject }), flat.count + indent * 2 <= 100, !flat.contains("\n") {
-                return flat
+            if items.isEmpty { return out.append(contentsOf: "[]".utf8) }
+            if items.allSatisfy(\.isScalar), flatLength(limit: Self.lineWidth - indent * 2) != nil {
+                return writeFlat(into: &out)
             }
-            return "{\n" + members.map { inner + Self.quoted($0.0) + ": " + $0.1.text(indent: indent + 1) }.joined(separator: ",\n")
-                + "\n" + pad + "}"
+            out.append(contentsOf: "[\n".utf8)
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(contentsOf: ",\n".utf8) }
+                Self.pad(&out, indent + 1)
+                item.write(into: &out, indent: indent + 1)
+            }
+            out.append(0x0A)
+            Self.pad(&out, indent)
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            if members.isEmpty { return out.append(contentsOf: "{}".utf8) }
+            if members.allSatisfy({ $0.1.isScalar || $0.1.isSmallObject }), flatLength(limit: Self.lineWidth - indent * 2) != nil {
+                return writeFlat(into: &out)
+            }
+            out.append(contentsOf: "{\n".utf8)
+            for (index, member) in members.enumerated() {
+                if index > 0 { out.append(contentsOf: ",\n".utf8) }
+                Self.pad(&out, indent + 1)
+                Self.writeQuoted(member.0, into: &out)
+                out.append(contentsOf: ": ".utf8)
+                member.1.write(into: &out, indent: indent + 1)
+            }
+            out.append(0x0A)
+            Self.pad(&out, indent)
+            out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// On one line: `[a, b]`, `{ "k": v }`.
+    private func writeFlat(into out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .int(let value): out.append(contentsOf: String(value).utf8)
+        case .string(let value): Self.writeQuoted(value, into: &out)
+        case .array(let items):
+            if items.isEmpty { return out.append(contentsOf: "[]".utf8) }
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(contentsOf: ", ".utf8) }
+                item.writeFlat(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            if members.isEmpty { return out.append(contentsOf: "{}".utf8) }
+            out.append(contentsOf: "{ ".utf8)
+            for (index, member) in members.enumerated() {
+                if index > 0 { out.append(contentsOf: ", ".utf8) }
+                Self.writeQuoted(member.0, into: &out)
+                out.append(contentsOf: ": ".utf8)
+                member.1.writeFlat(into: &out)
+            }
+            out.append(contentsOf: " }".utf8)
+        }
+    }
+
+    /// The length of ``writeFlat(into:)``'s text, or nil once it passes `limit` (measuring stops there).
+    private func flatLength(limit: Int) -> Int? {
+        var total = 0
+        return addFlatLength(to: &total, limit: limit) ? total : nil
+    }
+
+    private func addFlatLength(to total: inout Int, limit: Int) -> Bool {
+        switch self {
+        case .null: total += 4
+        case .bool(let value): total += value ? 4 : 5
+        case .int(let value): total += String(value).utf8.count
+        case .string(let value): return Self.addQuotedLength(value, to: &total, limit: limit)
+        case .array(let items):
+            total += items.isEmpty ? 2 : 2 + 2 * (items.count - 1)
+            for item in items where !item.addFlatLength(to: &total, limit: limit) { return false }
+        case .object(let members):
+            total += members.isEmpty ? 2 : 4 + 4 * members.count - 2
+            for member in members {
+                guard Self.addQuotedLength(member.0, to: &total, limit: limit), member.1.addFlatLength(to: &total, limit: limit)
+                else { return false }
+            }
+        }
+        return total <= limit
+    }
+
+    private static func pad(_ out: inout [UInt8], _ indent: Int) {
+        out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
     }
 
     private var isScalar: Bool {
@@ -65,32 +146,59 @@ public indirect enum OrderedJSON: Sendable, Equatable {
 
     /// A JSON string literal; control characters and non-ASCII as escapes, so the file is plain ASCII.
     static func quoted(_ text: String) -> String {
-        var out = "\""
+        var out: [UInt8] = []
+        writeQuoted(text, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func writeQuoted(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
         for scalar in text.unicodeScalars {
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
+            case "\"": out.append(contentsOf: "\\\"".utf8)
+            case "\\": out.append(contentsOf: "\\\\".utf8)
+            case "\n": out.append(contentsOf: "\\n".utf8)
+            case "\r": out.append(contentsOf: "\\r".utf8)
+            case "\t": out.append(contentsOf: "\\t".utf8)
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value > 0x7E {
                     if scalar.value > 0xFFFF {
                         let value = scalar.value - 0x10000
-                        out += Self.escape(0xD800 + (value >> 10)) + Self.escape(0xDC00 + (value & 0x3FF))
+                        escape(0xD800 + (value >> 10), into: &out)
+                        escape(0xDC00 + (value & 0x3FF), into: &out)
                     } else {
-                        out += Self.escape(scalar.value)
+                        escape(scalar.value, into: &out)
                     }
                 } else {
-                    out.unicodeScalars.append(scalar)
+                    out.append(UInt8(scalar.value))
                 }
             }
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
 
-    private static func escape(_ value: UInt32) -> String {
+    /// The length of ``quoted(_:)``'s literal added to `total`; false once `total` passes `limit`.
+    private static func addQuotedLength(_ text: String, to total: inout Int, limit: Int) -> Bool {
+        total += 2
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"", "\\", "\n", "\r", "\t": total += 2
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value > 0x7E {
+                    total += scalar.value > 0xFFFF ? 12 : 6
+                } else {
+                    total += 1
+                }
+            }
+            if total > limit { return false }
+        }
+        return total <= limit
+    }
+
+    private static func escape(_ value: UInt32, into out: inout [UInt8]) {
         let digits = String(value, radix: 16)
-        return "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
+        out.append(contentsOf: "\\u".utf8)
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 4 - digits.count))
+        out.append(contentsOf: digits.utf8)
     }
 }

@@ -5,8 +5,9 @@ notifications and indications the device sent before the phone's next write must
 recorded is read with tshark (the oracle), not from the profile.
 
 The captures are not in the repository (their licences do not allow it): `scripts/check-import --replay DIR`
-copies them into out/ and runs this file in the sandbox. Captures the import cannot pin handles for are reported
-and not replayed (the handles on air would differ); so are writes to BlueZ's own services."""
+copies them into out/ and runs this file in the sandbox. Where the import cannot pin the device's handles, each
+handle's characteristic is found in gattemu's table by the UUIDs tshark's dissection gives it. Writes to BlueZ's
+own services are not replayed."""
 from __future__ import annotations
 
 import asyncio
@@ -29,11 +30,21 @@ MAX_WRITES = int(os.environ.get("GATTEMU_REPLAY_WRITES", "300"))
 DEVICE_SENDS = {0x1B: "notification", 0x1D: "indication"}
 
 
-def recorded(capture: Path, address: str) -> list[tuple]:
+def tshark_uuid(text: str) -> str:
+    """tshark's `btatt.*uuid16` ("0xfff0") or `*uuid128` (bytes as displayed, most significant first)."""
+    if text.startswith("0x"):
+        return norm_uuid(text[2:])
+    u = text.replace(":", "")
+    return norm_uuid(f"{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}")
+
+
+def recorded(capture: Path, address: str) -> tuple[list[tuple], dict[int, tuple]]:
     """The phone's writes (joined long writes) and the device's notifications and indications on the links to
     `address`, in order: ("write", handle, value, with_response, frame) and ("sent", handle, value, frame).
     The values are the ATT PDUs' bytes as tshark frames them (`-x`): its GATT dissectors decode some values
-    into their own fields (Nordic UART as text, CCCDs as bits), leaving no `btatt.value`."""
+    into their own fields (Nordic UART as text, CCCDs as bits), leaving no `btatt.value`.
+    Also what tshark's dissection says each handle is, from the discovery it followed: handle → ("value",
+    service UUID, characteristic UUID) or ("descriptor", descriptor UUID)."""
     r = subprocess.run(["tshark", "-r", str(capture), "-Y", "btatt", "-T", "json", "-x", "--no-duplicate-keys",
                         "-J", "frame hci_h4 bthci_acl btatt"],
                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
@@ -42,7 +53,7 @@ def recorded(capture: Path, address: str) -> list[tuple]:
     def first(value):
         return value[0] if isinstance(value, list) and value and isinstance(value[0], (list, str)) else value
 
-    out, prepared = [], []
+    out, prepared, names = [], [], {}
     for packet in json.loads(r.stdout or "[]"):
         layers = packet["_source"]["layers"]
         acl = layers.get("bthci_acl", {})
@@ -54,6 +65,15 @@ def recorded(capture: Path, address: str) -> list[tuple]:
         if len(pdu) < 3:
             continue
         code, handle = pdu[0], int.from_bytes(pdu[1:3], "little")
+        tree = layers.get("btatt", {}).get("btatt.handle_tree", {})
+        service = first(tree.get("btatt.service_uuid128") or tree.get("btatt.service_uuid16") or "")
+        own = first(tree.get("btatt.uuid128") or tree.get("btatt.uuid16") or "")
+        if code not in PHONE_WRITES and code not in DEVICE_SENDS and code not in (0x0A, 0x16):
+            pass  # no handle in bytes 1-2 (responses, discovery requests)
+        elif service and own and (tree.get("btatt.characteristic_uuid128") or tree.get("btatt.characteristic_uuid16")):
+            names.setdefault(handle, ("descriptor", tshark_uuid(own)))
+        elif service and own:
+            names.setdefault(handle, ("value", tshark_uuid(service), tshark_uuid(own)))
         frame = int(first(layers["frame"]["frame.number"]))
         direction = first(layers.get("hci_h4", {}).get("hci_h4.direction", ""))
         sent_by_phone = bool(direction) and int(direction, 16) == 0
@@ -68,7 +88,23 @@ def recorded(capture: Path, address: str) -> list[tuple]:
             prepared = []
         elif not sent_by_phone and code in DEVICE_SENDS:
             out.append(("sent", handle, pdu[3:], frame))
-    return out
+    return out, names
+
+
+def handles_by_uuid(names: dict[int, tuple]) -> tuple[dict[int, tuple[str, str, int]], dict[int, int]]:
+    """For a profile without pinned handles: the device's value handles by what tshark's dissection says they
+    are (service UUID, characteristic UUID, occurrence in handle order), and its CCCD handles (→ 0)."""
+    values, cccds, seen = {}, {}, {}
+    for handle in sorted(names):
+        name = names[handle]
+        if name[0] == "descriptor":
+            if name[1] == norm_uuid("2902"):
+                cccds[handle] = 0
+            continue
+        key = (name[1], name[2])
+        seen[key] = seen.get(key, -1) + 1
+        values[handle] = (*key, seen[key])
+    return values, cccds
 
 
 def pinned_handles(profile: dict) -> tuple[dict[int, tuple[str, str, int]], dict[int, int]]:
@@ -113,10 +149,16 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
     address = device
     profile = json.loads(profile_path.read_text())
     values, cccds = pinned_handles(profile)
+    timeline, names = recorded(capture, address)
+    how = "pinned handles"
     if not values:
-        report(f"real capture | {capture.name} | {address}: handles not pinned (BlueZ cannot reproduce the layout): not replayed")
-        return
-    timeline = recorded(capture, address)
+        # BlueZ cannot lay the table out with the device's handles: find each handle's characteristic in gattemu's
+        # table by the UUIDs tshark's dissection gives it.
+        values, cccds = handles_by_uuid(names)
+        how = "handles not pinned, characteristics found by UUID"
+        if not values:
+            report(f"real capture | {capture.name} | {address}: handles not pinned and tshark names none: not replayed")
+            return
     writes = [e for e in timeline if e[0] == "write" and (e[1] in values or e[1] in cccds)]
     if not writes:
         report(f"real capture | {capture.name} | {address}: no write to the device's own characteristics: nothing to replay")
@@ -196,6 +238,6 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
             await asyncio.sleep(0.05)
     finally:
         await conn.disconnect()
-    report(f"real capture | {capture.name} | {address}: {replayed} of {len(writes)} writes replayed, {matched}/{expected_total} "
+    report(f"real capture | {capture.name} | {address} ({how}): {replayed} of {len(writes)} writes replayed, {matched}/{expected_total} "
            f"notifications and indications byte for byte" + (f"; {len(mismatches)} mismatches" if mismatches else ""))
     assert not mismatches, "\n".join(mismatches[:20])
