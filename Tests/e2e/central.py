@@ -250,6 +250,8 @@ class BumbleConnection(Connection):
         # (the central's table cache, this peer's address) when the central keeps GATT caches (iOS-like)
         self._cache_home = cache_home
         self.from_cache = False  # this link used the cached table instead of discovering
+        self._table_in_use: CachedTable | None = None  # the cached table this link uses (use_table)
+        self.retried_after_service_changed = 0  # requests that hit a moved handle before Service Changed came
         self.requests: list[int] = []  # opcode of each ATT request this central sent on the link
         client = peer.gatt_client
         send = client.send_request
@@ -308,6 +310,7 @@ class BumbleConnection(Connection):
             services.append(service)
         client.services = services
         self.from_cache = True
+        self._table_in_use = table
 
     def watch_service_changed(self, table: CachedTable) -> None:
         """From now on a Service Changed indication on this link marks `table` stale (kept by the central, so a
@@ -359,16 +362,47 @@ class BumbleConnection(Connection):
         if ops is not None:
             ops.append(op)
 
+    async def _on_current_table(self, operation):
+        """Runs `operation()` as an iOS-like central on a cached table does: a Service Changed that arrived
+        while it used the cache makes it discover again first (iOS: didModifyServices, the app discovers again);
+        an Invalid Handle on a cached handle waits a moment for that Service Changed (bluetoothd sends it once
+        the link is encrypted, which may be after the first request) and, if it came, retries on the new table."""
+        from bumble.att import ATT_Error, ErrorCode
+        table = self._table_in_use
+        if table is not None and table.stale:
+            await self._leave_cache()
+        try:
+            return await operation()
+        except ATT_Error as error:
+            if table is None or self._table_in_use is None or error.error_code != ErrorCode.INVALID_HANDLE:
+                raise
+            for _ in range(30):
+                if table.stale:
+                    break
+                await asyncio.sleep(0.1)
+            if not table.stale:
+                raise
+            await self._leave_cache()
+            self.retried_after_service_changed += 1
+            return await operation()
+
+    async def _leave_cache(self) -> None:
+        self._table_in_use = None
+        self.from_cache = False
+        await self.keep_table()
+
     async def read(self, uuid):
-        value = bytes(await self._char(uuid).read_value())
+        value = bytes(await self._on_current_table(lambda: self._char(uuid).read_value()))
         self._note("read", value.hex())
         return value
 
     async def write(self, uuid, data, response=True):
-        await self._char(uuid).write_value(bytes(data), with_response=response)
+        await self._on_current_table(lambda: self._char(uuid).write_value(bytes(data), with_response=response))
         self._note("write", bytes(data).hex())
 
     async def subscribe(self, uuid, callback, indicate=False):
+        if self._table_in_use is not None and self._table_in_use.stale:
+            await self._leave_cache()
         char = self._char(uuid)
         kind = "indicate" if indicate and char.properties & 0x20 else "notify" if char.properties & 0x10 else "indicate"
 

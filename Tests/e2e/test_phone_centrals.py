@@ -185,8 +185,10 @@ async def test_ios_reconnects_on_its_cached_table(device, central, start_gattemu
         if moved:
             assert table.changes, f"handles moved ({moved}) but no Service Changed reached the bonded central"
             assert not conn.from_cache and conn.discovery_requests > 0, "Service Changed: discovered again"
+        late = (f" (Service Changed came after {conn.retried_after_service_changed} request(s) on moved handles: "
+                "retried on the new table)") if conn.retried_after_service_changed else ""
         steps.append(f"gattemu restarted: Service Changed {changes}, {len(moved)} handles moved, "
-                     f"{'discovered again' if not conn.from_cache else 'cache still right'}: {result}")
+                     f"{'discovered again' if not conn.from_cache else 'cache still right'}{late}: {result}")
         report(f"phone-like central | {device} | ios (MTU 185, cached table) | " + " → ".join(steps))
         # The bond is forgotten on a live link, as the other pairing tests do: once bluetoothd 5.66 died when its keys
         # were removed 300 ms after the central's link went down (the next test found no bluetoothd).
