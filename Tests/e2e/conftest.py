@@ -50,9 +50,6 @@ BLUEZ_SWITCHED: dict[str, list[str]] = {}  # BlueZ version -> tests that switche
 
 
 collect_ignore: list[str] = []
-# Real phones' captures are not in the repository (licences): `scripts/check-import --replay DIR` brings them in.
-if not os.environ.get("GATTEMU_REAL_CAPTURES"):
-    collect_ignore.append("test_real_capture_replay.py")
 
 
 def report(line: str) -> None:
@@ -62,9 +59,6 @@ def report(line: str) -> None:
 
 
 def pytest_terminal_summary(terminalreporter):
-    if "test_real_capture_replay.py" in collect_ignore:
-        terminalreporter.write_line("NOT RUN: test_real_capture_replay.py (captures outside the repository; "
-                                    "scripts/check-import --replay DIR runs it)")
     if os.environ.get("GATTEMU_PERIPH"):
         SUMMARY.insert(0, f"bluetoothd: BlueZ {os.environ.get('GATTEMU_BLUEZ') or '5.66'} (VM default)"
                        + "".join(f"; BlueZ {v} for {len(t)} test(s): {', '.join(t)}"

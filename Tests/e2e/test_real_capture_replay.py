@@ -22,8 +22,10 @@ import pytest
 from central import norm_uuid
 from conftest import report
 
-DIRECTORY = Path(os.environ.get("GATTEMU_REAL_CAPTURES", "/nonexistent"))
-CAPTURES = sorted(p for p in DIRECTORY.iterdir() if p.is_file()) if DIRECTORY.is_dir() else []
+# The licensed captures kept in the repository, unless GATTEMU_REAL_CAPTURES names another directory.
+DIRECTORY = Path(os.environ.get("GATTEMU_REAL_CAPTURES") or Path(__file__).resolve().parents[1] / "Fixtures" / "real-captures")
+CAPTURES = sorted(p for p in DIRECTORY.iterdir() if p.is_file() and p.suffix != ".md" and not p.name.startswith("LICENSE")) \
+    if DIRECTORY.is_dir() else []
 PHONE_WRITES = {0x12: "request", 0x52: "command"}
 # Some captures are firmware uploads of thousands of writes: the first ones are replayed (GATTEMU_REPLAY_WRITES).
 MAX_WRITES = int(os.environ.get("GATTEMU_REPLAY_WRITES", "300"))
