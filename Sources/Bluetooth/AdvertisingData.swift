@@ -30,15 +30,15 @@ public struct ADType: RawRepresentable, Sendable, Hashable, CustomStringConverti
         0x06: "incomplete 128-bit service UUIDs", 0x07: "complete 128-bit service UUIDs", 0x08: "shortened local name",
         0x09: "complete local name", 0x0A: "TX power level", 0x0D: "class of device", 0x0E: "simple pairing hash C-192",
         0x0F: "simple pairing randomizer R-192", 0x10: "security manager TK value", 0x11: "security manager OOB flags",
-        0x12: "peripheral connection interval range", 0x17: "public target address", 0x18: "random target address",
+        0x12: "peripheral connection interval range", 0x14: "16-bit solicited service UUIDs",
+        0x15: "128-bit solicited service UUIDs", 0x16: "16-bit service data", 0x17: "public target address",
+        0x18: "random target address", 0x19: "appearance", 0x1A: "advertising interval",
         0x1B: "LE Bluetooth device address", 0x1C: "LE role", 0x1D: "simple pairing hash C-256",
-        0x1E: "simple pairing randomizer R-256", 0x22: "LE secure connections confirmation value",
+        0x1E: "simple pairing randomizer R-256", 0x1F: "32-bit solicited service UUIDs", 0x20: "32-bit service data",
+        0x21: "128-bit service data", 0x22: "LE secure connections confirmation value",
         0x23: "LE secure connections random value", 0x24: "URI", 0x27: "LE supported features",
         0x28: "channel map update indication", 0x29: "PB-ADV", 0x2A: "mesh message", 0x2B: "mesh beacon",
-        0x3D: "3D information data",
-        0x14: "16-bit solicited service UUIDs", 0x15: "128-bit solicited service UUIDs", 0x16: "16-bit service data",
-        0x19: "appearance", 0x1A: "advertising interval", 0x1F: "32-bit solicited service UUIDs",
-        0x20: "32-bit service data", 0x21: "128-bit service data", 0xFF: "manufacturer data",
+        0x3D: "3D information data", 0xFF: "manufacturer data",
     ]
 
     public var description: String { Self.names[rawValue] ?? "AD type 0x" + HexDigits.pair(rawValue) }

@@ -117,7 +117,9 @@ public indirect enum OrderedJSON: Sendable, Equatable {
         case .string(let value): return Self.addQuotedLength(value, to: &total, limit: limit)
         case .array(let items):
             total += items.isEmpty ? 2 : 2 + 2 * (items.count - 1)
-            for item in items where !item.addFlatLength(to: &total, limit: limit) { return false }
+            for item in items {
+                guard item.addFlatLength(to: &total, limit: limit) else { return false }
+            }
         case .object(let members):
             total += members.isEmpty ? 2 : 4 + 4 * members.count - 2
             for member in members {
@@ -145,12 +147,6 @@ public indirect enum OrderedJSON: Sendable, Equatable {
     }
 
     /// A JSON string literal; control characters and non-ASCII as escapes, so the file is plain ASCII.
-    static func quoted(_ text: String) -> String {
-        var out: [UInt8] = []
-        writeQuoted(text, into: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
     private static func writeQuoted(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for scalar in text.unicodeScalars {
@@ -177,7 +173,7 @@ public indirect enum OrderedJSON: Sendable, Equatable {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// The length of ``quoted(_:)``'s literal added to `total`; false once `total` passes `limit`.
+    /// The length of ``writeQuoted(_:into:)``'s literal added to `total`; false once `total` passes `limit`.
     private static func addQuotedLength(_ text: String, to total: inout Int, limit: Int) -> Bool {
         total += 2
         for scalar in text.unicodeScalars {

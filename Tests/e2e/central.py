@@ -369,8 +369,7 @@ class BumbleConnection(Connection):
         the link is encrypted, which may be after the first request) and, if it came, retries on the new table."""
         from bumble.att import ATT_Error, ErrorCode
         table = self._table_in_use
-        if table is not None and table.stale:
-            await self._leave_cache()
+        await self._follow_service_changed()
         try:
             return await operation()
         except ATT_Error as error:
@@ -385,6 +384,11 @@ class BumbleConnection(Connection):
             await self._leave_cache()
             self.retried_after_service_changed += 1
             return await operation()
+
+    async def _follow_service_changed(self) -> None:
+        """Discovers again when a Service Changed came while this link used the cached table."""
+        if self._table_in_use is not None and self._table_in_use.stale:
+            await self._leave_cache()
 
     async def _leave_cache(self) -> None:
         self._table_in_use = None
@@ -401,8 +405,7 @@ class BumbleConnection(Connection):
         self._note("write", bytes(data).hex())
 
     async def subscribe(self, uuid, callback, indicate=False):
-        if self._table_in_use is not None and self._table_in_use.stale:
-            await self._leave_cache()
+        await self._follow_service_changed()
         char = self._char(uuid)
         kind = "indicate" if indicate and char.properties & 0x20 else "notify" if char.properties & 0x10 else "indicate"
 
