@@ -38,7 +38,7 @@ enum Replay {
     static func main() {
         let arguments = CommandLine.arguments.dropFirst()
         if arguments.first == "dbus-seeds", let directory = arguments.dropFirst().first {
-            writeDBusSeeds(to: directory)
+            if !writeDBusSeeds(to: directory) { exit(1) }
             return
         }
         guard let name = arguments.first, let target = FuzzTarget(rawValue: name) else {
@@ -64,8 +64,9 @@ enum Replay {
         print("gattemu-fuzz: \(target.rawValue): \(count) inputs replayed")
     }
 
-    /// Writes marshalled calls shaped like bluetoothd's (ReadValue, WriteValue, AcquireNotify) as seeds.
-    static func writeDBusSeeds(to directory: String) {
+    /// Writes marshalled calls shaped like bluetoothd's (ReadValue, WriteValue, AcquireNotify) as seeds; false
+    /// (each failure said on stderr) when one could not be written.
+    static func writeDBusSeeds(to directory: String) -> Bool {
         let options: DBusValue = .stringVariantDictionary([
             "device": .objectPath("/org/bluez/hci0/dev_00_AA_01_02_00_02"), "link": .string("LE"), "mtu": .uint16(517), "offset": .uint16(4),
         ])
@@ -78,10 +79,15 @@ enum Replay {
             ("Nested", [.structure([.int32(1), .variant(.strings(["a", "b"])), .dictionary(key: .uint16, value: .variant, [])])]),
         ]
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var written = true
         for (member, arguments) in seeds {
             guard let bytes = try? DBusMarshalling.marshalledMethodCall(member: member, arguments: arguments) else { continue }
-            FileManager.default.createFile(atPath: "\(directory)/\(member).bin", contents: Data(bytes))
+            if !FileManager.default.createFile(atPath: "\(directory)/\(member).bin", contents: Data(bytes)) {
+                FileHandle.standardError.write(Data("gattemu-fuzz: cannot write the seed \(directory)/\(member).bin\n".utf8))
+                written = false
+            }
         }
+        return written
     }
 }
 #endif

@@ -117,10 +117,12 @@ final class RawConnection: @unchecked Sendable {
         }
     }
 
-    /// Reads until `done(bytes)` holds, the server closes (`closed`), or `timeout` passes.
+    /// Reads until `done(bytes)` holds, the server closes (`closed`), or `timeout` passes. The blocking read runs on
+    /// a thread of its own: GCD's shared pool has a thread per core and grows slowly, so parallel tests each holding
+    /// a blocked read there queue behind one another.
     func read(timeout: Duration = .seconds(10), until done: @escaping @Sendable ([UInt8]) -> Bool = { _ in false }) async -> (bytes: [UInt8], closed: Bool) {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 continuation.resume(returning: self.readBlocking(timeout: timeout, until: done))
             }
         }

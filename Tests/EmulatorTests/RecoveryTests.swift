@@ -107,7 +107,7 @@ import Testing
     /// `stop()` returns instead of waiting for replies that can never come.
     @Test func losingTheBusEndsTheEmulatorAndStopReturns() async throws {
         let bus = try PrivateBus()
-        let (bluetoothd, emulator, log) = try await Self.startedNokeEmulator(on: bus)
+        let (_, emulator, log) = try await Self.startedNokeEmulator(on: bus)
         bus.stop()
         let reasons = AsyncCollector<String>()
         Task { for await reason in emulator.terminations { reasons.append(reason) } }
