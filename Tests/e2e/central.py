@@ -714,10 +714,16 @@ class BumbleCentral(Central):
         if table is not None:
             c.watch_service_changed(table)  # bluetoothd indicates a change it kept for a bonded central at once
         try:
+            if table is not None:
+                # A phone encrypts a link to a bonded device at once, before its own ATT requests. One that waits
+                # for its MTU answer first can wait for ever: when the request reaches bluetoothd before it has
+                # taken the link (it then asks for security with a Security Request), the answer waits for the
+                # encryption (a CI run: no answer in 20 s, twice; and bluetoothd dropped the Service Changed it
+                # kept for the bond with that link, so the next connection was never told the handles moved).
+                await c.encrypt()
             if mtu:  # 0: no MTU exchange from this side (an Android app before requestMtu): ATT MTU 23
                 await asyncio.wait_for(c._peer.request_mtu(mtu), 20)
             if table is not None:
-                await c.encrypt()  # a phone encrypts a link to a bonded device before the app gets it
                 await asyncio.sleep(0.2)  # an indication bluetoothd queued behind the encryption lands
             if table is None:
                 await c.discover(20, descriptors=False)
