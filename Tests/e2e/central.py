@@ -716,10 +716,10 @@ class BumbleCentral(Central):
         try:
             if table is not None:
                 # A phone encrypts a link to a bonded device at once, before its own ATT requests. One that waits
-                # for its MTU answer first can wait for ever: when the request reaches bluetoothd before it has
-                # taken the link (it then asks for security with a Security Request), the answer waits for the
-                # encryption (a CI run: no answer in 20 s, twice; and bluetoothd dropped the Service Changed it
-                # kept for the bond with that link, so the next connection was never told the handles moved).
+                # for its MTU answer first can wait for ever: a request that reached bluetoothd before it had taken
+                # the link (it then asks for security with a Security Request) got no answer on the unencrypted link
+                # (a fresh-clone run: 20 s, twice; and bluetoothd dropped the Service Changed it kept for the bond
+                # with that link, so the next connection was never told the handles moved).
                 await c.encrypt()
             if mtu:  # 0: no MTU exchange from this side (an Android app before requestMtu): ATT MTU 23
                 await asyncio.wait_for(c._peer.request_mtu(mtu), 20)
