@@ -1,5 +1,4 @@
 @testable import Control
-import Dispatch
 import Foundation
 import Logging
 import Testing

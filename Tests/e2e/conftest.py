@@ -49,9 +49,6 @@ SUMMARY: list[str] = []  # lines shown at the end of the run (report(...))
 BLUEZ_SWITCHED: dict[str, list[str]] = {}  # BlueZ version -> tests that switched to it
 
 
-collect_ignore: list[str] = []
-
-
 def report(line: str) -> None:
     """Print now (visible with -s) and again in the closing summary."""
     print(line)

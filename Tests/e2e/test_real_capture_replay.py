@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,12 @@ import pytest
 from central import norm_uuid
 from conftest import report
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from capture_files import capture_files  # noqa: E402 - which files are captures, as scripts/check-import decides
+
 # The licensed captures kept in the repository, unless GATTEMU_REAL_CAPTURES names another directory.
 DIRECTORY = Path(os.environ.get("GATTEMU_REAL_CAPTURES") or Path(__file__).resolve().parents[1] / "Fixtures" / "real-captures")
-CAPTURES = sorted(p for p in DIRECTORY.iterdir() if p.is_file() and p.suffix != ".md" and not p.name.startswith("LICENSE")) \
-    if DIRECTORY.is_dir() else []
+CAPTURES = [Path(p) for p in capture_files([DIRECTORY])]
 PHONE_WRITES = {0x12: "request", 0x52: "command"}
 # Some captures are firmware uploads of thousands of writes: the first ones are replayed (GATTEMU_REPLAY_WRITES).
 MAX_WRITES = int(os.environ.get("GATTEMU_REPLAY_WRITES", "300"))
