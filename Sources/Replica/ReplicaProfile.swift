@@ -237,6 +237,12 @@ private struct Builder {
             if bits & 0x02 != 0 { flags.append("writable-auxiliaries") }
         }
         flags += characteristic.security.bluezFlags
+        if flags.isEmpty {
+            // Declared with no properties: BlueZ needs at least one flag. Broadcast alone gives no access at all,
+            // as on the device; only the declaration's properties byte differs (0x01 instead of 0x00).
+            flags = ["broadcast"]
+            report.append("\(id): declared with no properties; BlueZ needs one, so it is declared as broadcast (still no access)")
+        }
         object.append(("flags", .array(flags.map(OrderedJSON.string))))
         if pinned, let handle = characteristic.valueHandle { object.append(("handle", .int(Int(handle)))) }
         if let value = characteristic.value {

@@ -208,6 +208,19 @@ enum Recordings {
         #expect(try Self.load(ReplicaProfile(replica).build()).services.contains { $0.uuid.lowercased().hasPrefix("0000180a") })
     }
 
+    @Test func aCharacteristicDeclaredWithNoPropertiesIsServedWithoutAccess() throws {
+        // Found by the capture fuzz target: a declaration whose properties byte is 0x00. BlueZ refuses a
+        // characteristic with no flags, so the import must not emit one.
+        var replica = Recordings.lock()
+        replica.services[1].characteristics[2].properties = []
+        replica.services[1].characteristics[2].value = nil
+        let result = ReplicaProfile(replica).build()
+        let profile = try Self.load(result)
+        #expect(profile.characteristics[2].flags.map(\.rawValue) == ["broadcast"])
+        #expect(profile.characteristics.map(\.handle) == [0x0012, 0x0014, 0x0018], "still in its place")
+        #expect(result.report.contains { $0.contains("declared with no properties") }, "\(result.report)")
+    }
+
     @Test func namesWithBracesAndOddAdvertisementsStayValid() throws {
         var replica = Recordings.lock()
         replica.name = "Lock {1}"
