@@ -738,7 +738,7 @@ class BumbleCentral(Central):
             if asyncio.current_task().cancelling():
                 raise  # this setup itself was cancelled (a timeout around it, the test's end)
             # Bumble cancels a pending ATT request when the link goes down: a setup error, retried like any other
-            # (seen once: bluetoothd dropped a central that reconnected ~40 ms after RemoveDevice answered).
+            # (seen once: a central that reconnected ~40 ms after RemoveDevice answered lost its link 3 ms later).
             reason = f"0x{dropped[0]:02X}" if dropped else "unknown"
             raise ConnectionError(f"link dropped during connection setup (disconnection reason {reason})") from None
         except BaseException:
