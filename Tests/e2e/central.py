@@ -97,7 +97,9 @@ class PairingFailed(Exception):
 
 @dataclass
 class ConnectStats:
-    """Per connect() call: number of setup attempts used (0 = failed)."""
+    """Per connect() call: number of setup attempts used (0 = failed). `errors` holds the
+    failed attempts' errors of every call that needed more than one, retried or failed,
+    so a green run still says why it retried."""
     attempts: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -108,8 +110,9 @@ class ConnectStats:
         n = len(self.attempts)
         first = sum(1 for a in self.attempts if a == 1)
         failed = sum(1 for a in self.attempts if a == 0)
-        return (f"{n} connects, first-attempt success {first}/{n} ({100.0 * first / max(n, 1):.0f}%), "
+        text = (f"{n} connects, first-attempt success {first}/{n} ({100.0 * first / max(n, 1):.0f}%), "
                 f"retried {n - first - failed}, failed {failed}")
+        return text + "".join(f"\n  {e}" for e in self.errors)
 
 
 class Connection:
@@ -189,9 +192,11 @@ class Central:
                 self.stats.attempts.append(attempt)
                 if attempt > 1:
                     log.warning("connect succeeded on attempt %d after: %s", attempt, errors)
+                    self.stats.errors.extend(errors)
                 return conn
             except Exception as e:  # noqa: BLE001 - setup errors are retried
-                msg = f"attempt {attempt}: {type(e).__name__}: {e}"
+                test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]  # set by pytest
+                msg = f"{test + ' ' if test else ''}attempt {attempt}: {type(e).__name__}: {e}"
                 log.warning("connect %s", msg)
                 print(f"central: connect {msg}", flush=True)
                 errors.append(msg)
