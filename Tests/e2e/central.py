@@ -97,9 +97,9 @@ class PairingFailed(Exception):
 
 @dataclass
 class ConnectStats:
-    """Per connect() call: number of setup attempts used (0 = failed). `errors` holds the
-    failed attempts' errors of every call that needed more than one, retried or failed,
-    so a green run still says why it retried."""
+    """Per connect() call: number of setup attempts used (0 = failed). `errors` holds every
+    failed attempt's error, of calls that then succeeded or failed, so a green run
+    still says why it retried."""
     attempts: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -192,7 +192,6 @@ class Central:
                 self.stats.attempts.append(attempt)
                 if attempt > 1:
                     log.warning("connect succeeded on attempt %d after: %s", attempt, errors)
-                    self.stats.errors.extend(errors)
                 return conn
             except Exception as e:  # noqa: BLE001 - setup errors are retried
                 test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]  # set by pytest
@@ -200,6 +199,7 @@ class Central:
                 log.warning("connect %s", msg)
                 print(f"central: connect {msg}", flush=True)
                 errors.append(msg)
+                self.stats.errors.append(msg)
                 if conn is not None:
                     try:
                         await asyncio.wait_for(conn.disconnect(), 15)
@@ -207,7 +207,6 @@ class Central:
                         pass
                 await self._after_failed_connect()
         self.stats.attempts.append(0)
-        self.stats.errors.extend(errors)
         raise ConnectError(f"connection setup failed {attempts} times ({self.stack}): " + "; ".join(errors))
 
     async def _after_failed_connect(self):
