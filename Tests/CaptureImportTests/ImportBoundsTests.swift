@@ -6,7 +6,8 @@ import Profile
 import Replica
 import Testing
 
-/// `gattemu import` bounded by its input: names kept distinct and capped.
+/// `gattemu import` bounded by its input: names kept distinct and capped, and a name too long to advertise
+/// shortened to what a scan response holds.
 @Suite struct ImportBoundsTests {
     static let device = BluetoothAddress("C0:11:22:33:44:55")!
     static let phone = HCIDirection.hostToController, answer = HCIDirection.controllerToHost
@@ -46,5 +47,28 @@ import Testing
         let trace = try CaptureTrace.read(bytes: bytes)
         let replica = CaptureImport.replica(of: try CaptureImport.select(nil, in: trace), in: trace, source: "names")
         #expect(replica.name == "Name-9", "the last name read")
+    }
+
+    /// A GAP Device Name longer than the 29 bytes a scan response has room for, and no advertised name:
+    /// the profile advertises it shortened (whole characters) and loads; the device keeps its whole name.
+    @Test func aLongGAPNameIsAdvertisedShortened() throws {
+        let long = String(repeating: "Lock-", count: 8) + "Ä"  // 42 bytes
+        let flagsAndService: [UInt8] = [2, 0x01, 0x06, 3, 0x03, 0x0F, 0x18]
+        for (what, advertising) in [("advertised without a name", Optional(flagsAndService)), ("no advertising", nil)] {
+            let trace = try CaptureTrace.read(bytes: Self.script(names: [long], advertising: advertising).btsnoop())
+            let replica = CaptureImport.replica(of: try CaptureImport.select(nil, in: trace), in: trace, source: "long")
+            #expect(replica.name == long, "\(what)")
+            let result = ReplicaProfile(replica).build()
+            let errors = ProfileValidator.validate(json: result.text, file: "long.json").filter { $0.severity == .error }
+            #expect(errors.isEmpty, "\(what): \(errors)")
+            // What BlueZ is given: a name over 29 bytes overflows the scan response, and `gattemu import` refuses the profile.
+            let profile = try ProfileLoader.load(json: result.text, file: "long.json")
+            let advertised = profile.advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00")).map(\.localName)
+            #expect(advertised == ["Lock-Lock-Lock-Lock-Lock-Lock"], "\(what)")
+            #expect(result.report.contains { $0.contains("shortened") }, "\(what): \(result.report)")
+        }
+        // Multi-byte characters are never cut in half.
+        #expect(AdvertisingData.scanResponseName(String(repeating: "Ä", count: 20)) == String(repeating: "Ä", count: 14))
+        #expect(AdvertisingData.scanResponseName("Short") == "Short")
     }
 }
