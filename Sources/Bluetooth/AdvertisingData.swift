@@ -134,6 +134,23 @@ public struct AdvertisingData: Sendable, Hashable {
     /// Whether ``localName`` is the complete name.
     public var hasCompleteLocalName: Bool { first(.completeLocalName) != nil }
 
+    /// `name` as a legacy scan response carries it: the whole name when its UTF-8 fits the 29 bytes left after
+    /// the AD structure's length and type, else shortened to the whole characters from its start that do (a
+    /// GAP Device Name can have 248 bytes; a device advertises it shortened).
+    public static func scanResponseName(_ name: String) -> String {
+        let room = legacyLimit - 2
+        guard name.utf8.count > room else { return name }
+        var end = name.startIndex
+        var bytes = 0
+        for index in name.indices {
+            let next = name.index(after: index)
+            bytes += name.utf8.distance(from: index, to: next)
+            if bytes > room { break }
+            end = next
+        }
+        return String(name[..<end])
+    }
+
     /// Service UUIDs of every size, complete and incomplete lists alike, in order.
     public var serviceUUIDs: [BluetoothUUID] {
         uuids([(.incompleteServiceUUIDs16, 2), (.completeServiceUUIDs16, 2), (.incompleteServiceUUIDs32, 4),

@@ -65,22 +65,23 @@ public enum CaptureImport {
             byPeer[peer]?.connections.append(connection.id)
             byPeer[peer]?.attPDUs += pdus[connection.id] ?? 0
         }
+        // Advertised names first, then the GAP names read: each once, at most DistinctNames.limit a device.
+        var names: [DeviceAddress: DistinctNames] = [:]
         for advertiser in trace.advertisers where advertiser.reports.contains(where: { $0.properties.contains(.connectable) || $0.isScanResponse }) {
             if byPeer[advertiser.address] == nil {
                 order.append(advertiser.address)
                 byPeer[advertiser.address] = Choice(address: advertiser.address, connections: [], names: [], attPDUs: 0, advertisingReports: 0)
             }
             byPeer[advertiser.address]?.advertisingReports += advertiser.reports.count
-            for name in advertiser.names.compactMap(displayName) where byPeer[advertiser.address]?.names.contains(name) == false {
-                byPeer[advertiser.address]?.names.append(name)
+            for name in advertiser.names.compactMap(displayName) { names[advertiser.address, default: DistinctNames()].insert(name) }
+        }
+        let read = gapNames(trace)
+        for case let (peer?, choice) in byPeer {
+            for connection in choice.connections {
+                for name in read[connection]?.names ?? [] { names[peer, default: DistinctNames()].insert(name) }
             }
         }
-        let names = gapNames(trace)
-        for (peer, choice) in byPeer {
-            for name in choice.connections.flatMap({ names[$0] ?? [] }) where byPeer[peer]?.names.contains(name) == false {
-                byPeer[peer]?.names.append(name)
-            }
-        }
+        for (peer, found) in names { byPeer[peer]?.names = found.names }
         return order.compactMap { byPeer[$0] } + unknown
     }
 
@@ -139,15 +140,15 @@ public enum CaptureImport {
         return trimmed.isEmpty ? nil : trimmed
     }
 
-    /// GAP Device Names read over ATT, by connection (one pass over the transactions).
-    static func gapNames(_ trace: CaptureTrace) -> [Int: [String]] {
-        var names: [Int: [String]] = [:]
+    /// GAP Device Names read over ATT, by connection (one pass over the transactions; each name once, at most
+    /// ``DistinctNames/limit`` a connection).
+    static func gapNames(_ trace: CaptureTrace) -> [Int: DistinctNames] {
+        var names: [Int: DistinctNames] = [:]
         for transaction in trace.attTransactions where transaction.outcome == .answered && transaction.requestedType == .deviceName {
-            guard case .readByTypeResponse(let entries)? = transaction.response?.message else { continue }
+            guard case .readByTypeResponse(let entries)? = transaction.response?.message,
+                  names[transaction.connection]?.names.count ?? 0 < DistinctNames.limit else { continue }
             for entry in entries {
-                if let name = displayName(String(decoding: entry.value, as: UTF8.self)), names[transaction.connection]?.contains(name) != true {
-                    names[transaction.connection, default: []].append(name)
-                }
+                if let name = displayName(String(decoding: entry.value, as: UTF8.self)) { names[transaction.connection, default: DistinctNames()].insert(name) }
             }
         }
         return names

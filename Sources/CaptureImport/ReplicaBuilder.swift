@@ -603,7 +603,7 @@ struct ReplicaBuilder {
         }
         for note in trace.notes {
             switch note {
-            case .attOnlyExport, .truncatedRecords, .noACLDirection, .implausibleTimestamps:
+            case .attOnlyExport, .truncatedRecords, .noACLDirection, .implausibleTimestamps, .reassemblyLimited:
                 notes.append("capture: \(note)")
             case .roleInferred(let connection, _, _) where numbers[connection] != nil:
                 notes.append("capture: \(note)")

@@ -62,11 +62,9 @@ struct AdvertisementReconstruction {
         advertisingData = AdvertisingData(structures)
         if let name = device.name {
             // Legacy advertising carries 31 bytes: a longer name (BlueZ's Name can be the GAP name, up to 248
-            // bytes) is advertised shortened, whole characters only, as the device must have done.
-            let room = AdvertisingData.legacyLimit - 2
-            var shortened = Substring(name)
-            while shortened.utf8.count > room { shortened = shortened.dropLast() }
-            if shortened.count < name.count {
+            // bytes) is advertised shortened, as the device must have done.
+            let shortened = AdvertisingData.scanResponseName(name)
+            if shortened != name {
                 scanResponse = AdvertisingData([ADStructure(type: .shortenedLocalName, data: Array(shortened.utf8))])
                 notes.append("advertisement: the name (\(name.utf8.count) bytes) advertised shortened to \(shortened.utf8.count) bytes, the most a scan response holds")
             } else {

@@ -334,8 +334,7 @@ private struct Builder {
         }
         var fields: [(String, OrderedJSON)] = []
         var budget = AdvertisementPlacement()
-        let name = parts.lazy.compactMap(\.localName).first ?? replica.name
-        if let name {
+        if let name = (parts.lazy.compactMap(\.localName).first ?? replica.name).map({ advertisedName($0) }) {
             fields.append(("localName", .string(Self.textTemplate(name))))
             budget.scanResponse += 2 + name.utf8.count
         }
@@ -406,13 +405,23 @@ private struct Builder {
         return .object(fields)
     }
 
-    func fallbackAdvertisement() -> OrderedJSON? {
+    mutating func fallbackAdvertisement() -> OrderedJSON? {
         var fields: [(String, OrderedJSON)] = []
-        if let name = replica.name { fields.append(("localName", .string(Self.textTemplate(name)))) }
+        if let name = replica.name.map({ advertisedName($0) }) { fields.append(("localName", .string(Self.textTemplate(name)))) }
         if let service = emulatedServices.first(where: \.isPrimary) {
             fields.append(("serviceUUIDs", .array([.string(Self.uuidText(service.uuid))])))
         }
         return fields.isEmpty ? nil : .object(fields)
+    }
+
+    /// `name` as the scan response can carry it, shortened (and reported) when it is longer: a GAP Device Name
+    /// or an extended advertisement's name may be; the device itself advertised it shortened.
+    mutating func advertisedName(_ name: String) -> String {
+        let advertised = AdvertisingData.scanResponseName(name)
+        if advertised != name {
+            report.append("advertisement: the name (\(name.utf8.count) bytes) advertised shortened to \(advertised.utf8.count) bytes, the most a scan response holds")
+        }
+        return advertised
     }
 
     // MARK: Behaviour

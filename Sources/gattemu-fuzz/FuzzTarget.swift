@@ -27,6 +27,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// A whole capture file: format sniffing, the reader, the HCI decoder, the trace and the summary, every
     /// record, every ATT PDU's typed message, and `gattemu import` of each device (its profile must load).
     case capture
+    /// A whole capture file read and decoded only (`capture` without the summary, import and validation): the
+    /// reader and decoder at full speed.
+    case captureDecode = "capture-decode"
     /// Advertising data through `AdvertisingData.parse`; re-encoding what was parsed must give back the
     /// bytes it consumed.
     case advertisingData = "advertising-data"
@@ -87,6 +90,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             }
         case .capture:
             CaptureFuzzing.run(data)
+        case .captureDecode:
+            _ = CaptureFuzzing.decode(data)
         case .advertisingData:
             CaptureFuzzing.runAdvertisingData(data)
         }
@@ -95,8 +100,10 @@ enum FuzzTarget: String, CaseIterable, Sendable {
 
 /// The capture targets' checks.
 enum CaptureFuzzing {
-    static func run(_ data: [UInt8]) {
-        guard let reader = try? CaptureReader(bytes: data) else { return }
+    /// The capture read and decoded into a trace, its PDUs' messages and its descriptions taken; nil when it
+    /// does not open.
+    static func decode(_ data: [UInt8]) -> CaptureTrace? {
+        guard let reader = try? CaptureReader(bytes: data) else { return nil }
         let trace = CaptureTrace(reader: reader)
         for pdu in trace.attPDUs { _ = pdu.message }
         for transaction in trace.attTransactions {
@@ -104,6 +111,11 @@ enum CaptureFuzzing {
         }
         for problem in trace.problems { _ = problem.description }
         for note in trace.notes { _ = note.description }
+        return trace
+    }
+
+    static func run(_ data: [UInt8]) {
+        guard let trace = decode(data) else { return }
         guard let again = try? CaptureReader(bytes: data) else { preconditionFailure("a capture read once fails to open again") }
         let summary = CaptureSummary(reader: again)
         precondition(summary.statistics.attPDUs == trace.attPDUs.count, "summary and trace count ATT PDUs differently")

@@ -82,13 +82,12 @@ public struct Advertiser: Sendable, Hashable {
     /// Reports that were scan responses.
     public var scanResponseCount: Int { reports.count { $0.isScanResponse } }
 
-    /// Local names in the data, distinct, in order of first appearance (at most 32).
+    /// Local names in the data, distinct, in order of first appearance (at most ``DistinctNames/limit``).
     public var names: [String] {
-        var names: [String] = []
-        var seen: Set<String> = []
-        for report in reports where names.count < 32 {
-            if let name = report.advertisingData.localName, seen.insert(name).inserted { names.append(name) }
+        var names = DistinctNames()
+        for report in reports where names.names.count < DistinctNames.limit {
+            if let name = report.advertisingData.localName { names.insert(name) }
         }
-        return names
+        return names.names
     }
 }

@@ -37,8 +37,11 @@ extension CaptureDecoder {
             report(.lengthMismatch(what: "ACL data", declared: Int(length), actual: data.count), frame: moment.frame)
             data = data.prefix(Int(length))
         }
-        let (complete, problem) = reassembler.add(data, boundary: boundary, stream: stream, frame: moment.frame)
-        if let problem { report(problem, frame: moment.frame) }
+        let (complete, problems) = reassembler.add(data, boundary: boundary, stream: stream, frame: moment.frame)
+        for problem in problems {
+            if case .reassemblyLimit = problem { note(.reassemblyLimited(streams: ACLReassembler.streamLimit, bytes: ACLReassembler.byteLimit)) }
+            report(problem, frame: moment.frame)
+        }
         guard let complete else { return }
         decodeL2CAP(complete, key: HandleKey(controller: controller, handle: handle), sender: record.direction, moment: moment)
     }

@@ -25,12 +25,15 @@ public enum CaptureNote: Sendable, Hashable, CustomStringConvertible {
     case classicConnections(count: Int)
     /// Timestamps before 2000 or after 2100: the writer's clock or epoch was wrong; use relative times.
     case implausibleTimestamps(first: Int64)
+    /// More L2CAP PDUs (or bytes) pending reassembly at once than kept: the oldest were dropped, each a problem.
+    case reassemblyLimited(streams: Int, bytes: Int)
 
     /// Notes about the whole capture (kept always); the others name one connection, handle or channel
     /// (the first 1000 are kept).
     public var isCaptureWide: Bool {
         switch self {
-        case .attOnlyExport, .noAdvertisingReports, .truncatedRecords, .noACLDirection, .classicConnections, .implausibleTimestamps: true
+        case .attOnlyExport, .noAdvertisingReports, .truncatedRecords, .noACLDirection, .classicConnections, .implausibleTimestamps,
+             .reassemblyLimited: true
         default: false
         }
     }
@@ -64,6 +67,8 @@ public enum CaptureNote: Sendable, Hashable, CustomStringConvertible {
             "connection \(connection): L2CAP channel 0x\(Hex.word(channel))\(psm.map { " (PSM 0x\(Hex.word($0))\($0 == L2CAPPSM.eatt ? ", EATT" : ""))" } ?? "") from frame \(frame) not decoded (credit-based channels are unsupported)"
         case .classicConnections(let count):
             "\(count) BR/EDR connections: only ATT over BR/EDR is decoded from them"
+        case .reassemblyLimited(let streams, let bytes):
+            "ACL reassembly limit hit: more than \(streams) L2CAP PDUs or \(bytes / 1024) KiB pending at once (fragments claimed but never sent); the oldest pending PDUs were dropped"
         case .implausibleTimestamps(let first):
             "timestamps implausible (first \(first / 1_000_000) s from the Unix epoch): the writer's clock or epoch was wrong; use relative times"
         }

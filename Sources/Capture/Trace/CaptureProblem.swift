@@ -46,6 +46,8 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
         case startWhileIncomplete(handle: UInt16, received: Int, expected: Int)
         case oversizeFragment(handle: UInt16, expected: Int, received: Int)
         case incompleteAtEnd(handle: UInt16, received: Int, expected: Int)
+        /// Dropped to keep reassembly within its limits (``CaptureNote/reassemblyLimited(streams:bytes:)``).
+        case reassemblyLimit(handle: UInt16, received: Int, expected: Int)
         case truncatedACL(handle: UInt16)
         case malformedATT(opcode: UInt8, String)
         case unmatchedResponse(opcode: UInt8, String)
@@ -100,6 +102,8 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
                 "ACL fragments on handle 0x\(Hex.word(handle)) carry \(received) bytes for an L2CAP PDU of \(expected): dropped"
             case .incompleteAtEnd(let handle, let received, let expected):
                 "L2CAP PDU on handle 0x\(Hex.word(handle)) incomplete at the end (\(received) of \(expected) bytes)"
+            case .reassemblyLimit(let handle, let received, let expected):
+                "L2CAP PDU on handle 0x\(Hex.word(handle)) dropped incomplete (\(received) of \(expected) bytes): too many PDUs or bytes pending reassembly"
             case .truncatedACL(let handle):
                 "ACL packet on handle 0x\(Hex.word(handle)) truncated in the capture: not reassembled"
             case .malformedATT(let opcode, let reason): "ATT opcode 0x\(Hex.byte(opcode)): \(reason)"

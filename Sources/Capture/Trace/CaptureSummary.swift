@@ -196,8 +196,10 @@ public struct DeviceSummary: Sendable, Hashable {
 
     public var identity: Identity
     public var firstFrame: Int
-    /// Advertised local names, then the GAP Device Name when read over ATT; distinct, in order (at most 32).
-    public var names: [String] = []
+    /// Advertised local names, then the GAP Device Name when read over ATT; distinct, in order (at most
+    /// ``DistinctNames/limit``: a device that changes its name in every advertisement stays cheap).
+    public var names: [String] { distinctNames.names }
+    private var distinctNames = DistinctNames()
     /// The GAP Device Name (0x2A00) as read over ATT.
     public var deviceName: String?
     /// Reports (fragments counted one each), scan responses included.
@@ -223,15 +225,12 @@ public struct DeviceSummary: Sendable, Hashable {
 
     public var attPDUs: Int { attOperations.values.reduce(0, +) }
 
-    /// The most names kept per device (a device that changes its name in every advertisement stays cheap).
-    static let nameLimit = 32
-
     /// Adds a name, without the NUL and space padding some devices put after it.
     mutating func addName(_ name: String) {
-        guard names.count < Self.nameLimit else { return }
+        guard distinctNames.names.count < DistinctNames.limit else { return }
         var name = Substring(name)
         while let last = name.last, last == "\0" || last == " " { name = name.dropLast() }
-        if !name.isEmpty, !names.contains(String(name)) { names.append(String(name)) }
+        if !name.isEmpty { distinctNames.insert(String(name)) }
     }
 
     mutating func setDeviceName(_ value: [UInt8]) {

@@ -8,32 +8,17 @@ import Foundation
 /// write requests, write commands, long notifications split into 27-byte ACL fragments, indications,
 /// disconnection.
 enum BenchmarkCapture {
-    static func write(path: String, megabytes: Int) {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
-            FileHandle.standardError.write(Data("cannot write \(path)\n".utf8))
-            exit(1)
-        }
-        var out = Array("btsnoop\0".utf8) + [0, 0, 0, 1, 0, 0, 0x03, 0xEA]
-        var written = 0
-        let target = megabytes * 1_000_000
-        var time: Int64 = 1_700_000_000_000_000
-        var session = 0
-        func emit(_ kind: CapturePacket.Kind, _ bytes: [UInt8], _ direction: HCIDirection = .unknown) {
-            CaptureWriter.appendBTSnoopRecord(CapturePacket(kind: kind, direction: direction, timestamp: time, bytes: bytes), datalink: 1002, to: &out)
-            time += 250
-            if out.count >= 1 << 20 {
-                file.write(Data(out))
-                written += out.count
-                out.removeAll(keepingCapacity: true)
-            }
-        }
+    static func write(path: String, size: Int) {
+        let file = BTSnoopStream(path: path, datalink: 1002)
+                var session = 0
+        func emit(_ kind: CapturePacket.Kind, _ bytes: [UInt8], _ direction: HCIDirection = .unknown) { file.emit(kind, bytes, direction) }
         func att(_ handle: UInt16, _ opcode: ATTOpcode, _ parameters: [UInt8], _ direction: HCIDirection, fragment: Int = 251) {
             for packet in SyntheticHCI.acl(handle: handle, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(opcode, parameters)), fragment: fragment) {
                 emit(.acl, packet, direction)
             }
         }
         emit(.event, SyntheticHCI.readBDAddrComplete(BluetoothAddress("00:AA:01:01:00:01")!))
-        while written + out.count < target {
+        while file.size < size {
             let handles: [UInt16] = (0..<4).map { 0x0040 + UInt16(($0 + session) % 6) }
             let peers = handles.indices.map { BluetoothAddress(bytes: [0xC0, 0, 0, UInt8(session >> 8 & 0xFF), UInt8(session & 0xFF), UInt8($0)])! }
             for (index, peer) in peers.enumerated() {
@@ -77,7 +62,6 @@ enum BenchmarkCapture {
             for handle in handles { emit(.event, SyntheticHCI.disconnectionComplete(handle: handle)) }
             session += 1
         }
-        file.write(Data(out))
-        try? file.close()
+        file.close()
     }
 }

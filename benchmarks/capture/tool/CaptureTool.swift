@@ -9,7 +9,10 @@ import Foundation
 ///     gattemu-capturetool summary FILE...       the per-device summary `gattemu import --list` will build on
 ///     gattemu-capturetool dump FILE             every decoded event, one line each
 ///     gattemu-capturetool decode FILE [--trace] decode time and counts (the benchmark; --trace keeps every PDU)
-///     gattemu-capturetool generate FILE MB      a synthetic btsnoop of about MB megabytes (the benchmark's input)
+///     gattemu-capturetool generate FILE MB [sessions|names|fragments]
+///                                               a synthetic btsnoop of about MB megabytes (0.5 works): the benchmark's sessions
+///                                               (default), or an adversarial capture: distinct GAP names read
+///                                               over and over, or ACL start fragments claiming PDUs never sent
 ///     gattemu-capturetool seeds DIR             small synthetic captures in every format (fuzz seeds)
 @main
 enum CaptureTool {
@@ -25,8 +28,14 @@ enum CaptureTool {
             guard let path = rest.first else { usage() }
             decode(path, keepTrace: rest.contains("--trace"))
         case "generate":
-            guard rest.count == 2, let megabytes = Int(rest[1]) else { usage() }
-            BenchmarkCapture.write(path: rest[0], megabytes: megabytes)
+            guard rest.count == 2 || rest.count == 3, let megabytes = Double(rest[1]), megabytes > 0, megabytes < 100_000 else { usage() }
+            let bytes = Int(megabytes * 1_000_000)
+            switch rest.count == 3 ? rest[2] : "sessions" {
+            case "sessions": BenchmarkCapture.write(path: rest[0], size: bytes)
+            case "names": AdversarialCapture.names(path: rest[0], size: bytes)
+            case "fragments": AdversarialCapture.fragments(path: rest[0], size: bytes)
+            default: usage()
+            }
         case "seeds":
             guard let directory = rest.first else { usage() }
             FuzzSeeds.write(to: directory)
