@@ -8,11 +8,7 @@ public enum TerminalText {
     /// as escapes (`\n`, `\r`, `\u{1B}`, `\u{202E}`), so that text from a profile or a central cannot move the
     /// cursor, recolour, retitle or reorder a line. Everything else, backslashes included, is unchanged.
     public static func escaped(_ text: String) -> String {
-        guard mayNeedEscape(text) else { return text }
-        var result = ""
-        result.reserveCapacity(text.utf8.count + 8)
-        for scalar in text.unicodeScalars { append(scalar, to: &result) }
-        return result
+        rewritten(text, keepingLineFeeds: false, escape)
     }
 
     /// The first `limit` scalars of `text`, escaped as ``escaped(_:)`` does, then `…` when there were more:
@@ -22,7 +18,7 @@ public enum TerminalText {
         var count = 0
         for scalar in text.unicodeScalars {
             if count == limit { return result + "…" }
-            append(scalar, to: &result)
+            if needsEscape(scalar) { escape(scalar, to: &result) } else { result.unicodeScalars.append(scalar) }
             count += 1
         }
         return result
@@ -31,14 +27,8 @@ public enum TerminalText {
     /// `text` of several lines, each escaped as ``escaped(_:)`` does, with the line feeds between them kept:
     /// for a whole message printed as it is, such as an error of several lines.
     public static func escapedLines(_ text: String) -> String {
-        guard mayNeedEscape(text) else { return text }
         // By scalar: "\r\n" is one `Character`, which a split at "\n" would not see.
-        var result = ""
-        result.reserveCapacity(text.utf8.count + 8)
-        for scalar in text.unicodeScalars {
-            if scalar == "\n" { result.unicodeScalars.append(scalar) } else { append(scalar, to: &result) }
-        }
-        return result
+        rewritten(text, keepingLineFeeds: true, escape)
     }
 
     /// JSON text made safe for a terminal and still the same JSON: each scalar that ``needsEscape(_:)``, but line
@@ -46,18 +36,10 @@ public enum TerminalText {
     /// escaped); in JSON without whitespace between tokens, as the control API writes it, such scalars occur only
     /// inside strings, where the escape means the same scalar.
     public static func escapedJSON(_ json: String) -> String {
-        guard mayNeedEscape(json) else { return json }
-        var result = ""
-        result.reserveCapacity(json.utf8.count + 8)
-        for scalar in json.unicodeScalars {
-            guard needsEscape(scalar), scalar != "\n" else {
-                result.unicodeScalars.append(scalar)
-                continue
-            }
+        rewritten(json, keepingLineFeeds: true) { scalar, result in
             let hex = String(scalar.value, radix: 16)
             result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
         }
-        return result
     }
 
     /// C0 but tab, DEL, C1, the bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069)
@@ -77,11 +59,19 @@ public enum TerminalText {
             && text.unicodeScalars.contains(where: needsEscape)
     }
 
-    static func append(_ scalar: Unicode.Scalar, to result: inout String) {
-        guard needsEscape(scalar) else {
-            result.unicodeScalars.append(scalar)
-            return
+    /// `text` with each scalar that ``needsEscape(_:)`` (but line feeds, when `keepingLineFeeds`) written by `write`.
+    static func rewritten(_ text: String, keepingLineFeeds: Bool, _ write: (Unicode.Scalar, inout String) -> Void) -> String {
+        guard mayNeedEscape(text) else { return text }
+        var result = ""
+        result.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            if needsEscape(scalar), !(keepingLineFeeds && scalar == "\n") { write(scalar, &result) } else { result.unicodeScalars.append(scalar) }
         }
+        return result
+    }
+
+    /// Writes `scalar` (one that ``needsEscape(_:)``) as `\n`, `\r` or `\u{…}`.
+    static func escape(_ scalar: Unicode.Scalar, to result: inout String) {
         switch scalar {
         case "\n": result += "\\n"
         case "\r": result += "\\r"
