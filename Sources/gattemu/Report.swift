@@ -33,7 +33,7 @@ struct Report: ParsableCommand {
     var maxEvents = 100_000
 
     static let maximumLine = 1 << 20
-    /// The most bytes read from an events file: 100,000 events of a busy run take about 20 MiB.
+    /// The most bytes read from an events file: about two million events of a typical run (~130 bytes a line).
     static let maximumBytes = 256 << 20
 
     func validate() throws {
