@@ -107,6 +107,8 @@ def test_a_hundred_thousand_centrals_open_in_seconds(binaries, browser, tmp_path
     assert opened < 20, f"{opened:.1f} s to open"
     assert elements < 2000, f"{elements} elements: lanes out of view are drawn"
     assert "and 99900 more" in browser.find_element(By.ID, "summary").text
+    assert browser.execute_script("const t = document.getElementById('timeline'); return t.scrollWidth <= t.clientWidth"), \
+        "lane names past the width widen the timeline"
     screenshot(browser, "report-100k-centrals")
     assert console_errors(browser) == []
 

@@ -68,6 +68,7 @@ const GattemuTimeline = (() => {
       this.container = container;
       container.classList.add("tl");
       this.header = el("div", "tl-header");
+      this.header.style.overflow = "hidden";  // clipped like the rows: the lane names past the width never widen the page
       this.viewport = el("div", "tl-viewport");
       this.viewport.tabIndex = 0;
       this.spacer = el("div", "tl-spacer");
