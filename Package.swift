@@ -32,6 +32,9 @@ let package = Package(
         // Bluetooth's own types (addresses, UUIDs, AD structures, ATT opcodes and errors, characteristic
         // properties), shared by every layer; no dependencies.
         .target(name: "Bluetooth"),
+        // The one terminal-text escaper and the one HTML escaper, deciding by Unicode scalar or UTF-8 byte;
+        // no dependencies, so every layer (BlueZ included) uses the same.
+        .target(name: "TextEscaping"),
         // A device as recorded from outside (capture or live clone) and the profile that replays it.
         .target(name: "Replica", dependencies: ["Bluetooth"]),
         // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
@@ -43,17 +46,17 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
         // and the central side `gattemu clone` uses (discovery, remote devices, the remote GATT table).
-        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"]),
+        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", "TextEscaping"]),
         // What `gattemu clone` recorded as a central, as a ``DeviceReplica``.
         .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
         // The control API's contract: its operations and the Codable types they take and answer, each with its
         // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). No dependencies.
         .target(name: "ControlContract"),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile", dependencies: ["Bluetooth", "ControlContract"]),
+        .target(name: "Profile", dependencies: ["Bluetooth", "ControlContract", "TextEscaping"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(name: "Emulator", dependencies: [
-            "BlueZ", "Profile", "Bluetooth", "ControlContract", .product(name: "DequeModule", package: "swift-collections"),
+            "BlueZ", "Profile", "Bluetooth", "ControlContract", "TextEscaping", .product(name: "DequeModule", package: "swift-collections"),
         ]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
         .target(name: "ControlBodies", dependencies: ["Bluetooth", "Profile", "ControlContract"]),
@@ -70,7 +73,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], exclude: ["openapi.json", "Dashboard/dashboard.html", "Dashboard/dashboard.css", "Dashboard/dashboard.js", "Dashboard/timeline.js", "Dashboard/report.js"]),
         .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica", "DeviceClone",
+            "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica", "DeviceClone", "TextEscaping",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -83,12 +86,13 @@ let package = Package(
         // advertising managers (the peripheral side) and remote devices with GATT tables (the central side).
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica"]),
+        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica", "TextEscaping"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
         // Capture debugging and benchmark driver (benchmarks/README.md, scripts/check-capture-decoder): counts, dump, decode, generate.
         .executableTarget(name: "gattemu-capturetool", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"], path: "benchmarks/capture/tool"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+        .testTarget(name: "TextEscapingTests", dependencies: ["TextEscaping"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
@@ -99,7 +103,7 @@ let package = Package(
         .testTarget(name: "CloneTests", dependencies: [
             "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
         ]),
-        .testTarget(name: "ProfileTests", dependencies: ["Profile"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ProfileTests", dependencies: ["Profile", "TextEscaping"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.

@@ -3,7 +3,7 @@ import Foundation
 
 #if FUZZING
 /// libFuzzer entry point; the target comes from `GATTEMU_FUZZ_TARGET` (profile, template, dbus, dbus-request, engine,
-/// control, capture, capture-decode, advertising-data).
+/// control, capture, capture-decode, advertising-data, escape).
 let selectedTarget = FuzzTarget(rawValue: ProcessInfo.processInfo.environment["GATTEMU_FUZZ_TARGET"] ?? "") ?? .profile
 
 @_cdecl("LLVMFuzzerTestOneInput")

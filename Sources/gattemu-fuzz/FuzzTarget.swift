@@ -33,6 +33,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// Advertising data through `AdvertisingData.parse`; re-encoding what was parsed must give back the
     /// bytes it consumed.
     case advertisingData = "advertising-data"
+    /// Any text through the HTML escapers (text and script data) and the terminal escaper: nothing special
+    /// comes through raw, whatever scalars surround it, and each escape reads back as the text.
+    case escape
 
     func run(_ data: [UInt8]) {
         switch self {
@@ -94,6 +97,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             _ = CaptureFuzzing.decode(data)
         case .advertisingData:
             CaptureFuzzing.runAdvertisingData(data)
+        case .escape:
+            EscapeFuzzing.run(data)
         }
     }
 }

@@ -52,13 +52,14 @@ struct CtlOptions: ParsableArguments {
         return fromEnvironment
     }
 
-    /// Prints the server's JSON as it came (one line, keys sorted; with `--json`), or `text`.
+    /// Prints the server's JSON as it came (one line, keys sorted; with `--json`), or `text`; either escaped for
+    /// the terminal (``CtlFormat/json(_:)``, ``CtlFormat/text(_:)``).
     func output(_ json: String, text: () -> String) {
         if self.json {
-            print(json)
+            print(CtlFormat.json(json))
         } else {
             let text = text()
-            if !text.isEmpty { print(text) }
+            if !text.isEmpty { print(CtlFormat.text(text)) }
         }
     }
 }
@@ -85,7 +86,7 @@ struct CtlEvents: AsyncParsableCommand {
         if follow {
             try await client.follow(since: since ?? 0) { line in
                 let event = try? JSONDecoder().decode(Event.self, from: Data(line.utf8))
-                var bytes = Array(((json ? line : event.map(CtlFormat.event) ?? line) + "\n").utf8)
+                var bytes = Array(((json ? CtlFormat.json(line) : event.map(CtlFormat.event) ?? CtlFormat.text(line)) + "\n").utf8)
                 DescriptorOutput.writeAll(&bytes, to: STDOUT_FILENO)
             }
             return
@@ -94,7 +95,7 @@ struct CtlEvents: AsyncParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         for event in page.events {
-            print(json ? String(decoding: (try? encoder.encode(event)) ?? Data(), as: UTF8.self) : CtlFormat.event(event))
+            print(json ? CtlFormat.json(String(decoding: (try? encoder.encode(event)) ?? Data(), as: UTF8.self)) : CtlFormat.event(event))
         }
     }
 }

@@ -1,9 +1,17 @@
 import Control
 import ControlContract
 import Profile
+import TextEscaping
 
-/// Text renderings of control API answers for `gattemu ctl`.
+/// Text renderings of control API answers for `gattemu ctl`; what the server sent (event fields, names, values
+/// from centrals and profiles) is escaped for the terminal (``TerminalText``), line by line.
 enum CtlFormat {
+    /// The server's JSON as printed by `--json`: the same JSON, with terminal controls as `\u` escapes.
+    static func json(_ json: String) -> String { TerminalText.escapedJSON(json) }
+
+    /// Text made of the server's words, of one or more lines, escaped for the terminal.
+    static func text(_ text: String) -> String { TerminalText.escapedLines(text) }
+
     /// `segment` percent-encoded for one URL path segment (unreserved characters and `:@!$&'()*+,;=` stay).
     static func escape(_ segment: String) -> String {
         let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:@!$&'()*+,;=".utf8)
@@ -27,7 +35,7 @@ enum CtlFormat {
         if let characteristic = event.characteristic { parts.append(characteristic) }
         if let value = event.value { parts.append(value.isEmpty ? "(empty)" : value) }
         if let detail = event.detail { parts.append(detail) }
-        return parts.joined(separator: " ")
+        return TerminalText.escaped(parts.joined(separator: " "))
     }
 
     static func fault(_ fault: Fault) -> String {
@@ -43,7 +51,7 @@ enum CtlFormat {
         if !scope.isEmpty { text += " [" + scope.joined(separator: ", ") + "]" }
         text += " — matched \(fault.matched), fired \(fault.fired)"
         if fault.exhausted { text += " (done)" }
-        return text
+        return TerminalText.escaped(text)
     }
 
     static func status(_ status: Status) -> String {
@@ -68,7 +76,8 @@ enum CtlFormat {
         }
         lines.append("faults      \(status.faults.isEmpty ? "none" : "")")
         lines += status.faults.map { "  " + fault($0) }
-        return lines.joined(separator: "\n")
+        // Each line escaped on its own: a line feed in a name is written out, not a line of its own.
+        return lines.map(TerminalText.escaped).joined(separator: "\n")
     }
 
     /// `text` padded with spaces to `width` characters (on the left when `left`); longer text is kept whole.

@@ -5,6 +5,7 @@ import CaptureImport
 import Emulator
 import Profile
 import Replica
+import TextEscaping
 #if canImport(Glibc)
 import Glibc
 #endif

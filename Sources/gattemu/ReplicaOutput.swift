@@ -2,6 +2,7 @@ import ArgumentParser
 import Emulator
 import FoundationEssentials
 import Profile
+import TextEscaping
 import Replica
 #if canImport(Glibc)
 import Glibc

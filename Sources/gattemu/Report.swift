@@ -3,6 +3,7 @@ import Control
 import Emulator
 import ControlContract
 import FoundationEssentials
+import TextEscaping
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,9 +15,12 @@ struct Report: ParsableCommand {
         abstract: "Turn an events file (gattemu run --events FILE) into one self-contained HTML file: sequence diagram, per-central lanes, faults highlighted, summary counts.",
         discussion: """
         The file is read as a stream, one JSON event per line; at most --max-events events are kept (the latest; \
-        the report says how many were cut) and a line may be at most 1 MiB. The HTML works offline and runs \
-        only its own scripts (Content-Security-Policy with their hashes). \
-        Exit codes: 0 ok, 1 the report could not be written, 2 an unreadable or malformed events file (file:line and a hint).
+        the report says how many were cut), a line may be at most 1 MiB and the file at most 256 MiB. The HTML \
+        works offline and runs only its own scripts (Content-Security-Policy with their hashes); every text from \
+        the events is data, never markup. The report is written with mode 0600 (it holds what the events file \
+        holds) and never through a symbolic link. \
+        Exit codes: 0 ok, 1 the report could not be written, 2 an unreadable, malformed or too large events file \
+        (file:line and a hint).
         """)
 
     @Argument(help: "The events file: JSON lines as written by gattemu run --events FILE.")
@@ -29,6 +33,8 @@ struct Report: ParsableCommand {
     var maxEvents = 100_000
 
     static let maximumLine = 1 << 20
+    /// The most bytes read from an events file: about two million events of a typical run (~130 bytes a line).
+    static let maximumBytes = 256 << 20
 
     func validate() throws {
         guard (1...1_000_000).contains(maxEvents) else { throw ValidationError("--max-events: from 1 to 1000000") }
@@ -44,6 +50,7 @@ struct Report: ParsableCommand {
         } catch {
             throw Failure.runtime("\(output): cannot write the report: \(error)")
         }
+        // (DescriptorOutput escapes what it writes: the path is the user's.)
         DescriptorOutput.writeError("gattemu: report of \(kept.count) event\(kept.count == 1 ? "" : "s") written to \(output)\(cut > 0 ? " (\(cut) cut)" : "")\n")
     }
 
@@ -55,6 +62,9 @@ struct Report: ParsableCommand {
         defer { close(descriptor) }
         var info = stat()
         if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { throw Failure.badInput("\(path): is a directory, not an events file") }
+        let tooLarge = Failure.badInput("\(path): larger than \(maximumBytes >> 20) MiB (hint: report the latest events: tail -n 100000 \(path) > latest.jsonl)")
+        if (info.st_mode & S_IFMT) == S_IFREG, info.st_size > maximumBytes { throw tooLarge }
+        var bytesRead = 0
         let decoder = JSONDecoder()
         var ring: [Event] = []
         ring.reserveCapacity(min(maximum, 16_384))
@@ -85,6 +95,8 @@ struct Report: ParsableCommand {
                 throw Failure.badInput("\(path): cannot read it: \(String(cString: strerror(errno)).lowercased())")
             }
             if count == 0 { break }
+            bytesRead += count
+            if bytesRead > maximumBytes { throw tooLarge }
             pending += chunk[..<count]
             var lineStart = 0
             while let newline = pending[lineStart...].firstIndex(of: 0x0A) {
@@ -104,11 +116,13 @@ struct Report: ParsableCommand {
 
     static func reason(_ error: any Error) -> String {
         switch error {
-        case DecodingError.dataCorrupted(let context): return context.underlyingError.map { "malformed JSON (\($0))" } ?? context.debugDescription
+        // The decoder's words may quote the input (an unknown event kind): escaped for the terminal.
+        case DecodingError.dataCorrupted(let context):
+            return TerminalText.escaped(context.underlyingError.map { "malformed JSON (\($0))" } ?? context.debugDescription)
         case DecodingError.keyNotFound(let key, _): return "missing \"\(key.stringValue)\""
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
             return "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
-        default: return "\(error)"
+        default: return TerminalText.escaped("\(error)")
         }
     }
 
@@ -118,8 +132,7 @@ struct Report: ParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = (try? encoder.encode(Embedded(events: events, notes: notes))).map { String(decoding: $0, as: UTF8.self) } ?? #"{"events":[],"notes":[]}"#
-        // `<` only occurs inside JSON strings, where \u003c means the same: the data cannot end its element.
-        let data = json.replacing("<", with: "\\u003c").replacing(">", with: "\\u003e").replacing("&", with: "\\u0026")
+        let data = HTMLText.scriptData(json: json)
         let style = DashboardAssets.Asset.style.text
         let scripts = [DashboardAssets.Asset.timeline.text, DashboardAssets.Asset.report.text]
         let policy = "default-src 'none'; script-src " + scripts.map(SHA256.cspSource).joined(separator: " ")
@@ -132,11 +145,11 @@ struct Report: ParsableCommand {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <meta http-equiv="Content-Security-Policy" content="\(policy)">
         <link rel="icon" href="data:,">
-        <title>gattemu report — \(escape(title))</title>
+        <title>gattemu report — \(HTMLText.escaped(title))</title>
         <style>\(style)</style>
         </head>
         <body>
-        <header class="bar"><h1>gattemu report <small>\(escape(title))</small></h1></header>
+        <header class="bar"><h1>gattemu report <small>\(HTMLText.escaped(title))</small></h1></header>
         <main class="grid">
         <section class="card wide"><h2>Summary</h2><div id="summary"></div></section>
         <section class="card wide">
@@ -159,25 +172,21 @@ struct Report: ParsableCommand {
         """
     }
 
-    static func escape(_ text: String) -> String {
-        var output = ""
-        for character in text {
-            switch character {
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "&": output += "&amp;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.append(character)
+    /// Writes `text` to `path`, created with mode 0600, never through a symbolic link (`O_NOFOLLOW`); an existing
+    /// regular file is truncated and its mode made 0600: the report holds what the events file (0600) holds.
+    static func write(_ text: String, to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw ReportWriteError(errno == ELOOP ? "it is a symbolic link (give the real path)" : String(cString: strerror(errno)).lowercased())
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw ReportWriteError(String(cString: strerror(errno)).lowercased()) }
+        if (info.st_mode & S_IFMT) == S_IFREG {
+            guard ftruncate(descriptor, 0) == 0, fchmod(descriptor, 0o600) == 0 else {
+                throw ReportWriteError(String(cString: strerror(errno)).lowercased())
             }
         }
-        return output
-    }
-
-    static func write(_ text: String, to path: String) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw ReportWriteError(String(cString: strerror(errno)).lowercased()) }
-        defer { close(descriptor) }
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }

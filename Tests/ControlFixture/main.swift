@@ -2,13 +2,14 @@
 // calls), for scripts/check-contract (schemathesis) and the browser tests (Tests/web). Not a product of
 // the package: `swift build --product gattemu` does not build it and users never get it.
 //
-//   gattemu-control-fixture [--profile FILE] [--port N] [--token-file FILE] [--events N]
+//   gattemu-control-fixture [--profile FILE] [--port N] [--token-file FILE] [--events N] [--note TEXT]...
 //                           [--stream-lifetime-ms N] [--lose-bluetoothd-after-ms N] [--print-openapi]
 //
 // Prints `listening http://127.0.0.1:PORT` once it serves; runs until SIGTERM or SIGINT.
 // --events N logs N synthetic events (a central's writes, answers, notifications, faults, and a note full
-// of HTML that the page must show as text). --lose-bluetoothd-after-ms N logs `bluetoothd-lost` after N ms
-// and `bluetoothd-back` N ms later, as a bluetoothd restart does (the emulator itself is not involved).
+// of HTML that the page must show as text); --note TEXT logs a note with TEXT as its detail, after them.
+// --lose-bluetoothd-after-ms N logs `bluetoothd-lost` after N ms and `bluetoothd-back` N ms later, as a
+// bluetoothd restart does (the emulator itself is not involved).
 import Control
 import ControlContract
 import Dispatch
@@ -24,6 +25,7 @@ var profilePath = "profiles/noke-lock.json"
 var port = 0
 var tokenFile: String?
 var syntheticEvents = 0
+var notes: [String] = []
 var lifetime: Int?
 var lossAfter: Int?
 nonisolated(unsafe) var arguments = CommandLine.arguments.dropFirst()
@@ -41,6 +43,7 @@ while let argument = arguments.popFirst() {
     case "--port": port = Int(value()) ?? 0
     case "--token-file": tokenFile = value()
     case "--events": syntheticEvents = Int(value()) ?? 0
+    case "--note": notes.append(value())
     case "--stream-lifetime-ms": lifetime = Int(value())
     case "--lose-bluetoothd-after-ms": lossAfter = Int(value())
     case "--print-openapi":
@@ -75,6 +78,7 @@ for index in 0..<syntheticEvents {
     let (kind, characteristic, value, detail) = kinds[index % kinds.count]
     log.record(kind, central: kind == .rule || kind == .note ? nil : central, characteristic: characteristic, value: value, detail: detail)
 }
+for note in notes { log.record(.note, detail: note) }
 if let lossAfter {
     Task {
         try? await Task.sleep(for: .milliseconds(lossAfter))

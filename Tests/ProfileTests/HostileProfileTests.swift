@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Profile
+import TextEscaping
 
 /// "A hostile profile changes nothing": every profile in `Fixtures/hostile` (see its README) either fails
 /// validation with located diagnostics, or loads and, driven through the engine for 10,000 events, stays

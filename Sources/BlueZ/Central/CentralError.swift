@@ -1,4 +1,5 @@
 import DBus
+import TextEscaping
 
 /// Why acting as a central failed; the description is a one-line reason fit for a user.
 public enum CentralError: Error, Sendable, CustomStringConvertible {
@@ -24,7 +25,7 @@ public enum CentralError: Error, Sendable, CustomStringConvertible {
         case .ambiguous(let query, let matches):
             let listed = matches.prefix(8).map { device in
                 var text = device.address?.description ?? device.path.rawValue
-                if let name = device.name { text += " \"\(TextSafety.printable(name))\"" }
+                if let name = device.name { text += " \"\(TerminalText.escaped(name, limit: 120))\"" }
                 if let rssi = device.rssi { text += " (\(rssi) dBm)" }
                 return text
             }
@@ -35,7 +36,7 @@ public enum CentralError: Error, Sendable, CustomStringConvertible {
         case .lost(let address, let reason):
             return "lost \(address) before the clone was complete: \(reason)"
         case .call(let what, let error):
-            return "\(what): \(TextSafety.printable(error.description, limit: 200))"
+            return "\(what): \(TerminalText.escaped(error.description, limit: 200))"
         }
     }
 }

@@ -1,4 +1,5 @@
 import Bluetooth
+import TextEscaping
 
 /// Which remote device to look for: by address, by its advertised name, or by a prefix of that name.
 ///
@@ -40,8 +41,8 @@ public enum DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .address(let address): address.description
-        case .name(let name): "named \"\(TextSafety.printable(name))\""
-        case .namePrefix(let prefix): "named \"\(TextSafety.printable(prefix))…\""
+        case .name(let name): "named \"\(TerminalText.escaped(name, limit: 120))\""
+        case .namePrefix(let prefix): "named \"\(TerminalText.escaped(prefix, limit: 120))…\""
         }
     }
 }

@@ -1,5 +1,6 @@
 import Bluetooth
 import DBus
+import TextEscaping
 
 /// Records a remote device as a central: scans for it, records its advertisement, connects, walks its GATT
 /// table, reads everything readable, optionally listens to everything that notifies, disconnects.
@@ -50,7 +51,7 @@ public enum DeviceRecorder {
             recording.notes.append("forgot \(forgotten.count) cached device object\(forgotten.count == 1 ? "" : "s") before scanning, so that the advertisement is fresh")
         }
         progress("found \(advertisement.address?.description ?? advertisement.path.rawValue)"
-                 + (advertisement.name.map { " \"\(TextSafety.printable($0))\"" } ?? "") + (advertisement.rssi.map { ", \($0) dBm" } ?? ""))
+                 + (advertisement.name.map { " \"\(TerminalText.escaped($0, limit: 120))\"" } ?? "") + (advertisement.rssi.map { ", \($0) dBm" } ?? ""))
 
         let device = try await RemoteDevice.follow(advertisement, adapter: adapter)
         recording.pairedBefore = device.properties.paired

@@ -1,5 +1,6 @@
 import Bluetooth
 import DBus
+import TextEscaping
 
 /// A remote peripheral (`org.bluez.Device1`) this machine connects to as a central: connect, wait for its
 /// services, disconnect, forget; its properties are followed from bluetoothd's signals.
@@ -73,7 +74,7 @@ public final class RemoteDevice: Sendable {
                 // Connected already (by us or another client): wait for the services below.
             } catch {
                 if isGone { throw .connectFailed(address: label, reason: "bluetoothd removed the device") }
-                reason = TextSafety.printable(error.description, limit: 200)
+                reason = TerminalText.escaped(error.description, limit: 200)
                 await disconnect(wait: .seconds(2))
                 continue
             }

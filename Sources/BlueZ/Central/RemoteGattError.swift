@@ -1,5 +1,6 @@
 import Bluetooth
 import DBus
+import TextEscaping
 
 /// An error BlueZ answered a remote GATT operation with (`ReadValue`, `StartNotify`, `AcquireNotify`), with
 /// the ATT error the device sent as far as BlueZ's error tells it.
@@ -20,11 +21,11 @@ public struct RemoteGattError: Error, Sendable, Equatable, CustomStringConvertib
     public init(_ error: DBusError) {
         switch error {
         case .named(let name, let message):
-            self.name = TextSafety.printable(name, limit: 80)
-            self.message = TextSafety.printable(message, limit: 160)
+            self.name = TerminalText.escaped(name, limit: 80)
+            self.message = TerminalText.escaped(message, limit: 160)
         default:
             name = DBusError.Name.failed
-            message = TextSafety.printable(error.description, limit: 160)
+            message = TerminalText.escaped(error.description, limit: 160)
         }
         attError = Self.attError(name: name, message: message)
     }

@@ -28,13 +28,25 @@
     if (summary.kinds[kind]) counts.append(el("span", kind === "fault" || kind === "error" ? "bad" : null, kind + ": " + summary.kinds[kind]));
   }
   box.append(counts);
+  // The first SHOWN centrals (in order of appearance) in the summary and the central filter, then how many more:
+  // a run with 100,000 centrals stays readable and opens quickly (the text filter finds any central).
+  const SHOWN = 100;
   const centrals = el("div", "summary");
-  for (const [address, count] of Object.entries(summary.centrals)) centrals.append(el("span", "mono", address + ": " + count + " events"));
-  if (Object.keys(summary.centrals).length) box.append(el("h3", null, "Centrals"), centrals);
+  for (const [address, count] of summary.centrals) {
+    if (centrals.childElementCount === SHOWN) break;
+    centrals.append(el("span", "mono", address + ": " + count + " events"));
+  }
+  if (summary.centrals.size > SHOWN) centrals.append(el("span", null, "and " + (summary.centrals.size - SHOWN) + " more"));
+  if (summary.centrals.size) box.append(el("h3", null, "Centrals"), centrals);
   if (data.notes.length) box.append(el("p", "message", data.notes.join(" ")));
 
   const select = $("filter-central");
-  for (const address of timeline.lanes) select.append(new Option(address, address));
+  for (const address of timeline.lanes.slice(0, SHOWN)) select.append(new Option(address, address));
+  if (timeline.lanes.length > SHOWN) {
+    const more = new Option("and " + (timeline.lanes.length - SHOWN) + " more (type an address in the text filter)", "");
+    more.disabled = true;
+    select.append(more);
+  }
   const groups = {
     gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
     faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],

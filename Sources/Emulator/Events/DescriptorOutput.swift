@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TextEscaping
 
 /// Unbuffered output to a file descriptor, for lines that must appear at once and whole (logs, streamed events).
 public enum DescriptorOutput {
@@ -43,9 +44,10 @@ public enum DescriptorOutput {
         return left
     }
 
-    /// Writes `text` to standard error.
+    /// Writes `text` to standard error, escaped for a terminal line by line (``TerminalText/escapedLines(_:)``):
+    /// error messages quote paths, arguments, profiles, devices and servers, none of which may drive the terminal.
     public static func writeError(_ text: String) {
-        var bytes = Array(text.utf8)
+        var bytes = Array(TerminalText.escapedLines(text).utf8)
         writeAll(&bytes, to: STDERR_FILENO)
     }
 }

@@ -1,6 +1,7 @@
 import ControlContract
 import FoundationEssentials
 import Profile
+import TextEscaping
 
 /// One entry of the event log: something that happened between gattemu, bluetoothd and a central.
 public struct EmulatorEvent: Sendable, Equatable {

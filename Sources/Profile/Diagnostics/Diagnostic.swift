@@ -1,3 +1,5 @@
+import TextEscaping
+
 /// One problem found in a profile, located in its file and by JSON path.
 ///
 /// `description` renders as `noke.json:14:9 services[0].flags[0]: unknown flag "notifiy" (did you mean "notify"?)`,

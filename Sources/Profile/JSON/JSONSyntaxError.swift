@@ -1,3 +1,5 @@
+import TextEscaping
+
 /// A JSON syntax error and where it is.
 public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String

@@ -1,3 +1,5 @@
+import TextEscaping
+
 /// A regular expression for `"regex"` write matchers, compiled once and matched in linear time.
 ///
 /// It matches Unicode scalars of the value decoded as UTF-8 (invalid UTF-8 never matches), searching for a

@@ -1,3 +1,5 @@
+import TextEscaping
+
 /// A parsed template: either bytes (`"51 60 {request[2]} {pad(20)}"`) or text (`"NOKE{hardwareCode}_{address}"`).
 ///
 /// Parse with `Template.parse(_:kind:)`; render with `render(in:)` or `renderText(in:)`. Rendering never traps.

@@ -2,18 +2,8 @@ import Testing
 
 @testable import Profile
 
-/// Control characters from profiles never reach a terminal raw: every diagnostic line escapes them.
-@Suite struct TerminalTextTests {
-    @Test func escapesControlsAndBidiOverridesOnly() {
-        #expect(TerminalText.escaped("plain \\ text, tab\tand é ✓") == "plain \\ text, tab\tand é ✓")
-        #expect(TerminalText.escaped("a\u{1B}[2Jb") == "a\\u{1B}[2Jb")
-        #expect(TerminalText.escaped("line\nnext\rcr\u{0}nul\u{7F}del") == "line\\nnext\\rcr\\u{0}nul\\u{7F}del")
-        #expect(TerminalText.escaped("c1 \u{9B}31m \u{85}") == "c1 \\u{9B}31m \\u{85}")
-        #expect(TerminalText.escaped("rtl \u{202E}evil\u{2066}") == "rtl \\u{202E}evil\\u{2066}")
-        // U+00C2 and U+2xxx neighbours of the escaped ranges are kept.
-        #expect(TerminalText.escaped("Â \u{2020} \u{2029}") == "Â \u{2020} \u{2029}")
-    }
-
+/// Control characters from profiles never reach a terminal raw: every diagnostic line escapes them (``TerminalText``).
+@Suite struct DiagnosticEscapingTests {
     @Test func diagnosticsEscapeFilePathMessageAndHint() {
         let diagnostic = Diagnostic(
             file: "evil\u{1B}]0;x\u{07}.json", line: 1, column: 2, path: "variables[\"a\u{1B}[31m\"]",

@@ -1,0 +1,210 @@
+"""`gattemu report` and `gattemu ctl` against hostile text: event fields carry what a phone, a profile, a capture
+or a cloned device said, so markup and terminal controls in them, wrapped in combining and prepended scalars
+(`"\u0600<"` is one grapheme, not `<`), must come out as text. Also where and how the report is written, and
+how much it reads."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+from collections import Counter
+
+from selenium.webdriver.common.by import By
+
+from conftest import OUT, ROOT, console_errors, screenshot, wait_for
+
+# Markup around which every escaper must hold: U+0600 (prepended) before, U+0301 (combining) after. The first
+# ends the data block and injects a refresh and a heading when `<` and `>` are escaped by Character.
+HOSTILE = [
+    "\u0600</script >\u0301\u0600<meta http-equiv=refresh content=0;url=about:blank>\u0301"
+    "\u0600<h1 id=injected>\u0301ALL TESTS PASSED\u0600</h1>\u0301",
+    "\u0600</script><meta http-equiv=\"refresh\" content=\"0;url=data:text/html,pwned\">\u0301",
+    "\u0600<h1 id=\"injected\">ALL TESTS PASSED</h1>\u0301",
+    "<!--\u0600<script>\u0301alert(1)</script>",
+    "a\u2028b\u2029c & &amp; \"'\u0600>\u0301",
+]
+# Terminal controls: ESC sequences (CSI, OSC retitling with BEL), C1 CSI, bidi override and isolate.
+TERMINAL = "\u0600\x1b[2J\x1b]0;pwned\x07\u0301 \x9b31m \u202eevil\u2066 \r\n"
+CONTROLS = ["\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\r"]
+
+
+def gattemu(binaries, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binaries["gattemu"]), *args], capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def events_file(path, texts: list[str]) -> None:
+    """Each text as a note's detail, a write's characteristic and a central (one lane each)."""
+    lines = []
+    for index, text in enumerate(texts):
+        seq = 3 * index + 1
+        lines.append({"seq": seq, "t": seq * 1.5, "event": "note", "detail": text})
+        lines.append({"seq": seq + 1, "t": seq * 1.5 + 0.5, "event": "write", "central": text, "characteristic": text, "value": "5160"})
+        lines.append({"seq": seq + 2, "t": seq * 1.5 + 1, "event": "fault", "central": text, "characteristic": "rx", "detail": text})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def tag_counts(browser) -> Counter:
+    return Counter(browser.execute_script("return Array.from(document.querySelectorAll('*'), (node) => node.tagName)"))
+
+
+def test_hostile_events_add_no_element_to_the_report(binaries, browser, tmp_path):
+    # The events file's path is the report's title: it is hostile too (each '/' is a directory).
+    hostile_dir = tmp_path / "\u0600<" / "title><h1 id=\"injected-title\">ALL TESTS PASSED<" / "h1>\u0301"
+    hostile_dir.mkdir(parents=True)
+    hostile_events = hostile_dir / "run.jsonl"
+    events_file(hostile_events, HOSTILE)
+    # The same events with plain text: the report must have exactly the same elements.
+    plain_events = tmp_path / "plain.jsonl"
+    events_file(plain_events, [f"plain text {index}" for index in range(len(HOSTILE))])
+    OUT.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for name, events in (("plain", plain_events), ("hostile", hostile_events)):
+        report = OUT / f"report-{name}.html"
+        result = gattemu(binaries, "report", str(events), "-o", str(report))
+        assert result.returncode == 0, result.stderr
+        browser.get(report.as_uri())
+        wait_for(lambda: browser.execute_script("return window.gattemuTimeline && window.gattemuTimeline.events.length") == 3 * len(HOSTILE),
+                 what=f"the {name} report's timeline")
+        time.sleep(1.5)  # a meta refresh of 0 s would have navigated by now
+        assert browser.current_url == report.as_uri(), f"the {name} report navigated to {browser.current_url}"
+        counts[name] = tag_counts(browser)
+        if name == "hostile":
+            screenshot(browser, "report-hostile")
+            assert browser.title == "gattemu report — " + str(events)
+            assert browser.find_element(By.CSS_SELECTOR, "header h1 small").text == str(events)
+            assert not browser.find_elements(By.CSS_SELECTOR, "#injected, #injected-title")
+            assert len(browser.find_elements(By.TAG_NAME, "meta")) == 3, "charset, viewport and the CSP only"
+            assert [h1.text for h1 in browser.find_elements(By.TAG_NAME, "h1")] == ["gattemu report " + str(events)]
+            # The events arrive whole, as text.
+            parsed = browser.execute_script("return window.gattemuTimeline.events.filter((e) => e.event === 'note').map((e) => e.detail)")
+            assert parsed == HOSTILE
+            assert browser.execute_script("return window.gattemuTimeline.lanes") == HOSTILE
+            notes = browser.execute_script("return Array.from(document.querySelectorAll('#timeline span.tl-note'), (n) => n.textContent)")
+            assert notes == ["note " + text for text in HOSTILE]
+            assert console_errors(browser) == []
+    assert counts["hostile"] == counts["plain"], f"elements differ: {counts['hostile'] - counts['plain']} more, {counts['plain'] - counts['hostile']} fewer"
+
+
+def test_a_hundred_thousand_centrals_open_in_seconds(binaries, browser, tmp_path):
+    events = tmp_path / "centrals.jsonl"
+    with events.open("w") as file:
+        for seq in range(1, 100_001):
+            file.write(json.dumps({"seq": seq, "t": seq * 1.0, "event": "write", "central": "C%05X" % seq, "characteristic": "rx", "value": "51"}) + "\n")
+    report = OUT / "report-100k-centrals.html"
+    result = gattemu(binaries, "report", str(events), "-o", str(report))
+    assert result.returncode == 0, result.stderr
+    browser.set_page_load_timeout(120)
+    start = time.monotonic()
+    browser.get(report.as_uri())
+    wait_for(lambda: browser.execute_script("return window.gattemuTimeline && window.gattemuTimeline.lanes.length") == 100_000,
+             timeout=120, what="100,000 lanes")
+    opened = time.monotonic() - start
+    elements = browser.execute_script("return document.querySelectorAll('*').length")
+    print(f"report of 100,000 events from 100,000 centrals: open in {opened:.1f} s, {elements} elements")
+    # Before the lanes were indexed and only those in view drawn it took 84 s here (400,000 elements).
+    assert opened < 20, f"{opened:.1f} s to open"
+    assert elements < 2000, f"{elements} elements: lanes out of view are drawn"
+    assert "and 99900 more" in browser.find_element(By.ID, "summary").text
+    assert browser.execute_script("const t = document.getElementById('timeline'); return t.scrollWidth <= t.clientWidth"), \
+        "lane names past the width widen the timeline"
+    screenshot(browser, "report-100k-centrals")
+    assert console_errors(browser) == []
+
+
+def test_output_is_never_written_through_a_symbolic_link(binaries, tmp_path):
+    events = tmp_path / "events.jsonl"
+    events_file(events, ["x"])
+    target = tmp_path / "victim"
+    target.write_text("keep me\n")
+    link = tmp_path / "report.html"
+    link.symlink_to(target)
+    result = gattemu(binaries, "report", str(events), "-o", str(link))
+    assert result.returncode == 1, result.stderr
+    assert "symbolic link" in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert target.read_text() == "keep me\n" and link.is_symlink()
+
+
+def test_the_report_is_written_with_mode_0600(binaries, tmp_path):
+    events = tmp_path / "events.jsonl"
+    events_file(events, ["x"])
+    fresh = tmp_path / "fresh.html"
+    old = os.umask(0o022)
+    try:
+        assert gattemu(binaries, "report", str(events), "-o", str(fresh)).returncode == 0
+        existing = tmp_path / "existing.html"
+        existing.write_text("an older, longer report " * 1000)
+        existing.chmod(0o644)
+        assert gattemu(binaries, "report", str(events), "-o", str(existing)).returncode == 0
+    finally:
+        os.umask(old)
+    for path in (fresh, existing):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, f"{path.name}: {oct(path.stat().st_mode)}"
+        assert path.read_text().startswith("<!DOCTYPE html>") and path.read_text().rstrip().endswith("</html>")
+    # /dev/null is not a regular file: written to, left as it is.
+    assert gattemu(binaries, "report", str(events), "-o", "/dev/null").returncode == 0
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and stat.S_IMODE(os.stat("/dev/null").st_mode) == 0o666
+
+
+def test_an_events_file_over_256_mib_is_refused(binaries, tmp_path):
+    events = tmp_path / "huge.jsonl"
+    with events.open("wb") as file:
+        file.truncate((256 << 20) + 1)  # sparse: nothing is written
+    report = tmp_path / "report.html"
+    result = gattemu(binaries, "report", str(events), "-o", str(report))
+    assert result.returncode == 2, result.stderr
+    assert "larger than 256 MiB" in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert not report.exists()
+    # Through a pipe the size is not known beforehand: counted while reading.
+    chunk = (b" " * 1023 + b"\n") * 1024  # blank lines: skipped, so only the count can stop it
+
+    process = subprocess.Popen([str(binaries["gattemu"]), "report", "/dev/stdin", "-o", str(report)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range((256 << 20) // len(chunk) + 2):
+            process.stdin.write(chunk)
+    except BrokenPipeError:
+        pass
+    process.stdin.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(60) == 2, stderr
+    assert "larger than 256 MiB" in stderr
+
+
+def test_errors_quote_hostile_input_escaped(binaries, tmp_path):
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps({"seq": 1, "t": 0, "event": "\u0600" + TERMINAL}) + "\n", encoding="utf-8")
+    result = gattemu(binaries, "report", str(events), "-o", str(tmp_path / "report.html"))
+    assert result.returncode == 2, result.stderr
+    assert "events.jsonl:1: not an event" in result.stderr
+    assert not any(control in result.stderr for control in CONTROLS), repr(result.stderr)
+    assert "\\u{1B}]0;pwned\\u{7}" in result.stderr and "\\u{202E}evil\\u{2066}" in result.stderr, result.stderr
+    # A hostile path in the success line and in an error.
+    hostile = tmp_path / ("out\x1b]0;pwned\x07\u202e.html")
+    events_file(events, ["x"])
+    result = gattemu(binaries, "report", str(events), "-o", str(hostile))
+    assert result.returncode == 0 and "written to" in result.stderr
+    assert not any(control in result.stderr for control in CONTROLS), repr(result.stderr)
+    result = gattemu(binaries, "report", str(tmp_path / "missing\x1b[2J.jsonl"))
+    assert result.returncode == 2 and "missing\\u{1B}[2J.jsonl" in result.stderr, repr(result.stderr)
+
+
+def test_ctl_prints_no_terminal_controls(binaries, server_factory, tmp_path):
+    # The profile's path is in the status; the note's detail in the events.
+    profile = tmp_path / ("noke\x1b]0;pwned\x07\u202e.json")
+    profile.write_bytes((ROOT / "profiles" / "noke-lock.json").read_bytes())
+    server = server_factory("--profile", str(profile), "--events", "8", "--note", TERMINAL, "--note", HOSTILE[0])
+    for command in (["events"], ["status"], ["events", "--json"], ["status", "--json"]):
+        result = gattemu(binaries, "ctl", *command, "--control", server.url)
+        assert result.returncode == 0, result.stderr
+        assert not any(control in result.stdout for control in CONTROLS), f"{command}: {result.stdout!r}"
+        if command == ["events"]:
+            assert "\\u{1B}[2J\\u{1B}]0;pwned\\u{7}" in result.stdout and "\\u{9B}31m \\u{202E}evil\\u{2066} \\r\\n" in result.stdout, result.stdout
+        if command == ["status"]:
+            assert "noke\\u{1B}]0;pwned\\u{7}\\u{202E}.json" in result.stdout, result.stdout
+        if command == ["events", "--json"]:
+            details = [json.loads(line).get("detail") for line in result.stdout.splitlines()]
+            assert details[-2:] == [TERMINAL, HOSTILE[0]], "the JSON is the same JSON"
+        if command == ["status", "--json"]:
+            assert json.loads(result.stdout)["profile"] == str(profile)
