@@ -66,6 +66,21 @@ public struct DeviceProfile: Sendable {
         return nil
     }
 
+    /// The hint for a characteristic named by a UUID where its id belongs: the ids with that UUID (several when
+    /// characteristics share it, as a HID device's Reports do, so a UUID is never taken for one of them); nil when
+    /// `name` is no characteristic's UUID.
+    public func idHint(forUUID name: String) -> String? { Self.idHint(forUUID: name, in: characteristics) }
+
+    static func idHint(forUUID name: String, in characteristics: [CharacteristicDefinition]) -> String? {
+        guard let uuid = BluetoothUUID.normalize(name) else { return nil }
+        let ids = characteristics.filter { $0.uuid == uuid }.map { "\"\($0.id)\"" }
+        switch ids.count {
+        case 0: return nil
+        case 1: return "characteristics are named by id: this UUID's is \(ids[0])"
+        default: return "\(ids.count) characteristics have this UUID; name one by its id: \(ids.joined(separator: ", "))"
+        }
+    }
+
     /// Names of all advertisement variants.
     public var variantNames: [String] {
         var names: [String] = []
