@@ -61,4 +61,17 @@ import Testing
             "test.json:7:13 faults[0].characteristic: unknown characteristic \"00002a4d-0000-1000-8000-00805f9b34fb\" (2 characteristics have this UUID; name one by its id: \"keyboard\", \"leds\")",
         ])
     }
+
+    /// A hostile profile: a thousand characteristics with one UUID and a rule naming the UUID for each: each hint
+    /// names five ids, not all of them (the ids by UUID are indexed once, not searched per rule).
+    @Test func manySharedUUIDsKeepTheHintShort() {
+        let count = 1_000
+        let characteristics = (0..<count).map { #"{ "id": "r\#($0)", "uuid": "2a4d", "flags": ["write"] }"# }.joined(separator: ",")
+        let rules = (0..<count).map { #"{ "id": "w\#($0)", "on": { "write": "2a4d" }, "do": { "log": "x" } }"# }.joined(separator: ",")
+        let json = #"{ "format": 1, "services": [ { "id": "hid", "uuid": "1812", "characteristics": [\#(characteristics)] } ], "rules": [\#(rules)] }"#
+        let found = problems(json)
+        #expect(found.count == count)
+        #expect(found.first?.hasSuffix(#"(1000 characteristics have this UUID; name one by its id: "r0", "r1", "r2", "r3", "r4", …)"#) == true,
+                "\(found.first ?? "")")
+    }
 }

@@ -17,8 +17,8 @@ struct ProfileDecoder {
     var parsedTemplates: [String: Template] = [:]
     /// Service UUIDs by service id, so advertisements can name services by id.
     var serviceUUIDsByID: [String: String] = [:]
-    /// The characteristics decoded so far, for the hint when a rule names one by UUID.
-    var declaredCharacteristics: [CharacteristicDefinition] = []
+    /// The ids of the characteristics decoded so far by UUID, for the hint when a rule names one by UUID.
+    var characteristicIDsByUUID: [String: [String]] = [:]
     let file: String
     /// Bounds the work of "did you mean" hints for the whole profile (shared with ``SemanticChecks``).
     let suggestions = SuggestionBudget()
@@ -144,7 +144,7 @@ struct ProfileDecoder {
     /// A characteristic's id; one written as a UUID (`"2a4d"`) is refused with the ids that have it.
     mutating func characteristicID(_ node: JSONNode, _ path: String) -> String? {
         guard let text = string(node, path) else { return nil }
-        if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: declaredCharacteristics) {
+        if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: characteristicIDsByUUID) {
             error(node, path, "unknown characteristic \"\(text)\"", hint: hint)
             return nil
         }

@@ -8,6 +8,8 @@ struct SemanticChecks {
     let suggestions: SuggestionBudget
     /// The first characteristic with each id.
     let characteristicsByID: [String: CharacteristicDefinition]
+    /// Characteristic ids by UUID, for the hint when a rule names a characteristic by UUID.
+    let characteristicIDsByUUID: [String: [String]]
     let variablesByName: [String: NamedValue]
     let stateByName: [String: NamedValue]
     let timerIDs: Set<String>
@@ -24,6 +26,7 @@ struct SemanticChecks {
             characteristics[characteristic.id] = characteristic
         }
         characteristicsByID = characteristics
+        characteristicIDsByUUID = DeviceProfile.characteristicIDsByUUID(profile.characteristics)
         variablesByName = Dictionary(profile.variables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         stateByName = Dictionary(profile.state.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         timerIDs = Set(profile.timers.map(\.id))
@@ -191,7 +194,7 @@ struct SemanticChecks {
     // MARK: Rules
 
     private func characteristicHint(_ id: String) -> String? {
-        profile.idHint(forUUID: id) ?? hint(for: id, in: { profile.characteristics.map(\.id) })
+        DeviceProfile.idHint(forUUID: id, in: characteristicIDsByUUID) ?? hint(for: id, in: { profile.characteristics.map(\.id) })
     }
 
     private mutating func check(_ rule: Rule) {
