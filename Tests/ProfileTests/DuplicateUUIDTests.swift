@@ -74,4 +74,14 @@ import Testing
         #expect(found.first?.hasSuffix(#"(1000 characteristics have this UUID; name one by its id: "r0", "r1", "r2", "r3", "r4", …)"#) == true,
                 "\(found.first ?? "")")
     }
+
+    /// An advertisement that names both Battery services by id advertises their UUID once.
+    @Test func servicesSharingAUUIDAreAdvertisedOnce() throws {
+        let profile = try loadProfile("""
+            { "format": 1, "advertisements": [ { "localName": "Keys", "serviceUUIDs": ["hid", "battery_left", "battery_right", "180f"] } ],
+              "services": [ { "id": "hid", "uuid": "1812" }, { "id": "battery_left", "uuid": "180f" }, { "id": "battery_right", "uuid": "180F" } ] }
+            """)
+        let advertisement = try #require(profile.advertisements(variant: nil, environment: adapter).first)
+        #expect(advertisement.serviceUUIDs == ["00001812-0000-1000-8000-00805f9b34fb", "0000180f-0000-1000-8000-00805f9b34fb"])
+    }
 }

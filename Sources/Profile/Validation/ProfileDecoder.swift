@@ -175,14 +175,15 @@ struct ProfileDecoder {
     /// UUIDs, where an entry may also be the id of a service in the profile (e.g. `"credential"`).
     mutating func uuidList(_ node: JSONNode, _ path: String) -> [String]? {
         guard let items = array(node, path) else { return nil }
-        return items.enumerated().compactMap { index, item in
+        var seen: Set<String> = []
+        return items.enumerated().compactMap { index, item -> String? in
             if case .string(let text) = item.value, BluetoothUUID.normalize(text) == nil,
                 let uuid = serviceUUIDsByID[text]
             {
                 return uuid
             }
             return uuid(item, JSONPath.appending(index, to: path))
-        }
+        }.filter { seen.insert($0).inserted }  // two services that share a UUID, named by id: advertised once
     }
 
     /// A byte or text template from a JSON string, queued for name checking.
