@@ -54,10 +54,25 @@ private struct Builder {
         if !recording.table.services.contains(where: { $0.uuid == .genericAccess }) {
             replica.notes.append("GATT: BlueZ did not export the Generic Access service (5.66 keeps the services its plugins handle to itself): the name comes from the advertisement")
         }
+        notes(servicesNotExported: recording)
         if recording.pairedBefore {
             replica.notes.append("the device was paired with \(recording.adapterName) before the clone: what it shows unpaired may differ")
         }
         return replica
+    }
+
+    /// A service the device lists (Device1's UUIDs once resolved) that BlueZ did not export is missing from the
+    /// clone: say which, and for HID over GATT (which BlueZ's input plugin keeps to itself) how to clone it.
+    mutating func notes(servicesNotExported recording: CentralRecording) {
+        let exported = Set(recording.table.services.map(\.uuid))
+        for uuid in recording.connectedProperties?.serviceUUIDs ?? []
+        where !exported.contains(uuid) && uuid != .genericAccess && uuid != .genericAttribute {
+            let name = uuid.name.map { "\($0) (\(uuid.shortDescription))" } ?? uuid.shortDescription
+            let how = uuid == BluetoothUUID(0x1812)
+                ? ": BlueZ's input plugin keeps HID over GATT to itself — clone with bluetoothd started with --noplugin=input,hog"
+                : ""
+            replica.notes.append("GATT: the device lists the \(name) service, which BlueZ did not export: it is not in the clone\(how)")
+        }
     }
 
     // MARK: GATT table

@@ -47,6 +47,15 @@ def norm_uuid(u) -> str:
     return s
 
 
+def bumble_uuid(uuid) -> str:
+    """Bumble prints 16- and 32-bit UUIDs as `UUID-16:FFE1`: the full lowercase form."""
+    text = str(uuid)
+    for prefix in ("UUID-16:", "UUID-32:"):
+        if text.startswith(prefix):
+            text = text[len(prefix):].split(" ")[0]
+    return norm_uuid(text)
+
+
 async def amgmt(*args: str, timeout: float = 15.0) -> str:
     """Async btmgmt (same stdin trick, bounded by `timeout`)."""
     p = await asyncio.create_subprocess_exec(

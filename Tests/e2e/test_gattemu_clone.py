@@ -145,11 +145,12 @@ async def test_clone_of_a_running_gattemu_is_the_same_device(device, central, st
     # The GATT table: services, handles, UUIDs, properties, descriptors (with their values).
     assert without_values(served) == without_values(first)
     # Values: what the clone read is what the clone serves; stable values are the device's own.
-    recorded = {c["uuid"]: c.get("value", {}).get("hex") for s in cloned["services"] for c in s["characteristics"]
-                if isinstance(c.get("value"), dict)}
+    # By UUID and handle: several characteristics may share a UUID (HID Reports), each with its own value.
+    recorded = {(norm_uuid(c["uuid"]), c.get("handle")): c["value"].get("hex") for s in cloned["services"]
+                for c in s["characteristics"] if isinstance(c.get("value"), dict)}
     for (uuid, handle), value in values(served).items():
-        if uuid in recorded:
-            assert value == recorded[uuid], (uuid, value, recorded[uuid])
+        if (uuid, handle) in recorded:
+            assert value == recorded[(uuid, handle)], (uuid, handle, value, recorded[(uuid, handle)])
         if (uuid, handle) in stable:
             assert value == values(first)[(uuid, handle)], (uuid, value)
     compared = sum(1 for k in values(served) if k in stable)

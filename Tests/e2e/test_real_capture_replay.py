@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from central import norm_uuid
+from central import bumble_uuid, norm_uuid
 from conftest import report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from capture_files import capture_files  # noqa: E402 - which files are captures, as scripts/check-import decides
+from tshark_gatt import discovered_table  # noqa: E402 - the device's table, as scripts/check-import reads it
 
 # The licensed captures kept in the repository, unless GATTEMU_REAL_CAPTURES names another directory.
 DIRECTORY = Path(os.environ.get("GATTEMU_REAL_CAPTURES") or Path(__file__).resolve().parents[1] / "Fixtures" / "real-captures")
@@ -96,19 +97,20 @@ def recorded(capture: Path, address: str) -> tuple[list[tuple], dict[int, tuple]
     return out, names
 
 
-def handles_by_uuid(names: dict[int, tuple]) -> tuple[dict[int, tuple[str, str, int]], dict[int, int]]:
-    """For a profile without pinned handles: the device's value handles by what tshark's dissection says they
-    are (service UUID, characteristic UUID, occurrence in handle order), and its CCCD handles (→ 0)."""
-    values, cccds, seen = {}, {}, {}
-    for handle in sorted(names):
-        name = names[handle]
-        if name[0] == "descriptor":
-            if name[1] == norm_uuid("2902"):
-                cccds[handle] = 0
-            continue
-        key = (name[1], name[2])
+def handles_by_uuid(names: dict[int, tuple], table: list) -> tuple[dict[int, tuple[str, str, int]], dict[int, int]]:
+    """For a profile without pinned handles: the device's value handles by what tshark's dissection says they are
+    (service UUID, characteristic UUID, occurrence in handle order), and its CCCD handles (→ 0). The occurrence
+    counts every characteristic the device's discovery in the capture (`table`) shows, used or not, so the third
+    HID Report stays the third, and those tshark names from the traffic without that discovery (a phone that
+    discovered on an earlier connection, as the pongbot captures)."""
+    known = {handle: (name[1], name[2]) for handle, name in names.items() if name[0] == "value"}
+    known.update({handle: (service, char) for service, chars in table for char, _, handle in chars if handle is not None})
+    values, seen = {}, {}
+    for handle in sorted(known):
+        key = known[handle]
         seen[key] = seen.get(key, -1) + 1
         values[handle] = (*key, seen[key])
+    cccds = {handle: 0 for handle, name in names.items() if name[0] == "descriptor" and name[1] == norm_uuid("2902")}
     return values, cccds
 
 
@@ -126,15 +128,6 @@ def pinned_handles(profile: dict) -> tuple[dict[int, tuple[str, str, int]], dict
             if {"notify", "indicate"} & set(c.get("flags", [])):
                 cccds[c["handle"] + 1] = c["handle"]
     return values, cccds
-
-
-def bumble_uuid(uuid) -> str:
-    """Bumble prints 16- and 32-bit UUIDs as `UUID-16:FFE1`: the full lowercase form."""
-    text = str(uuid)
-    for prefix in ("UUID-16:", "UUID-32:"):
-        if text.startswith(prefix):
-            text = text[len(prefix):].split(" ")[0]
-    return norm_uuid(text)
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=[p.name for p in CAPTURES])
@@ -159,7 +152,7 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
     if not values:
         # BlueZ cannot lay the table out with the device's handles: find each handle's characteristic in gattemu's
         # table by the UUIDs tshark's dissection gives it.
-        values, cccds = handles_by_uuid(names)
+        values, cccds = handles_by_uuid(names, discovered_table(capture, address))
         how = "handles not pinned, characteristics found by UUID"
         if not values:
             report(f"real capture | {capture.name} | {address}: handles not pinned and tshark names none: not replayed")

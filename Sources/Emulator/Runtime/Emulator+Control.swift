@@ -249,7 +249,8 @@ extension Emulator {
 
     private func characteristic(_ id: String) throws(ControlFailure) -> CharacteristicDefinition {
         guard let definition = profile.characteristic(id) else {
-            throw ControlFailure(.notFound, "unknown characteristic \"\(id)\"", details: ["known": profile.characteristics.map(\.id)])
+            let hint = profile.idHint(forUUID: id).map { " (\($0))" } ?? ""
+            throw ControlFailure(.notFound, "unknown characteristic \"\(id)\"\(hint)", details: ["known": profile.characteristics.map(\.id)])
         }
         return definition
     }

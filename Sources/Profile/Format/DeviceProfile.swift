@@ -66,6 +66,34 @@ public struct DeviceProfile: Sendable {
         return nil
     }
 
+    /// The hint for a characteristic named by a UUID where its id belongs: the ids with that UUID (several when
+    /// characteristics share it, as a HID device's Reports do, so a UUID is never taken for one of them); nil when
+    /// `name` is no characteristic's UUID.
+    public func idHint(forUUID name: String) -> String? {
+        guard let uuid = BluetoothUUID.normalize(name) else { return nil }
+        return Self.idHint(ids: characteristics.filter { $0.uuid == uuid }.map(\.id))
+    }
+
+    /// Characteristic ids by UUID (several where characteristics share one), for ``idHint(forUUID:in:)``.
+    static func characteristicIDsByUUID(_ characteristics: [CharacteristicDefinition]) -> [String: [String]] {
+        Dictionary(grouping: characteristics, by: \.uuid).mapValues { $0.map(\.id) }
+    }
+
+    /// ``idHint(forUUID:)`` with an index built once, for checks that may ask for each of many rules.
+    static func idHint(forUUID name: String, in idsByUUID: [String: [String]]) -> String? {
+        BluetoothUUID.normalize(name).flatMap { idsByUUID[$0] }.flatMap(idHint(ids:))
+    }
+
+    /// The hint naming `ids` (the first five of a hostile profile's thousands, so each message stays short).
+    private static func idHint(ids: [String]) -> String? {
+        let shown = ids.prefix(5).map { "\"\($0)\"" } + (ids.count > 5 ? ["…"] : [])
+        switch ids.count {
+        case 0: return nil
+        case 1: return "characteristics are named by id: this UUID's is \(shown[0])"
+        default: return "\(ids.count) characteristics have this UUID; name one by its id: \(shown.joined(separator: ", "))"
+        }
+    }
+
     /// Names of all advertisement variants.
     public var variantNames: [String] {
         var names: [String] = []

@@ -30,7 +30,7 @@ extension ProfileDecoder {
         case "fail":
             return attError(kind.value, kindPath).map { make(.fail($0)) } ?? []
         case "notify", "indicate":
-            guard let id = identifier(kind.value, kindPath) else { return [] }
+            guard let id = characteristicID(kind.value, kindPath) else { return [] }
             guard let valueNode = required(node, "value", path),
                 let value = valueSource(valueNode, sub("value"), usage: .rule)
             else { return [] }
@@ -45,7 +45,7 @@ extension ProfileDecoder {
             }
             return make(.notify(characteristic: id, value: value.template, toAll: toAll, indicate: kind.key == "indicate"))
         case "setValue":
-            guard let id = identifier(kind.value, kindPath),
+            guard let id = characteristicID(kind.value, kindPath),
                 let valueNode = required(node, "value", path),
                 let value = valueSource(valueNode, sub("value"), usage: .rule)
             else { return [] }

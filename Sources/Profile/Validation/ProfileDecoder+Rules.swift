@@ -84,10 +84,12 @@ extension ProfileDecoder {
             }
             return kind.key == "connect" ? .connect : .disconnect
         case "write":
-            guard let id = identifier(kind.value, kindPath) else { return nil }
+            guard let id = characteristicID(kind.value, kindPath) else { return nil }
             return .write(id, writeMatcher(node, path))
         default:
-            guard let name = identifier(kind.value, kindPath) else { return nil }
+            let namesCharacteristic = ["read", "subscribe", "unsubscribe"].contains(kind.key)
+            guard let name = namesCharacteristic ? characteristicID(kind.value, kindPath) : identifier(kind.value, kindPath)
+            else { return nil }
             switch kind.key {
             case "read": return .read(name)
             case "subscribe": return .subscribe(name)

@@ -17,6 +17,8 @@ struct ProfileDecoder {
     var parsedTemplates: [String: Template] = [:]
     /// Service UUIDs by service id, so advertisements can name services by id.
     var serviceUUIDsByID: [String: String] = [:]
+    /// The ids of the characteristics decoded so far by UUID, for the hint when a rule names one by UUID.
+    var characteristicIDsByUUID: [String: [String]] = [:]
     let file: String
     /// Bounds the work of "did you mean" hints for the whole profile (shared with ``SemanticChecks``).
     let suggestions = SuggestionBudget()
@@ -139,6 +141,16 @@ struct ProfileDecoder {
         return text
     }
 
+    /// A characteristic's id; one written as a UUID (`"2a4d"`) is refused with the ids that have it.
+    mutating func characteristicID(_ node: JSONNode, _ path: String) -> String? {
+        guard let text = string(node, path) else { return nil }
+        if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: characteristicIDsByUUID) {
+            error(node, path, "unknown characteristic \"\(text)\"", hint: hint)
+            return nil
+        }
+        return identifier(node, path)
+    }
+
     /// An ASCII letter or `_`, then ASCII letters, digits, `_` or `-` (checked byte-wise, as in ``JSONPath``).
     static func isIdentifier(_ text: String) -> Bool {
         let utf8 = text.utf8
@@ -163,14 +175,15 @@ struct ProfileDecoder {
     /// UUIDs, where an entry may also be the id of a service in the profile (e.g. `"credential"`).
     mutating func uuidList(_ node: JSONNode, _ path: String) -> [String]? {
         guard let items = array(node, path) else { return nil }
-        return items.enumerated().compactMap { index, item in
+        var seen: Set<String> = []
+        return items.enumerated().compactMap { index, item -> String? in
             if case .string(let text) = item.value, BluetoothUUID.normalize(text) == nil,
                 let uuid = serviceUUIDsByID[text]
             {
                 return uuid
             }
             return uuid(item, JSONPath.appending(index, to: path))
-        }
+        }.filter { seen.insert($0).inserted }  // two services that share a UUID, named by id: advertised once
     }
 
     /// A byte or text template from a JSON string, queued for name checking.

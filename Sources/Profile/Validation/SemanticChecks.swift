@@ -8,6 +8,8 @@ struct SemanticChecks {
     let suggestions: SuggestionBudget
     /// The first characteristic with each id.
     let characteristicsByID: [String: CharacteristicDefinition]
+    /// Characteristic ids by UUID, for the hint when a rule names a characteristic by UUID.
+    let characteristicIDsByUUID: [String: [String]]
     let variablesByName: [String: NamedValue]
     let stateByName: [String: NamedValue]
     let timerIDs: Set<String>
@@ -24,6 +26,7 @@ struct SemanticChecks {
             characteristics[characteristic.id] = characteristic
         }
         characteristicsByID = characteristics
+        characteristicIDsByUUID = DeviceProfile.characteristicIDsByUUID(profile.characteristics)
         variablesByName = Dictionary(profile.variables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         stateByName = Dictionary(profile.state.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         timerIDs = Set(profile.timers.map(\.id))
@@ -53,8 +56,9 @@ struct SemanticChecks {
     // MARK: Ids and names
 
     private mutating func checkIdentity() {
+        // Ids must be unique; UUIDs need not be (GATT allows services, and characteristics of a service, to share one:
+        // HID Reports, several Battery services), since everything names a characteristic or a service by its id.
         var serviceIDs: [String: String] = [:]
-        var serviceUUIDs: [String: String] = [:]
         var characteristicIDs: [String: String] = [:]
         for service in profile.services {
             if let first = serviceIDs[service.id] {
@@ -63,25 +67,12 @@ struct SemanticChecks {
             } else {
                 serviceIDs[service.id] = service.path
             }
-            if let first = serviceUUIDs[service.uuid] {
-                report(JSONPath.appending("uuid", to: service.path), "duplicate service UUID \(service.uuid)",
-                       hint: "also used by \(first)")
-            } else {
-                serviceUUIDs[service.uuid] = service.path
-            }
-            var characteristicUUIDs: [String: String] = [:]
             for characteristic in service.characteristics {
                 if let first = characteristicIDs[characteristic.id] {
                     report(JSONPath.appending("id", to: characteristic.path),
                            "duplicate characteristic id \"\(characteristic.id)\"", hint: "first used at \(first)")
                 } else {
                     characteristicIDs[characteristic.id] = characteristic.path
-                }
-                if let first = characteristicUUIDs[characteristic.uuid] {
-                    report(JSONPath.appending("uuid", to: characteristic.path),
-                           "duplicate characteristic UUID \(characteristic.uuid) in this service", hint: "also used by \(first)")
-                } else {
-                    characteristicUUIDs[characteristic.uuid] = characteristic.path
                 }
                 var descriptorIDs: Set<String> = []
                 for descriptor in characteristic.descriptors where !descriptorIDs.insert(descriptor.id).inserted {
@@ -203,7 +194,7 @@ struct SemanticChecks {
     // MARK: Rules
 
     private func characteristicHint(_ id: String) -> String? {
-        hint(for: id, in: { profile.characteristics.map(\.id) })
+        DeviceProfile.idHint(forUUID: id, in: characteristicIDsByUUID) ?? hint(for: id, in: { profile.characteristics.map(\.id) })
     }
 
     private mutating func check(_ rule: Rule) {

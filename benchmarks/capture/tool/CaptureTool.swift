@@ -14,6 +14,8 @@ import Foundation
 ///                                               (default), or an adversarial capture: distinct GAP names read
 ///                                               over and over, or ACL start fragments claiming PDUs never sent
 ///     gattemu-capturetool seeds DIR             small synthetic captures in every format (fuzz seeds)
+///     gattemu-capturetool hid FILE              a phone's session with a HID keyboard (three Reports 2A4D, two Battery
+///                                               services), for scripts/check-import
 @main
 enum CaptureTool {
     static func main() {
@@ -39,12 +41,18 @@ enum CaptureTool {
         case "seeds":
             guard let directory = rest.first else { usage() }
             FuzzSeeds.write(to: directory)
+        case "hid":
+            guard rest.count == 1 else { usage() }
+            guard FileManager.default.createFile(atPath: rest[0], contents: Data(HIDSession.script().btsnoop())) else {
+                FileHandle.standardError.write(Data("gattemu-capturetool: cannot write \(rest[0])\n".utf8))
+                exit(1)
+            }
         default: usage()
         }
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: gattemu-capturetool counts|summary|dump|decode|generate|seeds ...\n".utf8))
+        FileHandle.standardError.write(Data("usage: gattemu-capturetool counts|summary|dump|decode|generate|seeds|hid ...\n".utf8))
         exit(2)
     }
 

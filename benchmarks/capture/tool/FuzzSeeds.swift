@@ -4,7 +4,8 @@ import CaptureTestSupport
 import Foundation
 
 /// Small synthetic captures in every format the reader knows, each with advertising, a connection, ATT
-/// (fragmented and not), SMP and a disconnection: the `capture` fuzz target's seeds.
+/// (fragmented and not), SMP and a disconnection, and a HID keyboard's session (characteristics and services that
+/// share a UUID): the `capture` fuzz target's seeds.
 enum FuzzSeeds {
     static func session() -> [CapturePacket] {
         var script = CaptureScript()
@@ -53,6 +54,7 @@ enum FuzzSeeds {
             ("session-254.pcap", CaptureWriter.pcap(monitor, linktype: 254)),
             ("session.pcapng", CaptureWriter.pcapng(packets, interfaces: [.init(linktype: 201, resolution: 9, name: "bt")])),
             ("session-be.pcapng", CaptureWriter.pcapng(monitor, interfaces: [.init(linktype: 254)], bigEndian: true)),
+            ("hid-keyboard.btsnoop", HIDSession.script().btsnoop()),
         ]
         for (name, bytes) in files {
             _ = FileManager.default.createFile(atPath: "\(directory)/\(name)", contents: Data(bytes))
