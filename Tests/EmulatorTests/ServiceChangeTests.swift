@@ -71,10 +71,11 @@ import Testing
     /// bluetoothd refuses an application without objects ("No object received"): hiding the last service
     /// leaves no application registered, advertising as it was; showing it again registers it.
     @Test func hidingTheLastServiceLeavesNoApplication() async throws {
-        let (emulator, bluetoothd, _, bus) = try await started(Self.oneService)
+        let (emulator, bluetoothd, log, bus) = try await started(Self.oneService)
         #expect(bluetoothd.applications.count == 1 && bluetoothd.advertisements.count == 1)
 
         #expect(try await emulator.setService("battery", present: false))
+        #expect(log.events(since: 0).last?.detail == "service battery removed: no service left, so no GATT application registered")
         #expect(bluetoothd.applications.isEmpty, "no application registered")
         #expect(bluetoothd.advertisements.count == 1, "still advertising")
         #expect(await emulator.status().services.isEmpty)

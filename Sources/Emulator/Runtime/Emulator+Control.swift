@@ -312,7 +312,9 @@ extension Emulator {
             log.record(.error, detail: "service \(id) not \(change): \(reason)")
             throw ControlFailure(.unavailable, reason)
         }
-        log.record(.note, detail: "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
+        log.record(.note, detail: application == nil
+            ? "service \(id) \(change): no service left, so no GATT application registered"
+            : "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
         return true
     }
 }
