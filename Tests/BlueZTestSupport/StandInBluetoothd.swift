@@ -57,7 +57,8 @@ public final class StandInBluetoothd: Sendable {
         public var adapter: DBusObjectPath
         /// When the call arrived.
         public var at: ContinuousClock.Instant
-        /// The application's objects, when ``Configuration/inspectsApplications``.
+        /// The application's objects, when ``Configuration/inspectsApplications`` (they are always read: an
+        /// application without a service is refused with "No object received", as bluetoothd refuses it).
         public var objects: [DBusObjectPath: [String: [String: DBusValue]]]?
     }
 
@@ -148,6 +149,12 @@ public final class StandInBluetoothd: Sendable {
     public var advertisements: [Registration] { registry.state.value.advertisements }
     /// Every registration call, in order.
     public var registrationCalls: [RegistrationCall] { registry.state.value.calls }
+
+    /// Refuses the next `count` `RegisterApplication` calls with `org.bluez.Error.Failed`, as bluetoothd refuses
+    /// an application it cannot add (a test of what the registrant does then).
+    public func refuseApplications(_ count: Int = 1) {
+        registry.state.withLock { $0.applicationRefusals = count }
+    }
     /// Pairing agents registered now (`AgentManager1.RegisterAgent`).
     public var agents: [Agent] { registry.state.value.agents }
     /// The default agent (`RequestDefaultAgent`), while it is registered.
@@ -260,6 +267,8 @@ final class Registry: Sendable {
         var calls: [RegistrationCall] = []
         var agents: [StandInBluetoothd.Agent] = []
         var defaultAgent: (owner: String, path: DBusObjectPath)?
+        /// How many of the next application registrations to refuse (``StandInBluetoothd/refuseApplications(_:)``).
+        var applicationRefusals = 0
     }
 
     init(connection: DBusConnection, configuration: StandInBluetoothd.Configuration) {
@@ -279,8 +288,22 @@ final class Registry: Sendable {
             throw DBusError.named("org.bluez.Error.AlreadyExists", message: "Already Exists")
         }
         var registration = Registration(owner: owner, path: path, adapter: adapter, at: at)
-        if kind == .application, configuration.inspectsApplications {
-            registration.objects = try await managedObjects(owner, path)
+        if kind == .application {
+            // bluetoothd reads the application's objects before answering, and refuses one without a service.
+            let objects = try await managedObjects(owner, path)
+            let refused: (name: String, message: String)? = state.withLock { state in
+                if !objects.values.contains(where: { $0[StandInBluetoothd.Names.gattService] != nil }) {
+                    return ("org.bluez.Error.Failed", "No object received")
+                }
+                guard state.applicationRefusals > 0 else { return nil }
+                state.applicationRefusals -= 1
+                return ("org.bluez.Error.Failed", "Failed to register application (refused by the test)")
+            }
+            if let refused {
+                state.withLock { $0.calls.append(RegistrationCall(kind: kind, register: true, owner: owner, path: path, at: at, error: refused.name)) }
+                throw DBusError.named(refused.name, message: refused.message)
+            }
+            if configuration.inspectsApplications { registration.objects = objects }
         }
         if kind == .advertisement, configuration.advertisementDelay > .zero {
             try await Task.sleep(for: configuration.advertisementDelay)

@@ -78,3 +78,24 @@ def check_complete(capture, ops: list[tuple], exact: bool = False) -> dict:
         if exact:
             assert seen[kind] == did[kind], f"capture {capture}: {kind}s {dict(seen[kind])}, central {dict(did[kind])}"
     return {kind: sum(1 for op in ops if op[0] == kind) for kind in KINDS} | {"att_pdus": seen["pdus"]["all"]}
+
+
+def advertising_reports(capture, address: str) -> list[dict]:
+    """The legacy advertising reports (ADV_IND …, SCAN_RSP) from `address` in a central's capture, as tshark
+    decodes them: event type, data length, AD types, 128-bit UUIDs (service lists and service data keys, as
+    32 hex digits), service data bytes (hex) and name."""
+    r = subprocess.run(["tshark", "-r", str(capture), "-Y",
+                        f"bthci_evt.le_meta_subevent == 0x02 && bthci_evt.bd_addr == {address.lower()}",
+                        "-T", "fields", "-E", "separator=|", "-e", "bthci_evt.le_advts_event_type",
+                        "-e", "bthci_evt.data_length", "-e", "btcommon.eir_ad.entry.type",
+                        "-e", "btcommon.eir_ad.entry.custom_uuid_128", "-e", "btcommon.eir_ad.entry.service_data",
+                        "-e", "btcommon.eir_ad.entry.device_name"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"tshark cannot read {capture}: {r.stderr[-500:]}"
+    reports = []
+    for line in r.stdout.splitlines():
+        kind, length, types, uuids, data, name = (line.split("|") + [""] * 6)[:6]
+        reports.append({"type": int(kind, 16), "length": int(length), "ad_types": [int(t, 16) for t in types.split(",") if t],
+                        "uuids_128": [u for u in uuids.split(",") if u], "service_data": [d for d in data.split(",") if d],
+                        "name": name})
+    return reports

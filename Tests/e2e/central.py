@@ -56,6 +56,14 @@ def bumble_uuid(uuid) -> str:
     return norm_uuid(text)
 
 
+def uuid_from_le(raw: bytes) -> str:
+    """A 2-, 4- or 16-byte UUID as it is on air (little-endian), as norm_uuid's string."""
+    u = raw[::-1].hex()
+    if len(raw) == 16:
+        u = f"{u[0:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:32]}"
+    return norm_uuid(u)
+
+
 async def amgmt(*args: str, timeout: float = 15.0) -> str:
     """Async btmgmt (same stdin trick, bounded by `timeout`)."""
     p = await asyncio.create_subprocess_exec(
@@ -80,16 +88,22 @@ class AdvInfo:
     name: str | None = None
     service_uuids: list[str] = field(default_factory=list)
     manufacturer_data: dict[int, bytes] = field(default_factory=dict)
+    service_data: dict[str, bytes] = field(default_factory=dict)  # service UUID (norm_uuid) -> bytes after it
     rssi: int | None = None
     connectable: bool | None = None
     raw: object = None  # backend's own address/device object
 
-    def matches(self, name=None, service_uuid=None, address=None, name_prefix=None) -> bool:
+    def matches(self, name=None, service_uuid=None, address=None, name_prefix=None, service_data_uuid=None) -> bool:
+        """`service_uuid` matches the Service UUID lists only (AD types 0x02-0x07), as iOS's
+        scanForPeripherals(withServices:) and Android's ScanFilter.setServiceUuid do; `service_data_uuid`
+        matches service data (0x16, 0x20, 0x21), as ScanFilter.setServiceData does."""
         if name is not None and self.name != name:
             return False
         if name_prefix is not None and not (self.name or "").startswith(name_prefix):
             return False
         if service_uuid is not None and norm_uuid(service_uuid) not in self.service_uuids:
+            return False
+        if service_data_uuid is not None and norm_uuid(service_data_uuid) not in self.service_data:
             return False
         if address is not None and self.address.upper() != address.upper():
             return False
@@ -159,14 +173,15 @@ class Central:
         raise NotImplementedError
 
     async def find(self, name=None, service_uuid=None, address=None, timeout: float = 30.0,
-                   name_prefix=None) -> AdvInfo:
+                   name_prefix=None, service_data_uuid=None) -> AdvInfo:
         end = time.monotonic() + timeout
         while True:
             left = end - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"no advertisement matching name={name or (name_prefix or '') + '*'} "
-                                   f"service={service_uuid} address={address} within {timeout}s ({self.stack})")
-            adv = await self._scan(lambda a: a.matches(name, service_uuid, address, name_prefix),
+                                   f"service={service_uuid} service data={service_data_uuid} address={address} "
+                                   f"within {timeout}s ({self.stack})")
+            adv = await self._scan(lambda a: a.matches(name, service_uuid, address, name_prefix, service_data_uuid),
                                    min(left, 15.0))
             if adv:
                 return adv
@@ -676,16 +691,18 @@ class BumbleCentral(Central):
             for raw in data.get_all(t, raw=True):
                 raw = bytes(raw)
                 for i in range(0, len(raw) - width + 1, width):
-                    u = raw[i:i + width][::-1].hex()
-                    if width == 16:
-                        u = f"{u[0:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:32]}"
-                    u = norm_uuid(u)
+                    u = uuid_from_le(raw[i:i + width])
                     if u not in info.service_uuids:
                         info.service_uuids.append(u)
         for raw in data.get_all(0xFF, raw=True):
             raw = bytes(raw)
             if len(raw) >= 2:
                 info.manufacturer_data[int.from_bytes(raw[:2], "little")] = raw[2:]
+        for t, width in ((0x16, 2), (0x20, 4), (0x21, 16)):
+            for raw in data.get_all(t, raw=True):
+                raw = bytes(raw)
+                if len(raw) >= width:
+                    info.service_data[uuid_from_le(raw[:width])] = raw[width:]
         return info
 
     async def _scan(self, match, window):
@@ -870,6 +887,7 @@ class BluezCentral(Central):
             info = AdvInfo(address=device.address.upper(), name=ad.local_name,
                            service_uuids=[norm_uuid(u) for u in ad.service_uuids],
                            manufacturer_data={k: bytes(v) for k, v in ad.manufacturer_data.items()},
+                           service_data={norm_uuid(k): bytes(v) for k, v in ad.service_data.items()},
                            rssi=ad.rssi, raw=device)
             if match(info) and not found.done():
                 found.set_result(info)

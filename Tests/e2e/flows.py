@@ -53,8 +53,9 @@ class Inbox:
 
 def adv_line(adv) -> str:
     mfr = " ".join(f"{k:#06x}:{hx(v)}" for k, v in adv.manufacturer_data.items()) or "-"
+    sdata = " ".join(f"{k}:{hx(v)}" for k, v in getattr(adv, "service_data", {}).items())
     return (f"found {adv.name!r} at {adv.address}, services {', '.join(adv.service_uuids) or '-'}, "
-            f"manufacturer data {mfr}")
+            f"manufacturer data {mfr}" + (f", service data {sdata}" if sdata else ""))
 
 
 # ---------------------------------------------------------------------- Noke
@@ -171,11 +172,13 @@ async def bleproof_flow(central, say: Say = print, writes: list[bytes] | None = 
 
 
 # ---------------------------------------------------------------------- LEAF
-# Placeholder UUIDs of profiles/leaf-reader.json (the real ones are not public).
-LEAF_SERVICE = "00000000-1eaf-4000-8000-000000000001"
-LEAF_DATA = "00000000-1eaf-4000-8000-000000000002"
+# The public UUIDs of profiles/leaf-reader.json (the LEAF SDK's BLE_CRED_SVC_UUID and DATA_TRANSFER_CHRC_UUID,
+# notifications through the standard CCCD 2902); the touch service UUID is not public: a placeholder.
+LEAF_SERVICE = "3420d81a-af2c-11e5-bf7f-feff819cdc9f"
+LEAF_DATA = "ee8732b3-2d52-409b-9084-70ad31f6c790"
 LEAF_TOUCH_SERVICE = "00000000-1eaf-4000-8000-000000000003"
-LEAF_READER_UID = bytes.fromhex("4C45414652445231")  # "LEAFRDR1"
+LEAF_READER_UID = bytes.fromhex("4C45414652445231")  # "LEAFRDR1", the profile's readerUID
+LEAF_ANDROID_MTU = 200  # the MTU the LEAF Android SDK requests after connecting
 
 
 def leaf_frame(tag: int, seq: int, value: bytes) -> bytes:
@@ -188,6 +191,36 @@ def leaf_parse(frame: bytes) -> dict:
             "seq": frame[4], "value": frame[5:]} if len(frame) >= 5 else {"raw": frame}
 
 
+class LeafFrames(Inbox):
+    """The reader's notifications joined into frames by their length field, as the LEAF app joins them: at
+    ATT MTU 23 a 21-byte frame arrives as 20 + 1 bytes (the data characteristic `fragment`s)."""
+
+    def __init__(self, label: str, say: Say):
+        super().__init__(label, say)
+        self.partial = b""
+
+    def __call__(self, value: bytes) -> None:
+        self.say(f"<- {self.label} {len(value)} bytes: {hx(value)}")
+        self.partial += value
+        while len(self.partial) >= 4 and len(self.partial) >= 4 + int.from_bytes(self.partial[2:4], "big"):
+            size = 4 + int.from_bytes(self.partial[2:4], "big")
+            self.queue.put_nowait(self.partial[:size])
+            self.partial = self.partial[size:]
+        if self.partial and self.partial[0] not in (0x81, 0xC1):  # not a frame: as it came
+            self.queue.put_nowait(self.partial)
+            self.partial = b""
+
+
+async def leaf_write(conn, frames: bytes, say: Say = print) -> None:
+    """Writes without response in pieces of ATT MTU - 3 bytes, as a Write Command carries at most that."""
+    room = conn.mtu - 3
+    for start in range(0, len(frames), room):
+        piece = frames[start:start + room]
+        if len(frames) > room:
+            say(f"   piece {start // room + 1}: {len(piece)} bytes")
+        await conn.write(LEAF_DATA, piece, response=False)
+
+
 @dataclass
 class LeafRun:
     adv: object = None
@@ -198,13 +231,15 @@ class LeafRun:
     mtu: int = 0
 
 
-async def leaf_flow(central, say: Say = print, mtu: int = 517, request_mtu: int = 0) -> LeafRun:
-    """Find an ETHS* reader, subscribe to the data characteristic, send dUID +
+async def leaf_flow(central, say: Say = print, mtu: int = 517, request_mtu: int = 0,
+                    credential_bytes: int = 32) -> LeafRun:
+    """Find an ETHS* reader by its credential service UUID, subscribe to the data characteristic, send dUID +
     AUTH_REQ in one write, receive AUTH_RSP + AUTH_REQ, send AUTH_RSP, receive
-    the response, send a credential payload, receive the transaction
-    certificate (plaintext frames, as profiles/leaf-reader.json scripts it)."""
+    the response, send a credential payload (`credential_bytes` long), receive the transaction
+    certificate (plaintext frames, as profiles/leaf-reader.json scripts it). Writes longer than the ATT
+    MTU - 3 go in pieces; the reader's frames are joined by their length field."""
     run = LeafRun()
-    say(f"scan for name ETHS* with service {LEAF_SERVICE}")
+    say(f"scan for name ETHS* with service {LEAF_SERVICE} (a service UUID filter, as iOS and Android apps scan)")
     run.adv = await central.find(name_prefix="ETHS", service_uuid=LEAF_SERVICE, timeout=60)
     say(adv_line(run.adv))
     conn = await central.connect(run.adv.address, mtu=mtu)
@@ -215,26 +250,26 @@ async def leaf_flow(central, say: Say = print, mtu: int = 517, request_mtu: int 
     say(f"connected, MTU {conn.mtu}")
     seq = 0
     try:
-        data = Inbox("notification data", say)
+        data = LeafFrames("notification data", say)
         await conn.subscribe(LEAF_DATA, data)
         say("enabled notifications on data")
         run.duid = secrets.token_bytes(8)
         hello = leaf_frame(1, seq, run.duid) + leaf_frame(2, seq + 1, secrets.token_bytes(16))
         seq += 2
         say(f"-> write dUID + AUTH_REQ, {len(hello)} bytes: {hx(hello)}")
-        await conn.write(LEAF_DATA, hello, response=False)
+        await leaf_write(conn, hello, say)
         run.auth = [await data.get(), await data.get()]
         say(f"  reader sent tags {[leaf_parse(f).get('tag') for f in run.auth]} (AUTH_RSP=3, AUTH_REQ=2)")
         auth_rsp = leaf_frame(3, seq, secrets.token_bytes(16))
         seq += 1
         say(f"-> write AUTH_RSP, {len(auth_rsp)} bytes: {hx(auth_rsp)}")
-        await conn.write(LEAF_DATA, auth_rsp, response=False)
+        await leaf_write(conn, auth_rsp, say)
         run.auth_result = await data.get()
         say(f"  response code {leaf_parse(run.auth_result).get('value', b'?').hex()} (00 = success)")
-        payload = leaf_frame(4, seq, os.urandom(32))
+        payload = leaf_frame(4, seq, os.urandom(credential_bytes))
         seq += 1
         say(f"-> write credential payload, {len(payload)} bytes: {hx(payload)}")
-        await conn.write(LEAF_DATA, payload, response=False)
+        await leaf_write(conn, payload, say)
         run.certificate = await data.get()
         say(f"  transaction certificate frame, {len(run.certificate)} bytes")
     finally:

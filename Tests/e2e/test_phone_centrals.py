@@ -1,7 +1,7 @@
 """The shipped device flows with phone-like centrals:
   android  no MTU exchange (ATT MTU 23, an app that never calls requestMtu): long writes go as prepared writes,
            the device's notifications are cut to 20 bytes by BlueZ unless the characteristic `fragment`s them;
-           the LEAF app calls requestMtu(517) after connecting, as its 34-byte write needs it;
+           the LEAF app calls requestMtu(200) after connecting, as the LEAF Android SDK does (its 34-byte write needs it);
   ios      MTU 185, what iOS negotiates; once bonded it keeps the device's GATT table and reconnects without
            discovering (encrypting at once), and discovers again only after a Service Changed indication.
 gattemu logs every notification BlueZ will cut (never silently)."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import report
-from flows import (BLEPROOF_OK, LEAF_DATA, NOKE_UNLOCK, Inbox, bleproof_config, bleproof_flow, leaf_flow, leaf_frame,
+from flows import (BLEPROOF_OK, LEAF_ANDROID_MTU, LEAF_DATA, NOKE_UNLOCK, Inbox, bleproof_config, bleproof_flow, leaf_flow, leaf_frame,
                    leaf_parse, noke_flow)
 from test_pairing import PORT, forget_everywhere
 
@@ -77,7 +77,7 @@ async def test_bleproof_with_a_phone(phone, central, start_gattemu):
 async def test_leaf_with_a_phone(phone, central, start_gattemu):
     p = start_gattemu("leaf-reader.json")
     await p.advertising(central, name_prefix="ETHS")
-    run = await leaf_flow(central, say, mtu=PHONES[phone], request_mtu=517 if phone == "android" else 0)
+    run = await leaf_flow(central, say, mtu=PHONES[phone], request_mtu=LEAF_ANDROID_MTU if phone == "android" else 0)
     assert [leaf_parse(f)["tag"] for f in run.auth] == [3, 2]
     assert leaf_parse(run.auth_result)["value"] == b"\x00"
     assert len(run.certificate) == 103 and leaf_parse(run.certificate)["tag"] == 5, run.certificate.hex()

@@ -289,21 +289,33 @@ extension Emulator {
             throw ControlFailure(.notFound, "unknown service \"\(id)\"", details: ["known": profile.services.map(\.id)])
         }
         guard absentServices.contains(id) == present else { return false }
+        let previous = absentServices
         if present { absentServices.remove(id) } else { absentServices.insert(id) }
         let change = present ? "added" : "removed"
-        guard let adapter, let stack, application != nil, !stackLost else {
+        guard let adapter, let stack, tableRegistered, !stackLost else {
             log.record(.note, detail: "service \(id) \(change) (the GATT table follows once registered with bluetoothd)")
             return true
         }
-        await application?.unregister()
-        application = nil
+        await unregisterApplication()
         do {
             try await registerApplication(adapter: adapter, stack: stack)
         } catch {
-            log.record(.error, detail: "service \(id) \(change), but registering the GATT table again failed: \(error.description)")
-            throw ControlFailure(.unavailable, "registering the GATT table again failed: \(error.description)")
+            // Never leave the device half-gone: the table it had goes back.
+            absentServices = previous
+            let restored: String
+            do {
+                try await registerApplication(adapter: adapter, stack: stack)
+                restored = "the previous GATT table registered again"
+            } catch let again {
+                restored = "registering the previous GATT table again failed too: \(again.description)"
+            }
+            let reason = "registering the GATT table again failed: \(error.description); \(restored)"
+            log.record(.error, detail: "service \(id) not \(change): \(reason)")
+            throw ControlFailure(.unavailable, reason)
         }
-        log.record(.note, detail: "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
+        log.record(.note, detail: application == nil
+            ? "service \(id) \(change): no service left, so no GATT application registered"
+            : "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
         return true
     }
 }

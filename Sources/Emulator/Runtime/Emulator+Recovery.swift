@@ -76,8 +76,7 @@ extension Emulator {
         let registrations = advertisements
         advertisements = []
         for registration in registrations { await registration.unregister() }
-        await application?.unregister()
-        application = nil
+        await unregisterApplication()
         await unregisterAgent()
         await watcher?.cancel()
         watcher = nil

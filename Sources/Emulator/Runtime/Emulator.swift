@@ -20,6 +20,9 @@ public actor Emulator {
     var stack: BlueZStack?
     var adapter: Adapter?
     var application: GattApplication?
+    /// The GATT table is registered with bluetoothd as `absentServices` says (with no service present, that is
+    /// no application at all).
+    var tableRegistered = false
     /// Services left out of the GATT table now (`"present": false`, or removed through the control API).
     var absentServices: Set<String>
     var advertisements: [AdvertisementRegistration] = []
@@ -109,8 +112,7 @@ public actor Emulator {
         }
         switch await watching {
         case .failure(let error)?:
-            await application?.unregister()
-            application = nil
+            await unregisterApplication()
             throw error
         case .success(let started)?: watcher = started
         case nil: break
@@ -122,16 +124,21 @@ public actor Emulator {
             await unregisterAgent()
             await watcher?.cancel()
             watcher = nil
-            await application?.unregister()
-            application = nil
+            await unregisterApplication()
             throw error
         }
         if engine.isAdvertising { try await startAdvertising() }
     }
 
-    /// Registers the GATT application with the services present now.
+    /// Registers the GATT application with the services present now; with none, registers nothing (bluetoothd
+    /// refuses an application without objects: "No object received") and the device has no GATT table of its own.
     func registerApplication(adapter: Adapter, stack: BlueZStack) async throws(BlueZError) {
         let services = ProfileMapping.services(of: profile, engine: engine, notifyPath: options.notifyPath, absent: absentServices)
+        guard !services.isEmpty else {
+            log.record(.note, detail: "no service present: no GATT application registered")
+            tableRegistered = true
+            return
+        }
         do {
             application = try await GattApplication.register(services: services, handler: self, adapter: adapter, stack: stack)
         } catch {
@@ -141,6 +148,15 @@ public actor Emulator {
             application = try await GattApplication.register(
                 services: services.map(\.withoutHandles), handler: self, adapter: adapter, stack: stack)
         }
+        tableRegistered = true
+    }
+
+    /// Unregisters the GATT application, if any: the device has no table registered until the next
+    /// ``registerApplication(adapter:stack:)``.
+    func unregisterApplication() async {
+        await application?.unregister()
+        application = nil
+        tableRegistered = false
     }
 
     /// A ``CentralWatcher`` feeding `events`, the outcome as a value (for `async let`); nil without `events`.
@@ -164,7 +180,7 @@ public actor Emulator {
         for task in faultState.scheduled.values { task.cancel() }
         faultState.scheduled = [:]
         await stopAdvertising()
-        await application?.unregister()
+        await unregisterApplication()
         await unregisterAgent()
         await restoreSecureConnections()
         await restoreAddress()

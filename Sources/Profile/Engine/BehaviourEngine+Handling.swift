@@ -1,6 +1,19 @@
 extension BehaviourEngine {
-    /// Handles one event: updates state and returns the rules that fired and the effects to execute.
+    /// Handles one event: updates state and returns the rules that fired and the effects to execute. A write to
+    /// a characteristic with `frames` is handled as the whole frames it completes (``handleFrames``).
     public mutating func handle(_ event: EngineEvent) -> EngineOutcome {
+        if case .write(let id, let central, let value, let withResponse) = event, !value.isEmpty,
+           let characteristic = profile.characteristic(id), let format = characteristic.frames {
+            let limit = characteristic.maxLength ?? TemplateBuiltins.maximumLength
+            if value.count <= limit {
+                return handleFrames(format, characteristic: id, central: central, value: value, withResponse: withResponse, limit: limit)
+            }
+        }
+        return handleOne(event)
+    }
+
+    /// Handles one event as it is (see ``handle(_:)``).
+    mutating func handleOne(_ event: EngineEvent) -> EngineOutcome {
         // Per-connection state: the event's central's copy (for timers and triggers, the latest central's)
         // is swapped into `state` while the event is handled, and kept apart again afterwards.
         let owner = profile.connectionState.isEmpty ? nil : event.central ?? centrals.last
@@ -79,6 +92,7 @@ extension BehaviourEngine {
             }
         case .disconnect(let central):
             centrals.removeAll { $0 == central }
+            heldFrames[central] = nil
             for id in subscribers.keys { subscribers[id]?.removeAll { $0 == central } }
             if centrals.isEmpty {
                 for timer in profile.timers where timer.cancelOnDisconnect && activeTimers.contains(timer.id) {

@@ -26,6 +26,9 @@ public struct BehaviourEngine: Sendable {
     public internal(set) var connectionStates: [CentralID: [String: ProfileValue]] = [:]
 
     var values: [String: [UInt8]] = [:]
+    /// The start of a frame each central has written so far, by characteristic (`frames`); less than a frame
+    /// (so at most the characteristic's `maxLength`), dropped when the central disconnects.
+    var heldFrames: [CentralID: [String: [UInt8]]] = [:]
     var generator: SeededGenerator
     var publishedAdvertisements: [AdvertisementSpec] = []
     /// What `publishedAdvertisements` were rendered from.
@@ -69,6 +72,7 @@ public struct BehaviourEngine: Sendable {
         connectionStates = [:]
         generator = SeededGenerator(seed: environment.seed)
         values = [:]
+        heldFrames = [:]
         clampedDurations = []
         for characteristic in profile.characteristics {
             // Validation saw these with the same inputs; only `value(…)` of another value can make one longer.

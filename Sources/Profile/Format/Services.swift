@@ -35,6 +35,9 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     /// Notifications and indications longer than the central's ATT MTU − 3 go out as consecutive pieces of
     /// MTU − 3 bytes (as devices that chunk by MTU do); otherwise BlueZ sends only the first MTU − 3 bytes.
     public var fragment = false
+    /// Writes carry length-prefixed frames that the engine joins and splits (``FrameFormat``); nil: each write
+    /// is one value.
+    public var frames: FrameFormat?
 
     public func has(_ flag: CharacteristicFlag) -> Bool { flags.contains(flag) }
 }

@@ -25,6 +25,7 @@ extension ProfileDecoder {
     mutating func characteristic(_ node: JSONNode, _ path: String) -> CharacteristicDefinition? {
         guard members(node, path, allowed: [
             "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description", "handle", "fragment",
+            "frames",
         ]) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
@@ -64,6 +65,13 @@ extension ProfileDecoder {
                       hint: "give the characteristic the notify or indicate flag, or leave \"fragment\" out")
             }
         }
+        if let frames = node["frames"] {
+            definition.frames = frameFormat(frames, sub("frames"))
+            if !flags.contains(.write), !flags.contains(.writeWithoutResponse) {
+                error(frames, sub("frames"), "\"frames\" is about writes",
+                      hint: "give the characteristic the write or write-without-response flag, or leave \"frames\" out")
+            }
+        }
         if let handle = node["handle"] { definition.handle = attributeHandle(handle, sub("handle")) }
         if let description = node["description"] { definition.description = string(description, sub("description")) }
         if let descriptors = node["descriptors"], let items = array(descriptors, sub("descriptors")) {
@@ -73,6 +81,25 @@ extension ProfileDecoder {
         }
         guard id != nil, uuidValue != nil else { return nil }
         return definition
+    }
+
+    /// `"frames": {"lengthOffset": 2, "lengthSize": 2, "headerSize": 4, "start": ["0x81", "0xC1"]}`.
+    mutating func frameFormat(_ node: JSONNode, _ path: String) -> FrameFormat? {
+        guard members(node, path, allowed: ["lengthOffset", "lengthSize", "headerSize", "start"]) != nil else { return nil }
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
+        let offset = required(node, "lengthOffset", path).flatMap { integer($0, sub("lengthOffset"), in: 0...32) }
+        let size = required(node, "lengthSize", path).flatMap { integer($0, sub("lengthSize"), in: 1...2) }
+        let header = required(node, "headerSize", path).flatMap { integer($0, sub("headerSize"), in: 1...64) }
+        var start: [UInt8] = []
+        if let startNode = node["start"], let items = array(startNode, sub("start")) {
+            start = items.enumerated().compactMap { flexibleInteger($1, JSONPath.appending($0, to: sub("start")), in: 0...255).map(UInt8.init) }
+        }
+        guard let offset, let size, let header else { return nil }
+        if offset + size > header, let headerNode = node["headerSize"] {
+            error(headerNode, sub("headerSize"), "the header (\(header) bytes) must hold the length field (bytes \(offset)..<\(offset + size))")
+            return nil
+        }
+        return FrameFormat(lengthOffset: offset, lengthSize: size, headerSize: header, start: start)
     }
 
     static let descriptorTypes = ["user-description", "presentation-format"]
