@@ -139,7 +139,8 @@
     box.dataset.prompt = key;
     box.replaceChildren();
     if (!prompt) return;
-    const answer = (body, what) => act(what + " (" + prompt.central + ")", "POST", "/v1/pairing", body);
+    // The answer names the prompt shown: if another central's question replaced it meanwhile, the server refuses it.
+    const answer = (body, what) => act(what + " (" + prompt.central + ")", "POST", "/v1/pairing", Object.assign({ prompt: prompt.id }, body));
     const button = (text, body) => {
       const b = el("button", null, text);
       b.type = "button";
