@@ -12,8 +12,8 @@ import ServiceLifecycle
 /// Middleware, outermost first: ``SecurityHeadersMiddleware`` (CSP and friends, on every answer), ``HostMiddleware``
 /// (421), ``OriginMiddleware`` (403, CORS), ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204),
 /// ``BearerTokenMiddleware`` (401; not for the dashboard's static files), ``StartingMiddleware`` (503 until
-/// ``readiness`` is marked), ``ContentTypeMiddleware`` (415). Connections are limited by ``ConnectionGuard``
-/// (docs/control.md, "Security").
+/// ``readiness`` is marked), ``ContentTypeMiddleware`` (415). Connections are limited, and other local users refused,
+/// by ``ConnectionGuard`` (docs/control.md, "Security").
 public struct ControlServer: Sendable {
     public let endpoint: ControlEndpoint
     public let token: String?
@@ -44,6 +44,9 @@ public struct ControlServer: Sendable {
         self.connections = ConnectionRegistry(maximum: limits.maximumConnections)
     }
 
+    /// The port the server listens on, once bound (the real one when 0 was asked).
+    public var boundPort: Int? { listening.port }
+
     /// The router with every route and middleware; tests use it with HummingbirdTesting (whose router
     /// client says `Host: localhost`, that is port 80).
     public func router() -> Router<BasicRequestContext> {
@@ -66,7 +69,7 @@ public struct ControlServer: Sendable {
                             onRunning: @escaping @Sendable (String) async -> Void = { _ in }) -> some ApplicationProtocol {
         let idleTimeout = limits.idleTimeout
         let http = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger)],
+            additionalChannelHandlers: [ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger, localUsers: access.localUsers)],
             idleTimeout: TimeAmount(idleTimeout))
         return Application(
             router: router(),

@@ -187,8 +187,10 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
     static let script = #"""
 // gattemu dashboard: status, GATT table, centrals, a live timeline and controls, over the control API of
 // the server that serves this page (same origin). Text only: nothing from the API is ever parsed as HTML.
-// The bearer token (when the API has one) is asked for once, kept in sessionStorage (this tab only) and
-// sent as `Authorization: Bearer`; the event stream is read with fetch() so that it carries the header too.
+// The bearer token (when the API has one) comes in the address's fragment (`/#token=…`, as `gattemu run` prints
+// it; a fragment is never sent to a server) or is asked for once; it is kept in sessionStorage (this tab only),
+// removed from the address bar, and sent as `Authorization: Bearer`; the event stream is read with fetch() so
+// that it carries the header too.
 "use strict";
 
 (() => {
@@ -759,7 +761,18 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 
   // MARK: Start
 
+  // `#token=…` in the address (`gattemu run` prints the dashboard's address so): into sessionStorage, out of the
+  // address bar and the history.
+  function takeTokenFromAddress() {
+    const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+    if (!match) return;
+    const token = decodeURIComponent(match[1]).trim();
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
   function start() {
+    takeTokenFromAddress();
     timeline = new GattemuTimeline.Timeline($("timeline"), {
       onSelect: (event) => { $("event-detail").textContent = JSON.stringify(event, null, 1); },
     });

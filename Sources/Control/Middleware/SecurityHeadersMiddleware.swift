@@ -8,7 +8,8 @@ enum SecurityHeaders {
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     }
 
-    /// The fields ``SecurityHeadersMiddleware`` sets on every answer.
+    /// The fields, set on every answer (by ``SecurityHeadersMiddleware``, and by ``ConnectionGuard`` on the
+    /// refusals it writes itself).
     static var fields: HTTPFields {
         [.contentSecurityPolicy: contentSecurityPolicy, .xContentTypeOptions: "nosniff", .xFrameOptions: "DENY", .referrerPolicy: "no-referrer"]
     }
