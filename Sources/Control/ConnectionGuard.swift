@@ -92,10 +92,10 @@ final class ConnectionRegistry: Sendable {
 /// the idle timeout, or when the client reads nothing of the answer for that long (the channel stays
 /// unwritable). Hummingbird's own idle timeout closes connections without a request in progress.
 ///
-/// It also looks up, once, which local user opened the connection (``LoopbackPeer``): a connection from this
-/// machine owned by a uid not in `localUsers` gets **403** for its first request, before any token check, and is
-/// closed; its requests never reach the API. When the uid cannot be known (a remote client, a socket already
-/// gone) the token alone decides.
+/// It also looks up, once, at the connection's first request, which local user opened it (``LoopbackPeer``; an idle
+/// connection costs no lookup): a connection from this machine owned by a uid not in `localUsers` gets **403** for
+/// that request, before any token check, and is closed; its requests never reach the API. When the uid cannot be
+/// known (a remote client, a socket already gone) the token alone decides.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -110,6 +110,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var writeDeadline: Scheduled<Void>?
     private let localUsers: Set<UInt32>
     private let peerLookup: @Sendable (SocketAddress, SocketAddress) -> UInt32?
+    private var peerChecked = false
     /// The uid of a local peer that is not let in; its requests are answered 403 here.
     private var refusedUser: UInt32?
 
@@ -140,8 +141,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .refused(let warn):
             if let warn { logger.warning("control API: \(warn) connection(s) refused: all \(registry.maximum) connections are busy") }
             context.close(promise: nil)
-            return
         }
+    }
+
+    private func checkPeer(_ context: ChannelHandlerContext) {
+        peerChecked = true
         if let server = context.channel.localAddress, let client = context.channel.remoteAddress,
            let uid = peerLookup(server, client), !localUsers.contains(uid) {
             refusedUser = uid
@@ -174,9 +178,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data), !peerChecked { checkPeer(context) }
         if let refusedUser {
-            // Nothing of the request goes further; the answer is written once it has arrived whole.
-            if case .end = unwrapInboundIn(data) { refuse(context, uid: refusedUser) }
+            // Nothing of the request goes further; the answer is written once it has arrived whole (within the timeout).
+            switch unwrapInboundIn(data) {
+            case .head: if requestDeadline == nil { requestDeadline = closing(context, after: timeout) }
+            case .body: break
+            case .end: refuse(context, uid: refusedUser)
+            }
             return
         }
         switch unwrapInboundIn(data) {

@@ -8,30 +8,36 @@ import Testing
 import Glibc
 #endif
 
-/// Another local user is refused before the token check: the uid owning a loopback connection, from the kernel's
-/// socket tables.
+/// Another local user is refused before the token check: the uid owning a loopback connection, asked of the kernel
+/// (sock_diag).
 @Suite struct LoopbackPeerTests {
-    @Test func addressesAreSpelledAsTheKernelPrintsThem() throws {
-        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "127.0.0.1", port: 8765)) == "0100007F:223D")
-        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "::1", port: 8765)) == "00000000000000000000000001000000:223D")
-        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "::ffff:127.0.0.1", port: 80)) == "0000000000000000FFFF00000100007F:0050")
+    /// The request names exactly the client's socket: its own address and port as `src`, the server's as `dst`.
+    @Test func theRequestNamesTheClientsSocket() throws {
+        let request = try #require(LoopbackPeer.request(client: try SocketAddress(ipAddress: "127.0.0.1", port: 0xD431),
+                                                        server: try SocketAddress(ipAddress: "127.0.0.1", port: 8765)))
+        #expect(request.count == 72)
+        #expect(Array(request[16..<20]) == [UInt8(AF_INET), UInt8(IPPROTO_TCP), 0, 0])
+        #expect(Array(request[24..<28]) == [0xD4, 0x31, 0x22, 0x3D], "sport then dport, big-endian")
+        #expect(Array(request[28..<32]) == [127, 0, 0, 1] && Array(request[44..<48]) == [127, 0, 0, 1])
+        let v6 = try #require(LoopbackPeer.request(client: try SocketAddress(ipAddress: "::1", port: 1), server: try SocketAddress(ipAddress: "::1", port: 2)))
+        #expect(v6[16] == UInt8(AF_INET6) && v6[43] == 1 && v6[59] == 1)
+        #expect(LoopbackPeer.request(client: try SocketAddress(ipAddress: "::1", port: 1), server: try SocketAddress(ipAddress: "127.0.0.1", port: 2)) == nil)
     }
 
-    @Test func onlyLoopbackClientsAreLookedUp() throws {
+    @Test func onlyLoopbackClientsAreLookedUpAndErrorRepliesGiveNothing() throws {
         let server = try SocketAddress(ipAddress: "127.0.0.1", port: 8765)
-        let table = Array("""
-              sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-               0: 0100007F:D431 0100007F:223D 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 20 4 30 10 -1
-               1: 0100007F:223D 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 4243 1 0 20 4 30 10 -1
-
-            """.utf8)
-        let client = try SocketAddress(ipAddress: "127.0.0.1", port: 0xD431)
-        #expect(LoopbackPeer.uid(server: server, client: client) { _ in table } == 1000)
-        #expect(LoopbackPeer.uid(server: server, client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) { _ in table } == nil)
-        #expect(LoopbackPeer.uid(server: server, client: try SocketAddress(ipAddress: "10.0.0.2", port: 0xD431)) { _ in table } == nil)
+        #expect(LoopbackPeer.uid(server: server, client: try SocketAddress(ipAddress: "10.0.0.2", port: 0xD431)) == nil)
+        #expect(LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "127.8.9.1", port: 1)))
+        #expect(LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "::ffff:127.0.0.1", port: 1)))
+        #expect(!LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "::ffff:10.0.0.1", port: 1)))
+        var error = [UInt8](repeating: 0, count: 100)
+        error[0] = 100
+        error[4] = UInt8(LoopbackPeer.nlmsgError)
+        #expect(LoopbackPeer.owner(inReply: error) == nil)
+        #expect(LoopbackPeer.owner(inReply: Array(error.prefix(20))) == nil)
     }
 
-    /// The real tables: this process's own connection is found, and is its own uid.
+    /// The kernel's answer: this process's own connection is found, and is its own uid.
     @Test func aLiveConnectionsOwnerIsFound() async throws {
         let emulator = try makeEmulator()
         try await withLiveServer(emulator) { _, port in
@@ -41,6 +47,8 @@ import Glibc
             _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(connection.descriptor, $0, &length) } }
             let client = SocketAddress(local, host: "127.0.0.1")
             #expect(LoopbackPeer.uid(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: client) == geteuid())
+            // A socket that does not exist (nobody connected from that port): not found, nothing made up.
+            #expect(LoopbackPeer.uid(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) == nil)
         }
     }
 
