@@ -23,7 +23,7 @@ extension DashboardAssets {
 
 <form id="token-form" class="card token" hidden>
   <h2>Token</h2>
-  <p>This control API needs its bearer token. It is kept in this tab only (sessionStorage) and sent as <code>Authorization: Bearer</code>.</p>
+  <p>This control API needs its bearer token: open the address <code>gattemu run</code> printed (it carries the token), or paste the token from the file it named. It is kept in this tab only (sessionStorage) and sent as <code>Authorization: Bearer</code>.</p>
   <input id="token-input" type="password" autocomplete="off" aria-label="token" required>
   <button type="submit">Use token</button>
 </form>
