@@ -1,7 +1,13 @@
+import ControlContract
+import FoundationEssentials
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The open connections of one control server, shared by their ``ConnectionGuard``s: at most
 /// ``ControlLimits/maximumConnections``. At the limit a new connection closes the one idle the longest
@@ -85,6 +91,11 @@ final class ConnectionRegistry: Sendable {
 /// connection with the ``ConnectionRegistry`` and closes it when a request does not arrive whole within
 /// the idle timeout, or when the client reads nothing of the answer for that long (the channel stays
 /// unwritable). Hummingbird's own idle timeout closes connections without a request in progress.
+///
+/// It also looks up, once, at the connection's first request, which local user opened it (``LoopbackPeer``; an idle
+/// connection costs no lookup): a connection from this machine owned by a uid not in `localUsers` gets **403** for
+/// that request, before any token check, and is closed; its requests never reach the API. When the uid cannot be
+/// known (a remote client, a socket already gone) the token alone decides.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -97,11 +108,19 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var registered = false
     private var requestDeadline: Scheduled<Void>?
     private var writeDeadline: Scheduled<Void>?
+    private let localUsers: Set<UInt32>
+    private let peerLookup: @Sendable (SocketAddress, SocketAddress) -> UInt32?
+    private var peerChecked = false
+    /// The uid of a local peer that is not let in; its requests are answered 403 here.
+    private var refusedUser: UInt32?
 
-    init(registry: ConnectionRegistry, timeout: Duration, logger: Logger) {
+    init(registry: ConnectionRegistry, timeout: Duration, logger: Logger, localUsers: Set<UInt32> = ControlAccess().localUsers,
+         peerLookup: @escaping @Sendable (SocketAddress, SocketAddress) -> UInt32? = { LoopbackPeer.uid(server: $0, client: $1) }) {
         self.registry = registry
         self.timeout = TimeAmount(timeout)
         self.logger = logger
+        self.localUsers = localUsers
+        self.peerLookup = peerLookup
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -125,6 +144,32 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    private func checkPeer(_ context: ChannelHandlerContext) {
+        peerChecked = true
+        if let server = context.channel.localAddress, let client = context.channel.remoteAddress,
+           let uid = peerLookup(server, client), !localUsers.contains(uid) {
+            refusedUser = uid
+            logger.info("control API: refused a connection of uid \(uid) (only gattemu's own user may use it)")
+        }
+    }
+
+    /// The 403 a refused local user gets (with the security headers every answer has), then the connection closes.
+    private func refuse(_ context: ChannelHandlerContext, uid: UInt32) {
+        let message = "this control API belongs to another user's gattemu (uid \(geteuid())); connections of uid \(uid) are refused"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var body = (try? encoder.encode(ErrorBody(error: message, status: 403))).map { Array($0) } ?? []
+        body.append(0x0A)
+        var fields = SecurityHeaders.fields
+        fields[.contentType] = "application/json"
+        fields[.contentLength] = String(body.count)
+        fields[.connection] = "close"
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: .forbidden, headerFields: fields))), promise: nil)
+        context.write(wrapOutboundOut(.body(ByteBuffer(bytes: body))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         requestDeadline?.cancel()
         writeDeadline?.cancel()
@@ -133,6 +178,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data), !peerChecked { checkPeer(context) }
+        if let refusedUser {
+            // Nothing of the request goes further; the answer is written once it has arrived whole (within the timeout).
+            switch unwrapInboundIn(data) {
+            case .head: if requestDeadline == nil { requestDeadline = closing(context, after: timeout) }
+            case .body: break
+            case .end: refuse(context, uid: refusedUser)
+            }
+            return
+        }
         switch unwrapInboundIn(data) {
         case .head:
             registry.requestStarted(on: context.channel)

@@ -1,5 +1,8 @@
 import NIOCore
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Which `Host` names and browser origins the control API accepts besides those its address implies
 /// (`--control-allow-host`, `--control-allow-origin`; docs/control.md, "Security").
@@ -8,6 +11,10 @@ public struct ControlAccess: Sendable, Equatable {
     public var allowedHosts: [String]
     /// Origins whose pages may call the API (CORS): exact `scheme://host[:port]` strings, or `null`.
     public var allowedOrigins: [String]
+    /// The local users (uids) whose connections reach the token check: gattemu's own user and root (who can read
+    /// the token file anyway). A connection from this machine owned by anyone else is refused with 403
+    /// (``LoopbackPeer``); tests narrow the set.
+    public var localUsers: Set<UInt32> = [geteuid(), 0]
 
     /// Nothing beyond what the bound address implies.
     public init() {

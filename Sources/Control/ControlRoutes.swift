@@ -207,9 +207,9 @@ struct ControlRoutes: Sendable {
     func answerPairing(_ request: Request) async throws(ControlError) -> Response {
         var request = request
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        let reply = try Bodies.decoding { () throws(BodyError) in try ControlBody.pairingAnswer(node) }
+        let answer = try Bodies.decoding { () throws(BodyError) in try ControlBody.pairingAnswer(node) }
         do {
-            return JSONResponse.make(try await target.answerPairing(reply))
+            return JSONResponse.make(try await target.answerPairing(prompt: answer.prompt, answer.reply))
         } catch {
             throw ControlError(error)
         }

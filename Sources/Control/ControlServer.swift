@@ -9,9 +9,11 @@ import ServiceLifecycle
 
 /// The control API server: Hummingbird 2 on one address, serving `/v1` and the dashboard (`/`) for one ``ControlTarget``.
 ///
-/// Middleware, outermost first: ``HostMiddleware`` (421), ``OriginMiddleware`` (403, CORS),
-/// ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204), ``BearerTokenMiddleware`` (401; not for the
-/// dashboard's static files), ``StartingMiddleware`` (503 until ``readiness`` is marked), ``ContentTypeMiddleware`` (415), ``SecurityHeadersMiddleware`` (CSP and friends). Connections are limited by ``ConnectionGuard`` (docs/control.md, "Security").
+/// Middleware, outermost first: ``SecurityHeadersMiddleware`` (CSP and friends, on every answer), ``HostMiddleware``
+/// (421), ``OriginMiddleware`` (403, CORS), ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204),
+/// ``BearerTokenMiddleware`` (401; not for the dashboard's static files), ``StartingMiddleware`` (503 until
+/// ``readiness`` is marked), ``ContentTypeMiddleware`` (415). Connections are limited, and other local users refused,
+/// by ``ConnectionGuard`` (docs/control.md, "Security").
 public struct ControlServer: Sendable {
     public let endpoint: ControlEndpoint
     public let token: String?
@@ -42,11 +44,15 @@ public struct ControlServer: Sendable {
         self.connections = ConnectionRegistry(maximum: limits.maximumConnections)
     }
 
+    /// The port the server listens on, once bound (the real one when 0 was asked).
+    public var boundPort: Int? { listening.port }
+
     /// The router with every route and middleware; tests use it with HummingbirdTesting (whose router
     /// client says `Host: localhost`, that is port 80).
     public func router() -> Router<BasicRequestContext> {
         let policy = AccessPolicy(endpoint: endpoint, access: access, listening: listening)
         let router = Router()
+        router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: HostMiddleware(policy: policy))
         router.add(middleware: OriginMiddleware(policy: policy))
         router.add(middleware: JSONErrorMiddleware())
@@ -54,7 +60,6 @@ public struct ControlServer: Sendable {
         if let token { router.add(middleware: BearerTokenMiddleware(token: token)) }
         router.add(middleware: StartingMiddleware(readiness: readiness))
         router.add(middleware: ContentTypeMiddleware())
-        router.add(middleware: SecurityHeadersMiddleware())
         ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat, streamLifetime: limits.eventStreamLifetime).register(on: router)
         return router
     }
@@ -64,7 +69,7 @@ public struct ControlServer: Sendable {
                             onRunning: @escaping @Sendable (String) async -> Void = { _ in }) -> some ApplicationProtocol {
         let idleTimeout = limits.idleTimeout
         let http = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger)],
+            additionalChannelHandlers: [ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger, localUsers: access.localUsers)],
             idleTimeout: TimeAmount(idleTimeout))
         return Application(
             router: router(),

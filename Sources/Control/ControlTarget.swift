@@ -21,7 +21,7 @@ public protocol ControlTarget: Sendable {
     func setAdvertisement(variant: String?) async throws(ControlFailure)
     func reset() async
     func pairingStatus() async -> PairingStatus
-    func answerPairing(_ reply: PairingReply) async throws(ControlFailure) -> PairingAnswered
+    func answerPairing(prompt: UInt64, _ reply: PairingReply) async throws(ControlFailure) -> PairingAnswered
     func bonds() async throws(ControlFailure) -> [Bond]
     func forgetBond(_ address: String) async throws(ControlFailure)
     func setService(_ id: String, present: Bool) async throws(ControlFailure) -> Bool

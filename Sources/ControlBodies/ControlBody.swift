@@ -160,14 +160,24 @@ public enum ControlBody {
         }
     }
 
-    /// ``PairingAnswerBody``: `{"passkey": "012345" | 12345}` or `{"accept": true|false}`, nothing else.
-    public static func pairingAnswer(_ node: JSONNode) throws(BodyError) -> PairingReply {
+    /// ``PairingAnswerBody``: `{"prompt": ID, "passkey": "012345" | 12345}` or `{"prompt": ID, "accept": true|false}`,
+    /// nothing else.
+    public static func pairingAnswer(_ node: JSONNode) throws(BodyError) -> (prompt: UInt64, reply: PairingReply) {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
-        let hint = "give exactly one of {\"passkey\": \"123456\"} and {\"accept\": true|false}"
-        if let unknown = members.first(where: { $0.key != "passkey" && $0.key != "accept" }) {
+        let hint = "give the prompt's id and exactly one of passkey and accept: {\"prompt\": 1, \"passkey\": \"123456\"} or {\"prompt\": 1, \"accept\": true|false}"
+        if let unknown = members.first(where: { $0.key != "prompt" && $0.key != "passkey" && $0.key != "accept" }) {
             throw BodyError("unknown key \"\(unknown.key.prefix(40))\": \(hint)")
         }
-        guard members.count == 1, let member = members.first else { throw BodyError(hint) }
+        guard let promptNode = node["prompt"] else { throw BodyError("missing \"prompt\" (the id GET /v1/pairing shows): \(hint)") }
+        guard case .number(let number) = promptNode.value, let prompt = number.int.flatMap(UInt64.init(exactly:)), prompt >= 1 else {
+            throw BodyError("prompt: expected the prompt's id, a whole number from 1", details: ["field": "prompt"])
+        }
+        let answers = members.filter { $0.key != "prompt" }
+        guard answers.count == 1, let member = answers.first else { throw BodyError(hint) }
+        return (prompt, try reply(member))
+    }
+
+    private static func reply(_ member: JSONMember) throws(BodyError) -> PairingReply {
         if member.key == "accept" {
             guard case .bool(let accept) = member.value.value else { throw BodyError("accept: expected true or false", details: ["field": "accept"]) }
             return .accept(accept)

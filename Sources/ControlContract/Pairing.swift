@@ -36,7 +36,7 @@ public struct PairingStatus: ContractType, Equatable {
     }
     public static var examples: [PairingStatus] {
         [PairingStatus(agent: true, io: "DisplayYesNo", pairing: "accept", confirm: "api",
-                       prompt: PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "123456"),
+                       prompt: PairingPrompt(id: 3, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "123456"),
                        displayed: DisplayedPasskey(central: "AA:BB:CC:DD:EE:02", passkey: "012345"))]
     }
 }
@@ -55,12 +55,16 @@ public enum PairingPromptKind: String, Codable, Sendable, CaseIterable {
 
 /// A pairing question waiting for `POST /v1/pairing` (refused when nobody answers within 50 s).
 public struct PairingPrompt: ContractType, Equatable {
+    /// Names the prompt in an answer: a newer question (another central's) gets another id, and an answer naming
+    /// an id that no longer waits is refused instead of going to it.
+    public var id: Int
     public var central: String
     public var kind: PairingPromptKind
     /// Six digits, for numeric comparison.
     public var passkey: String?
 
-    public init(central: String, kind: PairingPromptKind, passkey: String? = nil) {
+    public init(id: Int, central: String, kind: PairingPromptKind, passkey: String? = nil) {
+        self.id = id
         self.central = central
         self.kind = kind
         self.passkey = passkey
@@ -69,15 +73,19 @@ public struct PairingPrompt: ContractType, Equatable {
     public static let schemaName = "PairingPrompt"
     public static var schema: Schema {
         .object([
+            required("id", promptID),
             required("central", .string(pattern: Patterns.address)),
             required("kind", PairingPromptKind.schema),
             optional("passkey", .string(pattern: Patterns.passkey)),
         ])
     }
     public static var examples: [PairingPrompt] {
-        [PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry),
-         PairingPrompt(central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "000042")]
+        [PairingPrompt(id: 1, central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry),
+         PairingPrompt(id: 2, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "000042")]
     }
+
+    /// A prompt's id: 1, 2, … for the run.
+    static var promptID: Schema { .integer(minimum: 1, maximum: UInt64(Int64.max)) }
 }
 
 /// A passkey gattemu displayed (`DisplayPasskey`): the central's user types it.
@@ -98,25 +106,30 @@ public struct DisplayedPasskey: ContractType, Equatable {
     public static var examples: [DisplayedPasskey] { [DisplayedPasskey(central: "AA:BB:CC:DD:EE:01", passkey: "012345")] }
 }
 
-/// `POST /v1/pairing`: the answer to the prompt — `{"passkey": "123456"}` (passkey entry) or `{"accept": true|false}`.
+/// `POST /v1/pairing`: the answer to the prompt `prompt` (its id) — `{"prompt": 1, "passkey": "123456"}` (passkey
+/// entry) or `{"prompt": 1, "accept": true|false}`.
 public struct PairingAnswerBody: ContractType, Equatable {
+    public var prompt: Int
     public var passkey: String?
     public var accept: Bool?
 
-    public init(passkey: String? = nil, accept: Bool? = nil) {
+    public init(prompt: Int, passkey: String? = nil, accept: Bool? = nil) {
+        self.prompt = prompt
         self.passkey = passkey
         self.accept = accept
     }
 
     public static let schemaName = "PairingAnswer"
     public static var schema: Schema {
-        .described("Exactly one of passkey (six digits, for passkey entry; a number 0…999999 works too) and accept",
+        .described("The prompt's id (from GET /v1/pairing; an answer for a prompt no longer waiting is refused with 409) and "
+                   + "exactly one of passkey (six digits, for passkey entry; a number 0…999999 works too) and accept",
                    .oneOf([
-                       .object([required("passkey", .oneOf([.string(pattern: Patterns.passkey), .integer(minimum: 0, maximum: 999_999)]))]),
-                       .object([required("accept", .boolean)]),
+                       .object([required("prompt", PairingPrompt.promptID),
+                                required("passkey", .oneOf([.string(pattern: Patterns.passkey), .integer(minimum: 0, maximum: 999_999)]))]),
+                       .object([required("prompt", PairingPrompt.promptID), required("accept", .boolean)]),
                    ]))
     }
-    public static var examples: [PairingAnswerBody] { [PairingAnswerBody(passkey: "123456"), PairingAnswerBody(accept: true)] }
+    public static var examples: [PairingAnswerBody] { [PairingAnswerBody(prompt: 1, passkey: "123456"), PairingAnswerBody(prompt: 2, accept: true)] }
 }
 
 /// `POST /v1/pairing`: the prompt that was answered.

@@ -23,7 +23,7 @@ struct CtlOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The control API (default: $GATTEMU_CONTROL or http://127.0.0.1:8765).", valueName: "url"))
     var control: String?
 
-    @Option(help: ArgumentHelp("Bearer token (default: $GATTEMU_CONTROL_TOKEN, then $GATTEMU_TOKEN). Visible to other users: prefer --token-file or the environment.", valueName: "token"))
+    @Option(help: ArgumentHelp("Bearer token (default: $GATTEMU_CONTROL_TOKEN, then $GATTEMU_TOKEN, then the file `gattemu run` made for a gattemu of yours on this machine). Visible to other users: prefer --token-file or the environment.", valueName: "token"))
     var token: String?
 
     @Option(help: ArgumentHelp("Read the bearer token from the first line of this file (mode 600 or 400).", valueName: "file"))
@@ -34,7 +34,19 @@ struct CtlOptions: ParsableArguments {
 
     func client() throws -> CtlClient {
         let environment = ProcessInfo.processInfo.environment
-        return try CtlClient(base: control ?? environment["GATTEMU_CONTROL"] ?? "http://127.0.0.1:8765", token: resolvedToken(environment))
+        let url = try ControlURL(control ?? environment["GATTEMU_CONTROL"] ?? "http://127.0.0.1:8765")
+        return CtlClient(endpoint: url, token: try resolvedToken(environment) ?? foundToken(for: url, environment))
+    }
+
+    /// The token `gattemu run` made for a gattemu of this user on this machine, from its file
+    /// (``ControlTokenFile``); nil for another host or when there is none.
+    func foundToken(for url: ControlURL, _ environment: [String: String]) throws -> String? {
+        guard ControlEndpoint(host: url.host, port: url.port).isLoopback else { return nil }
+        do {
+            return try ControlTokenFile.find(port: url.port, environment: environment)
+        } catch {
+            throw Failure.runtime(error.message)
+        }
     }
 
     /// `--token`, `--token-file` (not both), `$GATTEMU_CONTROL_TOKEN`, `$GATTEMU_TOKEN`: the first given.

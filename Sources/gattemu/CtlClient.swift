@@ -13,8 +13,8 @@ struct CtlClient: Sendable {
     let endpoint: ControlURL
     let token: String?
 
-    init(base: String, token: String?) throws {
-        self.endpoint = try ControlURL(base)
+    init(endpoint: ControlURL, token: String?) {
+        self.endpoint = endpoint
         self.token = token
     }
 
@@ -38,7 +38,10 @@ struct CtlClient: Sendable {
         }
         let text = String(decoding: bytes, as: UTF8.self)
         guard (200..<300).contains(status.code) else {
-            let message = (try? JSONDecoder().decode(ErrorBody.self, from: Data(bytes)))?.error ?? text
+            var message = (try? JSONDecoder().decode(ErrorBody.self, from: Data(bytes)))?.error ?? text
+            if status == .unauthorized, token == nil {
+                message += " (no token found for \(endpoint): give --token-file FILE or $\(ControlToken.environmentVariable))"
+            }
             throw Failure.runtime("\(status.code) " + message.split(separator: "\n").joined(separator: " "))
         }
         do {

@@ -50,7 +50,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the control API on HOST:PORT, or 'off'.", valueName: "address"))
     var control = ControlEndpoint.default.description
 
-    @Option(help: ArgumentHelp("Bearer token every control request must carry (required off loopback). Visible to other users: prefer --control-token-file or $GATTEMU_CONTROL_TOKEN.", valueName: "token"))
+    @Option(help: ArgumentHelp("Bearer token every control request must carry, or 'none' (no token: any local user may drive gattemu). Default: a new one, in a file only you can read, that `gattemu ctl` finds. Visible to other users: prefer --control-token-file or $GATTEMU_CONTROL_TOKEN.", valueName: "token"))
     var controlToken: String?
 
     @Option(help: ArgumentHelp("Read the control token from the first line of this file (mode 600 or 400).", valueName: "file"))
@@ -68,7 +68,18 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         let profile = try loadProfile(self.profile, overrides: overrides, allowExtendsOutside: allowExtendsOutside)
         let endpoint = try controlEndpoint()
-        let token = try endpoint == nil ? nil : resolvedControlToken()
+        let environment = ProcessInfo.processInfo.environment
+        var token = try endpoint == nil ? nil : resolvedControlToken()
+        let makeTokenFile = endpoint != nil && token == nil && controlToken != Self.noToken
+        if makeTokenFile {
+            // Checked (and made) before anything starts: a folder someone else planted ends the run here.
+            do {
+                _ = try ControlTokenFile.prepareDirectory(environment: environment)
+            } catch {
+                throw Failure.runtime(error.message)
+            }
+            token = ControlTokenFile.newToken()
+        }
         let access: ControlAccess
         do {
             access = try ControlAccess(allowedHosts: controlAllowHost, allowedOrigins: controlAllowOrigin)
@@ -103,10 +114,15 @@ struct Run: AsyncParsableCommand {
         }
         let signals = SignalWaiter([SIGINT, SIGTERM])
         var controlTask: Task<Void, Never>?
+        var tokenFile: String?
+        defer { if let tokenFile, let token { ControlTokenFile.remove(path: tokenFile, token: token) } }
         do {
             // The API listens first (a port in use fails before bluetoothd is touched) and answers 503 until
             // the device has started: whoever sees the device on air can use the API at once.
-            if let server { controlTask = try await startControl(server, log: log) }
+            if let server {
+                controlTask = try await startControl(server, log: log)
+                if makeTokenFile, let token { tokenFile = try writeTokenFile(token, server: server, environment: environment) }
+            }
             try await emulator.start()
             for spec in faults { try await emulator.addFault(spec) }
             server?.readiness.markReady()
@@ -148,7 +164,7 @@ struct Run: AsyncParsableCommand {
         guard let endpoint = ControlEndpoint(parsing: control) else {
             throw Failure.badInput("--control \(control): expected HOST:PORT (e.g. 127.0.0.1:8765) or off")
         }
-        if !endpoint.isLoopback, controlToken == nil, controlTokenFile == nil, Self.environmentToken == nil {
+        if !endpoint.isLoopback, controlToken == nil || controlToken == Self.noToken, controlTokenFile == nil, Self.environmentToken == nil {
             throw Failure.badInput("--control \(endpoint) is not a loopback address: give --control-token-file FILE (or $\(ControlToken.environmentVariable), or --control-token TOKEN)")
         }
         return endpoint
@@ -159,6 +175,10 @@ struct Run: AsyncParsableCommand {
     func resolvedControlToken() throws -> String? {
         if controlToken != nil, controlTokenFile != nil {
             throw Failure.badInput("give --control-token or --control-token-file, not both")
+        }
+        if controlToken == Self.noToken {
+            DescriptorOutput.writeError("gattemu: warning: --control-token none: the control API asks for no token; every user and process of this machine can read the event log and drive gattemu\n")
+            return nil
         }
         if let controlToken {
             if controlToken.isEmpty { throw Failure.badInput("--control-token must not be empty") }
@@ -173,6 +193,25 @@ struct Run: AsyncParsableCommand {
             }
         }
         return Self.environmentToken
+    }
+
+    /// `--control-token none`: the explicit opt-out of the token.
+    static let noToken = "none"
+
+    /// Writes the token made for this run where `gattemu ctl` finds it (the bound port's file) and prints the
+    /// dashboard's address with the token in its fragment (never sent to the server, nor in a `Referer`), on
+    /// standard error only: the event log (the API's, `--events`) never holds the token.
+    func writeTokenFile(_ token: String, server: ControlServer, environment: [String: String]) throws -> String {
+        let port = server.boundPort ?? server.endpoint.port
+        let path: String
+        do {
+            path = try ControlTokenFile.write(token, port: port, environment: environment)
+        } catch {
+            throw Failure.runtime(error.message)
+        }
+        let host = ControlEndpoint.authority(server.endpoint.isWildcard ? "127.0.0.1" : server.endpoint.host, port: port)
+        DescriptorOutput.writeError("gattemu: control API token in \(path) (gattemu ctl reads it); dashboard: http://\(host)/#token=\(token)\n")
+        return path
     }
 
     /// `$GATTEMU_CONTROL_TOKEN`, unless unset or empty.

@@ -217,10 +217,13 @@ import Testing
         try await withAPI(emulator) { client in
             var (status, body) = try await client.call(.get, "/v1/pairing")
             #expect(status == .ok && body["agent"] as? Bool == false && body["io"] == nil, "\(body)")
-            (status, body) = try await client.call(.post, "/v1/pairing", json: #"{"accept": true}"#)
+            (status, body) = try await client.call(.post, "/v1/pairing", json: #"{"prompt": 1, "accept": true}"#)
             #expect(status == .conflict, "\(body)")
             #expect((body["error"] as? String)?.contains("no pairing prompt") == true)
-            for bad in [#"{"passkey": "12345"}"#, #"{"passkey": 1000000}"#, #"{"accept": "yes"}"#, #"{"accept": true, "passkey": 1}"#, #"{}"#, "[1]"] {
+            // An answer names its prompt (the id in GET /v1/pairing): one that does not is refused.
+            for bad in [#"{"prompt": 1, "passkey": "12345"}"#, #"{"prompt": 1, "passkey": 1000000}"#, #"{"prompt": 1, "accept": "yes"}"#,
+                        #"{"prompt": 1, "accept": true, "passkey": 1}"#, #"{}"#, "[1]", #"{"accept": true}"#, #"{"passkey": "123456"}"#,
+                        #"{"prompt": 0, "accept": true}"#, #"{"prompt": "1", "accept": true}"#, #"{"prompt": 1.5, "accept": true}"#, #"{"prompt": 1}"#] {
                 (status, body) = try await client.call(.post, "/v1/pairing", json: bad)
                 #expect(status == .badRequest, "\(bad): \(body)")
             }

@@ -3,7 +3,7 @@ import BlueZTestSupport
 import ControlContract
 import DBus
 import DBusTestSupport
-import Emulator
+@testable import Emulator
 import Foundation
 import Profile
 import Testing
@@ -104,7 +104,9 @@ import Testing
         let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "KeyboardOnly", "passkey": "012345"}"#))
         let reply = try await bluetoothd.askAgent("RequestPasskey", [Self.device])
         #expect(reply == [.uint32(12345)])
-        #expect(log.events(since: 0).contains { $0.kind == .pairing && $0.central == "F0:E0:D0:00:00:01" && $0.detail?.contains("typed 012345") == true })
+        #expect(log.events(since: 0).contains { $0.kind == .pairing && $0.central == "F0:E0:D0:00:00:01" && $0.detail?.contains("typed the profile's passkey") == true })
+        // A static passkey is a secret of the device: never in the log (the registration note included).
+        #expect(!log.events(since: 0).contains { $0.detail?.contains("012345") == true }, "\(log.events(since: 0).compactMap(\.detail))")
         await emulator.stop()
 
         let (bus2, refusing, other, _) = try await Self.started(Self.profile(security: #"{"pairing": "refuse"}"#))
@@ -124,7 +126,7 @@ import Testing
         let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "DisplayYesNo", "confirm": "api"}"#))
         let answered = Self.ask(bluetoothd, "RequestConfirmation", [Self.device, .uint32(42)])
         let status = try await Self.prompted(emulator)
-        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: .numericComparison, passkey: "000042"))
+        #expect(status.prompt == PairingPrompt(id: 1, central: "F0:E0:D0:00:00:01", kind: .numericComparison, passkey: "000042"))
         // bluetoothd may call the application while a prompt waits.
         let application = try #require(bluetoothd.applications.first)
         let objects = try await bluetoothd.managedObjects(application.owner, application.path)
@@ -132,12 +134,12 @@ import Testing
         #expect(try await bluetoothd.readValue(application.owner, level) == [0x64])
 
         // Numeric comparison wants a yes/no or the number: a passkey that differs refuses it.
-        let done = try await emulator.answerPairing(.passkey(43))
+        let done = try await emulator.answerPairing(prompt: 1, .passkey(43))
         #expect(done == PairingAnswered(central: "F0:E0:D0:00:00:01", kind: .numericComparison))
         #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
         #expect(await emulator.pairingStatus().prompt == nil)
         do {
-            _ = try await emulator.answerPairing(.accept(true))
+            _ = try await emulator.answerPairing(prompt: 1, .accept(true))
             Issue.record("answering with no prompt waiting succeeded")
         } catch {
             #expect(error.kind == .conflict)
@@ -188,9 +190,55 @@ import Testing
         let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"confirm": "api"}"#))
         let answered = Self.ask(bluetoothd, "RequestAuthorization", [Self.device])
         let status = try await Self.prompted(emulator)
-        #expect(status.prompt == PairingPrompt(central: "F0:E0:D0:00:00:01", kind: .justWorks))
-        _ = try await emulator.answerPairing(.accept(false))
+        #expect(status.prompt == PairingPrompt(id: 1, central: "F0:E0:D0:00:00:01", kind: .justWorks))
+        _ = try await emulator.answerPairing(prompt: 1, .accept(false))
         #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
+        await emulator.stop()
+        _ = bus
+    }
+
+    /// An answer names the prompt it answers: when a newer question replaced the one the user saw, the answer meant
+    /// for the first central is refused (409) and the newer prompt still waits, unanswered.
+    @Test func anAnswerForAPromptNoLongerWaitingChangesNothing() async throws {
+        let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"confirm": "api"}"#))
+        let first = Self.ask(bluetoothd, "RequestAuthorization", [Self.device])
+        let seen = try #require(try await Self.prompted(emulator).prompt)
+        let other: DBusValue = .objectPath("/org/bluez/hci0/dev_F0_E0_D0_00_00_02")
+        let second = Self.ask(bluetoothd, "RequestAuthorization", [other])
+        #expect(await first.wait(for: 1) == ["org.bluez.Error.Canceled"], "the newer question replaces the older")
+        var current = await emulator.pairingStatus().prompt
+        for _ in 0..<100 where current?.id == seen.id {
+            try await Task.sleep(for: .milliseconds(20))
+            current = await emulator.pairingStatus().prompt
+        }
+        let waiting = try #require(current)
+        #expect(waiting.id != seen.id && waiting.central == "F0:E0:D0:00:00:02")
+        do {
+            _ = try await emulator.answerPairing(prompt: UInt64(seen.id), .accept(true))
+            Issue.record("an answer for a replaced prompt was taken")
+        } catch {
+            #expect(error.kind == .conflict && error.message.contains("prompt \(seen.id)"), "\(error.message)")
+        }
+        #expect(await emulator.pairingStatus().prompt == waiting, "the newer prompt still waits")
+        #expect(second.values.isEmpty)
+        _ = try await emulator.answerPairing(prompt: UInt64(waiting.id), .accept(true))
+        #expect(await second.wait(for: 1) == ["accepted"])
+        await emulator.stop()
+        _ = bus
+    }
+
+    /// The passkey gattemu displayed is shown until the pairing ends (paired, cancelled, or the central gone), not after.
+    @Test func theDisplayedPasskeyIsClearedWhenThePairingEnds() async throws {
+        let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"io": "DisplayOnly"}"#))
+        for end in [CentralEvent.paired(address: "F0:E0:D0:00:00:01"), .disconnected(address: "F0:E0:D0:00:00:01"), nil] {
+            _ = try await bluetoothd.askAgent("DisplayPasskey", [Self.device, .uint32(123_456), .uint16(0)])
+            #expect(await emulator.pairingStatus().displayed == DisplayedPasskey(central: "F0:E0:D0:00:00:01", passkey: "123456"))
+            // Another central's pairing ending leaves it.
+            await emulator.centralEvent(.disconnected(address: "F0:E0:D0:00:00:09"))
+            #expect(await emulator.pairingStatus().displayed != nil)
+            if let end { await emulator.centralEvent(end) } else { await emulator.pairingCancelled(released: false) }
+            #expect(await emulator.pairingStatus().displayed == nil, "\(String(describing: end))")
+        }
         await emulator.stop()
         _ = bus
     }

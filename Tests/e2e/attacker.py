@@ -4,6 +4,7 @@
     python attacker.py call --dest UNIQUE [--stay-root]     ReadValue with offset -5
     python attacker.py idle-http --port P --count N --hold S
     python attacker.py sse --port P --count N --hold S
+    python attacker.py routes --port P --operations JSON --token-file F   every route, without and with a guessed token
 
 Started as root, it raises its descriptor limit and then becomes `nobody` (uid 65534) before doing
 anything, unless --stay-root: the point is what any local user can do. Prints one JSON line with
@@ -110,6 +111,36 @@ def hold_connections(port: int, count: int, hold: float, request: bytes | None) 
     return {"opened": len(opened), "refused": refused, "alive_at_end": alive, "uid": os.getuid()}
 
 
+def routes(port: int, operations: list[list[str]], token_file: str) -> dict:
+    """Each (method, path) of the control API, read or write, as this user: no token, a guessed one, and the token
+    file's (which this user must not be able to read). Returns the statuses seen."""
+    import urllib.error
+    import urllib.request
+    try:
+        stolen = open(token_file).read().strip()
+        read = "read"
+    except OSError as error:
+        stolen, read = None, type(error).__name__
+    opener = urllib.request.build_opener()  # no token handler: only what this user has
+    seen = []
+    for method, path in operations:
+        for token in (None, "0" * 64, stolen):
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            body = None
+            if method in ("POST", "PUT"):
+                body, headers["Content-Type"] = b'{"on": "read", "drop": true}', "application/json"
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers)
+            try:
+                with opener.open(request, timeout=10) as answer:
+                    status = answer.status
+            except urllib.error.HTTPError as error:
+                status = error.code
+            except OSError as error:
+                status = f"{type(error).__name__}"
+            seen.append([method, path, "none" if token is None else "guessed" if token != stolen else "file", status])
+    return {"uid": os.getuid(), "token_file": read, "answers": seen}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="what", required=True)
@@ -121,6 +152,10 @@ def main() -> int:
     p = sub.add_parser("call")
     p.add_argument("--dest", required=True)
     p.add_argument("--stay-root", action="store_true")
+    p = sub.add_parser("routes")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--operations", required=True)
+    p.add_argument("--token-file", required=True)
     for name in ("idle-http", "sse"):
         p = sub.add_parser(name)
         p.add_argument("--port", type=int, required=True)
@@ -133,6 +168,8 @@ def main() -> int:
         result = spoof(args.name, None if args.dest == "broadcast" else args.dest, args.owner, args.adapter)
     elif args.what == "call":
         result = call(args.dest)
+    elif args.what == "routes":
+        result = routes(args.port, json.loads(args.operations), args.token_file)
     elif args.what == "idle-http":
         result = hold_connections(args.port, args.count, args.hold, None)
     else:

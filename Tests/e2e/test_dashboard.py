@@ -20,6 +20,7 @@ from pathlib import Path
 
 
 from conftest import report
+from controlapi import token
 from flows import LEAF_DATA, LEAF_SERVICE, LEAF_TOUCH_SERVICE, Inbox, leaf_frame, leaf_parse
 
 PROFILE = "leaf-reader.json"
@@ -133,7 +134,8 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
     p = start_gattemu(PROFILE, "variables.touchDuration=10000", args=["--control", f"127.0.0.1:{PORT}"])
     adv = await p.advertising(central, name=leaf_name(), service_uuid=LEAF_SERVICE)
     assert LEAF_TOUCH_SERVICE not in adv.service_uuids
-    url = f"http://127.0.0.1:{PORT}/"
+    # As `gattemu run` prints it: the page takes the token from the fragment.
+    url = f"http://127.0.0.1:{PORT}/#token={token(PORT)}"
     driver = await asyncio.to_thread(open_browser)
     try:
         await asyncio.to_thread(driver.get, url)
@@ -279,7 +281,7 @@ async def test_dashboard_shows_the_passkey_and_forgets_the_bond(central, start_g
     await p.wait_ready(60)
     driver = await asyncio.to_thread(open_browser)
     try:
-        await asyncio.to_thread(driver.get, f"http://127.0.0.1:{PORT}/")
+        await asyncio.to_thread(driver.get, f"http://127.0.0.1:{PORT}/#token={token(PORT)}")
         await asyncio.to_thread(page_wait, driver, "return !document.getElementById('card-pairing').hidden",
                                 what="the pairing card", timeout=60)
         mode = await asyncio.to_thread(driver.execute_script, "return document.getElementById('pairing-mode').textContent")

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from conftest import report
+from controlapi import token
 from flows import LEAF_SERVICE
 
 PORT = 8773
@@ -34,6 +35,7 @@ async def test_schemathesis_finds_nothing_in_the_live_api(central, start_gattemu
     out = Path(os.environ["GATTEMU_OUT"])
     url = f"http://127.0.0.1:{PORT}"
     argv = [str(VENV / "bin" / "schemathesis"), "run", f"{url}/v1/openapi.json", "--url", url, "--checks", "all",
+            "--header", f"Authorization: Bearer {token(PORT)}",
             "--exclude-path", "/v1/events/stream", "--phases", "fuzzing,stateful",
             "--max-examples", os.environ.get("GATTEMU_SCHEMATHESIS_EXAMPLES", "25"),
             "--seed", "1", "--generation-database", "none", "--request-timeout", "20",

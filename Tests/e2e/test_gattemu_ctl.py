@@ -9,7 +9,8 @@ import json
 import os
 import subprocess
 
-from test_gattemu_faults import API, GATTEMU, api, start_gattemu, wait_for_api
+from controlapi import token_path
+from test_gattemu_faults import API, GATTEMU, PORT, api, start_gattemu, wait_for_api
 
 
 def ctl(*args: str, token: str | None = None, control: str = API) -> subprocess.CompletedProcess:
@@ -40,6 +41,14 @@ def refused(code: int, *args: str, **options) -> str:
 async def test_every_ctl_command_changes_the_server_and_prints_what_it_did(start_peripheral, tmp_path):
     p = start_gattemu(start_peripheral, "noke-lock.json")
     await wait_for_api(p)
+    # No token given: gattemu made one in a file only its user can read, printed the dashboard's address with it,
+    # kept it out of the event log, and ctl (every command below, no --token) finds it by itself.
+    made = token_path(PORT)
+    secret = made.read_text().strip()
+    assert len(secret) == 64 and (made.stat().st_mode & 0o777) == 0o600 and (made.parent.stat().st_mode & 0o777) == 0o700
+    assert f"control API token in {made}" in p.output() and f"/#token={secret}" in p.output(), p.tail()
+    _, logged = await api("GET", "/v1/events?since=0&limit=10000")
+    assert secret not in json.dumps(logged)
 
     def run(*args: str) -> str:
         return ok(*args)

@@ -258,7 +258,8 @@ def raw_call(method: str, path: str, data: bytes | None = None, token: str | Non
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(API + path, data=data, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        # A plain opener: only the token given here is sent (not the one controlapi finds for the port).
+        with urllib.request.build_opener().open(request, timeout=10) as response:
             return response.status, json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conftest import report
+from controlapi import token_path
 from flows import NOKE_RX, NOKE_TX, Inbox
 
 HERE = Path(__file__).resolve().parent
@@ -97,7 +98,7 @@ class Row:
     note: str = ""
 
 
-async def test_hostile_local_user_and_web_page(central, start_gattemu, env):
+async def test_hostile_local_user_and_web_page(central, start_gattemu, env, gattemu_bin):
     out = Path(env["GATTEMU_OUT"])
     events_file = out / "hostile-events.jsonl"
     p = start_gattemu("noke-lock.json", args=["--events", str(events_file), "--control", f"127.0.0.1:{PORT}"])
@@ -166,6 +167,29 @@ async def test_hostile_local_user_and_web_page(central, start_gattemu, env):
             row.refused = row.refused and any("ReadValue" in e.get("detail", "") for e in row.refused_events)
         assert p.running, p.tail()
         rows.append(row)
+
+    # --- another local user on every route of the control API (read and write): refused (the uid owning its
+    # loopback connection is not gattemu's), token or not; the owner (root here) and `gattemu ctl` go on with no flags.
+    code, document = await asyncio.to_thread(http, "GET", "/v1/openapi.json")
+    assert code == 200, code
+    operations = [[method.upper(), path.replace("{", "").replace("}", "")]
+                  for path, item in json.loads(document)["paths"].items() for method in item if method != "parameters"]
+    assert len(operations) >= 20, operations
+    swept = await asyncio.to_thread(attacker, "routes", "--port", str(PORT), "--operations", json.dumps(operations),
+                                    "--token-file", str(token_path(PORT)), timeout=300)
+    assert swept["uid"] == 65534, swept
+    let_in = [a for a in swept["answers"] if a[3] not in (401, 403)]
+    row = Row(f"another local user (nobody) on all {len(operations)} routes, no token / guessed / token file",
+              refused=not let_in and swept["token_file"] != "read")
+    row.note += f" {len(swept['answers'])} requests, statuses {sorted({a[3] for a in swept['answers']}, key=str)}, token file: {swept['token_file']}"
+    if let_in:
+        row.note += f" LET IN: {let_in[:5]}"
+    await central_and_log_ok(row)
+    ctl = await asyncio.to_thread(subprocess.run, [str(gattemu_bin), "ctl", "status", "--control", API],
+                                  capture_output=True, text=True, timeout=30)
+    row.refused = row.refused and ctl.returncode == 0 and (await status())["faults"] == []
+    row.note += f"; root's gattemu ctl status (no token given): exit {ctl.returncode} {ctl.stderr.strip()[:200]}"
+    rows.append(row)
 
     # --- a web page: CSRF (foreign Origin, text/plain) and DNS rebinding (foreign Host)
     body = json.dumps({"on": "write", "characteristic": "rx", "error": "not-permitted"}).encode()

@@ -69,7 +69,7 @@ async def answer_prompt(body: dict, kind: str, timeout: float = 20.0) -> dict:
         prompt = status.get("prompt")
         if prompt:
             assert prompt["kind"] == kind, status
-            code, answered = await api("POST", "/v1/pairing", body)
+            code, answered = await api("POST", "/v1/pairing", {"prompt": prompt["id"], **body})
             assert code == 200, answered
             return prompt
         await asyncio.sleep(0.1)

@@ -173,6 +173,23 @@ def test_token_is_asked_for_and_sent(server_factory, browser, tmp_path):
     assert errors == [], "only the expected 401s before the token was given"
 
 
+def test_token_from_the_printed_address_is_kept_and_leaves_the_address_bar(server_factory, browser, tmp_path):
+    """`gattemu run` prints `http://127.0.0.1:PORT/#token=…`: the page works at once, with no prompt and no 401, keeps
+    the token in this tab's sessionStorage and removes it from the address bar and the history entry."""
+    token = tmp_path / "token"
+    token.write_text("fragment-secret\n")
+    os.chmod(token, 0o600)
+    server = server_factory("--profile", "profiles/bleproof.json", "--token-file", str(token))
+    browser.get(server.url + "/#token=fragment-secret")
+    wait_for(lambda: status_rendered(browser), what="the status with the token from the address")
+    wait_for(lambda: "live" in browser.find_element(By.ID, "stream-badge").text, what="the event stream with the token")
+    assert not browser.find_element(By.ID, "token-form").is_displayed()
+    assert browser.execute_script("return sessionStorage.getItem('gattemu-token')") == "fragment-secret"
+    assert browser.execute_script("return location.href") == server.url + "/", "the token is gone from the address bar"
+    assert "fragment-secret" not in browser.execute_script("return location.hash + document.referrer")
+    assert console_errors(browser) == [], "no 401: the token was there from the first request"
+
+
 def test_report_opens_without_console_errors(binaries, browser, tmp_path):
     events = tmp_path / "events.jsonl"
     lines = []

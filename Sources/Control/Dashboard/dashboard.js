@@ -1,7 +1,9 @@
 // gattemu dashboard: status, GATT table, centrals, a live timeline and controls, over the control API of
 // the server that serves this page (same origin). Text only: nothing from the API is ever parsed as HTML.
-// The bearer token (when the API has one) is asked for once, kept in sessionStorage (this tab only) and
-// sent as `Authorization: Bearer`; the event stream is read with fetch() so that it carries the header too.
+// The bearer token (when the API has one) comes in the address's fragment (`/#token=…`, as `gattemu run` prints
+// it; a fragment is never sent to a server) or is asked for once; it is kept in sessionStorage (this tab only),
+// removed from the address bar, and sent as `Authorization: Bearer`; the event stream is read with fetch() so
+// that it carries the header too.
 "use strict";
 
 (() => {
@@ -139,7 +141,8 @@
     box.dataset.prompt = key;
     box.replaceChildren();
     if (!prompt) return;
-    const answer = (body, what) => act(what + " (" + prompt.central + ")", "POST", "/v1/pairing", body);
+    // The answer names the prompt shown: if another central's question replaced it meanwhile, the server refuses it.
+    const answer = (body, what) => act(what + " (" + prompt.central + ")", "POST", "/v1/pairing", Object.assign({ prompt: prompt.id }, body));
     const button = (text, body) => {
       const b = el("button", null, text);
       b.type = "button";
@@ -571,7 +574,18 @@
 
   // MARK: Start
 
+  // `#token=…` in the address (`gattemu run` prints the dashboard's address so): into sessionStorage, out of the
+  // address bar and the history.
+  function takeTokenFromAddress() {
+    const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+    if (!match) return;
+    const token = decodeURIComponent(match[1]).trim();
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
   function start() {
+    takeTokenFromAddress();
     timeline = new GattemuTimeline.Timeline($("timeline"), {
       onSelect: (event) => { $("event-detail").textContent = JSON.stringify(event, null, 1); },
     });

@@ -43,7 +43,8 @@ extension Emulator {
             key = nil
             if address.key == nil { return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: nil, changes: address.changes) }
         }
-        let now = key.map { "resolvable private addresses of a new key (\(Self.hex($0)))" } ?? "its own address \(adapter.address)"
+        // The key itself is a secret (whoever has it can follow the device): only the answer to the request carries it.
+        let now = key == nil ? "its own address \(adapter.address)" : "resolvable private addresses of a new key"
 
         faultState.silencedUntilResume += 1
         await stopAdvertising()

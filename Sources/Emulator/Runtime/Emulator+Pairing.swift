@@ -25,9 +25,9 @@ struct PendingPairingPrompt {
 
     var contract: PairingPrompt {
         if case .confirmation(_, let passkey) = request {
-            return PairingPrompt(central: request.central, kind: kind, passkey: Passkey.digits(passkey))
+            return PairingPrompt(id: Int(clamping: id), central: request.central, kind: kind, passkey: Passkey.digits(passkey))
         }
-        return PairingPrompt(central: request.central, kind: kind)
+        return PairingPrompt(id: Int(clamping: id), central: request.central, kind: kind)
     }
 }
 
@@ -37,7 +37,7 @@ extension Emulator: PairingHandler {
         guard let security = profile.pairingSecurity, pairing.agent == nil else { return }
         pairing.agent = try await PairingAgent.register(capability: security.io, handler: self, stack: stack)
         log.record(.note, detail: "pairing agent registered as bluetoothd's default: \(security.io), pairing \(security.pairing.rawValue)"
-                   + (security.passkey.map { ", passkey \(Passkey.digits($0))" } ?? "") + ", confirm \(security.confirm.rawValue)")
+                   + (security.passkey == nil ? "" : ", the profile's passkey") + ", confirm \(security.confirm.rawValue)")
     }
 
     /// Sets the controller's LE Secure Connections mode when the profile asks for `off` (through the kernel: needs
@@ -94,6 +94,7 @@ extension Emulator: PairingHandler {
             log.record(.pairing, central: central, detail: "\(request): authorized")
             return .accept
         case .passkeyDisplay(_, let passkey, _):
+            // Shown (GET /v1/pairing) until this pairing ends: ``pairingEnded(with:)``.
             pairing.displayed = DisplayedPasskey(central: central, passkey: Passkey.digits(passkey))
             log.record(.pairing, central: central, detail: "\(request): the central's user types it")
             return .accept
@@ -118,7 +119,8 @@ extension Emulator: PairingHandler {
         switch request {
         case .passkeyEntry where security.passkey != nil:
             let passkey = security.passkey ?? 0
-            log.record(.pairing, central: central, detail: "\(request): typed \(Passkey.digits(passkey)) (profile)")
+            // The profile's passkey is the device's secret: the log says only that it was typed.
+            log.record(.pairing, central: central, detail: "\(request): typed the profile's passkey")
             answer = .passkey(passkey)
         // (`where` binds to one pattern only: each case carries its own.)
         case .authorization where security.confirm == .auto, .confirmation where security.confirm == .auto:
@@ -133,7 +135,7 @@ extension Emulator: PairingHandler {
         switch answer {
         case .passkey(let passkey):
             let wrong = (passkey + 1) % 1_000_000
-            log.record(.pairing, central: central, detail: "\(request): typed \(Passkey.digits(wrong)) instead (fault: wrong passkey)")
+            log.record(.pairing, central: central, detail: "\(request): typed a wrong passkey instead (fault: wrong passkey)")
             return .passkey(wrong)
         case .accept:
             log.record(.pairing, central: central, detail: "\(request): the numbers differ (fault: wrong passkey)")
@@ -149,7 +151,7 @@ extension Emulator: PairingHandler {
         pairing.nextPrompt += 1
         let id = pairing.nextPrompt
         log.record(.pairing, central: request.central,
-                   detail: "\(request): waiting for POST /v1/pairing (at most \(SecurityDefinition.promptSeconds) s)")
+                   detail: "\(request): prompt \(id) waiting for POST /v1/pairing (at most \(SecurityDefinition.promptSeconds) s)")
         Task(executorPreference: loop) { [weak self] in
             try? await Task.sleep(for: .seconds(SecurityDefinition.promptSeconds))
             await self?.promptTimedOut(id)
@@ -176,6 +178,7 @@ extension Emulator: PairingHandler {
             log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): cancelled by bluetoothd")
         }
         resolvePrompt(with: .cancel)
+        pairing.displayed = nil
         // The object stays exported until the registrations are dropped (a restart of bluetoothd releases it first).
         if released { log.record(.note, detail: "bluetoothd released the pairing agent") }
     }
@@ -189,11 +192,19 @@ extension Emulator: PairingHandler {
             prompt: pairing.prompt?.contract, displayed: pairing.displayed)
     }
 
-    /// Answers the waiting prompt: a passkey for passkey entry; accept/refuse (or the number shown, for
-    /// numeric comparison) otherwise.
-    public func answerPairing(_ reply: PairingReply) throws(ControlFailure) -> PairingAnswered {
+    /// The pairing with `central` ended (it paired, or went away): the passkey displayed for it is no longer shown.
+    func pairingEnded(with central: String) {
+        if pairing.displayed?.central == central { pairing.displayed = nil }
+    }
+
+    /// Answers the waiting prompt, if it is still `id` (a newer question gets no answer meant for an older one): a
+    /// passkey for passkey entry; accept/refuse (or the number shown, for numeric comparison) otherwise.
+    public func answerPairing(prompt id: UInt64, _ reply: PairingReply) throws(ControlFailure) -> PairingAnswered {
         guard let prompt = pairing.prompt else {
             throw ControlFailure(.conflict, "no pairing prompt is waiting (GET /v1/pairing shows it when there is one)")
+        }
+        guard prompt.id == id else {
+            throw ControlFailure(.conflict, "prompt \(id) no longer waits: prompt \(prompt.id) (\(prompt.kind.rawValue) from \(prompt.request.central)) does; nothing was answered")
         }
         let answer: PairingAnswer
         switch (prompt.request, reply) {

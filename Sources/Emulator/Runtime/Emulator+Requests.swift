@@ -140,9 +140,11 @@ extension Emulator: GattRequestHandler {
             connectedCentrals.removeAll { $0 == address }
             faultState.mtus[address] = nil
             log.record(.disconnected, central: address)
+            pairingEnded(with: address)
             _ = try? await run(engine.handle(.disconnect(CentralID(address: address))), central: CentralID(address: address))
         case .paired(let address):
             log.record(.paired, central: address)
+            pairingEnded(with: address)
         }
     }
 

@@ -1,0 +1,97 @@
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who is at the other end of a TCP connection from this machine: the uid owning the client's socket, asked of the
+/// kernel for that one socket (sock_diag, `SOCK_DIAG_BY_FAMILY` with the exact addresses and ports, as `ss` does).
+/// Loopback is not a user boundary; this lets the control API refuse other local users before it looks at a token
+/// (docs/security.md, "Control API").
+///
+/// Why not `/proc/net/tcp`: reading and scanning the whole table per connection costs time in the number of sockets
+/// on the machine, which any user can raise; in the sandbox 2,000 connections of a hostile user stalled the API for
+/// minutes. The kernel finds one socket by its addresses in its hash tables.
+enum LoopbackPeer {
+    /// The uid owning the client's socket; nil when the client is not on this machine (not a loopback address) or
+    /// the kernel does not find its socket (already closed, or no sock_diag).
+    static func uid(server: SocketAddress, client: SocketAddress) -> UInt32? {
+        guard isLoopback(client), let request = request(client: client, server: server) else { return nil }
+        let descriptor = socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkSockDiag)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        // sockaddr_nl of the kernel: family AF_NETLINK, pid 0, no groups (12 bytes).
+        var kernel = [UInt8](repeating: 0, count: 12)
+        withUnsafeBytes(of: sa_family_t(AF_NETLINK)) { kernel.replaceSubrange(0..<$0.count, with: $0) }
+        let sent = request.withUnsafeBytes { bytes in
+            kernel.withUnsafeBytes {
+                sendto(descriptor, bytes.baseAddress, bytes.count, 0, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))
+            }
+        }
+        guard sent == request.count else { return nil }
+        // The kernel answers while handling the request: the reply is already queued (no wait).
+        var reply = [UInt8](repeating: 0, count: 4096)
+        let count = reply.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        return count > 0 ? owner(inReply: Array(reply[..<count])) : nil
+    }
+
+    static let netlinkSockDiag: Int32 = 4
+    static let sockDiagByFamily: UInt16 = 20
+    static let nlmsgError: UInt16 = 2
+
+    /// `nlmsghdr` + `inet_diag_req_v2` for exactly the client's socket: its local address and port are `src`, the
+    /// server's are `dst`; every state; no cookie check.
+    static func request(client: SocketAddress, server: SocketAddress) -> [UInt8]? {
+        guard let (family, clientAddress, clientPort) = parts(client), let (serverFamily, serverAddress, serverPort) = parts(server),
+              family == serverFamily else { return nil }
+        var message: [UInt8] = []
+        func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value) { message += $0 } }
+        append(UInt32(72))                // nlmsg_len
+        append(sockDiagByFamily)          // nlmsg_type
+        append(UInt16(1))                 // NLM_F_REQUEST
+        append(UInt32(1))                 // seq
+        append(UInt32(0))                 // pid
+        message += [family, UInt8(IPPROTO_TCP), 0, 0]
+        append(UInt32.max)                // every TCP state
+        message += clientPort + serverPort  // big-endian ports
+        message += clientAddress + serverAddress
+        append(UInt32(0))                 // any interface
+        append(UInt32.max)                // INET_DIAG_NOCOOKIE
+        append(UInt32.max)
+        return message.count == 72 ? message : nil
+    }
+
+    /// The family, the 16-byte address field (network order) and the port (network order) of an address.
+    static func parts(_ address: SocketAddress) -> (UInt8, [UInt8], [UInt8])? {
+        switch address {
+        case .v4(let v4):
+            let bytes = withUnsafeBytes(of: v4.address.sin_addr) { Array($0) } + [UInt8](repeating: 0, count: 12)
+            return (UInt8(AF_INET), bytes, withUnsafeBytes(of: v4.address.sin_port) { Array($0) })
+        case .v6(let v6):
+            return (UInt8(AF_INET6), withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }, withUnsafeBytes(of: v6.address.sin6_port) { Array($0) })
+        default:
+            return nil
+        }
+    }
+
+    /// `idiag_uid` of the first `inet_diag_msg` in the reply (nlmsghdr 16 bytes, then family/state/timer/retrans 4,
+    /// the socket id 48, expires/rqueue/wqueue 12: the uid at 80); nil for an error reply or a short one.
+    static func owner(inReply reply: [UInt8]) -> UInt32? {
+        guard reply.count >= 84 else { return nil }
+        let length = reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self) }
+        let type = reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt16.self) }
+        guard type == sockDiagByFamily, length >= 84, Int(length) <= reply.count else { return nil }
+        return reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 80, as: UInt32.self) }
+    }
+
+    /// 127.0.0.0/8, `::1` and `::ffff:127.x.y.z`.
+    static func isLoopback(_ address: SocketAddress) -> Bool {
+        switch address {
+        case .v4(let v4): return UInt32(bigEndian: v4.address.sin_addr.s_addr) >> 24 == 127
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            if bytes[..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return true }
+            return bytes[..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+        default: return false
+        }
+    }
+}
