@@ -94,8 +94,9 @@ final class ConnectionRegistry: Sendable {
 ///
 /// It also looks up, once, at the connection's first request, which local user opened it (``LoopbackPeer``; an idle
 /// connection costs no lookup): a connection from this machine owned by a uid not in `localUsers` gets **403** for
-/// that request, before any token check, and is closed; its requests never reach the API. When the uid cannot be
-/// known (a remote client, a socket already gone) the token alone decides.
+/// that request, before any token check, and is closed; its requests never reach the API. So is one whose client
+/// socket no process holds any more (closed by its client; the kernel reports a time-wait entry as uid 0). When the
+/// kernel cannot say (a remote client, no sock_diag) the token alone decides.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -109,13 +110,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var requestDeadline: Scheduled<Void>?
     private var writeDeadline: Scheduled<Void>?
     private let localUsers: Set<UInt32>
-    private let peerLookup: @Sendable (SocketAddress, SocketAddress) -> UInt32?
+    private let peerLookup: @Sendable (SocketAddress, SocketAddress) -> LoopbackPeer.Owner?
     private var peerChecked = false
-    /// The uid of a local peer that is not let in; its requests are answered 403 here.
-    private var refusedUser: UInt32?
+    /// Why a local peer is not let in; its requests are answered 403 here with this message.
+    private var refusal: String?
 
     init(registry: ConnectionRegistry, timeout: Duration, logger: Logger, localUsers: Set<UInt32> = ControlAccess().localUsers,
-         peerLookup: @escaping @Sendable (SocketAddress, SocketAddress) -> UInt32? = { LoopbackPeer.uid(server: $0, client: $1) }) {
+         peerLookup: @escaping @Sendable (SocketAddress, SocketAddress) -> LoopbackPeer.Owner? = { LoopbackPeer.owner(server: $0, client: $1) }) {
         self.registry = registry
         self.timeout = TimeAmount(timeout)
         self.logger = logger
@@ -146,16 +147,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func checkPeer(_ context: ChannelHandlerContext) {
         peerChecked = true
-        if let server = context.channel.localAddress, let client = context.channel.remoteAddress,
-           let uid = peerLookup(server, client), !localUsers.contains(uid) {
-            refusedUser = uid
+        guard let server = context.channel.localAddress, let client = context.channel.remoteAddress else { return }
+        switch peerLookup(server, client) {
+        case .user(let uid) where !localUsers.contains(uid):
+            refusal = "this control API belongs to another user's gattemu (uid \(geteuid())); connections of uid \(uid) are refused"
             logger.info("control API: refused a connection of uid \(uid) (only gattemu's own user may use it)")
+        case .gone:
+            refusal = "this connection's client socket is closed, so its owner is not known; it is refused"
+            logger.info("control API: refused a connection whose client socket no process holds")
+        case .user, nil:
+            break
         }
     }
 
     /// The 403 a refused local user gets (with the security headers every answer has), then the connection closes.
-    private func refuse(_ context: ChannelHandlerContext, uid: UInt32) {
-        let message = "this control API belongs to another user's gattemu (uid \(geteuid())); connections of uid \(uid) are refused"
+    private func refuse(_ context: ChannelHandlerContext, message: String) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var body = (try? encoder.encode(ErrorBody(error: message, status: 403))).map { Array($0) } ?? []
@@ -179,12 +185,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .head = unwrapInboundIn(data), !peerChecked { checkPeer(context) }
-        if let refusedUser {
+        if let refusal {
             // Nothing of the request goes further; the answer is written once it has arrived whole (within the timeout).
             switch unwrapInboundIn(data) {
             case .head: if requestDeadline == nil { requestDeadline = closing(context, after: timeout) }
             case .body: break
-            case .end: refuse(context, uid: refusedUser)
+            case .end: refuse(context, message: refusal)
             }
             return
         }

@@ -12,9 +12,18 @@ import Glibc
 /// on the machine, which any user can raise; in the sandbox 2,000 connections of a hostile user stalled the API for
 /// minutes. The kernel finds one socket by its addresses in its hash tables.
 enum LoopbackPeer {
-    /// The uid owning the client's socket; nil when the client is not on this machine (not a loopback address) or
-    /// the kernel does not find its socket (already closed, or no sock_diag).
-    static func uid(server: SocketAddress, client: SocketAddress) -> UInt32? {
+    /// Who holds the client's socket, as the kernel answers for it.
+    enum Owner: Equatable {
+        /// A socket of a process of this uid.
+        case user(UInt32)
+        /// A socket no process holds any more (the client closed it: FIN-WAIT, TIME-WAIT). The kernel reports uid 0
+        /// for a time-wait entry, which is nobody's; such a connection is refused (its client cannot read an answer).
+        case gone
+    }
+
+    /// The owner of the client's socket; nil when the client is not on this machine (not a loopback address) or
+    /// the kernel does not find its socket (no sock_diag).
+    static func owner(server: SocketAddress, client: SocketAddress) -> Owner? {
         guard isLoopback(client), let request = request(client: client, server: server) else { return nil }
         let descriptor = socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkSockDiag)
         guard descriptor >= 0 else { return nil }
@@ -73,14 +82,18 @@ enum LoopbackPeer {
         }
     }
 
-    /// `idiag_uid` of the first `inet_diag_msg` in the reply (nlmsghdr 16 bytes, then family/state/timer/retrans 4,
-    /// the socket id 48, expires/rqueue/wqueue 12: the uid at 80); nil for an error reply or a short one.
-    static func owner(inReply reply: [UInt8]) -> UInt32? {
-        guard reply.count >= 84 else { return nil }
+    /// The owner the first `inet_diag_msg` in the reply names (nlmsghdr 16 bytes, then family/state/timer/retrans 4,
+    /// the socket id 48, expires/rqueue/wqueue 12: `idiag_uid` at 80, `idiag_inode` at 84): `gone` when the socket
+    /// has no inode (no process holds it; a time-wait entry's uid 0 is not root's); nil for an error reply or a
+    /// short one.
+    static func owner(inReply reply: [UInt8]) -> Owner? {
+        guard reply.count >= 88 else { return nil }
         let length = reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self) }
         let type = reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt16.self) }
-        guard type == sockDiagByFamily, length >= 84, Int(length) <= reply.count else { return nil }
-        return reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 80, as: UInt32.self) }
+        guard type == sockDiagByFamily, length >= 88, Int(length) <= reply.count else { return nil }
+        let inode = reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 84, as: UInt32.self) }
+        guard inode != 0 else { return .gone }
+        return .user(reply.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 80, as: UInt32.self) })
     }
 
     /// 127.0.0.0/8, `::1` and `::ffff:127.x.y.z`.

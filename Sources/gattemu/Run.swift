@@ -126,6 +126,7 @@ struct Run: AsyncParsableCommand {
             try await emulator.start()
             for spec in faults { try await emulator.addFault(spec) }
             server?.readiness.markReady()
+            if let server, let tokenFile, let token { announceToken(token, file: tokenFile, server: server) }
         } catch {
             controlTask?.cancel()
             await emulator.stop()
@@ -198,20 +199,23 @@ struct Run: AsyncParsableCommand {
     /// `--control-token none`: the explicit opt-out of the token.
     static let noToken = "none"
 
-    /// Writes the token made for this run where `gattemu ctl` finds it (the bound port's file) and prints the
-    /// dashboard's address with the token in its fragment (never sent to the server, nor in a `Referer`), on
-    /// standard error only: the event log (the API's, `--events`) never holds the token.
+    /// Writes the token made for this run where `gattemu ctl` finds it (the bound port's file), as soon as the API
+    /// listens.
     func writeTokenFile(_ token: String, server: ControlServer, environment: [String: String]) throws -> String {
-        let port = server.boundPort ?? server.endpoint.port
-        let path: String
         do {
-            path = try ControlTokenFile.write(token, port: port, environment: environment)
+            return try ControlTokenFile.write(token, port: server.boundPort ?? server.endpoint.port, environment: environment)
         } catch {
             throw Failure.runtime(error.message)
         }
-        let host = ControlEndpoint.authority(server.endpoint.isWildcard ? "127.0.0.1" : server.endpoint.host, port: port)
+    }
+
+    /// Prints where the token is and the dashboard's address with the token in its fragment (never sent to the
+    /// server, nor in a `Referer`), on standard error only (the event log never holds the token), once the device
+    /// has started: a run that fails before then says only why (one line).
+    func announceToken(_ token: String, file path: String, server: ControlServer) {
+        let host = ControlEndpoint.authority(
+            server.endpoint.isWildcard ? "127.0.0.1" : server.endpoint.host, port: server.boundPort ?? server.endpoint.port)
         DescriptorOutput.writeError("gattemu: control API token in \(path) (gattemu ctl reads it); dashboard: http://\(host)/#token=\(token)\n")
-        return path
     }
 
     /// `$GATTEMU_CONTROL_TOKEN`, unless unset or empty.

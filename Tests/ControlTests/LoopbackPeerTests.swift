@@ -26,7 +26,7 @@ import Glibc
 
     @Test func onlyLoopbackClientsAreLookedUpAndErrorRepliesGiveNothing() throws {
         let server = try SocketAddress(ipAddress: "127.0.0.1", port: 8765)
-        #expect(LoopbackPeer.uid(server: server, client: try SocketAddress(ipAddress: "10.0.0.2", port: 0xD431)) == nil)
+        #expect(LoopbackPeer.owner(server: server, client: try SocketAddress(ipAddress: "10.0.0.2", port: 0xD431)) == nil)
         #expect(LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "127.8.9.1", port: 1)))
         #expect(LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "::ffff:127.0.0.1", port: 1)))
         #expect(!LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "::ffff:10.0.0.1", port: 1)))
@@ -46,10 +46,45 @@ import Glibc
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(connection.descriptor, $0, &length) } }
             let client = SocketAddress(local, host: "127.0.0.1")
-            #expect(LoopbackPeer.uid(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: client) == geteuid())
+            #expect(LoopbackPeer.owner(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: client) == .user(geteuid()))
             // A socket that does not exist (nobody connected from that port): not found, nothing made up.
-            #expect(LoopbackPeer.uid(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) == nil)
+            #expect(LoopbackPeer.owner(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) == nil)
         }
+    }
+
+    /// A client that sent its request and closed its socket: the kernel keeps the socket (FIN-WAIT, TIME-WAIT) with no
+    /// file and, for a time-wait entry, reports uid 0, which must not read as root (a way in for any local user when
+    /// the uid is the only guard, `--control-token none`). It is `gone`, and the connection is refused.
+    @Test func aClosedClientSocketIsGoneNotRoot() async throws {
+        let emulator = try makeEmulator()
+        try await withLiveServer(emulator) { _, port in
+            // A socket of its own (RawConnection closes its descriptor when it goes).
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            try #require(descriptor >= 0)
+            var server = sockaddr_in()
+            server.sin_family = sa_family_t(AF_INET)
+            server.sin_port = in_port_t(UInt16(port).bigEndian)
+            server.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
+            let connected = withUnsafePointer(to: &server) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            var local = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+            close(descriptor)
+            try #require(connected == 0)
+            let client = SocketAddress(local, host: "127.0.0.1")
+            let owner = LoopbackPeer.owner(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: client)
+            #expect(owner == .gone, "a closed socket has no owner to let in: \(String(describing: owner))")
+        }
+        // The kernel's spelling of a time-wait entry: uid 0, inode 0.
+        var reply = [UInt8](repeating: 0, count: 88)
+        reply[0] = 88
+        reply[4] = UInt8(LoopbackPeer.sockDiagByFamily)
+        reply[17] = 6
+        #expect(LoopbackPeer.owner(inReply: reply) == .gone)
+        reply[80] = 0xE8; reply[81] = 0x03; reply[84] = 7
+        #expect(LoopbackPeer.owner(inReply: reply) == .user(1000))
     }
 
     /// Every operation of the contract, read or write, with or without the right token: 403 for a local user other
