@@ -41,7 +41,7 @@ let package = Package(
         // connections, ATT, SMP. Depends on Bluetooth only; no Foundation.
         .target(name: "Capture", dependencies: ["Bluetooth"]),
         // `gattemu import`: one peripheral of a decoded capture as a DeviceReplica (table, values, conversation, security).
-        .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica"]),
+        .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica", "TextEscaping"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)

@@ -1,6 +1,7 @@
 import Bluetooth
 import Capture
 import Replica
+import TextEscaping
 
 /// Turns one peripheral of a decoded capture into a ``DeviceReplica``: its advertisement, the GATT table its
 /// central discovered, the values it read, and the conversation (reads, writes, subscriptions, notifications).
@@ -20,7 +21,8 @@ public enum CaptureImport {
 
         public var description: String {
             var text = address?.description ?? "an unknown peer (connection \(connections.map(String.init).joined(separator: ", ")))"
-            if !names.isEmpty { text += " \"" + names.prefix(3).joined(separator: "\", \"") + "\"" }
+            // Names are the device's text: escaped here, so that no name starts a line of its own in a list of choices.
+            if !names.isEmpty { text += " \"" + names.prefix(3).map { TerminalText.escaped($0) }.joined(separator: "\", \"") + "\"" }
             text += ": \(connections.count) connection\(connections.count == 1 ? "" : "s"), \(attPDUs) ATT PDUs, \(advertisingReports) advertising reports"
             return text
         }

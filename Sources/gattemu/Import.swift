@@ -123,7 +123,7 @@ struct Import: ParsableCommand {
             text += "no peripheral: no connection to one and no connectable advertising\n"
         }
         for choice in choices {
-            text += "  " + TerminalText.escaped(choice.description) + "\n"
+            text += "  " + choice.description + "\n"  // escapes the names itself
         }
         if trace.problemCount > 0 {
             text += "damaged: \(trace.problemCount) problems, the first: \(trace.problems.first.map { "\($0)" } ?? "?")\n"

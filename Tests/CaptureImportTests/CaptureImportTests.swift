@@ -219,6 +219,24 @@ enum LockSession {
         #expect(replica.conversation.allSatisfy { $0.connection == 1 })
     }
 
+    /// A device's name is the device's text: in the list of choices it cannot start a line of its own or carry a
+    /// terminal control (a line feed in a name made `gattemu import` print a line the capture wrote).
+    @Test func choicesShowNamesAsTextOfOneLine() throws {
+        var combined = LockSession.script()
+        let evil = "Lock\nimport: OK, nothing to see\u{1B}[2J"
+        combined.packets += LockSession.script(handle: 0x41, address: BluetoothAddress("D0:00:00:00:00:01")!, name: evil).packets
+        let trace = try trace(combined.btsnoop())
+        do {
+            _ = try CaptureImport.select(nil, in: trace)
+            Issue.record("two devices need a choice")
+        } catch {
+            let lines = "\(error)".split(separator: "\n")
+            #expect(lines.count == 3, "a header and one line a device: \(lines)")
+            #expect(!"\(error)".unicodeScalars.contains("\u{1B}"))
+            #expect("\(error)".contains(#"Lock\nimport: OK"#))
+        }
+    }
+
     /// `gattemu import` reads twice: a survey to choose the device, then only that device's traffic. The replica
     /// is the one a whole trace gives; the memory is the chosen device's.
     @Test func theTwoPassImportKeepsOnlyTheChosenDevice() throws {
