@@ -5,7 +5,7 @@ let package = Package(
     name: "gattemu",
     platforms: [.macOS(.v14)],
     products: [
-        .executable(name: "gattemu", targets: ["gattemu"]),
+        .executable(name: "gattemu", targets: ["gattemu"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -55,67 +55,88 @@ let package = Package(
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
         .target(name: "Profile", dependencies: ["Bluetooth", "ControlContract", "TextEscaping"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
-        .target(name: "Emulator", dependencies: [
-            "BlueZ", "Profile", "Bluetooth", "ControlContract", "TextEscaping", .product(name: "DequeModule", package: "swift-collections"),
-        ]),
+        .target(
+            name: "Emulator",
+            dependencies: [
+                "BlueZ", "Profile", "Bluetooth", "ControlContract", "TextEscaping",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
         .target(name: "ControlBodies", dependencies: ["Bluetooth", "Profile", "ControlContract"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
-        .target(name: "Control", dependencies: [
-            "Emulator", "Profile", "ControlBodies", "ControlContract",
-            .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], exclude: ["openapi.json", "Dashboard/dashboard.html", "Dashboard/dashboard.css", "Dashboard/dashboard.js", "Dashboard/timeline.js", "Dashboard/report.js"]),
-        .executableTarget(name: "gattemu", dependencies: [
-            "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica", "DeviceClone", "TextEscaping",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "Control",
+            dependencies: [
+                "Emulator", "Profile", "ControlBodies", "ControlContract",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            exclude: [
+                "openapi.json", "Dashboard/dashboard.html", "Dashboard/dashboard.css", "Dashboard/dashboard.js", "Dashboard/timeline.js",
+                "Dashboard/report.js",
+            ]),
+        .executableTarget(
+            name: "gattemu",
+            dependencies: [
+                "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
+                "DeviceClone", "TextEscaping",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Starts a private dbus-daemon for integration tests.
         .target(name: "DBusTestSupport", dependencies: ["DBus"], path: "Tests/DBusTestSupport"),
         // A stand-in bluetoothd on a private bus for tests and the host benchmark: adapters, GATT and
         // advertising managers (the peripheral side) and remote devices with GATT tables (the central side).
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
-        .executableTarget(name: "gattemu-fuzz", dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica", "TextEscaping"]),
+        .executableTarget(
+            name: "gattemu-fuzz",
+            dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica", "TextEscaping"]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
-        .executableTarget(name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
+        .executableTarget(
+            name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
         // Capture debugging and benchmark driver (benchmarks/README.md, scripts/check-capture-decoder): counts, dump, decode, generate.
-        .executableTarget(name: "gattemu-capturetool", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"], path: "benchmarks/capture/tool"),
+        .executableTarget(
+            name: "gattemu-capturetool", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"], path: "benchmarks/capture/tool"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "TextEscapingTests", dependencies: ["TextEscaping"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
-        .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
+        .testTarget(
+            name: "CaptureImportTests", dependencies: ["CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
-        .testTarget(name: "CloneTests", dependencies: [
-            "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
-        ]),
+        .testTarget(
+            name: "CloneTests",
+            dependencies: [
+                "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
+            ]),
         .testTarget(name: "ProfileTests", dependencies: ["Profile", "TextEscaping"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
         .executableTarget(name: "gattemu-control-fixture", dependencies: ["Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),
-        .testTarget(name: "ControlTests", dependencies: [
-            "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "DBus",
-            .product(name: "HummingbirdTesting", package: "hummingbird"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-        ]),
+        .testTarget(
+            name: "ControlTests",
+            dependencies: [
+                "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "DBus",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

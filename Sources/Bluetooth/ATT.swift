@@ -112,8 +112,10 @@ public struct ATTErrorCode: RawRepresentable, Sendable, Hashable, CustomStringCo
 
     /// Errors that tell the central to pair or encrypt first.
     public var asksForSecurity: Bool {
-        [Self.insufficientAuthentication, .insufficientEncryption, .insufficientEncryptionKeySize,
-         .insufficientAuthorization].contains(self)
+        [
+            Self.insufficientAuthentication, .insufficientEncryption, .insufficientEncryptionKeySize,
+            .insufficientAuthorization,
+        ].contains(self)
     }
 
     public var description: String {

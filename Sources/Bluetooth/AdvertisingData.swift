@@ -93,7 +93,10 @@ public struct AdvertisingData: Sendable, Hashable {
             let end = index + 1 + length
             guard end <= bytes.endIndex else {
                 let offset = index - bytes.startIndex
-                return (AdvertisingData(structures), ParseProblem(offset: offset, reason: "length \(length) runs past the end (\(bytes.endIndex - index - 1) bytes left)"))
+                return (
+                    AdvertisingData(structures),
+                    ParseProblem(offset: offset, reason: "length \(length) runs past the end (\(bytes.endIndex - index - 1) bytes left)")
+                )
             }
             structures.append(ADStructure(type: ADType(rawValue: bytes[index + 1]), data: Array(bytes[(index + 2)..<end])))
             index = end
@@ -153,8 +156,10 @@ public struct AdvertisingData: Sendable, Hashable {
 
     /// Service UUIDs of every size, complete and incomplete lists alike, in order.
     public var serviceUUIDs: [BluetoothUUID] {
-        uuids([(.incompleteServiceUUIDs16, 2), (.completeServiceUUIDs16, 2), (.incompleteServiceUUIDs32, 4),
-               (.completeServiceUUIDs32, 4), (.incompleteServiceUUIDs128, 16), (.completeServiceUUIDs128, 16)])
+        uuids([
+            (.incompleteServiceUUIDs16, 2), (.completeServiceUUIDs16, 2), (.incompleteServiceUUIDs32, 4),
+            (.completeServiceUUIDs32, 4), (.incompleteServiceUUIDs128, 16), (.completeServiceUUIDs128, 16),
+        ])
     }
 
     public var solicitedServiceUUIDs: [BluetoothUUID] {

@@ -37,7 +37,9 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
         if separators == 5 {
             // Separators only between byte pairs.
             let scalars = Array(text.utf8)
-            guard stride(from: 2, to: 17, by: 3).allSatisfy({ scalars[$0] == UInt8(ascii: ":") || scalars[$0] == UInt8(ascii: "-") }) else { return nil }
+            guard stride(from: 2, to: 17, by: 3).allSatisfy({ scalars[$0] == UInt8(ascii: ":") || scalars[$0] == UInt8(ascii: "-") }) else {
+                return nil
+            }
         }
         self.bytes = bytes
     }

@@ -23,7 +23,8 @@ public enum CaptureImport {
             var text = address?.description ?? "an unknown peer (connection \(connections.map(String.init).joined(separator: ", ")))"
             // Names are the device's text: escaped here, so that no name starts a line of its own in a list of choices.
             if !names.isEmpty { text += " \"" + names.prefix(3).map { TerminalText.escaped($0) }.joined(separator: "\", \"") + "\"" }
-            text += ": \(connections.count) connection\(connections.count == 1 ? "" : "s"), \(attPDUs) ATT PDUs, \(advertisingReports) advertising reports"
+            text +=
+                ": \(connections.count) connection\(connections.count == 1 ? "" : "s"), \(attPDUs) ATT PDUs, \(advertisingReports) advertising reports"
             return text
         }
     }
@@ -57,7 +58,8 @@ public enum CaptureImport {
         let pdus = trace.attPDUCounts
         for connection in trace.connections where connection.link == .le && isPeripheral(connection, trace: trace) {
             guard let peer = connection.peer else {
-                unknown.append(Choice(address: nil, connections: [connection.id], names: [], attPDUs: pdus[connection.id] ?? 0, advertisingReports: 0))
+                unknown.append(
+                    Choice(address: nil, connections: [connection.id], names: [], attPDUs: pdus[connection.id] ?? 0, advertisingReports: 0))
                 continue
             }
             if byPeer[peer] == nil {
@@ -69,16 +71,18 @@ public enum CaptureImport {
         }
         // Advertised names first, then the GAP names read: each once, at most DistinctNames.limit a device.
         var names: [DeviceAddress: DistinctNames] = [:]
-        for advertiser in trace.advertisers where advertiser.reports.contains(where: { $0.properties.contains(.connectable) || $0.isScanResponse }) {
+        for advertiser in trace.advertisers
+        where advertiser.reports.contains(where: { $0.properties.contains(.connectable) || $0.isScanResponse }) {
             if byPeer[advertiser.address] == nil {
                 order.append(advertiser.address)
-                byPeer[advertiser.address] = Choice(address: advertiser.address, connections: [], names: [], attPDUs: 0, advertisingReports: 0)
+                byPeer[advertiser.address] = Choice(
+                    address: advertiser.address, connections: [], names: [], attPDUs: 0, advertisingReports: 0)
             }
             byPeer[advertiser.address]?.advertisingReports += advertiser.reports.count
             for name in advertiser.names.compactMap(displayName) { names[advertiser.address, default: DistinctNames()].insert(name) }
         }
         let read = gapNames(trace)
-        for case let (peer?, choice) in byPeer {
+        for case (let peer?, let choice) in byPeer {
             for connection in choice.connections {
                 for name in read[connection]?.names ?? [] { names[peer, default: DistinctNames()].insert(name) }
             }
@@ -148,9 +152,12 @@ public enum CaptureImport {
         var names: [Int: DistinctNames] = [:]
         for transaction in trace.attTransactions where transaction.outcome == .answered && transaction.requestedType == .deviceName {
             guard case .readByTypeResponse(let entries)? = transaction.response?.message,
-                  names[transaction.connection]?.names.count ?? 0 < DistinctNames.limit else { continue }
+                names[transaction.connection]?.names.count ?? 0 < DistinctNames.limit
+            else { continue }
             for entry in entries {
-                if let name = displayName(String(decoding: entry.value, as: UTF8.self)) { names[transaction.connection, default: DistinctNames()].insert(name) }
+                if let name = displayName(String(decoding: entry.value, as: UTF8.self)) {
+                    names[transaction.connection, default: DistinctNames()].insert(name)
+                }
             }
         }
         return names

@@ -74,7 +74,8 @@ struct ReplicaBuilder {
         buildTable()
         observeSecurity()
         buildAdvertisement()
-        replica.name = deviceName ?? (replica.advertisingData?.localName ?? replica.scanResponse?.localName).flatMap(CaptureImport.displayName)
+        replica.name =
+            deviceName ?? (replica.advertisingData?.localName ?? replica.scanResponse?.localName).flatMap(CaptureImport.displayName)
             ?? choice.names.first
         addNotes()
         return replica
@@ -92,7 +93,10 @@ struct ReplicaBuilder {
     func transactionsByRequest() -> [RequestKey: Int] {
         var index: [RequestKey: Int] = [:]
         for (position, transaction) in trace.attTransactions.enumerated() where numbers[transaction.connection] != nil {
-            index[RequestKey(connection: transaction.connection, frame: transaction.request.frame, opcode: transaction.request.opcode.rawValue)] = position
+            index[
+                RequestKey(
+                    connection: transaction.connection, frame: transaction.request.frame, opcode: transaction.request.opcode.rawValue)] =
+                position
         }
         return index
     }
@@ -112,13 +116,14 @@ struct ReplicaBuilder {
             let frame = transaction.request.frame
             switch (transaction.request.message, response) {
             case (.readByGroupTypeRequest(_, let type), .readByGroupTypeResponse(let groups))
-                where type == .primaryService || type == .secondaryService:
+            where type == .primaryService || type == .secondaryService:
                 for group in groups {
                     guard let uuid = group.uuid, group.endGroupHandle >= group.handle else { continue }
-                    services[group.handle] = ServiceEntry(uuid: uuid, primary: type == .primaryService, end: group.endGroupHandle, frame: frame)
+                    services[group.handle] = ServiceEntry(
+                        uuid: uuid, primary: type == .primaryService, end: group.endGroupHandle, frame: frame)
                 }
             case (.findByTypeValueRequest(_, let type, let value), .findByTypeValueResponse(let ranges))
-                where type == .primaryService || type == .secondaryService:
+            where type == .primaryService || type == .secondaryService:
                 guard let uuid = BluetoothUUID(littleEndian: value) else { continue }
                 for range in ranges where range.end >= range.start {
                     services[range.start] = ServiceEntry(uuid: uuid, primary: type == .primaryService, end: range.end, frame: frame)
@@ -179,7 +184,8 @@ struct ReplicaBuilder {
         }
         for (handle, use) in uses where configurations[handle] == nil && !isKnownAttribute(handle) && handle > 1 {
             guard use.writes + use.commands > 0, use.onlyConfigurationShaped, use.reads == 0, use.notifications + use.indications == 0,
-                  let before = uses[handle - 1], before.notifications + before.indications > 0 else { continue }
+                let before = uses[handle - 1], before.notifications + before.indications > 0
+            else { continue }
             configurations[handle] = handle - 1
         }
     }
@@ -218,7 +224,11 @@ struct ReplicaBuilder {
         var markers: [(frame: Int, connection: Int, event: DeviceReplica.Event)] = []
         for id in choice.connections {
             guard let connection = trace.connection(id), let number = numbers[id] else { continue }
-            markers.append((connection.opened.frame, id, event(.connected(nil), frame: connection.opened.frame, timestamp: connection.opened.timestamp, number)))
+            markers.append(
+                (
+                    connection.opened.frame, id,
+                    event(.connected(nil), frame: connection.opened.frame, timestamp: connection.opened.timestamp, number)
+                ))
             if let closed = connection.closed {
                 markers.append((closed.frame, id, event(.disconnected, frame: closed.frame, timestamp: closed.timestamp, number)))
             }
@@ -228,7 +238,10 @@ struct ReplicaBuilder {
         var pendingReads: [Int: PendingRead] = [:]
         var prepared: [Int: [PreparedWrite]] = [:]
 
-        func flush(_ connection: Int, into conversation: inout [DeviceReplica.Event], readValues: inout [UInt16: (value: [UInt8], frame: Int, time: Double?)]) {
+        func flush(
+            _ connection: Int, into conversation: inout [DeviceReplica.Event],
+            readValues: inout [UInt16: (value: [UInt8], frame: Int, time: Double?)]
+        ) {
             guard let read = pendingReads.removeValue(forKey: connection) else { return }
             conversation.append(read.event)
             readValues[read.handle] = (read.value, read.event.frame ?? 0, read.event.time)
@@ -252,7 +265,9 @@ struct ReplicaBuilder {
             if !continuesRead && (central || pdu.opcode.kind == .notification || pdu.opcode.kind == .indication) {
                 flush(pdu.connection, into: &replica.conversation, readValues: &readValues)
             }
-            let transaction = transactions[RequestKey(connection: pdu.connection, frame: pdu.frame, opcode: pdu.opcode.rawValue)].map { trace.attTransactions[$0] }
+            let transaction = transactions[RequestKey(connection: pdu.connection, frame: pdu.frame, opcode: pdu.opcode.rawValue)].map {
+                trace.attTransactions[$0]
+            }
             if central, pdu.opcode.kind == .request {
                 if case .unanswered(let why)? = transaction?.outcome, why != .disconnected { unanswered += 1 }
                 if case .error(let code)? = transaction?.outcome, case .errorResponse(_, let handle, _)? = transaction?.response?.message {
@@ -280,7 +295,8 @@ struct ReplicaBuilder {
             case .readBlobRequest(let handle, let offset) where central:
                 guard case .readBlobResponse(let value)? = transaction?.response?.message else { continue }
                 if var pending = pendingReads[pdu.connection], pending.handle == handle, Int(offset) == pending.value.count,
-                   pending.value.count + value.count <= ATTMTU.maximumValueLength {
+                    pending.value.count + value.count <= ATTMTU.maximumValueLength
+                {
                     pending.value += value
                     pending.event.kind = .read(handle: handle, offset: 0, value: pending.value)
                     pendingReads[pdu.connection] = pending
@@ -294,7 +310,8 @@ struct ReplicaBuilder {
                         replica.conversation.append(read)
                     }
                 }
-            case .readByTypeRequest(_, let type) where central && ![BluetoothUUID.characteristic, .include, .primaryService, .secondaryService].contains(type):
+            case .readByTypeRequest(_, let type)
+            where central && ![BluetoothUUID.characteristic, .include, .primaryService, .secondaryService].contains(type):
                 guard case .readByTypeResponse(let entries)? = transaction?.response?.message else { continue }
                 for entry in entries {
                     var read = here
@@ -351,7 +368,9 @@ struct ReplicaBuilder {
     var gapName: String?
 
     /// Requests on one attribute whose errors are part of the device's behaviour.
-    static let attributeOperations: Set<ATTOpcode> = [.readRequest, .readBlobRequest, .writeRequest, .prepareWriteRequest, .executeWriteRequest]
+    static let attributeOperations: Set<ATTOpcode> = [
+        .readRequest, .readBlobRequest, .writeRequest, .prepareWriteRequest, .executeWriteRequest,
+    ]
 
     mutating func notified(_ handle: UInt16, _ value: [UInt8], indication: Bool, at here: DeviceReplica.Event) {
         var event = here
@@ -385,7 +404,9 @@ struct ReplicaBuilder {
     }
 
     mutating func noteError(_ code: ATTErrorCode, handle: UInt16, request: ATTOpcode, pdu: ATTPDU) {
-        guard code == .insufficientAuthentication || code == .insufficientEncryption || code == .insufficientEncryptionKeySize else { return }
+        guard code == .insufficientAuthentication || code == .insufficientEncryption || code == .insufficientEncryptionKeySize else {
+            return
+        }
         // Unencrypted, "insufficient authentication" means "pair first"; on an encrypted link it asks for MITM protection.
         let encrypted = isEncrypted(pdu.connection, before: pdu.frame)
         let level: CharacteristicSecurity.Level = code == .insufficientAuthentication && encrypted ? .authenticated : .encrypted
@@ -429,7 +450,8 @@ struct ReplicaBuilder {
             let entry = services[start]!
             var service = DeviceReplica.Service(uuid: entry.uuid, isPrimary: entry.primary, handle: start, endHandle: entry.end)
             service.provenance = "discovered in frame \(entry.frame)"
-            service.includes = includes.values.filter { $0.handle > start && $0.handle <= entry.end }.sorted { $0.handle < $1.handle }.map(\.serviceRange.start)
+            service.includes = includes.values.filter { $0.handle > start && $0.handle <= entry.end }.sorted { $0.handle < $1.handle }.map(
+                \.serviceRange.start)
             built.append(service)
         }
         let sortedDeclarations = declarations.values.sorted { $0.declaration.handle < $1.declaration.handle }
@@ -438,10 +460,12 @@ struct ReplicaBuilder {
             let declaration = item.declaration
             let serviceIndex = built.lastIndex { ($0.handle ?? 0) < declaration.handle && declaration.handle <= ($0.endHandle ?? 0) }
             let serviceEnd = serviceIndex.flatMap { built[$0].endHandle } ?? UInt16.max
-            let nextDeclaration = position + 1 < sortedDeclarations.count ? sortedDeclarations[position + 1].declaration.handle - 1 : UInt16.max
+            let nextDeclaration =
+                position + 1 < sortedDeclarations.count ? sortedDeclarations[position + 1].declaration.handle - 1 : UInt16.max
             let end = min(serviceEnd, nextDeclaration)
-            var characteristic = DeviceReplica.Characteristic(uuid: declaration.uuid, properties: declaration.properties,
-                                                              declarationHandle: declaration.handle, valueHandle: declaration.valueHandle)
+            var characteristic = DeviceReplica.Characteristic(
+                uuid: declaration.uuid, properties: declaration.properties,
+                declarationHandle: declaration.handle, valueHandle: declaration.valueHandle)
             characteristic.provenance = "declared in frame \(item.frame)"
             if declaration.valueHandle < end {
                 for handle in (declaration.valueHandle + 1)...end {
@@ -480,8 +504,10 @@ struct ReplicaBuilder {
             if use.commands > 0 { properties.insert(.writeWithoutResponse) }
             if use.notifications > 0 { properties.insert(.notify) }
             if use.indications > 0 { properties.insert(.indicate) }
-            var characteristic = DeviceReplica.Characteristic(uuid: Self.placeholderUUID(handle), properties: properties, valueHandle: handle)
-            characteristic.provenance = "inferred from handle 0x\(Hex.word(handle)) used from frame \(use.firstFrame ?? 0) (not discovered: placeholder UUID)"
+            var characteristic = DeviceReplica.Characteristic(
+                uuid: Self.placeholderUUID(handle), properties: properties, valueHandle: handle)
+            characteristic.provenance =
+                "inferred from handle 0x\(Hex.word(handle)) used from frame \(use.firstFrame ?? 0) (not discovered: placeholder UUID)"
             if let configuration = ownedConfigurations[handle] {
                 characteristic.descriptors.append(DeviceReplica.Descriptor(uuid: .clientCharacteristicConfiguration, handle: configuration))
             }
@@ -554,7 +580,8 @@ struct ReplicaBuilder {
         /// The last report before the first connection (what the phone saw when it connected); failing that, the first after.
         func better(_ report: AdvertisingReport, than current: AdvertisingReport?) -> Bool {
             guard let current else { return true }
-            let before = report.frame < firstConnection, currentBefore = current.frame < firstConnection
+            let before = report.frame < firstConnection
+            let currentBefore = current.frame < firstConnection
             if before != currentBefore { return before }
             return before ? report.frame > current.frame : report.frame < current.frame
         }
@@ -584,19 +611,26 @@ struct ReplicaBuilder {
         var notes: [String] = []
         let discovered = !services.isEmpty || !declarations.isEmpty
         if !discovered && inferredCount > 0 {
-            notes.append("no service discovery in the capture (the phone used its GATT cache): \(inferredCount) characteristics inferred from the handles it used, "
-                + "with placeholder UUIDs 0000HHHH-0000-4000-8000-67617474656d — an app that looks characteristics up by UUID will not find them; "
-                + "edit the UUIDs, or capture again after clearing the phone's Bluetooth cache (or unpairing) so discovery runs")
+            notes.append(
+                "no service discovery in the capture (the phone used its GATT cache): \(inferredCount) characteristics inferred from the handles it used, "
+                    + "with placeholder UUIDs 0000HHHH-0000-4000-8000-67617474656d — an app that looks characteristics up by UUID will not find them; "
+                    + "edit the UUIDs, or capture again after clearing the phone's Bluetooth cache (or unpairing) so discovery runs")
         } else if inferredCount > 0 {
-            notes.append("\(inferredCount) handles were used outside the discovered table: inferred as characteristics with placeholder UUIDs (service \"placeholder\")")
+            notes.append(
+                "\(inferredCount) handles were used outside the discovered table: inferred as characteristics with placeholder UUIDs (service \"placeholder\")"
+            )
         }
         if choice.address == nil {
             notes.append("the peer's address is unknown (the capture has no connection event for it): no advertisement recorded")
         } else if replica.advertisingData == nil && replica.scanResponse == nil {
             if trace.notes.contains(.noAdvertisingReports) {
-                notes.append("no advertising reports in the capture (the phone was not scanning while it ran): the advertisement is made up from the name and services")
+                notes.append(
+                    "no advertising reports in the capture (the phone was not scanning while it ran): the advertisement is made up from the name and services"
+                )
             } else {
-                notes.append("no advertising report from this device (it may have advertised under another private address): the advertisement is made up from the name and services")
+                notes.append(
+                    "no advertising report from this device (it may have advertised under another private address): the advertisement is made up from the name and services"
+                )
             }
         } else if replica.scanResponse == nil {
             notes.append("no scan response from this device in the capture (the phone scanned passively, or the device sends none)")
@@ -615,7 +649,9 @@ struct ReplicaBuilder {
         }
         if trace.problemCount > 0 {
             let first = trace.problems.first.map { ": first \($0)" } ?? ""
-            notes.append("the capture is damaged (\(trace.problemCount) problem\(trace.problemCount == 1 ? "" : "s")\(first)); what was complete is imported")
+            notes.append(
+                "the capture is damaged (\(trace.problemCount) problem\(trace.problemCount == 1 ? "" : "s")\(first)); what was complete is imported"
+            )
         }
         if unanswered > 0 {
             notes.append("\(unanswered) requests the device never answered in the capture (lost or filtered): left out")
@@ -625,17 +661,22 @@ struct ReplicaBuilder {
         }
         if !deviceRequests.isEmpty {
             let count = deviceRequests.values.reduce(0, +)
-            notes.append("the device also used the phone's GATT server (\(count) requests, e.g. for the phone's own services): not emulated")
+            notes.append(
+                "the device also used the phone's GATT server (\(count) requests, e.g. for the phone's own services): not emulated")
         }
         if let refused = replica.security.refusedWith {
             notes.append("the device refused pairing (SMP Pairing Failed, reason 0x\(Hex.byte(refused)))")
         } else if replica.security.pairingSeen {
-            notes.append("pairing seen" + (replica.security.ioCapability.map { ": the device's IO capability \(IOCapability(rawValue: $0))" } ?? "")
-                + (replica.security.bonding == true ? ", bonding" : "") + (replica.security.mitm == true ? ", MITM" : "")
-                + (replica.security.secureConnections == true ? ", Secure Connections" : "") + " — gattemu pairs as BlueZ is configured")
+            notes.append(
+                "pairing seen" + (replica.security.ioCapability.map { ": the device's IO capability \(IOCapability(rawValue: $0))" } ?? "")
+                    + (replica.security.bonding == true ? ", bonding" : "") + (replica.security.mitm == true ? ", MITM" : "")
+                    + (replica.security.secureConnections == true ? ", Secure Connections" : "") + " — gattemu pairs as BlueZ is configured"
+            )
         }
         if replica.security.encrypted && !security.isEmpty == false {
-            notes.append("the link was encrypted, but no operation was refused for lack of it: which characteristics need encryption is not known from the capture")
+            notes.append(
+                "the link was encrypted, but no operation was refused for lack of it: which characteristics need encryption is not known from the capture"
+            )
         }
         notes += freshValueNotes()
         replica.notes += notes
@@ -652,7 +693,8 @@ struct ReplicaBuilder {
         }
         return counts.keys.sorted().compactMap { handle in
             guard let count = counts[handle], count >= 2, values[handle]?.count == count else { return nil }
-            return "writes to handle 0x\(Hex.word(handle)) never repeat (\(count) distinct values of 8+ bytes): if they carry fresh nonces or app-level encryption, replay answers only identical writes and others get the otherwise rule"
+            return
+                "writes to handle 0x\(Hex.word(handle)) never repeat (\(count) distinct values of 8+ bytes): if they carry fresh nonces or app-level encryption, replay answers only identical writes and others get the otherwise rule"
         }
     }
 

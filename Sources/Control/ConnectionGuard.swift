@@ -5,8 +5,9 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The open connections of one control server, shared by their ``ConnectionGuard``s: at most
@@ -56,7 +57,10 @@ final class ConnectionRegistry: Sendable {
                     state.refusedSinceWarning += 1
                     let now = NIODeadline.now()
                     guard state.lastWarning.map({ now - $0 > .seconds(10) }) ?? true else { return (.refused(warn: nil), nil) }
-                    defer { state.refusedSinceWarning = 0; state.lastWarning = now }
+                    defer {
+                        state.refusedSinceWarning = 0
+                        state.lastWarning = now
+                    }
                     return (.refused(warn: state.refusedSinceWarning), nil)
                 }
                 state.entries[oldest.key]?.closing = true
@@ -115,8 +119,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Why a local peer is not let in; its requests are answered 403 here with this message.
     private var refusal: String?
 
-    init(registry: ConnectionRegistry, timeout: Duration, logger: Logger, localUsers: Set<UInt32> = ControlAccess().localUsers,
-         peerLookup: @escaping @Sendable (SocketAddress, SocketAddress) -> LoopbackPeer.Owner? = { LoopbackPeer.owner(server: $0, client: $1) }) {
+    init(
+        registry: ConnectionRegistry, timeout: Duration, logger: Logger, localUsers: Set<UInt32> = ControlAccess().localUsers,
+        peerLookup: @escaping @Sendable (SocketAddress, SocketAddress) -> LoopbackPeer.Owner? = {
+            LoopbackPeer.owner(server: $0, client: $1)
+        }
+    ) {
         self.registry = registry
         self.timeout = TimeAmount(timeout)
         self.logger = logger

@@ -1,7 +1,8 @@
 import NIOCore
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Which `Host` names and browser origins the control API accepts besides those its address implies
@@ -25,10 +26,16 @@ public struct ControlAccess: Sendable, Equatable {
     /// Checks each entry; a malformed one (or a `*`) is a setup error.
     public init(allowedHosts: [String], allowedOrigins: [String]) throws(ControlSetupError) {
         for host in allowedHosts where HostName(host[...]) == nil {
-            throw ControlSetupError(message: "--control-allow-host \(host): expected a host name or IP address, optionally with :PORT (e.g. rig.local, 10.0.0.2 or localhost:9000)")
+            throw ControlSetupError(
+                message:
+                    "--control-allow-host \(host): expected a host name or IP address, optionally with :PORT (e.g. rig.local, 10.0.0.2 or localhost:9000)"
+            )
         }
         for origin in allowedOrigins where origin != "null" && Self.originAuthority(origin) == nil {
-            throw ControlSetupError(message: "--control-allow-origin \(origin): expected an origin such as http://localhost:3000 (scheme, host, optional port; no path, no wildcard), or null")
+            throw ControlSetupError(
+                message:
+                    "--control-allow-origin \(origin): expected an origin such as http://localhost:3000 (scheme, host, optional port; no path, no wildcard), or null"
+            )
         }
         self.allowedHosts = allowedHosts
         self.allowedOrigins = allowedOrigins
@@ -76,7 +83,7 @@ struct HostName: Equatable, Sendable {
             guard rest.first == ":" else { return nil }
             let digits = rest.dropFirst()
             guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let number = Int(digits), number <= 65535
+                let number = Int(digits), number <= 65535
             else { return nil }
             port = number
         }

@@ -29,18 +29,23 @@ public struct ControlError: HTTPResponseError, Sendable {
         return response
     }
 
-    static func badRequest(_ message: String, _ details: (inout ErrorBody) -> Void = { _ in }) -> ControlError { .init(.badRequest, message, details) }
-    static func notFound(_ message: String, _ details: (inout ErrorBody) -> Void = { _ in }) -> ControlError { .init(.notFound, message, details) }
+    static func badRequest(_ message: String, _ details: (inout ErrorBody) -> Void = { _ in }) -> ControlError {
+        .init(.badRequest, message, details)
+    }
+    static func notFound(_ message: String, _ details: (inout ErrorBody) -> Void = { _ in }) -> ControlError {
+        .init(.notFound, message, details)
+    }
 }
 
 extension ControlError {
     init(_ failure: ControlFailure) {
-        let status: HTTPResponse.Status = switch failure.kind {
-        case .notFound: .notFound
-        case .invalid: .badRequest
-        case .conflict: .conflict
-        case .unavailable: .serviceUnavailable
-        }
+        let status: HTTPResponse.Status =
+            switch failure.kind {
+            case .notFound: .notFound
+            case .invalid: .badRequest
+            case .conflict: .conflict
+            case .unavailable: .serviceUnavailable
+            }
         self.init(status, failure.message) { body in
             body.known = failure.details["known"]
             body.connected = failure.details["connected"]
@@ -55,11 +60,12 @@ extension ControlError {
     }
 
     init(_ error: FaultSpecError, known: [String]? = nil) {
-        let status: HTTPResponse.Status = switch error.kind {
-        case .invalid: .badRequest
-        case .notFound: .notFound
-        case .conflict: .conflict
-        }
+        let status: HTTPResponse.Status =
+            switch error.kind {
+            case .invalid: .badRequest
+            case .notFound: .notFound
+            case .conflict: .conflict
+            }
         self.init(status, "bad fault spec: \(error.description)") { body in
             if !error.path.isEmpty { body.path = error.path }
         }
@@ -71,7 +77,8 @@ enum JSONResponse {
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var bytes = (try? encoder.encode(value)).map { Array($0) } ?? Array(#"{"error":"internal error: unencodable answer","status":500}"#.utf8)
+        var bytes =
+            (try? encoder.encode(value)).map { Array($0) } ?? Array(#"{"error":"internal error: unencodable answer","status":500}"#.utf8)
         bytes.append(0x0A)
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }

@@ -20,12 +20,13 @@ struct ControlRoutes: Sendable {
         let handlers = self.handlers
         for operation in ControlContract.operations {
             guard let handler = handlers[operation.id] else { continue }  // ControlContractTests: none is missing
-            let method: HTTPRequest.Method = switch operation.method {
-            case .get: .get
-            case .post: .post
-            case .put: .put
-            case .delete: .delete
-            }
+            let method: HTTPRequest.Method =
+                switch operation.method {
+                case .get: .get
+                case .post: .post
+                case .put: .put
+                case .delete: .delete
+                }
             router.on(RouterPath(operation.path), method: method, use: handler)
         }
     }
@@ -71,7 +72,8 @@ struct ControlRoutes: Sendable {
         let since = try integer(request, "since", minimum: 0) ?? 0
         let limit = try integer(request, "limit", minimum: 1) ?? 1000
         let events = target.events.events(since: since, limit: limit)
-        return JSONResponse.make(EventPage(events: events.map(Event.init), last: events.last?.sequence ?? since, latest: target.events.lastSequence))
+        return JSONResponse.make(
+            EventPage(events: events.map(Event.init), last: events.last?.sequence ?? since, latest: target.events.lastSequence))
     }
 
     /// Server-Sent Events (``EventStream``); resumes after `since` or `Last-Event-ID`; 503 past the stream limit.
@@ -275,7 +277,9 @@ struct ControlRoutes: Sendable {
         let values: [String] = request.uri.queryParameters.getAll(name)
         guard let text = values.last else { return nil }
         guard values.count == 1 else { throw .badRequest("\(name): give it once") }
-        guard text.utf8.count <= 19, !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text), value >= minimum else {
+        guard text.utf8.count <= 19, !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text),
+            value >= minimum
+        else {
             throw .badRequest("\(name): expected a whole number ≥ \(minimum), got \"\(text.prefix(40))\"")
         }
         return value

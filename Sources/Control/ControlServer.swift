@@ -27,9 +27,11 @@ public struct ControlServer: Sendable {
     let connections: ConnectionRegistry
 
     /// Refuses a non-loopback endpoint without a token.
-    public init(endpoint: ControlEndpoint, token: String?, target: any ControlTarget,
-                access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
-                ready: Bool = true) throws(ControlSetupError) {
+    public init(
+        endpoint: ControlEndpoint, token: String?, target: any ControlTarget,
+        access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
+        ready: Bool = true
+    ) throws(ControlSetupError) {
         if let token, token.isEmpty { throw ControlSetupError(message: "--control-token must not be empty") }
         if !endpoint.isLoopback, token == nil {
             throw ControlSetupError(message: "the control API on \(endpoint) (not loopback) needs --control-token TOKEN")
@@ -60,16 +62,21 @@ public struct ControlServer: Sendable {
         if let token { router.add(middleware: BearerTokenMiddleware(token: token)) }
         router.add(middleware: StartingMiddleware(readiness: readiness))
         router.add(middleware: ContentTypeMiddleware())
-        ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat, streamLifetime: limits.eventStreamLifetime).register(on: router)
+        ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat, streamLifetime: limits.eventStreamLifetime).register(
+            on: router)
         return router
     }
 
     /// The Hummingbird application; `onRunning` gets the bound address (the real port when 0 was asked).
-    public func application(logger: Logger = Logger(label: "gattemu.control"),
-                            onRunning: @escaping @Sendable (String) async -> Void = { _ in }) -> some ApplicationProtocol {
+    public func application(
+        logger: Logger = Logger(label: "gattemu.control"),
+        onRunning: @escaping @Sendable (String) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         let idleTimeout = limits.idleTimeout
         let http = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger, localUsers: access.localUsers)],
+            additionalChannelHandlers: [
+                ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger, localUsers: access.localUsers)
+            ],
             idleTimeout: TimeAmount(idleTimeout))
         return Application(
             router: router(),
@@ -78,7 +85,9 @@ public struct ControlServer: Sendable {
             onServerRunning: { [listening, endpoint] channel in
                 // Before any request is handled: Hummingbird serves connections only once this returns.
                 if let port = channel.localAddress?.port { listening.set(port) }
-                let address = channel.localAddress.map { ControlEndpoint.authority($0.ipAddress ?? endpoint.host, port: $0.port ?? endpoint.port) }
+                let address = channel.localAddress.map {
+                    ControlEndpoint.authority($0.ipAddress ?? endpoint.host, port: $0.port ?? endpoint.port)
+                }
                 await onRunning(address ?? endpoint.description)
             },
             logger: logger)
@@ -86,7 +95,9 @@ public struct ControlServer: Sendable {
 
     /// Serves until the task is cancelled, then shuts down gracefully: no new connections, open responses
     /// (event streams included) finish within ``shutdownGrace``, then the rest is cut off.
-    public func run(logger: Logger = Logger(label: "gattemu.control"), onRunning: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
+    public func run(logger: Logger = Logger(label: "gattemu.control"), onRunning: @escaping @Sendable (String) async -> Void = { _ in })
+        async throws
+    {
         // Named: without a name the group describes the service with `"\(service)"`, reflecting the whole
         // application at start (≈ 0.5 M instructions, callgrind).
         let service = ServiceGroupConfiguration.ServiceConfiguration(

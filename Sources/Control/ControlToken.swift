@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reading the bearer token from a file (`gattemu run --control-token-file`, `gattemu ctl --token-file`):
@@ -21,7 +21,8 @@ public enum ControlToken {
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
-            throw ControlSetupError(message: "\(option) \(path): group or others may access it (mode \(String(mode, radix: 8))); chmod 600 \(path)")
+            throw ControlSetupError(
+                message: "\(option) \(path): group or others may access it (mode \(String(mode, radix: 8))); chmod 600 \(path)")
         }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The token `gattemu run` makes when none is given, in a file only its user can read, where `gattemu ctl` (and
@@ -26,7 +26,8 @@ public enum ControlTokenFile {
     public static func prepareDirectory(environment: [String: String]) throws(ControlSetupError) -> String {
         let path = directory(environment: environment)
         if mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw ControlSetupError(message: "cannot create \(path) for the control token: \(String(cString: strerror(errno)).lowercased())")
+            throw ControlSetupError(
+                message: "cannot create \(path) for the control token: \(String(cString: strerror(errno)).lowercased())")
         }
         try checkDirectory(path)
         return path
@@ -92,13 +93,18 @@ public enum ControlTokenFile {
             throw ControlSetupError(message: "\(path): \(String(cString: strerror(errno)).lowercased())")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw ControlSetupError(message: "\(path) is not a folder (a symlink?): refusing to keep the control token there; remove it or set XDG_RUNTIME_DIR")
+            throw ControlSetupError(
+                message: "\(path) is not a folder (a symlink?): refusing to keep the control token there; remove it or set XDG_RUNTIME_DIR")
         }
         guard info.st_uid == geteuid() else {
-            throw ControlSetupError(message: "\(path) belongs to uid \(info.st_uid), not to this user: refusing to keep the control token there; remove it or set XDG_RUNTIME_DIR")
+            throw ControlSetupError(
+                message:
+                    "\(path) belongs to uid \(info.st_uid), not to this user: refusing to keep the control token there; remove it or set XDG_RUNTIME_DIR"
+            )
         }
         guard info.st_mode & 0o077 == 0 else {
-            throw ControlSetupError(message: "\(path): group or others may access it (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 \(path)")
+            throw ControlSetupError(
+                message: "\(path): group or others may access it (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 \(path)")
         }
     }
 }

@@ -32,7 +32,8 @@ public enum DashboardAssets {
     }
 
     static func response(_ asset: Asset) -> Response {
-        Response(status: .ok, headers: [.contentType: asset.mediaType, .cacheControl: "no-cache"],
-                 body: .init(byteBuffer: ByteBuffer(string: asset.text)))
+        Response(
+            status: .ok, headers: [.contentType: asset.mediaType, .cacheControl: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(string: asset.text)))
     }
 }

@@ -54,7 +54,8 @@ enum EventStream {
     }
 
     /// `lifetime`: end the response after this long (the client reconnects with `Last-Event-ID`); nil: never.
-    static func body(_ events: AsyncStream<EmulatorEvent>, heartbeat: Duration, lifetime: Duration?, slot: EventStreamSlot) -> ResponseBody {
+    static func body(_ events: AsyncStream<EmulatorEvent>, heartbeat: Duration, lifetime: Duration?, slot: EventStreamSlot) -> ResponseBody
+    {
         let start = ContinuousClock.now
         let parts = merge(
             chain(events.map { Part.event($0) }, [Part.end].async),
@@ -66,7 +67,8 @@ enum EventStream {
             loop: for await part in parts {
                 switch part {
                 case .event(let event):
-                    try await writer.write(ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.kind.rawValue)\ndata: \(event.json)\n\n"))
+                    try await writer.write(
+                        ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.kind.rawValue)\ndata: \(event.json)\n\n"))
                 case .heartbeat:
                     try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
                 case .end:

@@ -1,6 +1,7 @@
 import NIOCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Who is at the other end of a TCP connection from this machine: the uid owning the client's socket, asked of the
@@ -33,7 +34,9 @@ enum LoopbackPeer {
         withUnsafeBytes(of: sa_family_t(AF_NETLINK)) { kernel.replaceSubrange(0..<$0.count, with: $0) }
         let sent = request.withUnsafeBytes { bytes in
             kernel.withUnsafeBytes {
-                sendto(descriptor, bytes.baseAddress, bytes.count, 0, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))
+                sendto(
+                    descriptor, bytes.baseAddress, bytes.count, 0, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self),
+                    socklen_t($0.count))
             }
         }
         guard sent == request.count else { return nil }
@@ -51,20 +54,21 @@ enum LoopbackPeer {
     /// server's are `dst`; every state; no cookie check.
     static func request(client: SocketAddress, server: SocketAddress) -> [UInt8]? {
         guard let (family, clientAddress, clientPort) = parts(client), let (serverFamily, serverAddress, serverPort) = parts(server),
-              family == serverFamily else { return nil }
+            family == serverFamily
+        else { return nil }
         var message: [UInt8] = []
         func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value) { message += $0 } }
-        append(UInt32(72))                // nlmsg_len
-        append(sockDiagByFamily)          // nlmsg_type
-        append(UInt16(1))                 // NLM_F_REQUEST
-        append(UInt32(1))                 // seq
-        append(UInt32(0))                 // pid
+        append(UInt32(72))  // nlmsg_len
+        append(sockDiagByFamily)  // nlmsg_type
+        append(UInt16(1))  // NLM_F_REQUEST
+        append(UInt32(1))  // seq
+        append(UInt32(0))  // pid
         message += [family, UInt8(IPPROTO_TCP), 0, 0]
-        append(UInt32.max)                // every TCP state
+        append(UInt32.max)  // every TCP state
         message += clientPort + serverPort  // big-endian ports
         message += clientAddress + serverAddress
-        append(UInt32(0))                 // any interface
-        append(UInt32.max)                // INET_DIAG_NOCOOKIE
+        append(UInt32(0))  // any interface
+        append(UInt32.max)  // INET_DIAG_NOCOOKIE
         append(UInt32.max)
         return message.count == 72 ? message : nil
     }
@@ -76,7 +80,10 @@ enum LoopbackPeer {
             let bytes = withUnsafeBytes(of: v4.address.sin_addr) { Array($0) } + [UInt8](repeating: 0, count: 12)
             return (UInt8(AF_INET), bytes, withUnsafeBytes(of: v4.address.sin_port) { Array($0) })
         case .v6(let v6):
-            return (UInt8(AF_INET6), withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }, withUnsafeBytes(of: v6.address.sin6_port) { Array($0) })
+            return (
+                UInt8(AF_INET6), withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) },
+                withUnsafeBytes(of: v6.address.sin6_port) { Array($0) }
+            )
         default:
             return nil
         }

@@ -46,10 +46,13 @@ extension BasicRequestContext {
         var bytes: [UInt8] = []
         var iterator = Array(raw.utf8).makeIterator()
         while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
             guard let high = iterator.next(), let low = iterator.next(),
-                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16),
-                  [high, low].allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) })
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16),
+                [high, low].allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) })
             else { throw ControlError.badRequest("\(name): malformed percent-encoding in \"\(raw.prefix(80))\"") }
             bytes.append(value)
         }

@@ -71,7 +71,8 @@ public enum ControlBody {
         }
         guard let bytes else { throw BodyError("bad \(member.key): \"\(text.prefix(80))\"", details: ["field": member.key]) }
         guard bytes.count <= maximumValueLength else {
-            throw BodyError("value too long: \(bytes.count) bytes (at most \(maximumValueLength))", details: ["field": member.key], conflict: true)
+            throw BodyError(
+                "value too long: \(bytes.count) bytes (at most \(maximumValueLength))", details: ["field": member.key], conflict: true)
         }
         return bytes
     }
@@ -91,7 +92,9 @@ public enum ControlBody {
         }
         for member in members where member.key != "arguments" { try add(member.key, member.value) }
         if let nested = node["arguments"] {
-            guard case .object(let inner) = nested.value else { throw BodyError("arguments: expected an object of name → value", details: ["field": "arguments"]) }
+            guard case .object(let inner) = nested.value else {
+                throw BodyError("arguments: expected an object of name → value", details: ["field": "arguments"])
+            }
             for member in inner { try add(member.key, member.value) }
         }
         return arguments
@@ -100,7 +103,9 @@ public enum ControlBody {
     /// ``VariantBody``: `{"variant": "touched"}` → `"touched"`; `{"variant": null}` → nil (the base advertisement).
     public static func variant(_ node: JSONNode) throws(BodyError) -> String? {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
-        if let unknown = members.first(where: { $0.key != "variant" }) { throw BodyError("unknown key \"\(unknown.key)\": give only \"variant\"") }
+        if let unknown = members.first(where: { $0.key != "variant" }) {
+            throw BodyError("unknown key \"\(unknown.key)\": give only \"variant\"")
+        }
         guard let variantNode = node["variant"] else {
             throw BodyError("missing \"variant\" (a variant name, or null for the base advertisement)")
         }
@@ -114,7 +119,9 @@ public enum ControlBody {
     /// ``VariableBody``: `{"value": "3E" | 2 | true | {"hex": "01 02"}}`.
     public static func variable(_ node: JSONNode) throws(BodyError) -> NamedValueBody {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
-        if let unknown = members.first(where: { $0.key != "value" }) { throw BodyError("unknown key \"\(unknown.key)\": give only \"value\"") }
+        if let unknown = members.first(where: { $0.key != "value" }) {
+            throw BodyError("unknown key \"\(unknown.key)\": give only \"value\"")
+        }
         guard let value = node["value"] else { throw BodyError("missing \"value\"") }
         let hint = "value: expected a string, a whole number, a boolean or {\"hex\": \"…\"}"
         switch value.value {
@@ -126,7 +133,8 @@ public enum ControlBody {
             guard let int = number.int else { throw BodyError(hint, details: ["field": "value"]) }
             return .integer(int)
         case .object(let inner):
-            guard inner.count == 1, let hex = value["hex"]?.stringValue, hex.unicodeScalars.count <= 4096, StrictParse.hex(hex) != nil else {
+            guard inner.count == 1, let hex = value["hex"]?.stringValue, hex.unicodeScalars.count <= 4096, StrictParse.hex(hex) != nil
+            else {
                 throw BodyError(hint, details: ["field": "value"])
             }
             return .hex(hex)
@@ -141,7 +149,9 @@ public enum ControlBody {
             throw BodyError("unknown key \"\(unknown.key.prefix(40))\": give only \"present\"")
         }
         guard let present = node["present"] else { throw BodyError("missing \"present\" (true adds the service, false removes it)") }
-        guard case .bool(let value) = present.value else { throw BodyError("present: expected true or false", details: ["field": "present"]) }
+        guard case .bool(let value) = present.value else {
+            throw BodyError("present: expected true or false", details: ["field": "present"])
+        }
         return value
     }
 
@@ -164,7 +174,8 @@ public enum ControlBody {
     /// nothing else.
     public static func pairingAnswer(_ node: JSONNode) throws(BodyError) -> (prompt: UInt64, reply: PairingReply) {
         guard case .object(let members) = node.value else { throw BodyError("expected a JSON object") }
-        let hint = "give the prompt's id and exactly one of passkey and accept: {\"prompt\": 1, \"passkey\": \"123456\"} or {\"prompt\": 1, \"accept\": true|false}"
+        let hint =
+            "give the prompt's id and exactly one of passkey and accept: {\"prompt\": 1, \"passkey\": \"123456\"} or {\"prompt\": 1, \"accept\": true|false}"
         if let unknown = members.first(where: { $0.key != "prompt" && $0.key != "passkey" && $0.key != "accept" }) {
             throw BodyError("unknown key \"\(unknown.key.prefix(40))\": \(hint)")
         }
@@ -179,7 +190,9 @@ public enum ControlBody {
 
     private static func reply(_ member: JSONMember) throws(BodyError) -> PairingReply {
         if member.key == "accept" {
-            guard case .bool(let accept) = member.value.value else { throw BodyError("accept: expected true or false", details: ["field": "accept"]) }
+            guard case .bool(let accept) = member.value.value else {
+                throw BodyError("accept: expected true or false", details: ["field": "accept"])
+            }
             return .accept(accept)
         }
         let badPasskey = BodyError("passkey: expected six digits (\"012345\") or a number 0…999999", details: ["field": "passkey"])

@@ -12,9 +12,13 @@ public struct AddressBody: ContractType, Equatable {
     public init(address: String) { self.address = address }
     public static let schemaName = "AddressRequest"
     public static var schema: Schema {
-        .object([required("address", .described(
-            "\"random\": the device shows a new address (resolvable private addresses of a fresh key); \"original\": its own again",
-            .string(enumeration: ["random", "original"])))])
+        .object([
+            required(
+                "address",
+                .described(
+                    "\"random\": the device shows a new address (resolvable private addresses of a fresh key); \"original\": its own again",
+                    .string(enumeration: ["random", "original"])))
+        ])
     }
     public static var examples: [AddressBody] { [AddressBody(address: "random"), AddressBody(address: "original")] }
 }
@@ -41,9 +45,11 @@ public struct AddressChanged: ContractType, Equatable {
 
     public static let schemaName = "AddressChanged"
     public static var schema: Schema {
-        .object([required("ok", .trueFlag), required("adapter", .string), required("identity", .string(pattern: Patterns.address)),
-                 optional("irk", .described("The key of the resolvable private addresses centrals see now", .string(pattern: "^[0-9a-f]{32}$"))),
-                 required("changes", .integer(minimum: 0))])
+        .object([
+            required("ok", .trueFlag), required("adapter", .string), required("identity", .string(pattern: Patterns.address)),
+            optional("irk", .described("The key of the resolvable private addresses centrals see now", .string(pattern: "^[0-9a-f]{32}$"))),
+            required("changes", .integer(minimum: 0)),
+        ])
     }
     public static var examples: [AddressChanged] {
         [AddressChanged(adapter: "hci0", identity: "00:AA:01:00:00:23", irk: "3f0c9a7e5b2d41c88e1f6a0b7c2d3e4f", changes: 1)]

@@ -33,15 +33,23 @@ public struct AdvertisingInfo: Codable, Sendable, Equatable {
     }
 
     static var examples: [AdvertisingInfo] {
-        [AdvertisingInfo(advertised: true, wanted: true, variant: "touched", variants: ["touched"], advertisements: ["name \"ETHS\""], data: [
-            AdvertisementInfo(localName: "ETHS", serviceUUIDs: ["0000180f-0000-1000-8000-00805f9b34fb"], solicitUUIDs: [],
-                              manufacturerData: [CompanyData(company: 0xFFFF, hex: "40")], serviceData: [ServiceData(uuid: "180f", hex: "64")],
-                              appearance: 0, txPower: 4, otherStructures: [ADField(type: 0x1A, name: "advertising interval", hex: "a000")],
-                              advertisingData: ADPayload(hex: "020106031aa000", structures: [
-                                  ADField(type: 1, name: "flags", hex: "06"), ADField(type: 0x1A, name: "advertising interval", hex: "a000"),
-                              ]),
-                              scanResponse: ADPayload(hex: "050945544853", structures: [ADField(type: 9, name: "complete local name", hex: "45544853")])),
-        ])]
+        [
+            AdvertisingInfo(
+                advertised: true, wanted: true, variant: "touched", variants: ["touched"], advertisements: ["name \"ETHS\""],
+                data: [
+                    AdvertisementInfo(
+                        localName: "ETHS", serviceUUIDs: ["0000180f-0000-1000-8000-00805f9b34fb"], solicitUUIDs: [],
+                        manufacturerData: [CompanyData(company: 0xFFFF, hex: "40")], serviceData: [ServiceData(uuid: "180f", hex: "64")],
+                        appearance: 0, txPower: 4, otherStructures: [ADField(type: 0x1A, name: "advertising interval", hex: "a000")],
+                        advertisingData: ADPayload(
+                            hex: "020106031aa000",
+                            structures: [
+                                ADField(type: 1, name: "flags", hex: "06"), ADField(type: 0x1A, name: "advertising interval", hex: "a000"),
+                            ]),
+                        scanResponse: ADPayload(
+                            hex: "050945544853", structures: [ADField(type: 9, name: "complete local name", hex: "45544853")]))
+                ])
+        ]
     }
 }
 
@@ -61,8 +69,10 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
     /// The local name (BlueZ 5.66 puts it here; 31 bytes at most).
     public var scanResponse: ADPayload
 
-    public init(localName: String?, serviceUUIDs: [String], solicitUUIDs: [String], manufacturerData: [CompanyData], serviceData: [ServiceData],
-                appearance: Int?, txPower: Int?, otherStructures: [ADField] = [], advertisingData: ADPayload, scanResponse: ADPayload) {
+    public init(
+        localName: String?, serviceUUIDs: [String], solicitUUIDs: [String], manufacturerData: [CompanyData], serviceData: [ServiceData],
+        appearance: Int?, txPower: Int?, otherStructures: [ADField] = [], advertisingData: ADPayload, scanResponse: ADPayload
+    ) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
         self.solicitUUIDs = solicitUUIDs
@@ -80,7 +90,8 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
             optional("localName", .string),
             required("serviceUUIDs", .array(.string)),
             required("solicitUUIDs", .array(.string)),
-            required("manufacturerData", .array(.object([required("company", .integer(minimum: 0, maximum: 0xFFFF)), required("hex", .string)]))),
+            required(
+                "manufacturerData", .array(.object([required("company", .integer(minimum: 0, maximum: 0xFFFF)), required("hex", .string)]))),
             required("serviceData", .array(.object([required("uuid", .string), required("hex", .string)]))),
             optional("appearance", .integer(minimum: 0, maximum: 0xFFFF)),
             optional("txPower", .integer(minimum: -127, maximum: 127)),
@@ -95,14 +106,20 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
 public struct CompanyData: Codable, Sendable, Equatable {
     public var company: Int
     public var hex: String
-    public init(company: Int, hex: String) { self.company = company; self.hex = hex }
+    public init(company: Int, hex: String) {
+        self.company = company
+        self.hex = hex
+    }
 }
 
 /// Service data: service UUID and the bytes after it.
 public struct ServiceData: Codable, Sendable, Equatable {
     public var uuid: String
     public var hex: String
-    public init(uuid: String, hex: String) { self.uuid = uuid; self.hex = hex }
+    public init(uuid: String, hex: String) {
+        self.uuid = uuid
+        self.hex = hex
+    }
 }
 
 /// Advertising data or a scan response: the bytes, their AD structures, and the legacy 31-byte budget.
@@ -137,7 +154,11 @@ public struct ADField: Codable, Sendable, Equatable {
     public var type: Int
     public var name: String
     public var hex: String
-    public init(type: Int, name: String, hex: String) { self.type = type; self.name = name; self.hex = hex }
+    public init(type: Int, name: String, hex: String) {
+        self.type = type
+        self.name = name
+        self.hex = hex
+    }
 
     static var schema: Schema {
         .object([required("type", .integer(minimum: 0, maximum: 255)), required("name", .string), required("hex", .string)])

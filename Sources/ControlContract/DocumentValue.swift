@@ -29,7 +29,10 @@ public indirect enum DocumentValue: Sendable, Equatable {
             if value.rounded() == value, abs(value) < 1e15 { output += String(Int64(value)) } else { output += String(value) }
         case .string(let value): output += JSONText.quoted(value)
         case .array(let items):
-            guard !items.isEmpty else { output += "[]"; return }
+            guard !items.isEmpty else {
+                output += "[]"
+                return
+            }
             output += "[\n"
             for (index, item) in items.enumerated() {
                 output += String(repeating: " ", count: indent + 2)
@@ -38,7 +41,10 @@ public indirect enum DocumentValue: Sendable, Equatable {
             }
             output += String(repeating: " ", count: indent) + "]"
         case .object(let members):
-            guard !members.isEmpty else { output += "{}"; return }
+            guard !members.isEmpty else {
+                output += "{}"
+                return
+            }
             output += "{\n"
             for (index, member) in members.enumerated() {
                 output += String(repeating: " ", count: indent + 2) + JSONText.quoted(member.0) + ": "

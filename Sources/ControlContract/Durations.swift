@@ -12,7 +12,11 @@ public enum DurationValue: Codable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let number = try? container.decode(Int.self) { self = .milliseconds(number) } else { self = .text(try container.decode(String.self)) }
+        if let number = try? container.decode(Int.self) {
+            self = .milliseconds(number)
+        } else {
+            self = .text(try container.decode(String.self))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -1,9 +1,13 @@
 /// What an event is about (`event` in the JSON). The event log's own kind (`EmulatorEvent.Kind`) is this type.
 public enum EventKind: String, Codable, Sendable, CaseIterable {
-    case started, stopped, advertising, advertisingStopped = "advertising-stopped", advertisementChanged = "advertisement-changed"
+    case started, stopped, advertising
+    case advertisingStopped = "advertising-stopped"
+    case advertisementChanged = "advertisement-changed"
     case connected, disconnected, mtu, subscribed, unsubscribed
     case read, write, answer, notify, indicate, confirmed
-    case rule, fault, note, error, bluetoothdLost = "bluetoothd-lost", bluetoothdBack = "bluetoothd-back"
+    case rule, fault, note, error
+    case bluetoothdLost = "bluetoothd-lost"
+    case bluetoothdBack = "bluetoothd-back"
     /// A D-Bus message gattemu refused: a spoofed signal, a call from someone other than bluetoothd.
     case refused
     /// bluetoothd asked gattemu's pairing agent (just works, numeric comparison, passkey) and how it was answered.
@@ -27,8 +31,10 @@ public struct Event: ContractType, Equatable {
     /// indications, subscriptions), once bluetoothd has told it.
     public var mtu: Int?
 
-    public init(seq: Int, t: Double, event: EventKind, central: String? = nil, characteristic: String? = nil, value: String? = nil,
-                detail: String? = nil, mtu: Int? = nil) {
+    public init(
+        seq: Int, t: Double, event: EventKind, central: String? = nil, characteristic: String? = nil, value: String? = nil,
+        detail: String? = nil, mtu: Int? = nil
+    ) {
         self.seq = seq
         self.t = t
         self.event = event
@@ -53,7 +59,11 @@ public struct Event: ContractType, Equatable {
         ])
     }
     public static var examples: [Event] {
-        [Event(seq: 1, t: 12.5, event: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: "5160", detail: "request", mtu: 185)]
+        [
+            Event(
+                seq: 1, t: 12.5, event: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: "5160", detail: "request",
+                mtu: 185)
+        ]
     }
 }
 

@@ -50,18 +50,32 @@ public struct FaultRequest: ContractType, Equatable {
             let allowed = action.allowedOn
             let onOperations = operations.filter(allowed.contains)
             if !onOperations.isEmpty {
-                branches.append(.object(scope(on: onOperations, onRequired: true, characteristic: true, after: false) + [required(action.rawValue, action.schema)]))
+                branches.append(
+                    .object(
+                        scope(on: onOperations, onRequired: true, characteristic: true, after: false) + [
+                            required(action.rawValue, action.schema)
+                        ]))
             }
             if allowed.contains(.connect) {
-                branches.append(.object(scope(on: [.connect], onRequired: true, characteristic: false, after: false) + [required(action.rawValue, action.schema)]))
+                branches.append(
+                    .object(
+                        scope(on: [.connect], onRequired: true, characteristic: false, after: false) + [
+                            required(action.rawValue, action.schema)
+                        ]))
             }
             if allowed.contains(.pair) {
                 // `on` may be left out only where it defaults to pair.
-                branches.append(.object(scope(on: [.pair], onRequired: allowed != [.pair], characteristic: false, after: false)
-                                        + [required(action.rawValue, action.schema)]))
+                branches.append(
+                    .object(
+                        scope(on: [.pair], onRequired: allowed != [.pair], characteristic: false, after: false)
+                            + [required(action.rawValue, action.schema)]))
             }
             if allowed.contains(.start) {
-                branches.append(.object(scope(on: [.start], onRequired: false, characteristic: false, after: true) + [required(action.rawValue, action.schema)]))
+                branches.append(
+                    .object(
+                        scope(on: [.start], onRequired: false, characteristic: false, after: true) + [
+                            required(action.rawValue, action.schema)
+                        ]))
             }
         }
         return .described("Scope keys plus exactly one action (docs/control.md, \"Faults\")", .oneOf(branches))
@@ -77,7 +91,11 @@ public struct FaultRequest: ContractType, Equatable {
         if characteristic { properties.append(optional("characteristic", .string(minLength: 1))) }
         properties += [
             optional("central", .string(pattern: Patterns.address)),
-            optional("nth", .described("Fire from the nth matching operation; implies count 1 unless count is given", .integer(minimum: 1, maximum: UInt64(Int32.max)))),
+            optional(
+                "nth",
+                .described(
+                    "Fire from the nth matching operation; implies count 1 unless count is given",
+                    .integer(minimum: 1, maximum: UInt64(Int32.max)))),
             optional("count", .integer(minimum: 1, maximum: UInt64(Int32.max))),
             optional("probability", .number(minimum: 0, maximum: 1)),
             optional("seed", .integer(minimum: 0, maximum: UInt64.max)),
@@ -191,18 +209,27 @@ public enum FaultActionBody: Sendable, Equatable {
 
         var schema: Schema {
             switch self {
-            case .delay: .oneOf([DurationValue.schema, .object([required("min", DurationValue.schema), required("max", DurationValue.schema)])])
+            case .delay:
+                .oneOf([DurationValue.schema, .object([required("min", DurationValue.schema), required("max", DurationValue.schema)])])
             case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds: .trueFlag
-            case .error: .oneOf([
-                .string(enumeration: ATTErrorValue.names),
-                .string(pattern: Patterns.applicationError),
-                .integer(minimum: 0x80, maximum: 0x9F),
-            ])
-            case .corrupt: .oneOf([
-                .object([required("flipBits", .integer(minimum: 1, maximum: 4096))]),
-                .object([optional("at", .integer(minimum: 0, maximum: 512)), required("hex", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096))]),
-                .object([optional("at", .integer(minimum: 0, maximum: 512)), required("xor", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096))]),
-            ])
+            case .error:
+                .oneOf([
+                    .string(enumeration: ATTErrorValue.names),
+                    .string(pattern: Patterns.applicationError),
+                    .integer(minimum: 0x80, maximum: 0x9F),
+                ])
+            case .corrupt:
+                .oneOf([
+                    .object([required("flipBits", .integer(minimum: 1, maximum: 4096))]),
+                    .object([
+                        optional("at", .integer(minimum: 0, maximum: 512)),
+                        required("hex", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096)),
+                    ]),
+                    .object([
+                        optional("at", .integer(minimum: 0, maximum: 512)),
+                        required("xor", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096)),
+                    ]),
+                ])
             case .truncate: .integer(minimum: 0, maximum: 512)
             case .duplicate: .oneOf([.trueFlag, .integer(minimum: 1, maximum: 100)])
             case .silence: DurationValue.schema
@@ -247,7 +274,11 @@ public enum FaultActionBody: Sendable, Equatable {
         case .wrongPasskey: self = .wrongPasskey
         case .forgetBonds: self = .forgetBonds
         case .error:
-            if let code = try? single.decode(Int.self) { self = .error(.code(code)) } else { self = .error(.name(try single.decode(String.self))) }
+            if let code = try? single.decode(Int.self) {
+                self = .error(.code(code))
+            } else {
+                self = .error(.name(try single.decode(String.self)))
+            }
         case .corrupt: self = .corrupt(try single.decode(CorruptValue.self))
         case .truncate: self = .truncate(try single.decode(Int.self))
         case .duplicate: self = .duplicate((try? single.decode(Bool.self)) == true ? nil : try single.decode(Int.self))
@@ -288,7 +319,9 @@ public enum ATTErrorValue: Sendable, Equatable {
     /// 128…159.
     case code(Int)
 
-    public static let names = ["failed", "in-progress", "invalid-offset", "invalid-value-length", "not-authorized", "not-permitted", "not-supported"]
+    public static let names = [
+        "failed", "in-progress", "invalid-offset", "invalid-value-length", "not-authorized", "not-permitted", "not-supported",
+    ]
 }
 
 /// `corrupt`: flip bits, replace bytes, or XOR them.
@@ -301,9 +334,15 @@ public enum CorruptValue: Codable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
-        if let flips = try container.decodeIfPresent(Int.self, forKey: .flipBits) { self = .flipBits(flips); return }
+        if let flips = try container.decodeIfPresent(Int.self, forKey: .flipBits) {
+            self = .flipBits(flips)
+            return
+        }
         let at = try container.decodeIfPresent(Int.self, forKey: .at)
-        if let hex = try container.decodeIfPresent(String.self, forKey: .hex) { self = .replace(at: at, hex: hex); return }
+        if let hex = try container.decodeIfPresent(String.self, forKey: .hex) {
+            self = .replace(at: at, hex: hex)
+            return
+        }
         self = .xor(at: at, hex: try container.decode(String.self, forKey: .xor))
     }
 
@@ -311,8 +350,12 @@ public enum CorruptValue: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: Key.self)
         switch self {
         case .flipBits(let count): try container.encode(count, forKey: .flipBits)
-        case .replace(let at, let hex): try container.encodeIfPresent(at, forKey: .at); try container.encode(hex, forKey: .hex)
-        case .xor(let at, let hex): try container.encodeIfPresent(at, forKey: .at); try container.encode(hex, forKey: .xor)
+        case .replace(let at, let hex):
+            try container.encodeIfPresent(at, forKey: .at)
+            try container.encode(hex, forKey: .hex)
+        case .xor(let at, let hex):
+            try container.encodeIfPresent(at, forKey: .at)
+            try container.encode(hex, forKey: .xor)
         }
     }
 }

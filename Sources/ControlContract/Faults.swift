@@ -18,9 +18,11 @@ public struct Fault: ContractType, Equatable {
     public var exhausted: Bool
     public var description: String?
 
-    public init(id: String, on: FaultTrigger, action: String, summary: String, characteristic: String? = nil, central: String? = nil,
-                nth: Int = 1, count: Int? = nil, probability: Double = 1, seed: UInt64? = nil, matched: Int = 0, fired: Int = 0,
-                exhausted: Bool = false, description: String? = nil) {
+    public init(
+        id: String, on: FaultTrigger, action: String, summary: String, characteristic: String? = nil, central: String? = nil,
+        nth: Int = 1, count: Int? = nil, probability: Double = 1, seed: UInt64? = nil, matched: Int = 0, fired: Int = 0,
+        exhausted: Bool = false, description: String? = nil
+    ) {
         self.id = id
         self.on = on
         self.action = action
@@ -57,8 +59,12 @@ public struct Fault: ContractType, Equatable {
         ])
     }
     public static var examples: [Fault] {
-        [Fault(id: "f1", on: .write, action: "error", summary: "error not-authorized", characteristic: "config", central: "AA:BB:CC:DD:EE:01",
-               nth: 2, count: 1, probability: 1, seed: 7, matched: 3, fired: 1, exhausted: true, description: "auth")]
+        [
+            Fault(
+                id: "f1", on: .write, action: "error", summary: "error not-authorized", characteristic: "config",
+                central: "AA:BB:CC:DD:EE:01",
+                nth: 2, count: 1, probability: 1, seed: 7, matched: 3, fired: 1, exhausted: true, description: "auth")
+        ]
     }
 }
 
@@ -85,12 +91,17 @@ public enum FaultsBody: ContractType, Equatable {
             .object([required("faults", .array(FaultRequest.reference, maxItems: 64))]),
         ])
     }
-    public static var examples: [FaultsBody] { [.one(FaultRequest.examples[0]), .several(FaultRequest.examples), .scenario(FaultRequest.examples)] }
+    public static var examples: [FaultsBody] {
+        [.one(FaultRequest.examples[0]), .several(FaultRequest.examples), .scenario(FaultRequest.examples)]
+    }
 
     enum Key: String, CodingKey { case faults }
 
     public init(from decoder: any Decoder) throws {
-        if let list = try? decoder.singleValueContainer().decode([FaultRequest].self) { self = .several(list); return }
+        if let list = try? decoder.singleValueContainer().decode([FaultRequest].self) {
+            self = .several(list)
+            return
+        }
         if let container = try? decoder.container(keyedBy: Key.self), container.contains(.faults) {
             self = .scenario(try container.decode([FaultRequest].self, forKey: .faults))
             return
@@ -101,8 +112,12 @@ public enum FaultsBody: ContractType, Equatable {
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .one(let fault): try fault.encode(to: encoder)
-        case .several(let faults): var container = encoder.singleValueContainer(); try container.encode(faults)
-        case .scenario(let faults): var container = encoder.container(keyedBy: Key.self); try container.encode(faults, forKey: .faults)
+        case .several(let faults):
+            var container = encoder.singleValueContainer()
+            try container.encode(faults)
+        case .scenario(let faults):
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(faults, forKey: .faults)
         }
     }
 }

@@ -31,12 +31,20 @@ public struct ServiceInfo: Codable, Sendable, Equatable {
     }
 
     static var examples: [ServiceInfo] {
-        [ServiceInfo(id: "battery", uuid: "0000180f-0000-1000-8000-00805f9b34fb", name: "Battery", primary: true, handle: 10, characteristics: [
-            CharacteristicInfo(id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", name: "Battery Level", flags: ["read", "notify"],
-                               handle: 11, value: "64", maxLength: 1, descriptors: [
-                                   DescriptorInfo(id: "desc", uuid: "00002901-0000-1000-8000-00805f9b34fb", name: "Characteristic User Description", flags: ["read"], value: "4c6576656c"),
-                               ]),
-        ])]
+        [
+            ServiceInfo(
+                id: "battery", uuid: "0000180f-0000-1000-8000-00805f9b34fb", name: "Battery", primary: true, handle: 10,
+                characteristics: [
+                    CharacteristicInfo(
+                        id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", name: "Battery Level", flags: ["read", "notify"],
+                        handle: 11, value: "64", maxLength: 1,
+                        descriptors: [
+                            DescriptorInfo(
+                                id: "desc", uuid: "00002901-0000-1000-8000-00805f9b34fb", name: "Characteristic User Description",
+                                flags: ["read"], value: "4c6576656c")
+                        ])
+                ])
+        ]
     }
 }
 
@@ -52,7 +60,9 @@ public struct CharacteristicInfo: Codable, Sendable, Equatable {
     public var maxLength: Int
     public var descriptors: [DescriptorInfo]
 
-    public init(id: String, uuid: String, name: String?, flags: [String], handle: Int?, value: String, maxLength: Int, descriptors: [DescriptorInfo]) {
+    public init(
+        id: String, uuid: String, name: String?, flags: [String], handle: Int?, value: String, maxLength: Int, descriptors: [DescriptorInfo]
+    ) {
         self.id = id
         self.uuid = uuid
         self.name = name

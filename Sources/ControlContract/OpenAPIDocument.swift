@@ -20,14 +20,26 @@ extension ControlContract {
     static let errorResponses: [(Int, String, String)] = [
         (400, "BadRequest", "Malformed JSON, a body or parameter that does not match its schema"),
         (401, "Unauthorized", "Missing or wrong bearer token"),
-        (403, "Forbidden", "Refused web page: an Origin that is neither the API's own nor listed with --control-allow-origin, or a cross-site request (Sec-Fetch-Site) without one"),
+        (
+            403, "Forbidden",
+            "Refused web page: an Origin that is neither the API's own nor listed with --control-allow-origin, or a cross-site request (Sec-Fetch-Site) without one"
+        ),
         (404, "NotFound", "Unknown characteristic, trigger, variable, fault, central, variant or endpoint (`known` lists the valid names)"),
-        (409, "Conflict", "Well-formed but not possible with this profile: a characteristic without the flag, a value too long for it, a value of another type than the variable's, a fault id already installed"),
+        (
+            409, "Conflict",
+            "Well-formed but not possible with this profile: a characteristic without the flag, a value too long for it, a value of another type than the variable's, a fault id already installed"
+        ),
         (413, "ContentTooLarge", "A request body over 1 MiB"),
         (415, "UnsupportedMediaType", "A request body without Content-Type: application/json (a charset other than utf-8 included)"),
-        (421, "MisdirectedRequest", "Host missing or not an address of this server (DNS rebinding); `acceptedHosts` lists the accepted ones"),
+        (
+            421, "MisdirectedRequest",
+            "Host missing or not an address of this server (DNS rebinding); `acceptedHosts` lists the accepted ones"
+        ),
         (500, "InternalError", "Unexpected failure: `internal error` and a `reference`; the details are only in gattemu's log"),
-        (503, "Unavailable", "gattemu is still starting (`Retry-After: 1`; the API listens before the device is registered), bluetoothd refused, or too many event-stream clients (`limit`, 16 by default)"),
+        (
+            503, "Unavailable",
+            "gattemu is still starting (`Retry-After: 1`; the API listens before the device is registered), bluetoothd refused, or too many event-stream clients (`limit`, 16 by default)"
+        ),
     ]
 
     /// The whole document as a JSON value.
@@ -52,11 +64,14 @@ extension ControlContract {
             ("servers", .array([.object([("url", .string("http://127.0.0.1:8765"))])])),
             ("security", .array([.object([]), .object([("bearer", .array([]))])])),
             ("paths", .object(paths)),
-            ("components", .object([
-                ("securitySchemes", .object([("bearer", .object([("type", .string("http")), ("scheme", .string("bearer"))]))])),
-                ("responses", .object(responses)),
-                ("schemas", .object(schemas)),
-            ])),
+            (
+                "components",
+                .object([
+                    ("securitySchemes", .object([("bearer", .object([("type", .string("http")), ("scheme", .string("bearer"))]))])),
+                    ("responses", .object(responses)),
+                    ("schemas", .object(schemas)),
+                ])
+            ),
         ])
     }
 
@@ -65,11 +80,13 @@ extension ControlContract {
 
     /// One message of the event stream (`: keep-alive` comments are not messages).
     static var eventStreamMessage: Schema {
-        .described("One Server-Sent Events message per event", .object([
-            required("id", .described("The event's seq", .string(pattern: "^[0-9]+$"))),
-            required("event", .string(enumeration: EventKind.allCases.map(\.rawValue))),
-            required("data", .described("The event as JSON (schema Event), on one line", .string(pattern: "^\\{.*\\}$"))),
-        ]))
+        .described(
+            "One Server-Sent Events message per event",
+            .object([
+                required("id", .described("The event's seq", .string(pattern: "^[0-9]+$"))),
+                required("event", .string(enumeration: EventKind.allCases.map(\.rawValue))),
+                required("data", .described("The event as JSON (schema Event), on one line", .string(pattern: "^\\{.*\\}$"))),
+            ]))
     }
 
     static func jsonContent(_ schema: Schema) -> DocumentValue {
@@ -80,24 +97,38 @@ extension ControlContract {
         var members: [(String, DocumentValue)] = [("operationId", .string(operation.id)), ("summary", .string(operation.summary))]
         if operation.isPublic { members.append(("security", .array([.object([])]))) }
         if !operation.parameters.isEmpty {
-            members.append(("parameters", .array(operation.parameters.map { parameter in
-                var fields: [(String, DocumentValue)] = [("name", .string(parameter.name)), ("in", .string(parameter.location.rawValue))]
-                if parameter.location == .path { fields.append(("required", .bool(true))) }
-                fields.append(("schema", parameter.schema.document))
-                if let description = parameter.description { fields.append(("description", .string(description))) }
-                return .object(fields)
-            })))
+            members.append(
+                (
+                    "parameters",
+                    .array(
+                        operation.parameters.map { parameter in
+                            var fields: [(String, DocumentValue)] = [
+                                ("name", .string(parameter.name)), ("in", .string(parameter.location.rawValue)),
+                            ]
+                            if parameter.location == .path { fields.append(("required", .bool(true))) }
+                            fields.append(("schema", parameter.schema.document))
+                            if let description = parameter.description { fields.append(("description", .string(description))) }
+                            return .object(fields)
+                        })
+                ))
         }
         if let body = operation.body {
             members.append(("requestBody", .object([("required", .bool(body.required)), ("content", jsonContent(body.schema))])))
         }
-        let success: DocumentValue = switch operation.content {
-        case .json(let schema): .object([("description", .string(operation.successDescription)), ("content", jsonContent(schema))])
-        case .eventStream: .object([("description", .string(operation.successDescription)),
-                                    ("content", .object([("text/event-stream", .object([("schema", eventStreamMessage.document)]))]))])
-        case .asset(let type): .object([("description", .string(operation.successDescription)),
-                                        ("content", .object([(type, .object([("schema", .object([("type", .string("string"))]))]))]))])
-        }
+        let success: DocumentValue =
+            switch operation.content {
+            case .json(let schema): .object([("description", .string(operation.successDescription)), ("content", jsonContent(schema))])
+            case .eventStream:
+                .object([
+                    ("description", .string(operation.successDescription)),
+                    ("content", .object([("text/event-stream", .object([("schema", eventStreamMessage.document)]))])),
+                ])
+            case .asset(let type):
+                .object([
+                    ("description", .string(operation.successDescription)),
+                    ("content", .object([(type, .object([("schema", .object([("type", .string("string"))]))]))])),
+                ])
+            }
         var responses: [(String, DocumentValue)] = [(String(operation.successStatus), success)]
         for status in operation.allErrors {
             guard let name = errorResponses.first(where: { $0.0 == status })?.1 else { continue }

@@ -4,7 +4,12 @@
 /// every operation has a route and every route an operation), answers `OPTIONS` and 405 from it, and the
 /// OpenAPI document is built from it.
 public struct Operation: Sendable {
-    public enum Method: String, Sendable, CaseIterable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
+    public enum Method: String, Sendable, CaseIterable {
+        case get = "GET"
+        case post = "POST"
+        case put = "PUT"
+        case delete = "DELETE"
+    }
 
     public struct Parameter: Sendable {
         public enum Location: String, Sendable { case path, query, header }
@@ -45,9 +50,11 @@ public struct Operation: Sendable {
     /// Served without the bearer token (the dashboard's static files: they hold no data).
     public var isPublic: Bool
 
-    public init(_ method: Method, _ path: String, id: String, summary: String, parameters: [Parameter] = [],
-                body: (schema: Schema, required: Bool)? = nil, status: Int = 200, description: String, content: Content,
-                errors: [Int] = [], isPublic: Bool = false) {
+    public init(
+        _ method: Method, _ path: String, id: String, summary: String, parameters: [Parameter] = [],
+        body: (schema: Schema, required: Bool)? = nil, status: Int = 200, description: String, content: Content,
+        errors: [Int] = [], isPublic: Bool = false
+    ) {
         self.method = method
         self.path = path
         self.id = id

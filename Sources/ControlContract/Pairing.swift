@@ -14,7 +14,10 @@ public struct PairingStatus: ContractType, Equatable {
     /// The passkey gattemu showed last, for the central's user to type.
     public var displayed: DisplayedPasskey?
 
-    public init(agent: Bool, io: String? = nil, pairing: String? = nil, confirm: String? = nil, prompt: PairingPrompt? = nil, displayed: DisplayedPasskey? = nil) {
+    public init(
+        agent: Bool, io: String? = nil, pairing: String? = nil, confirm: String? = nil, prompt: PairingPrompt? = nil,
+        displayed: DisplayedPasskey? = nil
+    ) {
         self.agent = agent
         self.io = io
         self.pairing = pairing
@@ -35,9 +38,12 @@ public struct PairingStatus: ContractType, Equatable {
         ])
     }
     public static var examples: [PairingStatus] {
-        [PairingStatus(agent: true, io: "DisplayYesNo", pairing: "accept", confirm: "api",
-                       prompt: PairingPrompt(id: 3, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "123456"),
-                       displayed: DisplayedPasskey(central: "AA:BB:CC:DD:EE:02", passkey: "012345"))]
+        [
+            PairingStatus(
+                agent: true, io: "DisplayYesNo", pairing: "accept", confirm: "api",
+                prompt: PairingPrompt(id: 3, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "123456"),
+                displayed: DisplayedPasskey(central: "AA:BB:CC:DD:EE:02", passkey: "012345"))
+        ]
     }
 }
 
@@ -80,8 +86,10 @@ public struct PairingPrompt: ContractType, Equatable {
         ])
     }
     public static var examples: [PairingPrompt] {
-        [PairingPrompt(id: 1, central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry),
-         PairingPrompt(id: 2, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "000042")]
+        [
+            PairingPrompt(id: 1, central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry),
+            PairingPrompt(id: 2, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "000042"),
+        ]
     }
 
     /// A prompt's id: 1, 2, … for the run.
@@ -121,15 +129,20 @@ public struct PairingAnswerBody: ContractType, Equatable {
 
     public static let schemaName = "PairingAnswer"
     public static var schema: Schema {
-        .described("The prompt's id (from GET /v1/pairing; an answer for a prompt no longer waiting is refused with 409) and "
-                   + "exactly one of passkey (six digits, for passkey entry; a number 0…999999 works too) and accept",
-                   .oneOf([
-                       .object([required("prompt", PairingPrompt.promptID),
-                                required("passkey", .oneOf([.string(pattern: Patterns.passkey), .integer(minimum: 0, maximum: 999_999)]))]),
-                       .object([required("prompt", PairingPrompt.promptID), required("accept", .boolean)]),
-                   ]))
+        .described(
+            "The prompt's id (from GET /v1/pairing; an answer for a prompt no longer waiting is refused with 409) and "
+                + "exactly one of passkey (six digits, for passkey entry; a number 0…999999 works too) and accept",
+            .oneOf([
+                .object([
+                    required("prompt", PairingPrompt.promptID),
+                    required("passkey", .oneOf([.string(pattern: Patterns.passkey), .integer(minimum: 0, maximum: 999_999)])),
+                ]),
+                .object([required("prompt", PairingPrompt.promptID), required("accept", .boolean)]),
+            ]))
     }
-    public static var examples: [PairingAnswerBody] { [PairingAnswerBody(prompt: 1, passkey: "123456"), PairingAnswerBody(prompt: 2, accept: true)] }
+    public static var examples: [PairingAnswerBody] {
+        [PairingAnswerBody(prompt: 1, passkey: "123456"), PairingAnswerBody(prompt: 2, accept: true)]
+    }
 }
 
 /// `POST /v1/pairing`: the prompt that was answered.
@@ -146,8 +159,10 @@ public struct PairingAnswered: ContractType, Equatable {
 
     public static let schemaName = "PairingAnswered"
     public static var schema: Schema {
-        .object([required("ok", .trueFlag), required("central", .string(pattern: Patterns.address)),
-                 required("kind", PairingPromptKind.schema)])
+        .object([
+            required("ok", .trueFlag), required("central", .string(pattern: Patterns.address)),
+            required("kind", PairingPromptKind.schema),
+        ])
     }
     public static var examples: [PairingAnswered] { [PairingAnswered(central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry)] }
 }
@@ -170,8 +185,10 @@ public struct Bond: ContractType, Equatable {
 
     public static let schemaName = "Bond"
     public static var schema: Schema {
-        .object([required("central", .string(pattern: Patterns.address)), required("bonded", .boolean),
-                 required("connected", .boolean), required("addressType", .string)])
+        .object([
+            required("central", .string(pattern: Patterns.address)), required("bonded", .boolean),
+            required("connected", .boolean), required("addressType", .string),
+        ])
     }
     public static var examples: [Bond] { [Bond(central: "AA:BB:CC:DD:EE:01", bonded: true, connected: false, addressType: "public")] }
 }
@@ -189,7 +206,10 @@ public struct BondList: ContractType, Equatable {
 public struct BondForgotten: ContractType, Equatable {
     public var ok: Bool
     public var central: String
-    public init(central: String) { ok = true; self.central = central }
+    public init(central: String) {
+        ok = true
+        self.central = central
+    }
     public static let schemaName = "BondForgotten"
     public static var schema: Schema { .object([required("ok", .trueFlag), required("central", .string(pattern: Patterns.address))]) }
     public static var examples: [BondForgotten] { [BondForgotten(central: "AA:BB:CC:DD:EE:01")] }

@@ -134,6 +134,8 @@ public enum StrictParse {
     /// ``Patterns/identifier``.
     public static func isIdentifier(_ text: String) -> Bool {
         (1...64).contains(text.utf8.count)
-            && text.utf8.allSatisfy { isHexDigit($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F }
+            && text.utf8.allSatisfy {
+                isHexDigit($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F
+            }
     }
 }

@@ -8,9 +8,13 @@ public enum ArgumentValue: Codable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else { self = .string(try container.decode(String.self)) }
+        if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else {
+            self = .string(try container.decode(String.self))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -31,10 +35,13 @@ public struct TriggerBody: ContractType, Equatable {
 
     public static let schemaName = "TriggerArguments"
     public static var schema: Schema {
-        .described("{\"arguments\": {name: value}}, or the arguments as a flat object",
-                   .objectWithExtras([optional("arguments", .map(ArgumentValue.schema))], additional: ArgumentValue.schema))
+        .described(
+            "{\"arguments\": {name: value}}, or the arguments as a flat object",
+            .objectWithExtras([optional("arguments", .map(ArgumentValue.schema))], additional: ArgumentValue.schema))
     }
-    public static var examples: [TriggerBody] { [TriggerBody(arguments: ["reason": .string("test"), "n": .number(2), "hard": .bool(true)])] }
+    public static var examples: [TriggerBody] {
+        [TriggerBody(arguments: ["reason": .string("test"), "n": .number(2), "hard": .bool(true)])]
+    }
 }
 
 /// `PUT /v1/advertisement`: a variant name, or null for the base advertisement.
@@ -83,9 +90,13 @@ public enum NamedValueBody: Codable, Sendable, Equatable {
             return
         }
         let container = try decoder.singleValueContainer()
-        if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Int.self) { self = .integer(value) }
-        else { self = .string(try container.decode(String.self)) }
+        if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .integer(value)
+        } else {
+            self = .string(try container.decode(String.self))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -93,9 +104,15 @@ public enum NamedValueBody: Codable, Sendable, Equatable {
         case .hex(let text):
             var container = encoder.container(keyedBy: Key.self)
             try container.encode(text, forKey: .hex)
-        case .string(let value): var container = encoder.singleValueContainer(); try container.encode(value)
-        case .integer(let value): var container = encoder.singleValueContainer(); try container.encode(value)
-        case .bool(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .string(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .integer(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .bool(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
         }
     }
 }
@@ -108,7 +125,18 @@ public struct VariableBody: ContractType, Equatable {
 
     public static let schemaName = "VariableRequest"
     public static var schema: Schema {
-        .object([required("value", .described("Of the value's type in the profile (409 otherwise): a string, a whole number, a boolean, or {\"hex\": …} for bytes", NamedValueBody.schema))])
+        .object([
+            required(
+                "value",
+                .described(
+                    "Of the value's type in the profile (409 otherwise): a string, a whole number, a boolean, or {\"hex\": …} for bytes",
+                    NamedValueBody.schema))
+        ])
     }
-    public static var examples: [VariableBody] { [VariableBody(value: .integer(0)), VariableBody(value: .string("3E")), VariableBody(value: .bool(true)), VariableBody(value: .hex("01 02"))] }
+    public static var examples: [VariableBody] {
+        [
+            VariableBody(value: .integer(0)), VariableBody(value: .string("3E")), VariableBody(value: .bool(true)),
+            VariableBody(value: .hex("01 02")),
+        ]
+    }
 }

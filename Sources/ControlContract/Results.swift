@@ -11,7 +11,10 @@ public struct OkResult: ContractType, Equatable {
 public struct TriggerResult: ContractType, Equatable {
     public var ok: Bool
     public var trigger: String
-    public init(trigger: String) { ok = true; self.trigger = trigger }
+    public init(trigger: String) {
+        ok = true
+        self.trigger = trigger
+    }
     public static let schemaName = "TriggerResult"
     public static var schema: Schema { .object([required("ok", .trueFlag), required("trigger", .string)]) }
     public static var examples: [TriggerResult] { [TriggerResult(trigger: "touch")] }
@@ -21,7 +24,10 @@ public struct TriggerResult: ContractType, Equatable {
 public struct DisconnectResult: ContractType, Equatable {
     public var ok: Bool
     public var central: String
-    public init(central: String) { ok = true; self.central = central }
+    public init(central: String) {
+        ok = true
+        self.central = central
+    }
     public static let schemaName = "DisconnectResult"
     public static var schema: Schema { .object([required("ok", .trueFlag), required("central", .string(pattern: Patterns.address))]) }
     public static var examples: [DisconnectResult] { [DisconnectResult(central: "AA:BB:CC:DD:EE:01")] }
@@ -31,7 +37,10 @@ public struct DisconnectResult: ContractType, Equatable {
 public struct AdvertisementResult: ContractType, Equatable {
     public var ok: Bool
     public var variant: String?
-    public init(variant: String?) { ok = true; self.variant = variant }
+    public init(variant: String?) {
+        ok = true
+        self.variant = variant
+    }
     public static let schemaName = "AdvertisementResult"
     public static var schema: Schema { .object([required("ok", .trueFlag), optional("variant", .string)]) }
     public static var examples: [AdvertisementResult] { [AdvertisementResult(variant: "touched")] }
@@ -42,7 +51,11 @@ public struct VariableResult: ContractType, Equatable {
     public var ok: Bool
     public var name: String
     public var value: String
-    public init(name: String, value: String) { ok = true; self.name = name; self.value = value }
+    public init(name: String, value: String) {
+        ok = true
+        self.name = name
+        self.value = value
+    }
     public static let schemaName = "VariableResult"
     public static var schema: Schema { .object([required("ok", .trueFlag), required("name", .string), required("value", .string)]) }
     public static var examples: [VariableResult] { [VariableResult(name: "lockState", value: "0")] }
@@ -52,7 +65,10 @@ public struct VariableResult: ContractType, Equatable {
 public struct FaultRemoved: ContractType, Equatable {
     public var ok: Bool
     public var removed: String
-    public init(removed: String) { ok = true; self.removed = removed }
+    public init(removed: String) {
+        ok = true
+        self.removed = removed
+    }
     public static let schemaName = "FaultRemoved"
     public static var schema: Schema { .object([required("ok", .trueFlag), required("removed", .string)]) }
     public static var examples: [FaultRemoved] { [FaultRemoved(removed: "f1")] }

@@ -30,8 +30,10 @@ public indirect enum Schema: Sendable, Equatable {
 
     public static var string: Schema { .string(StringRules()) }
 
-    public static func string(pattern: String? = nil, format: String? = nil, enumeration: [String]? = nil,
-                              minLength: Int? = nil, maxLength: Int? = nil) -> Schema {
+    public static func string(
+        pattern: String? = nil, format: String? = nil, enumeration: [String]? = nil,
+        minLength: Int? = nil, maxLength: Int? = nil
+    ) -> Schema {
         .string(StringRules(pattern: pattern, format: format, enumeration: enumeration, minLength: minLength, maxLength: maxLength))
     }
 
@@ -55,7 +57,9 @@ public indirect enum Schema: Sendable, Equatable {
         public var minLength: Int?
         public var maxLength: Int?
 
-        public init(pattern: String? = nil, format: String? = nil, enumeration: [String]? = nil, minLength: Int? = nil, maxLength: Int? = nil) {
+        public init(
+            pattern: String? = nil, format: String? = nil, enumeration: [String]? = nil, minLength: Int? = nil, maxLength: Int? = nil
+        ) {
             self.pattern = pattern
             self.format = format
             self.enumeration = enumeration

@@ -21,10 +21,12 @@ public struct Status: ContractType, Equatable {
     public var faultPresets: [FaultRequest]
     public var lastEvent: Int
 
-    public init(profile: String, deviceName: String?, adapter: AdapterInfo?, advertising: AdvertisingInfo, centrals: [CentralInfo],
-                services: [ServiceInfo], variables: [String: String], state: [String: String], values: [NamedValueInfo],
-                timers: [String], triggers: [String], triggerDescriptions: [String: String], faults: [Fault],
-                faultPresets: [FaultRequest], lastEvent: Int) {
+    public init(
+        profile: String, deviceName: String?, adapter: AdapterInfo?, advertising: AdvertisingInfo, centrals: [CentralInfo],
+        services: [ServiceInfo], variables: [String: String], state: [String: String], values: [NamedValueInfo],
+        timers: [String], triggers: [String], triggerDescriptions: [String: String], faults: [Fault],
+        faultPresets: [FaultRequest], lastEvent: Int
+    ) {
         self.profile = profile
         self.deviceName = deviceName
         self.adapter = adapter
@@ -64,15 +66,17 @@ public struct Status: ContractType, Equatable {
     }
 
     public static var examples: [Status] {
-        [Status(
-            profile: "profiles/leaf-reader.json", deviceName: "ETHS0000000000AB",
-            adapter: AdapterInfo(name: "hci0", address: "00:00:00:00:00:AB", alias: "ETHS0000000000AB", privateAddresses: true),
-            advertising: AdvertisingInfo.examples[0],
-            centrals: [CentralInfo(address: "AA:BB:CC:DD:EE:01", mtu: 185, subscriptions: ["data"], state: ["authenticated": "false"])],
-            services: ServiceInfo.examples, variables: ["touchDuration": "3000"], state: ["authenticated": "false"],
-            values: [NamedValueInfo(name: "authenticated", kind: .state, type: .bool, value: "false", perCentral: true)],
-            timers: ["untouch"], triggers: ["touch"], triggerDescriptions: ["touch": "A hand touches the reader"],
-            faults: Fault.examples, faultPresets: [FaultRequest.examples[0]], lastEvent: 12)]
+        [
+            Status(
+                profile: "profiles/leaf-reader.json", deviceName: "ETHS0000000000AB",
+                adapter: AdapterInfo(name: "hci0", address: "00:00:00:00:00:AB", alias: "ETHS0000000000AB", privateAddresses: true),
+                advertising: AdvertisingInfo.examples[0],
+                centrals: [CentralInfo(address: "AA:BB:CC:DD:EE:01", mtu: 185, subscriptions: ["data"], state: ["authenticated": "false"])],
+                services: ServiceInfo.examples, variables: ["touchDuration": "3000"], state: ["authenticated": "false"],
+                values: [NamedValueInfo(name: "authenticated", kind: .state, type: .bool, value: "false", perCentral: true)],
+                timers: ["untouch"], triggers: ["touch"], triggerDescriptions: ["touch": "A hand touches the reader"],
+                faults: Fault.examples, faultPresets: [FaultRequest.examples[0]], lastEvent: 12)
+        ]
     }
 }
 
@@ -94,9 +98,14 @@ public struct AdapterInfo: Codable, Sendable, Equatable {
     }
 
     static var schema: Schema {
-        .object([required("name", .string), required("address", .string), optional("alias", .string),
-                 optional("privateAddresses", .described("True while gattemu has the adapter show resolvable private addresses in place of its own (PUT /v1/adapter/address)",
-                                                         .boolean))])
+        .object([
+            required("name", .string), required("address", .string), optional("alias", .string),
+            optional(
+                "privateAddresses",
+                .described(
+                    "True while gattemu has the adapter show resolvable private addresses in place of its own (PUT /v1/adapter/address)",
+                    .boolean)),
+        ])
     }
 }
 

@@ -10,7 +10,12 @@ public enum ValueBody: ContractType, Equatable {
     public static let schemaName = "Value"
     public static var schema: Schema {
         .oneOf([
-            .object([required("hex", .described("hex bytes; spaces, tabs, ':' and '-' allowed between digits", .string(pattern: Patterns.hex, maxLength: 4096)))]),
+            .object([
+                required(
+                    "hex",
+                    .described(
+                        "hex bytes; spaces, tabs, ':' and '-' allowed between digits", .string(pattern: Patterns.hex, maxLength: 4096)))
+            ]),
             .object([required("utf8", .string(maxLength: maximumLength))]),
             .object([required("base64", .string(pattern: Patterns.base64, format: "byte", maxLength: 684))]),
         ])
@@ -22,7 +27,8 @@ public enum ValueBody: ContractType, Equatable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
         guard container.allKeys.count == 1, let key = container.allKeys.first else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "give exactly one of hex, utf8, base64"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "give exactly one of hex, utf8, base64"))
         }
         let text = try container.decode(String.self, forKey: key)
         switch key {

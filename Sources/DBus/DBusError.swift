@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Errors of the D-Bus layer; `named` is a D-Bus error both ways (a reply we got, or one a handler throws).

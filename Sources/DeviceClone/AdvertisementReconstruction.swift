@@ -31,7 +31,8 @@ struct AdvertisementReconstruction {
             structures.append(ADStructure(type: type, data: group.flatMap { Self.wire($0) }))
         }
         if !uuids.isEmpty {
-            notes.append("advertisement: service UUIDs written as complete lists in their shortest form (BlueZ does not say how they were sent)")
+            notes.append(
+                "advertisement: service UUIDs written as complete lists in their shortest form (BlueZ does not say how they were sent)")
         }
         for (uuid, data) in device.serviceData.sorted(by: { $0.key < $1.key }) {
             let type: ADType = uuid.advertisedSize == 2 ? .serviceData16 : uuid.advertisedSize == 4 ? .serviceData32 : .serviceData128
@@ -49,15 +50,21 @@ struct AdvertisementReconstruction {
         if let others = device.advertisingData {
             let raw = others.filter { !Self.decodedByBlueZ.contains($0.type.rawValue) }
             if raw.count < others.count {
-                notes.append("advertisement: \(others.count - raw.count) AD structure\(others.count - raw.count == 1 ? "" : "s") in AdvertisingData of types BlueZ decodes itself ignored (it never puts those there)")
+                notes.append(
+                    "advertisement: \(others.count - raw.count) AD structure\(others.count - raw.count == 1 ? "" : "s") in AdvertisingData of types BlueZ decodes itself ignored (it never puts those there)"
+                )
             }
             structures += raw
             if !raw.isEmpty {
-                notes.append("advertisement: \(raw.count) AD structure\(raw.count == 1 ? "" : "s") of types BlueZ does not decode (\(raw.map { "0x" + String($0.type.rawValue, radix: 16, uppercase: true) }.joined(separator: ", "))) taken as received from AdvertisingData")
+                notes.append(
+                    "advertisement: \(raw.count) AD structure\(raw.count == 1 ? "" : "s") of types BlueZ does not decode (\(raw.map { "0x" + String($0.type.rawValue, radix: 16, uppercase: true) }.joined(separator: ", "))) taken as received from AdvertisingData"
+                )
             }
             provenance += "; other AD types from AdvertisingData"
         } else {
-            notes.append("advertisement: rebuilt from Device1's typed properties only; AD types BlueZ does not decode are missing (AdvertisingData is not offered: BlueZ 5.66 without bluetoothd -E)")
+            notes.append(
+                "advertisement: rebuilt from Device1's typed properties only; AD types BlueZ does not decode are missing (AdvertisingData is not offered: BlueZ 5.66 without bluetoothd -E)"
+            )
         }
         advertisingData = AdvertisingData(structures)
         if let name = device.name {
@@ -66,14 +73,20 @@ struct AdvertisementReconstruction {
             let shortened = AdvertisingData.scanResponseName(name)
             if shortened != name {
                 scanResponse = AdvertisingData([ADStructure(type: .shortenedLocalName, data: Array(shortened.utf8))])
-                notes.append("advertisement: the name (\(name.utf8.count) bytes) advertised shortened to \(shortened.utf8.count) bytes, the most a scan response holds")
+                notes.append(
+                    "advertisement: the name (\(name.utf8.count) bytes) advertised shortened to \(shortened.utf8.count) bytes, the most a scan response holds"
+                )
             } else {
                 scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array(name.utf8))])
-                notes.append("advertisement: the name placed in the scan response as complete (BlueZ does not say where it was or whether it was shortened)")
+                notes.append(
+                    "advertisement: the name placed in the scan response as complete (BlueZ does not say where it was or whether it was shortened)"
+                )
             }
         }
         if !advertisingData.fitsLegacy {
-            notes.append("advertisement: \(advertisingData.encodedLength) bytes of advertising data, more than the legacy 31 (extended advertising, or fields BlueZ kept from several advertisements)")
+            notes.append(
+                "advertisement: \(advertisingData.encodedLength) bytes of advertising data, more than the legacy 31 (extended advertising, or fields BlueZ kept from several advertisements)"
+            )
         }
     }
 
@@ -81,7 +94,9 @@ struct AdvertisementReconstruction {
     /// reports in `AdvertisingData`: flags, service UUID lists, names, TX power, class of device, SSP hash and
     /// randomizer, device ID, service data, appearance, manufacturer data. A structure of one of these there
     /// is not from BlueZ, and would contradict the typed properties.
-    static let decodedByBlueZ: Set<UInt8> = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0D, 0x0E, 0x0F, 0x10, 0x16, 0x19, 0x20, 0x21, 0xFF]
+    static let decodedByBlueZ: Set<UInt8> = [
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0D, 0x0E, 0x0F, 0x10, 0x16, 0x19, 0x20, 0x21, 0xFF,
+    ]
 
     /// A UUID as advertising data carries it: 2, 4 or 16 bytes, least significant first.
     static func wire(_ uuid: BluetoothUUID) -> [UInt8] {

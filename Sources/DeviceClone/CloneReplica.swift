@@ -32,7 +32,8 @@ private struct Builder {
     init(_ recording: CentralRecording) {
         self.recording = recording
         let address = recording.advertisement.address
-        replica = DeviceReplica(source: "clone of \(address?.description ?? recording.advertisement.path.rawValue) on \(recording.adapterName)")
+        replica = DeviceReplica(
+            source: "clone of \(address?.description ?? recording.advertisement.path.rawValue) on \(recording.adapterName)")
         replica.address = address
         replica.addressType = recording.advertisement.addressType
     }
@@ -52,7 +53,9 @@ private struct Builder {
         buildConversation()
         replica.notes = recording.notes + advertisement.notes + replica.notes
         if !recording.table.services.contains(where: { $0.uuid == .genericAccess }) {
-            replica.notes.append("GATT: BlueZ did not export the Generic Access service (5.66 keeps the services its plugins handle to itself): the name comes from the advertisement")
+            replica.notes.append(
+                "GATT: BlueZ did not export the Generic Access service (5.66 keeps the services its plugins handle to itself): the name comes from the advertisement"
+            )
         }
         notes(servicesNotExported: recording)
         if recording.pairedBefore {
@@ -68,7 +71,8 @@ private struct Builder {
         for uuid in recording.connectedProperties?.serviceUUIDs ?? []
         where !exported.contains(uuid) && uuid != .genericAccess && uuid != .genericAttribute {
             let name = uuid.name.map { "\($0) (\(uuid.shortDescription))" } ?? uuid.shortDescription
-            let how = uuid == BluetoothUUID(0x1812)
+            let how =
+                uuid == BluetoothUUID(0x1812)
                 ? ": BlueZ's input plugin keeps HID over GATT to itself — clone with bluetoothd started with --noplugin=input,hog"
                 : ""
             replica.notes.append("GATT: the device lists the \(name) service, which BlueZ did not export: it is not in the clone\(how)")
@@ -87,7 +91,9 @@ private struct Builder {
         var serviceHandles: [DBusObjectPath: UInt16] = [:]
         for service in table.services { if let handle = service.handle { serviceHandles[service.path] = handle } }
         for service in table.services {
-            let complete = service.handle != nil && service.characteristics.allSatisfy { $0.handle != nil && $0.descriptors.allSatisfy { $0.handle != nil } }
+            let complete =
+                service.handle != nil
+                && service.characteristics.allSatisfy { $0.handle != nil && $0.descriptors.allSatisfy { $0.handle != nil } }
             var entry = DeviceReplica.Service(uuid: service.uuid, isPrimary: service.isPrimary, handle: complete ? service.handle : nil)
             entry.includes = service.includes.compactMap { serviceHandles[$0] }
             for characteristic in service.characteristics {
@@ -103,7 +109,9 @@ private struct Builder {
                 item.security = CharacteristicSecurity(bluezFlags: characteristic.flags)
                 item.descriptors = characteristic.descriptors.map { DeviceReplica.Descriptor(uuid: $0.uuid, handle: $0.handle) }
                 if let valueHandle { valueHandles[characteristic.path] = valueHandle }
-                for descriptor in characteristic.descriptors { if let handle = descriptor.handle { descriptorHandles[descriptor.path] = handle } }
+                for descriptor in characteristic.descriptors {
+                    if let handle = descriptor.handle { descriptorHandles[descriptor.path] = handle }
+                }
                 characteristicsByPath[characteristic.path] = characteristic
                 positions[characteristic.path] = (replica.services.count, entry.characteristics.count)
                 entry.characteristics.append(item)
@@ -111,7 +119,9 @@ private struct Builder {
             replica.services.append(entry)
         }
         if synthetic > 0 {
-            replica.notes.append("GATT: BlueZ gave no handle for \(synthetic) characteristic\(synthetic == 1 ? "" : "s"); stand-in handles name them in the recording, and their services' handles are not pinned")
+            replica.notes.append(
+                "GATT: BlueZ gave no handle for \(synthetic) characteristic\(synthetic == 1 ? "" : "s"); stand-in handles name them in the recording, and their services' handles are not pinned"
+            )
         }
     }
 
@@ -142,13 +152,17 @@ private struct Builder {
                     }
                 }
                 if read.pairedDuringRead {
-                    replica.notes.append("\(name(of: read.path)): reading it made BlueZ pair (the device asked for encryption): read access needs encryption")
+                    replica.notes.append(
+                        "\(name(of: read.path)): reading it made BlueZ pair (the device asked for encryption): read access needs encryption"
+                    )
                 }
             case (.characteristic, .failed(let error)):
                 if error.asksForSecurity {
                     let level = Self.level(error, paired: read.pairedAfter)
                     update(read.path) { $0.security.read = max($0.security.read, level) }
-                    replica.notes.append("\(name(of: read.path)): read refused (\(error)): read access needs \(level == .authenticated ? "authentication" : "encryption")")
+                    replica.notes.append(
+                        "\(name(of: read.path)): read refused (\(error)): read access needs \(level == .authenticated ? "authentication" : "encryption")"
+                    )
                 } else {
                     replica.notes.append("\(name(of: read.path)): read failed (\(error)); its value is unknown")
                 }
@@ -166,7 +180,8 @@ private struct Builder {
         for (serviceIndex, service) in recording.table.services.enumerated() {
             for characteristic in service.characteristics {
                 guard let index = characteristic.descriptors.firstIndex(where: { $0.path == path }),
-                      let position = positions[characteristic.path], position.service == serviceIndex else { continue }
+                    let position = positions[characteristic.path], position.service == serviceIndex
+                else { continue }
                 replica.services[position.service].characteristics[position.characteristic].descriptors[index].value = value
                 return
             }
@@ -180,9 +195,15 @@ private struct Builder {
                 let level = Self.level(error, paired: recording.pairedBefore || recording.pairedDuring)
                 let notify = characteristic.properties.contains(.notify)
                 update(subscription.path) { item in
-                    if notify { item.security.notify = max(item.security.notify, level) } else { item.security.indicate = max(item.security.indicate, level) }
+                    if notify {
+                        item.security.notify = max(item.security.notify, level)
+                    } else {
+                        item.security.indicate = max(item.security.indicate, level)
+                    }
                 }
-                replica.notes.append("\(name(of: subscription.path)): subscribing refused (\(error)): \(notify ? "notifications" : "indications") need \(level == .authenticated ? "authentication" : "encryption")")
+                replica.notes.append(
+                    "\(name(of: subscription.path)): subscribing refused (\(error)): \(notify ? "notifications" : "indications") need \(level == .authenticated ? "authentication" : "encryption")"
+                )
             } else {
                 replica.notes.append("\(name(of: subscription.path)): could not subscribe (\(error))")
             }
@@ -211,20 +232,27 @@ private struct Builder {
             }
         }
         for subscription in recording.subscriptions {
-            guard let characteristic = characteristicsByPath[subscription.path], let handle = valueHandles[subscription.path] else { continue }
+            guard let characteristic = characteristicsByPath[subscription.path], let handle = valueHandles[subscription.path] else {
+                continue
+            }
             let time = recording.offset(of: subscription.at)
             if subscription.method != nil {
                 let notify = characteristic.properties.contains(.notify)
-                events.append((time, .subscribe(handle: handle, notify: notify, indicate: !notify && characteristic.properties.contains(.indicate))))
+                events.append(
+                    (time, .subscribe(handle: handle, notify: notify, indicate: !notify && characteristic.properties.contains(.indicate))))
             } else if let code = subscription.error?.attError,
-                      let configuration = characteristic.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle {
+                let configuration = characteristic.descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })?.handle
+            {
                 events.append((time, .error(handle: configuration, request: .writeRequest, code: code)))
             }
         }
         for notification in recording.notifications {
-            guard let characteristic = characteristicsByPath[notification.path], let handle = valueHandles[notification.path] else { continue }
+            guard let characteristic = characteristicsByPath[notification.path], let handle = valueHandles[notification.path] else {
+                continue
+            }
             let indication = !characteristic.properties.contains(.notify) && characteristic.properties.contains(.indicate)
-            events.append((recording.offset(of: notification.at), .notification(handle: handle, value: notification.value, indication: indication)))
+            events.append(
+                (recording.offset(of: notification.at), .notification(handle: handle, value: notification.value, indication: indication)))
         }
         if let end = recording.disconnectedAt { events.append((recording.offset(of: end), .disconnected)) }
         // Stable: events at the same time keep the order they were added in.
@@ -236,7 +264,8 @@ private struct Builder {
     var gapName: String? {
         for entry in recording.reads where entry.target == .characteristic {
             guard characteristicsByPath[entry.read.path]?.uuid == .deviceName, case .value(let value, _) = entry.read.outcome,
-                  !value.isEmpty, let text = String(validating: value, as: UTF8.self) else { continue }
+                !value.isEmpty, let text = String(validating: value, as: UTF8.self)
+            else { continue }
             return text
         }
         return nil

@@ -61,7 +61,8 @@ public struct DeviceReplica: Sendable {
         public var descriptors: [Descriptor] = []
         public var provenance: String?
 
-        public init(uuid: BluetoothUUID, properties: CharacteristicProperties, declarationHandle: UInt16? = nil, valueHandle: UInt16? = nil) {
+        public init(uuid: BluetoothUUID, properties: CharacteristicProperties, declarationHandle: UInt16? = nil, valueHandle: UInt16? = nil)
+        {
             self.uuid = uuid
             self.properties = properties
             self.declarationHandle = declarationHandle

@@ -91,16 +91,23 @@ private struct Builder {
         self.notificationText = options.maximumNotificationText
         var observed: [UInt16: CharacteristicProperties] = [:]
         for event in replica.conversation {
-            if case .notification(let handle, _, let indication) = event.kind { observed[handle, default: []].insert(indication ? .indicate : .notify) }
+            if case .notification(let handle, _, let indication) = event.kind {
+                observed[handle, default: []].insert(indication ? .indicate : .notify)
+            }
         }
         self.observed = observed
     }
 
     mutating func build() -> ReplicaProfile.Result {
         var top: [(String, OrderedJSON)] = [("format", .int(1))]
-        top.append(("description", .string("Reconstructed by gattemu from \(replica.source)"
-            + (replica.address.map { " — device \($0)" + (replica.addressType.map { " (\($0))" } ?? "") } ?? "")
-            + (replica.name.map { " \"\($0)\"" } ?? ""))))
+        top.append(
+            (
+                "description",
+                .string(
+                    "Reconstructed by gattemu from \(replica.source)"
+                        + (replica.address.map { " — device \($0)" + (replica.addressType.map { " (\($0))" } ?? "") } ?? "")
+                        + (replica.name.map { " \"\($0)\"" } ?? ""))
+            ))
         var device: [(String, OrderedJSON)] = []
         if let name = replica.name { device.append(("name", .string(Self.textTemplate(name)))) }
         if let appearance = gapAppearance ?? replica.advertisingData?.appearance ?? replica.scanResponse?.appearance {
@@ -122,7 +129,9 @@ private struct Builder {
             report.append("left out \(droppedRules) rules past the limit of \(options.maximumRules)")
         }
         if droppedNotifications > 0 {
-            report.append("left out \(droppedNotifications) notifications that do not fit in a profile (16 MiB): the conversation's later answers are cut")
+            report.append(
+                "left out \(droppedNotifications) notifications that do not fit in a profile (16 MiB): the conversation's later answers are cut"
+            )
         }
         if let mtu = replica.mtu {
             report.append("the central negotiated ATT MTU \(mtu); BlueZ negotiates it again with each central (not set by a profile)")
@@ -148,8 +157,13 @@ private struct Builder {
             said.append("the device refused pairing (reason 0x\(Hex.byte(refused)))")
         }
         if said.isEmpty { said.append("pairing was seen") }
-        section.insert(("description", .string("Seen in \(replica.source): " + said.joined(separator: "; ")
-            + ". A passkey the device displays is drawn by the kernel (docs/pairing.md).")), at: 0)
+        section.insert(
+            (
+                "description",
+                .string(
+                    "Seen in \(replica.source): " + said.joined(separator: "; ")
+                        + ". A passkey the device displays is drawn by the kernel (docs/pairing.md).")
+            ), at: 0)
         return section
     }
 
@@ -158,7 +172,8 @@ private struct Builder {
     /// The GAP appearance characteristic's value, if it was read.
     var gapAppearance: UInt16? {
         guard let value = replica.characteristics.first(where: { $0.characteristic.uuid == .appearance })?.characteristic.value,
-              value.count == 2 else { return nil }
+            value.count == 2
+        else { return nil }
         return UInt16(value[0]) | UInt16(value[1]) << 8
     }
 
@@ -167,8 +182,10 @@ private struct Builder {
 
     /// LE Audio services: BlueZ's audio plugins register their own, and a GATT application cannot stand in
     /// for an audio device.
-    static let leAudioServices: Set<UInt16> = [0x1843, 0x1844, 0x1845, 0x1846, 0x1848, 0x1849, 0x184B, 0x184C, 0x184D, 0x184E,
-                                               0x184F, 0x1850, 0x1853, 0x1854, 0x1855]
+    static let leAudioServices: Set<UInt16> = [
+        0x1843, 0x1844, 0x1845, 0x1846, 0x1848, 0x1849, 0x184B, 0x184C, 0x184D, 0x184E,
+        0x184F, 0x1850, 0x1853, 0x1854, 0x1855,
+    ]
 
     /// Why the emulating BlueZ provides `service` itself (so the profile leaves it out), or nil.
     static func providedByBlueZ(_ service: DeviceReplica.Service) -> String? {
@@ -190,7 +207,9 @@ private struct Builder {
         let unpinnable = options.pinHandles ? unpinnableReason : nil
         let pinned = options.pinHandles && unpinnable == nil
         if let unpinnable, replica.services.contains(where: { $0.handle != nil }) {
-            report.append("handles not pinned: the device's attribute layout is not one BlueZ can reproduce (\(unpinnable)); a phone with cached handles must rediscover")
+            report.append(
+                "handles not pinned: the device's attribute layout is not one BlueZ can reproduce (\(unpinnable)); a phone with cached handles must rediscover"
+            )
         }
         var serviceIDs: [UInt16: String] = [:]
         for service in replica.services {
@@ -290,7 +309,8 @@ private struct Builder {
                 let what = "characteristic \(Self.uuidText(characteristic.uuid))"
                 guard let value = characteristic.valueHandle else { return "\(what) has no known handle" }
                 guard Int(value) == next + 1, characteristic.declarationHandle.map({ Int($0) == next }) ?? true else {
-                    return "\(what): value at 0x\(Hex.word(value)), BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next + 1))) (a gap or an undiscovered attribute before it)"
+                    return
+                        "\(what): value at 0x\(Hex.word(value)), BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next + 1))) (a gap or an undiscovered attribute before it)"
                 }
                 next = Int(value) + 1
                 var expected: [BluetoothUUID] = []
@@ -299,9 +319,12 @@ private struct Builder {
                     expected.append(.clientCharacteristicConfiguration)
                 }
                 if characteristic.descriptors.contains(where: { $0.uuid == .extendedProperties }) { expected.append(.extendedProperties) }
-                expected += characteristic.descriptors.map(\.uuid).filter { $0 != .clientCharacteristicConfiguration && $0 != .extendedProperties }
+                expected += characteristic.descriptors.map(\.uuid).filter {
+                    $0 != .clientCharacteristicConfiguration && $0 != .extendedProperties
+                }
                 for uuid in expected {
-                    guard characteristic.descriptors.contains(where: { $0.uuid == uuid && $0.handle.map { Int($0) == next } ?? false }) else {
+                    guard characteristic.descriptors.contains(where: { $0.uuid == uuid && $0.handle.map { Int($0) == next } ?? false })
+                    else {
                         let found = characteristic.descriptors.first { $0.uuid == uuid }?.handle
                         return "\(what): descriptor \(Self.uuidText(uuid)) " + (found.map { "at 0x\(Hex.word($0))" } ?? "not discovered")
                             + ", BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next)))"
@@ -312,7 +335,8 @@ private struct Builder {
             let end = next - 1
             // A group may end past its last attribute (the last service often claims up to 0xFFFF); not before it.
             if let declaredEnd = service.endHandle, Int(declaredEnd) < end {
-                return "service \(name) ends at 0x\(Hex.word(declaredEnd)), before its attributes end at 0x\(Hex.word(UInt16(clamping: end)))"
+                return
+                    "service \(name) ends at 0x\(Hex.word(declaredEnd)), before its attributes end at 0x\(Hex.word(UInt16(clamping: end)))"
             }
             previousEnd = UInt16(clamping: end)
         }
@@ -349,13 +373,15 @@ private struct Builder {
         let services = parts.flatMap(\.serviceUUIDs).uniqued()
         if !services.isEmpty {
             let sizes = Dictionary(grouping: services, by: \.advertisedSize).keys.count
-            add("serviceUUIDs", .array(services.map { .string(Self.uuidText($0)) }),
+            add(
+                "serviceUUIDs", .array(services.map { .string(Self.uuidText($0)) }),
                 bytes: services.reduce(2 * sizes) { $0 + $1.advertisedSize }, what: "service UUIDs")
         }
         let solicited = parts.flatMap(\.solicitedServiceUUIDs).uniqued()
         if !solicited.isEmpty {
             let sizes = Dictionary(grouping: solicited, by: \.advertisedSize).keys.count
-            add("solicitUUIDs", .array(solicited.map { .string(Self.uuidText($0)) }),
+            add(
+                "solicitUUIDs", .array(solicited.map { .string(Self.uuidText($0)) }),
                 bytes: solicited.reduce(2 * sizes) { $0 + $1.advertisedSize }, what: "solicited UUIDs")
         }
         var manufacturer: [(String, OrderedJSON)] = []
@@ -377,7 +403,9 @@ private struct Builder {
         }
         if parts.contains(where: { $0.txPower != nil }) {
             add("includes", .array([.string("tx-power")]), bytes: 3, what: "TX power")
-            report.append("advertisement: the TX power level field is included; its value is the adapter's, not the recorded \(parts.lazy.compactMap(\.txPower).first ?? 0) dBm")
+            report.append(
+                "advertisement: the TX power level field is included; its value is the adapter's, not the recorded \(parts.lazy.compactMap(\.txPower).first ?? 0) dBm"
+            )
         }
         var other: [(String, OrderedJSON)] = []
         for structure in parts.flatMap(\.otherStructures) where structure.type != .flags {
@@ -387,16 +415,20 @@ private struct Builder {
                 continue
             }
             guard !AdvertisingData.typesBlueZRefusesInData.contains(structure.type.rawValue) else {
-                report.append("advertisement: the \(structure.type) structure (0x\(Hex.string(structure.data))) left out: bluetoothd does not let an application advertise it")
+                report.append(
+                    "advertisement: the \(structure.type) structure (0x\(Hex.string(structure.data))) left out: bluetoothd does not let an application advertise it"
+                )
                 continue
             }
             other.append(("0x" + Hex.string([structure.type.rawValue]).uppercased(), .hex(structure.data)))
         }
         if !other.isEmpty {
-            add("data", .object(other), bytes: other.reduce(0) { total, item in
-                if case .object(let hex) = item.1, case .string(let text) = hex.first?.1 { return total + 2 + text.count / 2 }
-                return total
-            }, what: "other AD structures (\(other.map(\.0).joined(separator: ", ")))")
+            add(
+                "data", .object(other),
+                bytes: other.reduce(0) { total, item in
+                    if case .object(let hex) = item.1, case .string(let text) = hex.first?.1 { return total + 2 + text.count / 2 }
+                    return total
+                }, what: "other AD structures (\(other.map(\.0).joined(separator: ", ")))")
         }
         if let flags = parts.lazy.compactMap(\.flags).first, flags & 0x03 == 0 {
             fields.append(("discoverable", .bool(false)))
@@ -419,7 +451,9 @@ private struct Builder {
     mutating func advertisedName(_ name: String) -> String {
         let advertised = AdvertisingData.scanResponseName(name)
         if advertised != name {
-            report.append("advertisement: the name (\(name.utf8.count) bytes) advertised shortened to \(advertised.utf8.count) bytes, the most a scan response holds")
+            report.append(
+                "advertisement: the name (\(name.utf8.count) bytes) advertised shortened to \(advertised.utf8.count) bytes, the most a scan response holds"
+            )
         }
         return advertised
     }
@@ -453,7 +487,11 @@ private struct Builder {
         var reads: [UInt16: [(DeviceReplica.Event, [UInt8])]] = [:]
         var unsolicited: [(DeviceReplica.Event, Answer)] = []
         /// Where notifications go now, per connection: the latest write, or the latest subscription.
-        enum Owner { case none, exchange(Int), subscription(Int) }
+        enum Owner {
+            case none
+            case exchange(Int)
+            case subscription(Int)
+        }
         var owner: [Int: Owner] = [:]
         var lastTime: [Int: Double] = [:]
         for event in replica.conversation {
@@ -469,7 +507,10 @@ private struct Builder {
             case .subscribe(let handle, let notify, let indicate):
                 guard notify || indicate, characteristicIDs[handle] != nil else { continue }
                 subscriptions.append((event, handle, []))
-                if case .exchange = owner[event.connection] ?? Owner.none {} else { owner[event.connection] = .subscription(subscriptions.count - 1) }
+                if case .exchange = owner[event.connection] ?? Owner.none {
+                } else {
+                    owner[event.connection] = .subscription(subscriptions.count - 1)
+                }
             case .notification(let handle, let value, let indication):
                 guard characteristicIDs[handle] != nil else { continue }
                 let answer = Answer(handle: handle, value: value, indication: indication, gap: gap, frame: event.frame)
@@ -482,8 +523,9 @@ private struct Builder {
                 if offset == 0, characteristicIDs[handle] != nil { reads[handle, default: []].append((event, value)) }
             case .error(let handle, let request, let code):
                 if request == .writeRequest || request == .prepareWriteRequest || request == .executeWriteRequest,
-                   let index = exchanges.lastIndex(where: { $0.handle == handle && $0.event.connection == event.connection }),
-                   !code.asksForSecurity {
+                    let index = exchanges.lastIndex(where: { $0.handle == handle && $0.event.connection == event.connection }),
+                    !code.asksForSecurity
+                {
                     exchanges[index].error = code
                 }
             }
@@ -495,7 +537,9 @@ private struct Builder {
         buildTriggers(unsolicited)
         buildOtherwiseRules(exchanges)
         if exchanges.contains(where: { $0.answers.count > options.maximumNotificationsPerRule }) {
-            report.append("writes followed by more than \(options.maximumNotificationsPerRule) notifications replay the first \(options.maximumNotificationsPerRule) of them")
+            report.append(
+                "writes followed by more than \(options.maximumNotificationsPerRule) notifications replay the first \(options.maximumNotificationsPerRule) of them"
+            )
         }
     }
 
@@ -505,7 +549,9 @@ private struct Builder {
         var groupOf: [String: Int] = [:]
         for (index, exchange) in exchanges.enumerated() {
             let key = "\(exchange.handle):" + Hex.string(exchange.value)
-            if let group = groupOf[key] { groups[group].append(index) } else {
+            if let group = groupOf[key] {
+                groups[group].append(index)
+            } else {
                 groupOf[key] = groups.count
                 groups.append([index])
             }
@@ -518,8 +564,9 @@ private struct Builder {
             let sameEveryTime = occurrences.allSatisfy { $0.answers == first.answers && $0.error == first.error }
             let on: OrderedJSON = .object([("write", .string(characteristic)), ("equals", .hex(first.value))])
             if sameEveryTime {
-                addRule(id: "\(characteristic)-write", on: on, when: nil, actions: actions(for: first),
-                        description: describe(first, occurrences.count))
+                addRule(
+                    id: "\(characteristic)-write", on: on, when: nil, actions: actions(for: first),
+                    description: describe(first, occurrences.count))
                 continue
             }
             // Answered differently each time (counters, nonces): replayed in the recorded order; after the
@@ -532,12 +579,15 @@ private struct Builder {
                 let when: OrderedJSON = .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))])
                 var actions = actions(for: occurrence)
                 if !last { actions.append(.object([("set", .object([(counter, .object([("increment", .int(1))]))]))])) }
-                addRule(id: "\(characteristic)-write", on: on, when: when, actions: actions,
-                        description: describe(occurrence, 1) + " (occurrence \(index + 1) of \(occurrences.count))")
+                addRule(
+                    id: "\(characteristic)-write", on: on, when: when, actions: actions,
+                    description: describe(occurrence, 1) + " (occurrence \(index + 1) of \(occurrences.count))")
             }
         }
         if sequences > 0 {
-            report.append("\(sequences) writes were answered differently each time: they replay in the recorded order (app-level crypto with fresh nonces replays only for identical writes)")
+            report.append(
+                "\(sequences) writes were answered differently each time: they replay in the recorded order (app-level crypto with fresh nonces replays only for identical writes)"
+            )
         }
     }
 
@@ -565,7 +615,8 @@ private struct Builder {
                 actions.append(.object([("delay", .int(min(gap, 60_000)))]))
             }
             let can = properties[answer.handle] ?? [.notify, .indicate]
-            let verb = answer.indication ? (can.contains(.indicate) ? "indicate" : "notify") : (can.contains(.notify) ? "notify" : "indicate")
+            let verb =
+                answer.indication ? (can.contains(.indicate) ? "indicate" : "notify") : (can.contains(.notify) ? "notify" : "indicate")
             actions.append(.object([(verb, .string(target)), ("value", .hex(answer.value))]))
         }
         return actions
@@ -576,9 +627,10 @@ private struct Builder {
         for subscription in subscriptions where !subscription.answers.isEmpty && !done.contains(subscription.handle) {
             done.insert(subscription.handle)
             guard let characteristic = characteristicIDs[subscription.handle] else { continue }
-            addRule(id: "\(characteristic)-subscribe", on: .object([("subscribe", .string(characteristic))]), when: nil,
-                    actions: notifyActions(subscription.answers),
-                    description: "after the subscription" + Self.at(subscription.event) + ": \(subscription.answers.count) notifications")
+            addRule(
+                id: "\(characteristic)-subscribe", on: .object([("subscribe", .string(characteristic))]), when: nil,
+                actions: notifyActions(subscription.answers),
+                description: "after the subscription" + Self.at(subscription.event) + ": \(subscription.answers.count) notifications")
         }
     }
 
@@ -593,9 +645,10 @@ private struct Builder {
                 let last = index == occurrences.count - 1
                 var actions: [OrderedJSON] = [.object([("reply", .hex(value))])]
                 if !last { actions.append(.object([("set", .object([(counter, .object([("increment", .int(1))]))]))])) }
-                addRule(id: "\(characteristic)-read", on: .object([("read", .string(characteristic))]),
-                        when: .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))]),
-                        actions: actions, description: "read" + Self.at(event) + " (occurrence \(index + 1) of \(occurrences.count))")
+                addRule(
+                    id: "\(characteristic)-read", on: .object([("read", .string(characteristic))]),
+                    when: .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))]),
+                    actions: actions, description: "read" + Self.at(event) + " (occurrence \(index + 1) of \(occurrences.count))")
             }
             report.append("\(characteristic): read \(occurrences.count) times with different values; replayed in order")
         }
@@ -608,11 +661,15 @@ private struct Builder {
         for handle in byCharacteristic.keys.sorted() {
             guard let characteristic = characteristicIDs[handle], let items = byCharacteristic[handle] else { continue }
             let name = ids.unique("notify_\(characteristic)")
-            triggers.append((name, .string("Sends the \(items.count) notifications of \(characteristic) the device sent without a write before them")))
-            addRule(id: name, on: .object([("trigger", .string(name))]), when: nil, actions: notifyActions(items.map(\.1)),
-                    description: "unsolicited notifications" + Self.at(items[0].0))
+            triggers.append(
+                (name, .string("Sends the \(items.count) notifications of \(characteristic) the device sent without a write before them")))
+            addRule(
+                id: name, on: .object([("trigger", .string(name))]), when: nil, actions: notifyActions(items.map(\.1)),
+                description: "unsolicited notifications" + Self.at(items[0].0))
         }
-        report.append("\(unsolicited.count) notifications came without a write before them: fire them with the triggers \(triggers.map(\.0).joined(separator: ", "))")
+        report.append(
+            "\(unsolicited.count) notifications came without a write before them: fire them with the triggers \(triggers.map(\.0).joined(separator: ", "))"
+        )
     }
 
     mutating func buildOtherwiseRules(_ exchanges: [Exchange]) {
@@ -622,28 +679,45 @@ private struct Builder {
             let on: OrderedJSON = .object([("write", .string(characteristic))])
             switch options.otherwise {
             case .ignore:
-                addRule(id: "\(characteristic)-unrecorded", on: on, when: nil, otherwise: true,
-                        actions: [.object([("log", .string("unrecorded write to \(characteristic) ignored"))])],
-                        description: "a write the recording does not have: accepted and logged")
+                addRule(
+                    id: "\(characteristic)-unrecorded", on: on, when: nil, otherwise: true,
+                    actions: [.object([("log", .string("unrecorded write to \(characteristic) ignored"))])],
+                    description: "a write the recording does not have: accepted and logged")
             case .error:
-                addRule(id: "\(characteristic)-unrecorded", on: on, when: nil, otherwise: true,
-                        actions: [.object([("log", .string("unrecorded write to \(characteristic): answered with an error"))]),
-                                  .object([("fail", .string("failed"))])],
-                        description: "a write the recording does not have: an ATT error (Unlikely Error) when the central waits for an answer")
+                addRule(
+                    id: "\(characteristic)-unrecorded", on: on, when: nil, otherwise: true,
+                    actions: [
+                        .object([("log", .string("unrecorded write to \(characteristic): answered with an error"))]),
+                        .object([("fail", .string("failed"))]),
+                    ],
+                    description: "a write the recording does not have: an ATT error (Unlikely Error) when the central waits for an answer")
             case .nearest:
                 var seen: Set<[UInt8]> = []
                 for exchange in exchanges where exchange.handle == handle && seen.insert(exchange.value).inserted {
-                    addRule(id: "\(characteristic)-nearest", on: .object([("write", .string(characteristic)), ("closestTo", .hex(exchange.value))]),
-                            when: nil, otherwise: true,
-                            actions: [.object([("log", .string("unrecorded write to \(characteristic): answered as the recorded \(Hex.string(Array(exchange.value.prefix(16))))…"))])]
-                                + actions(for: exchange),
-                            description: "a write the recording does not have, closest to the one" + Self.at(exchange.event))
+                    addRule(
+                        id: "\(characteristic)-nearest",
+                        on: .object([("write", .string(characteristic)), ("closestTo", .hex(exchange.value))]),
+                        when: nil, otherwise: true,
+                        actions: [
+                            .object([
+                                (
+                                    "log",
+                                    .string(
+                                        "unrecorded write to \(characteristic): answered as the recorded \(Hex.string(Array(exchange.value.prefix(16))))…"
+                                    )
+                                )
+                            ])
+                        ]
+                            + actions(for: exchange),
+                        description: "a write the recording does not have, closest to the one" + Self.at(exchange.event))
                 }
             }
         }
     }
 
-    mutating func addRule(id: String, on: OrderedJSON, when: OrderedJSON?, otherwise: Bool = false, actions: [OrderedJSON], description: String) {
+    mutating func addRule(
+        id: String, on: OrderedJSON, when: OrderedJSON?, otherwise: Bool = false, actions: [OrderedJSON], description: String
+    ) {
         guard rules.count < options.maximumRules else {
             droppedRules += 1
             return
@@ -662,7 +736,9 @@ private struct Builder {
         if !exchange.answers.isEmpty {
             let frames = exchange.answers.compactMap(\.frame)
             text += " → \(exchange.answers.count) notification\(exchange.answers.count == 1 ? "" : "s")"
-            if let first = frames.first, let last = frames.last { text += first == last ? " (frame \(first))" : " (frames \(first)–\(last))" }
+            if let first = frames.first, let last = frames.last {
+                text += first == last ? " (frame \(first))" : " (frames \(first)–\(last))"
+            }
         }
         if let error = exchange.error { text += " → error \(error)" }
         return text
@@ -682,7 +758,11 @@ private struct Builder {
         guard let name = uuid.name else { return nil }
         var id = ""
         for character in name.lowercased() {
-            if character.isASCII && (character.isLetter || character.isNumber) { id.append(character) } else if !id.hasSuffix("_") { id.append("_") }
+            if character.isASCII && (character.isLetter || character.isNumber) {
+                id.append(character)
+            } else if !id.hasSuffix("_") {
+                id.append("_")
+            }
         }
         while id.hasSuffix("_") { id.removeLast() }
         return id.first?.isLetter == true ? id : nil

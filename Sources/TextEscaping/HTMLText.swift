@@ -32,7 +32,8 @@ public enum HTMLText {
             case UInt8(ascii: ">"): bytes += #"\u003e"#.utf8
             case UInt8(ascii: "&"): bytes += #"\u0026"#.utf8
             // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
-            case 0xE2 where index + 2 < source.count && source[index + 1] == 0x80 && (source[index + 2] == 0xA8 || source[index + 2] == 0xA9):
+            case 0xE2
+            where index + 2 < source.count && source[index + 1] == 0x80 && (source[index + 2] == 0xA8 || source[index + 2] == 0xA9):
                 bytes += (source[index + 2] == 0xA8 ? #"\u2028"# : #"\u2029"#).utf8
                 index += 2
             default: bytes.append(byte)

@@ -65,7 +65,11 @@ public enum TerminalText {
         var result = ""
         result.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
-            if needsEscape(scalar), !(keepingLineFeeds && scalar == "\n") { write(scalar, &result) } else { result.unicodeScalars.append(scalar) }
+            if needsEscape(scalar), !(keepingLineFeeds && scalar == "\n") {
+                write(scalar, &result)
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
         }
         return result
     }

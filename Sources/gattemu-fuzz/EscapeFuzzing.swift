@@ -31,15 +31,20 @@ enum EscapeFuzzing {
         // Script data: no `<`, `>`, `&`, U+2028, U+2029; the JSON parses to the same text.
         guard let json = try? JSONEncoder().encode([text]) else { preconditionFailure("a string does not encode") }
         let script = HTMLText.scriptData(json: String(decoding: json, as: UTF8.self))
-        precondition(!script.unicodeScalars.contains { ["<", ">", "&", "\u{2028}", "\u{2029}"].contains($0) }, "raw in script data: \(script)")
+        precondition(
+            !script.unicodeScalars.contains { ["<", ">", "&", "\u{2028}", "\u{2029}"].contains($0) }, "raw in script data: \(script)")
         precondition((try? JSONDecoder().decode([String].self, from: Data(script.utf8))) == [text], "script data parses to another text")
 
         // Terminal text: no control or bidirectional scalar; the JSON form parses to the same text.
         precondition(!TerminalText.escaped(text).unicodeScalars.contains(where: TerminalText.needsEscape), "a raw terminal control")
-        precondition(!TerminalText.escaped(text, limit: 64).unicodeScalars.contains(where: TerminalText.needsEscape), "a raw terminal control")
-        precondition(TerminalText.escapedLines(text).unicodeScalars.allSatisfy { !TerminalText.needsEscape($0) || $0 == "\n" }, "a raw terminal control")
+        precondition(
+            !TerminalText.escaped(text, limit: 64).unicodeScalars.contains(where: TerminalText.needsEscape), "a raw terminal control")
+        precondition(
+            TerminalText.escapedLines(text).unicodeScalars.allSatisfy { !TerminalText.needsEscape($0) || $0 == "\n" },
+            "a raw terminal control")
         let terminalJSON = TerminalText.escapedJSON(String(decoding: json, as: UTF8.self))
         precondition(!terminalJSON.unicodeScalars.contains(where: TerminalText.needsEscape), "a raw terminal control in JSON")
-        precondition((try? JSONDecoder().decode([String].self, from: Data(terminalJSON.utf8))) == [text], "terminal JSON parses to another text")
+        precondition(
+            (try? JSONDecoder().decode([String].self, from: Data(terminalJSON.utf8))) == [text], "terminal JSON parses to another text")
     }
 }

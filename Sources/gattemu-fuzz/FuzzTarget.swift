@@ -58,7 +58,11 @@ enum FuzzTarget: String, CaseIterable, Sendable {
                     case 0: _ = reader.bytes()
                     case 1: _ = reader.string()
                     case 2: _ = reader.integer()
-                    case 3: reader.forEachEntry { _, value in _ = value.objectPath(); _ = value.boolean() }
+                    case 3:
+                        reader.forEachEntry { _, value in
+                            _ = value.objectPath()
+                            _ = value.boolean()
+                        }
                     case 4: _ = try? reader.value()
                     default: _ = reader.boolean()
                     }
@@ -73,8 +77,10 @@ enum FuzzTarget: String, CaseIterable, Sendable {
                 var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:AA:01:01:00:01", seed: 1))
                 let central = CentralID(address: "00:AA:01:02:00:02")
                 _ = engine.handle(.connect(central))
-                for characteristic in profile.characteristics where characteristic.has(.write) || characteristic.has(.writeWithoutResponse) {
-                    _ = engine.handle(.write(characteristic: characteristic.id, central: central, value: data, withResponse: characteristic.has(.write)))
+                for characteristic in profile.characteristics where characteristic.has(.write) || characteristic.has(.writeWithoutResponse)
+                {
+                    _ = engine.handle(
+                        .write(characteristic: characteristic.id, central: central, value: data, withResponse: characteristic.has(.write)))
                     _ = engine.handle(.read(characteristic: characteristic.id, central: central, offset: Int(data.first ?? 0)))
                 }
             }
@@ -128,7 +134,8 @@ enum CaptureFuzzing {
         // chosen device's traffic (as the command does, after a survey) must give the same profile.
         guard let surveyed = try? CaptureReader(bytes: data) else { preconditionFailure("a capture read once fails to open again") }
         let survey = CaptureTrace(reader: surveyed, scope: .survey)
-        precondition(CaptureImport.choices(in: survey) == CaptureImport.choices(in: trace), "the survey offers other devices than the whole trace")
+        precondition(
+            CaptureImport.choices(in: survey) == CaptureImport.choices(in: trace), "the survey offers other devices than the whole trace")
         for choice in CaptureImport.choices(in: trace).prefix(3) {
             let replica = CaptureImport.replica(of: choice, in: trace, source: "fuzz")
             let text = ReplicaProfile(replica).build().text

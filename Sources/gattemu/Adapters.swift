@@ -4,7 +4,8 @@ import FoundationEssentials
 
 /// List the Bluetooth adapters bluetoothd knows, with what they can do for advertising.
 struct Adapters: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "adapters", abstract: "List adapters: address, power, advertising instances, supported includes.")
+    static let configuration = CommandConfiguration(
+        commandName: "adapters", abstract: "List adapters: address, power, advertising instances, supported includes.")
 
     func run() async throws {
         let stack: BlueZStack
@@ -18,7 +19,9 @@ struct Adapters: AsyncParsableCommand {
             if adapters.isEmpty { print("no adapters") }
             for adapter in adapters {
                 let instances = adapter.supportedInstances.map { "\($0) free advertising instances" } ?? "no LE advertising"
-                print("\(adapter.name)  \(adapter.address)  \(adapter.powered ? "powered" : "off")  \(instances)  includes: \(adapter.supportedIncludes.joined(separator: ",").isEmpty ? "-" : adapter.supportedIncludes.joined(separator: ","))  alias \"\(adapter.alias)\"")
+                print(
+                    "\(adapter.name)  \(adapter.address)  \(adapter.powered ? "powered" : "off")  \(instances)  includes: \(adapter.supportedIncludes.joined(separator: ",").isEmpty ? "-" : adapter.supportedIncludes.joined(separator: ","))  alias \"\(adapter.alias)\""
+                )
             }
         } catch {
             await stack.close()

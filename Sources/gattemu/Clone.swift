@@ -6,8 +6,9 @@ import Emulator
 import FoundationEssentials
 import Profile
 import Replica
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Record a live device as a BlueZ central and write the profile that emulates it.
@@ -20,11 +21,11 @@ struct Clone: AsyncParsableCommand {
         commandName: "clone",
         abstract: "Record a live device as a central and write a profile that emulates it.",
         discussion: """
-        DEVICE is an address (AA:BB:CC:DD:EE:FF), an advertised name (exactly), or NAME* for names that start \
-        with NAME; several devices matching is an error that lists them. The report goes to standard output, \
-        or to standard error when the profile does. Exit 0 when the profile was written, 1 when the device \
-        could not be recorded (no bluetoothd, no such adapter, not found, connection failed), 2 for bad input.
-        """)
+            DEVICE is an address (AA:BB:CC:DD:EE:FF), an advertised name (exactly), or NAME* for names that start \
+            with NAME; several devices matching is an error that lists them. The report goes to standard output, \
+            or to standard error when the profile does. Exit 0 when the profile was written, 1 when the device \
+            could not be recorded (no bluetoothd, no such adapter, not found, connection failed), 2 for bad input.
+            """)
 
     @Argument(help: ArgumentHelp("The device: its address, its advertised name, or NAME* for a name prefix.", valueName: "address|name"))
     var device: String
@@ -35,7 +36,10 @@ struct Clone: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Write the profile to this file (default: standard output).", valueName: "profile"))
     var output: String?
 
-    @Option(help: ArgumentHelp("Subscribe to every characteristic that notifies or indicates and record what arrives for this many seconds.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Subscribe to every characteristic that notifies or indicates and record what arrives for this many seconds.",
+            valueName: "seconds"))
     var listen: Double = 0
 
     @Option(help: ArgumentHelp("Give up when the device has not been seen within this many seconds.", valueName: "seconds"))
@@ -44,12 +48,17 @@ struct Clone: AsyncParsableCommand {
     @Option(help: "Replay recorded notifications with the gaps seen (recorded) or at once (immediate).")
     var timing: ReplicaProfile.Timing = .immediate
 
-    @Option(help: "What the profile does with a write the recording does not have: ignore (accept it), error (an ATT error), or nearest (answer as the closest recorded write).")
+    @Option(
+        help:
+            "What the profile does with a write the recording does not have: ignore (accept it), error (an ATT error), or nearest (answer as the closest recorded write)."
+    )
     var otherwise: ReplicaProfile.Otherwise = .ignore
 
     func run() async throws {
         guard let query = DeviceQuery(parsing: device) else {
-            throw Failure.badInput("\(device.isEmpty ? "an empty name" : "\"\(device)\""): not an address (AA:BB:CC:DD:EE:FF) nor a name (1 to 248 bytes, no control characters)")
+            throw Failure.badInput(
+                "\(device.isEmpty ? "an empty name" : "\"\(device)\""): not an address (AA:BB:CC:DD:EE:FF) nor a name (1 to 248 bytes, no control characters)"
+            )
         }
         guard listen.isFinite, (0...3600).contains(listen) else { throw Failure.badInput("--listen \(listen): 0 to 3600 seconds") }
         guard scanTimeout.isFinite, scanTimeout > 0, scanTimeout <= 600 else {
@@ -98,7 +107,8 @@ struct Clone: AsyncParsableCommand {
         var line = "cloned \(replica.address?.description ?? "?")"
         if let name = replica.name { line += " \"\(name)\"" }  // escaped with the report (ReplicaOutput)
         if let type = replica.addressType { line += " (\(type))" }
-        line += " on \(recording.adapterName): \(recording.table.services.count) services, \(characteristics.count) characteristics, "
+        line +=
+            " on \(recording.adapterName): \(recording.table.services.count) services, \(characteristics.count) characteristics, "
             + "\(values) values read" + (refused > 0 ? ", \(refused) reads refused" : "")
         if recording.listened > .zero {
             let tenths = (recording.listened / .milliseconds(100)).rounded()

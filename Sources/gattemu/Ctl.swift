@@ -4,8 +4,9 @@ import ControlContract
 import Emulator
 import FoundationEssentials
 import Profile
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `gattemu ctl …`: a client of a running `gattemu run`'s control API.
@@ -13,9 +14,11 @@ struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ctl", abstract: "Control a running emulator through its control API.",
         discussion: "Exit codes: 0 ok, 1 server unreachable or request refused (its message on one line), 2 bad command line.",
-        subcommands: [CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
-                      CtlSetVariable.self, CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self,
-                      CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self])
+        subcommands: [
+            CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
+            CtlSetVariable.self, CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self,
+            CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self,
+        ])
 }
 
 /// `--control URL` and `--token`, shared by every `ctl` command.
@@ -23,7 +26,10 @@ struct CtlOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The control API (default: $GATTEMU_CONTROL or http://127.0.0.1:8765).", valueName: "url"))
     var control: String?
 
-    @Option(help: ArgumentHelp("Bearer token (default: $GATTEMU_CONTROL_TOKEN, then $GATTEMU_TOKEN, then the file `gattemu run` made for a gattemu of yours on this machine). Visible to other users: prefer --token-file or the environment.", valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "Bearer token (default: $GATTEMU_CONTROL_TOKEN, then $GATTEMU_TOKEN, then the file `gattemu run` made for a gattemu of yours on this machine). Visible to other users: prefer --token-file or the environment.",
+            valueName: "token"))
     var token: String?
 
     @Option(help: ArgumentHelp("Read the bearer token from the first line of this file (mode 600 or 400).", valueName: "file"))
@@ -126,7 +132,8 @@ struct CtlTrigger: AsyncParsableCommand {
             }
             body[String(argument[..<equals])] = .string(String(argument[argument.index(after: equals)...]))
         }
-        let (_, json) = try await options.client().call(.POST, "/v1/triggers/\(CtlFormat.escape(name))", body: TriggerBody(arguments: body), as: TriggerResult.self)
+        let (_, json) = try await options.client().call(
+            .POST, "/v1/triggers/\(CtlFormat.escape(name))", body: TriggerBody(arguments: body), as: TriggerResult.self)
         options.output(json) { "fired \(name)" }
     }
 }
@@ -149,37 +156,43 @@ struct ValueOptions: ParsableArguments {
 }
 
 struct CtlNotify: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "notify", abstract: "Notify subscribers of a characteristic (faults apply).")
+    static let configuration = CommandConfiguration(
+        commandName: "notify", abstract: "Notify subscribers of a characteristic (faults apply).")
     @OptionGroup var options: CtlOptions
     @Argument(help: "Characteristic id.") var characteristic: String
     @OptionGroup var value: ValueOptions
 
     func run() async throws {
-        let (_, json) = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/notify", body: value.body, as: ValueResult.self)
+        let (_, json) = try await options.client().call(
+            .POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/notify", body: value.body, as: ValueResult.self)
         options.output(json) { "notified \(characteristic)" }
     }
 }
 
 struct CtlIndicate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "indicate", abstract: "Indicate a value to subscribers of a characteristic.")
+    static let configuration = CommandConfiguration(
+        commandName: "indicate", abstract: "Indicate a value to subscribers of a characteristic.")
     @OptionGroup var options: CtlOptions
     @Argument(help: "Characteristic id.") var characteristic: String
     @OptionGroup var value: ValueOptions
 
     func run() async throws {
-        let (_, json) = try await options.client().call(.POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/indicate", body: value.body, as: ValueResult.self)
+        let (_, json) = try await options.client().call(
+            .POST, "/v1/characteristics/\(CtlFormat.escape(characteristic))/indicate", body: value.body, as: ValueResult.self)
         options.output(json) { "indicated \(characteristic)" }
     }
 }
 
 struct CtlSetValue: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "set-value", abstract: "Replace a characteristic's stored value (no notification).")
+    static let configuration = CommandConfiguration(
+        commandName: "set-value", abstract: "Replace a characteristic's stored value (no notification).")
     @OptionGroup var options: CtlOptions
     @Argument(help: "Characteristic id.") var characteristic: String
     @OptionGroup var value: ValueOptions
 
     func run() async throws {
-        let (_, json) = try await options.client().call(.PUT, "/v1/characteristics/\(CtlFormat.escape(characteristic))/value", body: value.body, as: ValueResult.self)
+        let (_, json) = try await options.client().call(
+            .PUT, "/v1/characteristics/\(CtlFormat.escape(characteristic))/value", body: value.body, as: ValueResult.self)
         options.output(json) { "set \(characteristic)" }
     }
 }
@@ -190,13 +203,15 @@ struct CtlDisconnect: AsyncParsableCommand {
     @Argument(help: "The central's address, AA:BB:CC:DD:EE:FF.") var address: String
 
     func run() async throws {
-        let (_, json) = try await options.client().call(.POST, "/v1/centrals/\(CtlFormat.escape(address))/disconnect", as: DisconnectResult.self)
+        let (_, json) = try await options.client().call(
+            .POST, "/v1/centrals/\(CtlFormat.escape(address))/disconnect", as: DisconnectResult.self)
         options.output(json) { "disconnected \(address)" }
     }
 }
 
 struct CtlAdvertise: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "advertise", abstract: "Switch the advertisement variant (--base for the base one).")
+    static let configuration = CommandConfiguration(
+        commandName: "advertise", abstract: "Switch the advertisement variant (--base for the base one).")
     @OptionGroup var options: CtlOptions
     @Argument(help: "The variant's name.") var variant: String?
     @Flag(help: "Back to the base advertisement.") var base = false
@@ -206,13 +221,15 @@ struct CtlAdvertise: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (_, json) = try await options.client().call(.PUT, "/v1/advertisement", body: VariantBody(variant: variant), as: AdvertisementResult.self)
+        let (_, json) = try await options.client().call(
+            .PUT, "/v1/advertisement", body: VariantBody(variant: variant), as: AdvertisementResult.self)
         options.output(json) { "advertising \(variant ?? "(base)")" }
     }
 }
 
 struct CtlReset: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "reset", abstract: "Put the behaviour back to the profile's initial state.")
+    static let configuration = CommandConfiguration(
+        commandName: "reset", abstract: "Put the behaviour back to the profile's initial state.")
     @OptionGroup var options: CtlOptions
 
     func run() async throws {
@@ -232,10 +249,12 @@ struct CtlSetVariable: AsyncParsableCommand {
     @Flag(help: "The value is hex bytes.") var hex = false
 
     func run() async throws {
-        let body: NamedValueBody = if hex { .hex(value) } else if text { .string(value) }
-            else if let number = Int(value) { .integer(number) } else if value == "true" || value == "false" { .bool(value == "true") }
-            else { .string(value) }
-        let (answer, json) = try await options.client().call(.PUT, "/v1/variables/\(CtlFormat.escape(name))", body: VariableBody(value: body), as: VariableResult.self)
+        let body: NamedValueBody =
+            if hex { .hex(value) } else if text { .string(value) } else if let number = Int(value) {
+                .integer(number)
+            } else if value == "true" || value == "false" { .bool(value == "true") } else { .string(value) }
+        let (answer, json) = try await options.client().call(
+            .PUT, "/v1/variables/\(CtlFormat.escape(name))", body: VariableBody(value: body), as: VariableResult.self)
         options.output(json) { "\(name) = \(answer.value)" }
     }
 }

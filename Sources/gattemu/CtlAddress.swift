@@ -19,7 +19,8 @@ struct CtlAddress: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (result, json) = try await options.client().call(.PUT, "/v1/adapter/address", body: AddressBody(address: address), as: AddressChanged.self)
+        let (result, json) = try await options.client().call(
+            .PUT, "/v1/adapter/address", body: AddressBody(address: address), as: AddressChanged.self)
         options.output(json) {
             result.irk.map { "\(result.adapter) shows resolvable private addresses of key \($0) (identity \(result.identity))" }
                 ?? "\(result.adapter) shows its own address \(result.identity)"

@@ -20,8 +20,10 @@ struct CtlClient: Sendable {
 
     /// Sends a request (`body` encoded from a contract type) and returns the answer decoded as `answer`, with
     /// its text; non-2xx answers (their ``ErrorBody``) and transport failures become `Failure.runtime`.
-    func call<Answer: Decodable>(_ method: HTTPMethod, _ path: String, body: (any Encodable)? = nil, raw: [UInt8]? = nil,
-                                 as answer: Answer.Type) async throws -> (Answer, String) {
+    func call<Answer: Decodable>(
+        _ method: HTTPMethod, _ path: String, body: (any Encodable)? = nil, raw: [UInt8]? = nil,
+        as answer: Answer.Type
+    ) async throws -> (Answer, String) {
         var status: HTTPResponseStatus = .ok
         var bytes: [UInt8] = []
         var payload = raw
@@ -61,7 +63,10 @@ struct CtlClient: Sendable {
             try await exchange(.GET, path, accept: "text/event-stream", timeout: nil) { head in
                 status = head.status
             } onBody: { chunk in
-                guard status == .ok else { refusal += chunk.readableBytesView; return }
+                guard status == .ok else {
+                    refusal += chunk.readableBytesView
+                    return
+                }
                 pending += chunk.readableBytesView
                 while let end = Self.messageEnd(in: pending) {
                     let message = String(decoding: pending[..<end], as: UTF8.self)
@@ -141,8 +146,9 @@ struct CtlClient: Sendable {
             throw Failure.runtime("the control API at \(endpoint) broke off the answer: \(Self.describe(error))")
         }
         guard complete else {
-            throw Failure.runtime(timeout.map { "no answer from the control API at \(endpoint) within \($0.nanoseconds / 1_000_000_000) s" }
-                                  ?? "the control API at \(endpoint) closed the connection")
+            throw Failure.runtime(
+                timeout.map { "no answer from the control API at \(endpoint) within \($0.nanoseconds / 1_000_000_000) s" }
+                    ?? "the control API at \(endpoint) closed the connection")
         }
     }
 
@@ -163,7 +169,9 @@ struct ControlURL: Sendable, CustomStringConvertible {
     init(_ text: String) throws {
         let hint = "expected a URL like http://127.0.0.1:8765"
         if text.hasPrefix("https://") {
-            throw Failure.badInput("--control \(text): the control API speaks plain HTTP; reach a remote rig through an SSH tunnel (ssh -L 8765:127.0.0.1:8765 rig)")
+            throw Failure.badInput(
+                "--control \(text): the control API speaks plain HTTP; reach a remote rig through an SSH tunnel (ssh -L 8765:127.0.0.1:8765 rig)"
+            )
         }
         guard text.hasPrefix("http://") else { throw Failure.badInput("--control \(text): \(hint)") }
         let rest = text.dropFirst("http://".count)

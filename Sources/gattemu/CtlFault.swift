@@ -14,14 +14,14 @@ struct CtlFaultAdd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add", abstract: "Inject a fault (one action option, or --spec JSON / --file).",
         discussion: """
-        Without --on, error/drop/delay apply to writes, corrupt/truncate/duplicate/reorder to notifications,
-        and silence/advertise/power-cycle/disconnect happen at once.
-        Examples:
-          gattemu ctl fault add --char config --error not-authorized --count 1
-          gattemu ctl fault add --on notify --char tx --drop --nth 2
-          gattemu ctl fault add --on read --delay 100ms-300ms --probability 0.5 --seed 7
-          gattemu ctl fault add --silence 10s
-        """)
+            Without --on, error/drop/delay apply to writes, corrupt/truncate/duplicate/reorder to notifications,
+            and silence/advertise/power-cycle/disconnect happen at once.
+            Examples:
+              gattemu ctl fault add --char config --error not-authorized --count 1
+              gattemu ctl fault add --on notify --char tx --drop --nth 2
+              gattemu ctl fault add --on read --delay 100ms-300ms --probability 0.5 --seed 7
+              gattemu ctl fault add --silence 10s
+            """)
     @OptionGroup var options: CtlOptions
 
     @Option(help: "read, write, notify, indicate, connect, pair or start.") var on: String?
@@ -36,7 +36,10 @@ struct CtlFaultAdd: AsyncParsableCommand {
 
     @Option(help: "Delay: 200ms, 2s, or a range 100ms-300ms.") var delay: String?
     @Flag(help: "Don't answer / don't send.") var drop = false
-    @Option(help: "ATT error: not-permitted, not-authorized, not-supported, invalid-offset, invalid-value-length, in-progress, failed, or 0x80–0x9F.") var error: String?
+    @Option(
+        help:
+            "ATT error: not-permitted, not-authorized, not-supported, invalid-offset, invalid-value-length, in-progress, failed, or 0x80–0x9F."
+    ) var error: String?
     @Option(help: "Corrupt by flipping this many random bits.") var flipBits: Int?
     @Option(help: ArgumentHelp("Corrupt by replacing bytes: OFFSET:HEX.", valueName: "offset:hex")) var replace: String?
     @Option(help: "Keep only this many bytes.") var truncate: Int?
@@ -94,7 +97,8 @@ struct CtlFaultAdd: AsyncParsableCommand {
         if wrongPasskey { actions.append(.wrongPasskey) }
         if forgetBonds { actions.append(.forgetBonds) }
         guard actions.count == 1, let action = actions.first else {
-            throw Failure.badInput(actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
+            throw Failure.badInput(
+                actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
         }
         let trigger: FaultTrigger?
         if let on {

@@ -5,12 +5,15 @@ import ControlContract
 struct CtlPairing: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pairing", abstract: "Show how the device pairs and the prompt waiting, or answer it.",
-        discussion: "Without an answer: the prompt (if any, with its id) and the passkey gattemu displayed. With --passkey: the passkey the central shows (passkey entry) or the number it shows (numeric comparison); --accept / --refuse for just works and numeric comparison. The answer names the prompt: --prompt ID (from the listing), else the one waiting when ctl asks; an answer for a prompt no longer waiting is refused.")
+        discussion:
+            "Without an answer: the prompt (if any, with its id) and the passkey gattemu displayed. With --passkey: the passkey the central shows (passkey entry) or the number it shows (numeric comparison); --accept / --refuse for just works and numeric comparison. The answer names the prompt: --prompt ID (from the listing), else the one waiting when ctl asks; an answer for a prompt no longer waiting is refused."
+    )
     @OptionGroup var options: CtlOptions
     @Option(help: ArgumentHelp("Type this passkey (six digits).", valueName: "digits")) var passkey: String?
     @Flag(help: "Accept the pairing.") var accept = false
     @Flag(help: "Refuse the pairing.") var refuse = false
-    @Option(help: ArgumentHelp("Answer this prompt only (its id, as listed); default: the one waiting now.", valueName: "id")) var prompt: Int?
+    @Option(help: ArgumentHelp("Answer this prompt only (its id, as listed); default: the one waiting now.", valueName: "id")) var prompt:
+        Int?
 
     func validate() throws {
         if [passkey != nil, accept, refuse].filter({ $0 }).count > 1 { throw ValidationError("give one of --passkey, --accept, --refuse") }
@@ -43,7 +46,9 @@ struct CtlPairing: AsyncParsableCommand {
         guard status.agent, let io = status.io else { return "no pairing agent (the profile does not pair)" }
         var lines = ["agent: \(io), pairing \(status.pairing ?? "?"), confirm \(status.confirm ?? "?")"]
         if let prompt = status.prompt {
-            lines.append("waiting: prompt \(prompt.id), \(prompt.kind.rawValue) from \(prompt.central)" + (prompt.passkey.map { ", the number \($0)" } ?? ""))
+            lines.append(
+                "waiting: prompt \(prompt.id), \(prompt.kind.rawValue) from \(prompt.central)"
+                    + (prompt.passkey.map { ", the number \($0)" } ?? ""))
         } else {
             lines.append("no prompt waiting")
         }
@@ -56,7 +61,9 @@ struct CtlPairing: AsyncParsableCommand {
 struct CtlBonds: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bonds", abstract: "List the centrals paired with the adapter, or forget one (--forget).",
-        discussion: "--forget deletes bluetoothd's keys for the central without telling it, as a factory reset does: its next encrypted reconnect fails until it pairs again.")
+        discussion:
+            "--forget deletes bluetoothd's keys for the central without telling it, as a factory reset does: its next encrypted reconnect fails until it pairs again."
+    )
     @OptionGroup var options: CtlOptions
     @Option(help: ArgumentHelp("Forget this central's keys.", valueName: "address")) var forget: String?
 
@@ -69,9 +76,12 @@ struct CtlBonds: AsyncParsableCommand {
         }
         let (list, json) = try await client.call(.GET, "/v1/bonds", as: BondList.self)
         options.output(json) {
-            list.bonds.isEmpty ? "no paired centrals" : list.bonds.map {
-                "\($0.central) (\($0.addressType))" + ($0.bonded ? " bonded" : " paired, not bonded") + ($0.connected ? ", connected" : "")
-            }.joined(separator: "\n")
+            list.bonds.isEmpty
+                ? "no paired centrals"
+                : list.bonds.map {
+                    "\($0.central) (\($0.addressType))" + ($0.bonded ? " bonded" : " paired, not bonded")
+                        + ($0.connected ? ", connected" : "")
+                }.joined(separator: "\n")
         }
     }
 }

@@ -5,7 +5,9 @@ import ControlContract
 struct CtlService: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "service", abstract: "Add a service of the profile to the GATT table or remove it (Service Changed).",
-        discussion: "A service the profile marks \"present\": false is added with --add. bluetoothd tells connected centrals that enabled Service Changed indications, and bonded ones when they reconnect.")
+        discussion:
+            "A service the profile marks \"present\": false is added with --add. bluetoothd tells connected centrals that enabled Service Changed indications, and bonded ones when they reconnect."
+    )
     @OptionGroup var options: CtlOptions
     @Argument(help: "Service id from the profile.") var id: String
     @Flag(help: "Add it.") var add = false
@@ -16,7 +18,10 @@ struct CtlService: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (result, json) = try await options.client().call(.PUT, "/v1/services/\(CtlFormat.escape(id))", body: ServiceBody(present: add), as: ServiceResult.self)
-        options.output(json) { "\(id) \(result.present ? "present" : "absent")" + (result.changed ? " (Service Changed)" : " (already so)") }
+        let (result, json) = try await options.client().call(
+            .PUT, "/v1/services/\(CtlFormat.escape(id))", body: ServiceBody(present: add), as: ServiceResult.self)
+        options.output(json) {
+            "\(id) \(result.present ? "present" : "absent")" + (result.changed ? " (Service Changed)" : " (already so)")
+        }
     }
 }

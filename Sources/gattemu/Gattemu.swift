@@ -1,7 +1,8 @@
 import ArgumentParser
 import Emulator
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Emulates Bluetooth LE peripherals described by JSON profiles, on BlueZ.

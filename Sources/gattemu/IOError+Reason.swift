@@ -1,6 +1,7 @@
 import NIOCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension IOError {

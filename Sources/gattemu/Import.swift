@@ -6,8 +6,9 @@ import Emulator
 import Profile
 import Replica
 import TextEscaping
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reconstruct a device from an HCI capture of a central talking to it, as a profile that replays it.
@@ -16,13 +17,13 @@ struct Import: ParsableCommand {
         commandName: "import",
         abstract: "Turn an HCI capture of a phone (or any central) talking to a device into a profile that emulates the device.",
         discussion: """
-        CAPTURE is Android's btsnoop_hci.log, a `btmon -w` file, or pcap/pcapng with Bluetooth HCI H4 (187, 201) or \
-        Linux monitor (254) packets. The profile holds the advertisement, the GATT table (handles pinned where BlueZ \
-        can reproduce them), the values read, and rules that replay what the device answered to each write. The \
-        report (what was reconstructed, what was missing) goes to standard output, or to standard error when the \
-        profile does. Exit 0 when the profile was written, 1 when it could not be, 2 for bad input (an unreadable \
-        capture, no such device, several devices and no --device). See docs/import.md.
-        """)
+            CAPTURE is Android's btsnoop_hci.log, a `btmon -w` file, or pcap/pcapng with Bluetooth HCI H4 (187, 201) or \
+            Linux monitor (254) packets. The profile holds the advertisement, the GATT table (handles pinned where BlueZ \
+            can reproduce them), the values read, and rules that replay what the device answered to each write. The \
+            report (what was reconstructed, what was missing) goes to standard output, or to standard error when the \
+            profile does. Exit 0 when the profile was written, 1 when it could not be, 2 for bad input (an unreadable \
+            capture, no such device, several devices and no --device). See docs/import.md.
+            """)
 
     @Argument(help: ArgumentHelp("The capture file.", valueName: "capture"))
     var capture: String
@@ -30,7 +31,10 @@ struct Import: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Write the profile to this file (default: standard output).", valueName: "profile"))
     var output: String?
 
-    @Option(help: ArgumentHelp("The device to import: its address, or a name (or the start of one) it advertised or had read. Needed when the capture talks to several.", valueName: "address|name"))
+    @Option(
+        help: ArgumentHelp(
+            "The device to import: its address, or a name (or the start of one) it advertised or had read. Needed when the capture talks to several.",
+            valueName: "address|name"))
     var device: String?
 
     @Flag(help: "List the devices in the capture (addresses, names, advertising reports, connections, ATT operations) and stop.")
@@ -39,7 +43,10 @@ struct Import: ParsableCommand {
     @Option(help: "Replay recorded notifications with the gaps seen (recorded) or at once (immediate).")
     var timing: ReplicaProfile.Timing = .immediate
 
-    @Option(help: "What the profile does with a write the recording does not have: ignore (accept it), error (an ATT error), or nearest (answer as the closest recorded write).")
+    @Option(
+        help:
+            "What the profile does with a write the recording does not have: ignore (accept it), error (an ATT error), or nearest (answer as the closest recorded write)."
+    )
     var otherwise: ReplicaProfile.Otherwise = .ignore
 
     @Flag(help: "Do not pin ATT handles even where BlueZ could reproduce the device's layout.")
@@ -104,7 +111,8 @@ struct Import: ParsableCommand {
             default: break
             }
         }
-        line += ": \(replica.services.count) services, \(characteristics.count) characteristics (\(characteristics.count { $0.characteristic.value != nil }) with values), "
+        line +=
+            ": \(replica.services.count) services, \(characteristics.count) characteristics (\(characteristics.count { $0.characteristic.value != nil }) with values), "
         line += "\(choice.connections.count) connection\(choice.connections.count == 1 ? "" : "s") with "
         line += ["writes", "notifications", "reads", "subscriptions"].map { "\(counts[$0] ?? 0) \($0)" }.joined(separator: ", ")
         if let mtu = replica.mtu { line += ", ATT MTU \(mtu)" }

@@ -2,10 +2,11 @@ import ArgumentParser
 import Emulator
 import FoundationEssentials
 import Profile
-import TextEscaping
 import Replica
+import TextEscaping
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Delivering a reconstructed profile (`import`, `clone`): checked as `gattemu run` would load it, written
@@ -56,8 +57,9 @@ enum ReplicaOutput {
             DescriptorOutput.writeError(lines)
         }
         if !problems.isEmpty {
-            throw Failure.runtime("the reconstructed profile does not load (a gattemu bug; please report it with the capture if you can):\n"
-                + problems.joined(separator: "\n"))
+            throw Failure.runtime(
+                "the reconstructed profile does not load (a gattemu bug; please report it with the capture if you can):\n"
+                    + problems.joined(separator: "\n"))
         }
     }
 }

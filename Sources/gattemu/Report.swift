@@ -1,27 +1,29 @@
 import ArgumentParser
 import Control
-import Emulator
 import ControlContract
+import Emulator
 import FoundationEssentials
 import TextEscaping
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `gattemu report EVENTS.jsonl [-o report.html]`: one self-contained HTML file of a recorded run.
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Turn an events file (gattemu run --events FILE) into one self-contained HTML file: sequence diagram, per-central lanes, faults highlighted, summary counts.",
+        abstract:
+            "Turn an events file (gattemu run --events FILE) into one self-contained HTML file: sequence diagram, per-central lanes, faults highlighted, summary counts.",
         discussion: """
-        The file is read as a stream, one JSON event per line; at most --max-events events are kept (the latest; \
-        the report says how many were cut), a line may be at most 1 MiB and the file at most 256 MiB. The HTML \
-        works offline and runs only its own scripts (Content-Security-Policy with their hashes); every text from \
-        the events is data, never markup. The report is written with mode 0600 (it holds what the events file \
-        holds) and never through a symbolic link. \
-        Exit codes: 0 ok, 1 the report could not be written, 2 an unreadable, malformed or too large events file \
-        (file:line and a hint).
-        """)
+            The file is read as a stream, one JSON event per line; at most --max-events events are kept (the latest; \
+            the report says how many were cut), a line may be at most 1 MiB and the file at most 256 MiB. The HTML \
+            works offline and runs only its own scripts (Content-Security-Policy with their hashes); every text from \
+            the events is data, never markup. The report is written with mode 0600 (it holds what the events file \
+            holds) and never through a symbolic link. \
+            Exit codes: 0 ok, 1 the report could not be written, 2 an unreadable, malformed or too large events file \
+            (file:line and a hint).
+            """)
 
     @Argument(help: "The events file: JSON lines as written by gattemu run --events FILE.")
     var events: String
@@ -43,7 +45,9 @@ struct Report: ParsableCommand {
     func run() throws {
         let (kept, total, cut) = try Self.read(events, maximum: maxEvents)
         var notes: [String] = []
-        if cut > 0 { notes.append("The first \(cut) of \(total) events were cut (--max-events \(maxEvents)); the latest \(kept.count) are shown.") }
+        if cut > 0 {
+            notes.append("The first \(cut) of \(total) events were cut (--max-events \(maxEvents)); the latest \(kept.count) are shown.")
+        }
         let html = Self.html(events: kept, notes: notes, title: events)
         do {
             try Self.write(html, to: output)
@@ -51,7 +55,8 @@ struct Report: ParsableCommand {
             throw Failure.runtime("\(output): cannot write the report: \(error)")
         }
         // (DescriptorOutput escapes what it writes: the path is the user's.)
-        DescriptorOutput.writeError("gattemu: report of \(kept.count) event\(kept.count == 1 ? "" : "s") written to \(output)\(cut > 0 ? " (\(cut) cut)" : "")\n")
+        DescriptorOutput.writeError(
+            "gattemu: report of \(kept.count) event\(kept.count == 1 ? "" : "s") written to \(output)\(cut > 0 ? " (\(cut) cut)" : "")\n")
     }
 
     /// Streams `path`, decoding each line as an ``Event``; keeps the latest `maximum`. Bad input throws
@@ -61,8 +66,11 @@ struct Report: ParsableCommand {
         guard descriptor >= 0 else { throw Failure.badInput("\(path): cannot read it: \(String(cString: strerror(errno)).lowercased())") }
         defer { close(descriptor) }
         var info = stat()
-        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { throw Failure.badInput("\(path): is a directory, not an events file") }
-        let tooLarge = Failure.badInput("\(path): larger than \(maximumBytes >> 20) MiB (hint: report the latest events: tail -n 100000 \(path) > latest.jsonl)")
+        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw Failure.badInput("\(path): is a directory, not an events file")
+        }
+        let tooLarge = Failure.badInput(
+            "\(path): larger than \(maximumBytes >> 20) MiB (hint: report the latest events: tail -n 100000 \(path) > latest.jsonl)")
         if (info.st_mode & S_IFMT) == S_IFREG, info.st_size > maximumBytes { throw tooLarge }
         var bytesRead = 0
         let decoder = JSONDecoder()
@@ -86,7 +94,12 @@ struct Report: ParsableCommand {
                 throw Failure.badInput("\(path):\(lineNumber): not an event: \(Self.reason(error)) \(hint)")
             }
             total += 1
-            if ring.count < maximum { ring.append(event) } else { ring[start] = event; start = (start + 1) % maximum }
+            if ring.count < maximum {
+                ring.append(event)
+            } else {
+                ring[start] = event
+                start = (start + 1) % maximum
+            }
         }
         while true {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
@@ -128,48 +141,54 @@ struct Report: ParsableCommand {
 
     /// The report: the dashboard's CSS, timeline.js and report.js inline, the events as JSON data.
     static func html(events: [Event], notes: [String], title: String) -> String {
-        struct Embedded: Encodable { var events: [Event]; var notes: [String] }
+        struct Embedded: Encodable {
+            var events: [Event]
+            var notes: [String]
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let json = (try? encoder.encode(Embedded(events: events, notes: notes))).map { String(decoding: $0, as: UTF8.self) } ?? #"{"events":[],"notes":[]}"#
+        let json =
+            (try? encoder.encode(Embedded(events: events, notes: notes))).map { String(decoding: $0, as: UTF8.self) }
+            ?? #"{"events":[],"notes":[]}"#
         let data = HTMLText.scriptData(json: json)
         let style = DashboardAssets.Asset.style.text
         let scripts = [DashboardAssets.Asset.timeline.text, DashboardAssets.Asset.report.text]
-        let policy = "default-src 'none'; script-src " + scripts.map(SHA256.cspSource).joined(separator: " ")
+        let policy =
+            "default-src 'none'; script-src " + scripts.map(SHA256.cspSource).joined(separator: " ")
             + "; style-src " + SHA256.cspSource(style) + "; img-src data:; base-uri 'none'; form-action 'none'"
         return """
-        <!DOCTYPE html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta http-equiv="Content-Security-Policy" content="\(policy)">
-        <link rel="icon" href="data:,">
-        <title>gattemu report — \(HTMLText.escaped(title))</title>
-        <style>\(style)</style>
-        </head>
-        <body>
-        <header class="bar"><h1>gattemu report <small>\(HTMLText.escaped(title))</small></h1></header>
-        <main class="grid">
-        <section class="card wide"><h2>Summary</h2><div id="summary"></div></section>
-        <section class="card wide">
-        <h2>Timeline <small id="timeline-count"></small></h2>
-        <div class="row filters">
-        <input id="filter-text" type="search" placeholder="filter text" aria-label="filter text">
-        <select id="filter-central" aria-label="central"><option value="">all centrals</option></select>
-        <select id="filter-kinds" aria-label="kinds"><option value="">all events</option><option value="gatt">reads, writes, answers, notifications</option><option value="faults">faults and errors</option><option value="links">connections and advertising</option></select>
-        </div>
-        <div id="timeline"></div>
-        <pre id="event-detail" class="detail"></pre>
-        </section>
-        </main>
-        <script type="application/json" id="events">\(data)</script>
-        <script>\(scripts[0])</script>
-        <script>\(scripts[1])</script>
-        </body>
-        </html>
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta http-equiv="Content-Security-Policy" content="\(policy)">
+            <link rel="icon" href="data:,">
+            <title>gattemu report — \(HTMLText.escaped(title))</title>
+            <style>\(style)</style>
+            </head>
+            <body>
+            <header class="bar"><h1>gattemu report <small>\(HTMLText.escaped(title))</small></h1></header>
+            <main class="grid">
+            <section class="card wide"><h2>Summary</h2><div id="summary"></div></section>
+            <section class="card wide">
+            <h2>Timeline <small id="timeline-count"></small></h2>
+            <div class="row filters">
+            <input id="filter-text" type="search" placeholder="filter text" aria-label="filter text">
+            <select id="filter-central" aria-label="central"><option value="">all centrals</option></select>
+            <select id="filter-kinds" aria-label="kinds"><option value="">all events</option><option value="gatt">reads, writes, answers, notifications</option><option value="faults">faults and errors</option><option value="links">connections and advertising</option></select>
+            </div>
+            <div id="timeline"></div>
+            <pre id="event-detail" class="detail"></pre>
+            </section>
+            </main>
+            <script type="application/json" id="events">\(data)</script>
+            <script>\(scripts[0])</script>
+            <script>\(scripts[1])</script>
+            </body>
+            </html>
 
-        """
+            """
     }
 
     /// Writes `text` to `path`, created with mode 0600, never through a symbolic link (`O_NOFOLLOW`); an existing
@@ -177,7 +196,8 @@ struct Report: ParsableCommand {
     static func write(_ text: String, to path: String) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw ReportWriteError(errno == ELOOP ? "it is a symbolic link (give the real path)" : String(cString: strerror(errno)).lowercased())
+            throw ReportWriteError(
+                errno == ELOOP ? "it is a symbolic link (give the real path)" : String(cString: strerror(errno)).lowercased())
         }
         defer { close(descriptor) }
         var info = stat()

@@ -7,8 +7,9 @@ import FoundationEssentials
 import Logging
 import NIOCore
 import Profile
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Run a profile: advertise it and answer centrals until SIGINT or SIGTERM.
@@ -23,7 +24,8 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Adapter to use: hciN or its address (default: the first one).")
     var adapter: String?
 
-    @Option(name: .customLong("set"), help: ArgumentHelp("Override a profile value, e.g. variables.hardwareCode=2P.", valueName: "path=value"))
+    @Option(
+        name: .customLong("set"), help: ArgumentHelp("Override a profile value, e.g. variables.hardwareCode=2P.", valueName: "path=value"))
     var overrides: [String] = []
 
     @Flag(help: "Let `extends` read profiles outside this profile's folder (absolute paths, `..`, symlinks).")
@@ -50,16 +52,24 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the control API on HOST:PORT, or 'off'.", valueName: "address"))
     var control = ControlEndpoint.default.description
 
-    @Option(help: ArgumentHelp("Bearer token every control request must carry, or 'none' (no token: any local user may drive gattemu). Default: a new one, in a file only you can read, that `gattemu ctl` finds. Visible to other users: prefer --control-token-file or $GATTEMU_CONTROL_TOKEN.", valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "Bearer token every control request must carry, or 'none' (no token: any local user may drive gattemu). Default: a new one, in a file only you can read, that `gattemu ctl` finds. Visible to other users: prefer --control-token-file or $GATTEMU_CONTROL_TOKEN.",
+            valueName: "token"))
     var controlToken: String?
 
     @Option(help: ArgumentHelp("Read the control token from the first line of this file (mode 600 or 400).", valueName: "file"))
     var controlTokenFile: String?
 
-    @Option(help: ArgumentHelp("Also accept this Host for the control API (repeatable): a name, or NAME:PORT for a tunnel or proxy on another port.", valueName: "name"))
+    @Option(
+        help: ArgumentHelp(
+            "Also accept this Host for the control API (repeatable): a name, or NAME:PORT for a tunnel or proxy on another port.",
+            valueName: "name"))
     var controlAllowHost: [String] = []
 
-    @Option(help: ArgumentHelp("Let web pages of this origin call the control API (repeatable, exact, e.g. http://localhost:3000).", valueName: "origin"))
+    @Option(
+        help: ArgumentHelp(
+            "Let web pages of this origin call the control API (repeatable, exact, e.g. http://localhost:3000).", valueName: "origin"))
     var controlAllowOrigin: [String] = []
 
     @Option(help: ArgumentHelp("Inject the faults of this JSON scenario file (see docs/control.md).", valueName: "file"))
@@ -165,8 +175,11 @@ struct Run: AsyncParsableCommand {
         guard let endpoint = ControlEndpoint(parsing: control) else {
             throw Failure.badInput("--control \(control): expected HOST:PORT (e.g. 127.0.0.1:8765) or off")
         }
-        if !endpoint.isLoopback, controlToken == nil || controlToken == Self.noToken, controlTokenFile == nil, Self.environmentToken == nil {
-            throw Failure.badInput("--control \(endpoint) is not a loopback address: give --control-token-file FILE (or $\(ControlToken.environmentVariable), or --control-token TOKEN)")
+        if !endpoint.isLoopback, controlToken == nil || controlToken == Self.noToken, controlTokenFile == nil, Self.environmentToken == nil
+        {
+            throw Failure.badInput(
+                "--control \(endpoint) is not a loopback address: give --control-token-file FILE (or $\(ControlToken.environmentVariable), or --control-token TOKEN)"
+            )
         }
         return endpoint
     }
@@ -178,12 +191,16 @@ struct Run: AsyncParsableCommand {
             throw Failure.badInput("give --control-token or --control-token-file, not both")
         }
         if controlToken == Self.noToken {
-            DescriptorOutput.writeError("gattemu: warning: --control-token none: the control API asks for no token; every user and process of this machine can read the event log and drive gattemu\n")
+            DescriptorOutput.writeError(
+                "gattemu: warning: --control-token none: the control API asks for no token; every user and process of this machine can read the event log and drive gattemu\n"
+            )
             return nil
         }
         if let controlToken {
             if controlToken.isEmpty { throw Failure.badInput("--control-token must not be empty") }
-            DescriptorOutput.writeError("gattemu: warning: --control-token is visible to other users of this machine (ps, /proc/PID/cmdline); prefer --control-token-file FILE or $\(ControlToken.environmentVariable)\n")
+            DescriptorOutput.writeError(
+                "gattemu: warning: --control-token is visible to other users of this machine (ps, /proc/PID/cmdline); prefer --control-token-file FILE or $\(ControlToken.environmentVariable)\n"
+            )
             return controlToken
         }
         if let controlTokenFile {
@@ -215,7 +232,8 @@ struct Run: AsyncParsableCommand {
     func announceToken(_ token: String, file path: String, server: ControlServer) {
         let host = ControlEndpoint.authority(
             server.endpoint.isWildcard ? "127.0.0.1" : server.endpoint.host, port: server.boundPort ?? server.endpoint.port)
-        DescriptorOutput.writeError("gattemu: control API token in \(path) (gattemu ctl reads it); dashboard: http://\(host)/#token=\(token)\n")
+        DescriptorOutput.writeError(
+            "gattemu: control API token in \(path) (gattemu ctl reads it); dashboard: http://\(host)/#token=\(token)\n")
     }
 
     /// `$GATTEMU_CONTROL_TOKEN`, unless unset or empty.

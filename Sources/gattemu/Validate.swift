@@ -6,7 +6,8 @@ import Profile
 /// Check profiles without touching BlueZ; every problem is printed with file:line:column and its JSON path.
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "validate", abstract: "Check profiles; prints each problem as file:line:column path: message (hint). Exit 2 on any problem.")
+        commandName: "validate",
+        abstract: "Check profiles; prints each problem as file:line:column path: message (hint). Exit 2 on any problem.")
 
     @Argument(help: "Profiles to check.")
     var profiles: [String]

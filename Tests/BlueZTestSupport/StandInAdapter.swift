@@ -49,15 +49,22 @@ public final class StandInAdapter: Sendable {
             .constant("Address", .string(address)),
             .constant("AddressType", .string("public")),
             .constant("Name", .string(name)),
-            DBusProperty("Alias", signature: .string, get: { .string(state.value.alias) }, set: { value in
-                state.withLock { $0.alias = value.string ?? "" }
-            }),
-            DBusProperty("Powered", signature: .boolean, get: { .boolean(state.value.powered) }, set: { [connection, path] value in
-                let powered = value.boolean ?? false
-                state.withLock { $0.powered = powered }
-                // As bluetoothd: PropertiesChanged follows the change (clients learn of it from the signal).
-                Task { try? await connection.emitPropertiesChanged(path: path, interface: Names.adapter, changed: ["Powered": .boolean(powered)]) }
-            }),
+            DBusProperty(
+                "Alias", signature: .string, get: { .string(state.value.alias) },
+                set: { value in
+                    state.withLock { $0.alias = value.string ?? "" }
+                }),
+            DBusProperty(
+                "Powered", signature: .boolean, get: { .boolean(state.value.powered) },
+                set: { [connection, path] value in
+                    let powered = value.boolean ?? false
+                    state.withLock { $0.powered = powered }
+                    // As bluetoothd: PropertiesChanged follows the change (clients learn of it from the signal).
+                    Task {
+                        try? await connection.emitPropertiesChanged(
+                            path: path, interface: Names.adapter, changed: ["Powered": .boolean(powered)])
+                    }
+                }),
             DBusProperty("Discovering", signature: .boolean, get: { [discovering] in .boolean(discovering.value) }),
         ]
         if configuration.newerBlueZ {
@@ -66,32 +73,38 @@ public final class StandInAdapter: Sendable {
         let path = self.path
         let registry = self.registry
         return [
-            DBusInterface(name: Names.adapter, methods: [
-                DBusMethod("SetDiscoveryFilter", input: "a{sv}") { call in
-                    let filter = try call.arguments.first?.stringKeyedDictionary ?? [:]
-                    state.withLock { $0.filters.append(filter) }
-                    return []
-                },
-                DBusMethod("StartDiscovery") { [weak self] _ in
-                    try await self?.startDiscovery()
-                    return []
-                },
-                DBusMethod("StopDiscovery") { [weak self] _ in
-                    try await self?.stopDiscovery()
-                    return []
-                },
-                DBusMethod("RemoveDevice", input: "o") { [weak self] call in
-                    guard let device = try call.arguments.first?.objectPath else { return [] }
-                    try await self?.removeDevice(device)
-                    return []
-                },
-            ], properties: adapterProperties),
-            Self.manager(Names.gattManager, .application, "RegisterApplication", "UnregisterApplication", registry: registry, adapter: path),
-            Self.manager(Names.advertisingManager, .advertisement, "RegisterAdvertisement", "UnregisterAdvertisement", registry: registry, adapter: path, properties: [
-                .constant("SupportedInstances", .byte(4)),
-                .constant("ActiveInstances", .byte(0)),
-                .constant("SupportedIncludes", .strings(["tx-power", "appearance", "local-name"])),
-            ]),
+            DBusInterface(
+                name: Names.adapter,
+                methods: [
+                    DBusMethod("SetDiscoveryFilter", input: "a{sv}") { call in
+                        let filter = try call.arguments.first?.stringKeyedDictionary ?? [:]
+                        state.withLock { $0.filters.append(filter) }
+                        return []
+                    },
+                    DBusMethod("StartDiscovery") { [weak self] _ in
+                        try await self?.startDiscovery()
+                        return []
+                    },
+                    DBusMethod("StopDiscovery") { [weak self] _ in
+                        try await self?.stopDiscovery()
+                        return []
+                    },
+                    DBusMethod("RemoveDevice", input: "o") { [weak self] call in
+                        guard let device = try call.arguments.first?.objectPath else { return [] }
+                        try await self?.removeDevice(device)
+                        return []
+                    },
+                ], properties: adapterProperties),
+            Self.manager(
+                Names.gattManager, .application, "RegisterApplication", "UnregisterApplication", registry: registry, adapter: path),
+            Self.manager(
+                Names.advertisingManager, .advertisement, "RegisterAdvertisement", "UnregisterAdvertisement", registry: registry,
+                adapter: path,
+                properties: [
+                    .constant("SupportedInstances", .byte(4)),
+                    .constant("ActiveInstances", .byte(0)),
+                    .constant("SupportedIncludes", .strings(["tx-power", "appearance", "local-name"])),
+                ]),
         ]
     }
 
@@ -100,16 +113,18 @@ public final class StandInAdapter: Sendable {
         _ name: String, _ kind: Registry.RegistrationCall.Kind, _ register: String, _ unregister: String, registry: Registry,
         adapter: DBusObjectPath, properties: [DBusProperty] = []
     ) -> DBusInterface {
-        DBusInterface(name: name, methods: [
-            DBusMethod(register, input: "oa{sv}") { call in
-                try await registry.register(kind, call, adapter: adapter)
-                return []
-            },
-            DBusMethod(unregister, input: "o") { call in
-                try registry.unregister(kind, call)
-                return []
-            },
-        ], properties: properties)
+        DBusInterface(
+            name: name,
+            methods: [
+                DBusMethod(register, input: "oa{sv}") { call in
+                    try await registry.register(kind, call, adapter: adapter)
+                    return []
+                },
+                DBusMethod(unregister, input: "o") { call in
+                    try registry.unregister(kind, call)
+                    return []
+                },
+            ], properties: properties)
     }
 
     // MARK: The central side
@@ -119,7 +134,8 @@ public final class StandInAdapter: Sendable {
     @discardableResult
     public func addDevice(_ peripheral: RemotePeripheral) async throws -> StandInDevice {
         let device = StandInDevice(
-            peripheral: peripheral, adapterPath: path, connection: connection, newerBlueZ: configuration.newerBlueZ, discovering: discovering)
+            peripheral: peripheral, adapterPath: path, connection: connection, newerBlueZ: configuration.newerBlueZ,
+            discovering: discovering)
         state.withLock { $0.devices.append(device) }
         if peripheral.cached { try await device.export(cached: true) }
         if discovering.value { device.heard() }
@@ -134,7 +150,10 @@ public final class StandInAdapter: Sendable {
     func startDiscovery() async throws {
         guard state.value.powered else { throw DBusError.named("org.bluez.Error.NotReady", message: "Resource Not Ready") }
         state.withLock { $0.discoverySessions += 1 }
-        let first = discovering.withLock { discovering in defer { discovering = true }; return !discovering }
+        let first = discovering.withLock { discovering in
+            defer { discovering = true }
+            return !discovering
+        }
         if first {
             try? await connection.emitPropertiesChanged(path: path, interface: Names.adapter, changed: ["Discovering": .boolean(true)])
         }
@@ -142,7 +161,10 @@ public final class StandInAdapter: Sendable {
     }
 
     func stopDiscovery() async throws {
-        let was = discovering.withLock { discovering in defer { discovering = false }; return discovering }
+        let was = discovering.withLock { discovering in
+            defer { discovering = false }
+            return discovering
+        }
         guard was else { throw DBusError.named("org.bluez.Error.Failed", message: "No discovery started") }
         try? await connection.emitPropertiesChanged(path: path, interface: Names.adapter, changed: ["Discovering": .boolean(false)])
         for device in state.value.devices { await device.discoveryStopped() }

@@ -111,7 +111,9 @@ public final class StandInBluetoothd: Sendable {
     /// Exports a powered adapter `name` (`hci0`) with the GATT and advertising managers; `announce` also sends
     /// what bluetoothd sends once an adapter is up (InterfacesAdded with `Powered`, then `PropertiesChanged`).
     @discardableResult
-    public func addAdapter(_ name: String = "hci0", address: String = "00:AA:01:01:00:01", announce: Bool = false) async throws -> StandInAdapter {
+    public func addAdapter(_ name: String = "hci0", address: String = "00:AA:01:01:00:01", announce: Bool = false) async throws
+        -> StandInAdapter
+    {
         let adapter = StandInAdapter(connection: connection, configuration: configuration, registry: registry, name: name, address: address)
         try await connection.export(adapter.interfaces(), at: adapter.path)
         adapters.withLock { $0.append(adapter) }
@@ -128,9 +130,14 @@ public final class StandInBluetoothd: Sendable {
     public func announcePowered(_ adapter: StandInAdapter) async throws {
         try await connection.emitSignal(
             path: "/", interface: Names.objectManager, member: "InterfacesAdded",
-            arguments: [.objectPath(adapter.path), .dictionary(key: .string, value: "a{sv}", [
-                DBusDictionaryEntry(key: .string(Names.adapter), value: .stringVariantDictionary(["Powered": .boolean(true)])),
-            ])])
+            arguments: [
+                .objectPath(adapter.path),
+                .dictionary(
+                    key: .string, value: "a{sv}",
+                    [
+                        DBusDictionaryEntry(key: .string(Names.adapter), value: .stringVariantDictionary(["Powered": .boolean(true)]))
+                    ]),
+            ])
         try await connection.emitPropertiesChanged(path: adapter.path, interface: Names.adapter, changed: ["Powered": .boolean(true)])
     }
 
@@ -174,14 +181,17 @@ public final class StandInBluetoothd: Sendable {
     /// `askAgent("RequestConfirmation", [.objectPath(device), .uint32(123456)])`.
     public func askAgent(_ member: String, _ arguments: [DBusValue], timeout: Duration = .seconds(60)) async throws -> [DBusValue] {
         guard let agent = defaultAgent else { throw DBusError.named("org.bluez.Error.Failed", message: "no default agent") }
-        return try await connection.call(destination: agent.owner, path: agent.path, interface: Names.agent, member: member,
-                                         arguments: arguments, timeout: timeout)
+        return try await connection.call(
+            destination: agent.owner, path: agent.path, interface: Names.agent, member: member,
+            arguments: arguments, timeout: timeout)
     }
 
     // MARK: Calling the application as bluetoothd does
 
     /// Calls a method of another client's object.
-    public func call(_ target: String, _ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+    public func call(_ target: String, _ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [])
+        async throws -> [DBusValue]
+    {
         try await connection.call(destination: target, path: path, interface: interface, member: member, arguments: arguments)
     }
 
@@ -197,7 +207,9 @@ public final class StandInBluetoothd: Sendable {
     }
 
     /// `ReadValue` on a characteristic (or a descriptor: `interface`) of `owner`'s application.
-    public func readValue(_ owner: String, _ path: DBusObjectPath, interface: String = Names.gattCharacteristic, options: DBusValue = options()) async throws -> [UInt8] {
+    public func readValue(
+        _ owner: String, _ path: DBusObjectPath, interface: String = Names.gattCharacteristic, options: DBusValue = options()
+    ) async throws -> [UInt8] {
         try await call(owner, path, interface, "ReadValue", [options]).first?.bytes ?? []
     }
 
@@ -209,12 +221,15 @@ public final class StandInBluetoothd: Sendable {
         if withReply {
             _ = try await call(owner, path, interface, "WriteValue", [.bytes(value), options])
         } else {
-            try await connection.callWithoutReply(destination: owner, path: path, interface: interface, member: "WriteValue", arguments: [.bytes(value), options])
+            try await connection.callWithoutReply(
+                destination: owner, path: path, interface: interface, member: "WriteValue", arguments: [.bytes(value), options])
         }
     }
 
     /// `AcquireNotify`: bluetoothd's end of the notification socket and the MTU.
-    public func acquireNotify(_ owner: String, _ path: DBusObjectPath, options: DBusValue = options()) async throws -> (socket: DBusFileDescriptor, mtu: UInt16) {
+    public func acquireNotify(_ owner: String, _ path: DBusObjectPath, options: DBusValue = options()) async throws -> (
+        socket: DBusFileDescriptor, mtu: UInt16
+    ) {
         let reply = try await call(owner, path, Names.gattCharacteristic, "AcquireNotify", [options])
         guard let socket = reply.first?.unixFD, let mtu = reply.last?.integer.flatMap({ UInt16(exactly: $0) }) else {
             throw DBusError.unexpectedMessage("AcquireNotify answered \(reply)")
@@ -284,7 +299,10 @@ final class Registry: Sendable {
             (kind == .application ? state.applications : state.advertisements).contains { $0.owner == owner && $0.path == path }
         }
         if exists {
-            state.withLock { $0.calls.append(RegistrationCall(kind: kind, register: true, owner: owner, path: path, at: at, error: "org.bluez.Error.AlreadyExists")) }
+            state.withLock {
+                $0.calls.append(
+                    RegistrationCall(kind: kind, register: true, owner: owner, path: path, at: at, error: "org.bluez.Error.AlreadyExists"))
+            }
             throw DBusError.named("org.bluez.Error.AlreadyExists", message: "Already Exists")
         }
         var registration = Registration(owner: owner, path: path, adapter: adapter, at: at)
@@ -300,7 +318,9 @@ final class Registry: Sendable {
                 return ("org.bluez.Error.Failed", "Failed to register application (refused by the test)")
             }
             if let refused {
-                state.withLock { $0.calls.append(RegistrationCall(kind: kind, register: true, owner: owner, path: path, at: at, error: refused.name)) }
+                state.withLock {
+                    $0.calls.append(RegistrationCall(kind: kind, register: true, owner: owner, path: path, at: at, error: refused.name))
+                }
                 throw DBusError.named(refused.name, message: refused.message)
             }
             if configuration.inspectsApplications { registration.objects = objects }
@@ -324,8 +344,10 @@ final class Registry: Sendable {
                 return true
             }
             let found = kind == .application ? remove(&state.applications) : remove(&state.advertisements)
-            state.calls.append(RegistrationCall(kind: kind, register: false, owner: owner, path: path, at: .now,
-                                                error: found ? nil : "org.bluez.Error.DoesNotExist"))
+            state.calls.append(
+                RegistrationCall(
+                    kind: kind, register: false, owner: owner, path: path, at: .now,
+                    error: found ? nil : "org.bluez.Error.DoesNotExist"))
             return found
         }
         if !found { throw DBusError.named("org.bluez.Error.DoesNotExist", message: "Does Not Exist") }
@@ -335,49 +357,55 @@ final class Registry: Sendable {
     /// name (an empty one is KeyboardDisplay), the default only among registered agents.
     func agentManager() -> DBusInterface {
         let capabilities = ["DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay", ""]
-        return DBusInterface(name: StandInBluetoothd.Names.agentManager, methods: [
-            DBusMethod("RegisterAgent", input: "os") { [state] call in
-                let owner = call.sender ?? ""
-                let arguments = try call.arguments
-                guard let path = arguments.first?.objectPath, let capability = arguments.last?.string, capabilities.contains(capability) else {
-                    throw DBusError.named("org.bluez.Error.InvalidArguments", message: "Invalid arguments in method call")
-                }
-                try state.withLock { state in
-                    if state.agents.contains(where: { $0.owner == owner }) {
-                        throw DBusError.named("org.bluez.Error.AlreadyExists", message: "Already Exists")
+        return DBusInterface(
+            name: StandInBluetoothd.Names.agentManager,
+            methods: [
+                DBusMethod("RegisterAgent", input: "os") { [state] call in
+                    let owner = call.sender ?? ""
+                    let arguments = try call.arguments
+                    guard let path = arguments.first?.objectPath, let capability = arguments.last?.string, capabilities.contains(capability)
+                    else {
+                        throw DBusError.named("org.bluez.Error.InvalidArguments", message: "Invalid arguments in method call")
                     }
-                    state.agents.append(StandInBluetoothd.Agent(owner: owner, path: path, capability: capability.isEmpty ? "KeyboardDisplay" : capability))
-                }
-                return []
-            },
-            DBusMethod("UnregisterAgent", input: "o") { [state] call in
-                let owner = call.sender ?? ""
-                let path = try call.arguments.first?.objectPath
-                try state.withLock { state in
-                    guard let index = state.agents.firstIndex(where: { $0.owner == owner && $0.path == path }) else {
-                        throw DBusError.named("org.bluez.Error.DoesNotExist", message: "No such Agent")
+                    try state.withLock { state in
+                        if state.agents.contains(where: { $0.owner == owner }) {
+                            throw DBusError.named("org.bluez.Error.AlreadyExists", message: "Already Exists")
+                        }
+                        state.agents.append(
+                            StandInBluetoothd.Agent(
+                                owner: owner, path: path, capability: capability.isEmpty ? "KeyboardDisplay" : capability))
                     }
-                    state.agents.remove(at: index)
-                    if state.defaultAgent?.owner == owner { state.defaultAgent = nil }
-                }
-                return []
-            },
-            DBusMethod("RequestDefaultAgent", input: "o") { [state] call in
-                let owner = call.sender ?? ""
-                let path = try call.arguments.first?.objectPath
-                try state.withLock { state in
-                    guard let path, state.agents.contains(where: { $0.owner == owner && $0.path == path }) else {
-                        throw DBusError.named("org.bluez.Error.DoesNotExist", message: "No such Agent")
+                    return []
+                },
+                DBusMethod("UnregisterAgent", input: "o") { [state] call in
+                    let owner = call.sender ?? ""
+                    let path = try call.arguments.first?.objectPath
+                    try state.withLock { state in
+                        guard let index = state.agents.firstIndex(where: { $0.owner == owner && $0.path == path }) else {
+                            throw DBusError.named("org.bluez.Error.DoesNotExist", message: "No such Agent")
+                        }
+                        state.agents.remove(at: index)
+                        if state.defaultAgent?.owner == owner { state.defaultAgent = nil }
                     }
-                    state.defaultAgent = (owner, path)
-                }
-                return []
-            },
-        ])
+                    return []
+                },
+                DBusMethod("RequestDefaultAgent", input: "o") { [state] call in
+                    let owner = call.sender ?? ""
+                    let path = try call.arguments.first?.objectPath
+                    try state.withLock { state in
+                        guard let path, state.agents.contains(where: { $0.owner == owner && $0.path == path }) else {
+                            throw DBusError.named("org.bluez.Error.DoesNotExist", message: "No such Agent")
+                        }
+                        state.defaultAgent = (owner, path)
+                    }
+                    return []
+                },
+            ])
     }
 
     func managedObjects(_ owner: String, _ path: DBusObjectPath) async throws -> [DBusObjectPath: [String: [String: DBusValue]]] {
-        let reply = try await connection.call(destination: owner, path: path, interface: StandInBluetoothd.Names.objectManager, member: "GetManagedObjects")
+        let reply = try await connection.call(
+            destination: owner, path: path, interface: StandInBluetoothd.Names.objectManager, member: "GetManagedObjects")
         return reply.first?.managedObjects ?? [:]
     }
 }

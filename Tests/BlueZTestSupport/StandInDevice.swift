@@ -1,6 +1,7 @@
 import DBus
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A ``RemotePeripheral`` as a ``StandInAdapter`` serves it: the `Device1` object (once heard, or at once when
@@ -32,7 +33,8 @@ public final class StandInDevice: Sendable {
         var timers: [Task<Void, Never>] = []
     }
 
-    init(peripheral: RemotePeripheral, adapterPath: DBusObjectPath, connection: DBusConnection, newerBlueZ: Bool, discovering: Locked<Bool>) {
+    init(peripheral: RemotePeripheral, adapterPath: DBusObjectPath, connection: DBusConnection, newerBlueZ: Bool, discovering: Locked<Bool>)
+    {
         self.peripheral = peripheral
         self.adapterPath = adapterPath
         self.connection = connection
@@ -62,19 +64,22 @@ public final class StandInDevice: Sendable {
         let state = self.state
         let full = peripheral.properties(adapter: adapterPath, rssi: true)
         let names = Self.deviceProperties + peripheral.extraProperties.keys.filter { !Self.deviceProperties.contains($0) }.sorted()
-        return DBusInterface(name: Names.device, methods: [
-            DBusMethod("Connect") { [weak self] _ in
-                try await self?.connect()
-                return []
-            },
-            DBusMethod("Disconnect") { [weak self] _ in
-                self?.state.withLock { $0.disconnectCalls += 1 }
-                await self?.drop()
-                return []
-            },
-        ], properties: names.map { name in
-            DBusProperty(name, signature: full[name]?.signature ?? .string, get: { state.value.properties[name] })
-        })
+        return DBusInterface(
+            name: Names.device,
+            methods: [
+                DBusMethod("Connect") { [weak self] _ in
+                    try await self?.connect()
+                    return []
+                },
+                DBusMethod("Disconnect") { [weak self] _ in
+                    self?.state.withLock { $0.disconnectCalls += 1 }
+                    await self?.drop()
+                    return []
+                },
+            ],
+            properties: names.map { name in
+                DBusProperty(name, signature: full[name]?.signature ?? .string, get: { state.value.properties[name] })
+            })
     }
 
     /// Exports the device object (InterfacesAdded): with stale properties and no RSSI when `cached`.
@@ -101,7 +106,10 @@ public final class StandInDevice: Sendable {
             }
             let fresh = peripheral.properties(adapter: adapterPath, rssi: true)
             let changed = state.withLock { state -> [String: DBusValue] in
-                let changed = fresh.filter { ["RSSI", "TxPower", "Name", "UUIDs", "ManufacturerData", "ServiceData", "AdvertisingFlags", "AdvertisingData"].contains($0.key) && state.properties[$0.key] != $0.value }
+                let changed = fresh.filter {
+                    ["RSSI", "TxPower", "Name", "UUIDs", "ManufacturerData", "ServiceData", "AdvertisingFlags", "AdvertisingData"].contains(
+                        $0.key) && state.properties[$0.key] != $0.value
+                }
                 state.properties.merge(changed) { $1 }
                 return changed
             }
@@ -126,7 +134,10 @@ public final class StandInDevice: Sendable {
     }
 
     private func connect() async throws {
-        let attempt = state.withLock { state in state.connectCalls += 1; return state.connectCalls }
+        let attempt = state.withLock { state in
+            state.connectCalls += 1
+            return state.connectCalls
+        }
         switch peripheral.connecting {
         case .fails(let name, let message): throw DBusError.named(name, message: message)
         case .failsFirst(let count) where attempt <= count:
@@ -138,7 +149,9 @@ public final class StandInDevice: Sendable {
         try await exportGATT()
         if peripheral.connecting != .neverResolves {
             var uuids = peripheral.uuids.map(Self.fullUUID)
-            for service in peripheral.services where !uuids.contains(Self.fullUUID(service.uuid)) { uuids.append(Self.fullUUID(service.uuid)) }
+            for service in peripheral.services where !uuids.contains(Self.fullUUID(service.uuid)) {
+                uuids.append(Self.fullUUID(service.uuid))
+            }
             await set(["ServicesResolved": .boolean(true), "UUIDs": .strings(uuids)])
         }
         if let after = peripheral.disconnectsAfter {
@@ -149,7 +162,11 @@ public final class StandInDevice: Sendable {
     /// The link goes down: GATT objects removed, sockets closed, `Connected` false.
     func drop() async {
         let (paths, sockets) = state.withLock { state in
-            defer { state.gattPaths = []; state.sockets = [:]; state.notifying = [] }
+            defer {
+                state.gattPaths = []
+                state.sockets = [:]
+                state.notifying = []
+            }
             return (state.gattPaths, Array(state.sockets.values))
         }
         for socket in sockets { close(socket) }
@@ -161,12 +178,18 @@ public final class StandInDevice: Sendable {
     func remove() async {
         cancelTimers()
         await drop()
-        let was = state.withLock { state in defer { state.exported = false }; return state.exported }
+        let was = state.withLock { state in
+            defer { state.exported = false }
+            return state.exported
+        }
         if was { try? await connection.unexport(path) }
     }
 
     func cancelTimers() {
-        let timers = state.withLock { state in defer { state.timers = [] }; return state.timers }
+        let timers = state.withLock { state in
+            defer { state.timers = [] }
+            return state.timers
+        }
         timers.forEach { $0.cancel() }
     }
 
@@ -208,19 +231,23 @@ public final class StandInDevice: Sendable {
             for characteristic in service.characteristics {
                 let characteristicPath = servicePath.appending("char" + Self.hex(characteristic.handle))
                 state.withLock { $0.values[characteristicPath] = characteristic.value }
-                try await connection.export([characteristicInterface(characteristic, at: characteristicPath, service: servicePath)], at: characteristicPath)
+                try await connection.export(
+                    [characteristicInterface(characteristic, at: characteristicPath, service: servicePath)], at: characteristicPath)
                 exported.append(characteristicPath)
                 for descriptor in characteristic.descriptors {
                     let descriptorPath = characteristicPath.appending("desc" + Self.hex(descriptor.handle))
                     state.withLock { $0.values[descriptorPath] = descriptor.value }
-                    try await connection.export([descriptorInterface(descriptor, at: descriptorPath, characteristic: characteristicPath)], at: descriptorPath)
+                    try await connection.export(
+                        [descriptorInterface(descriptor, at: descriptorPath, characteristic: characteristicPath)], at: descriptorPath)
                     exported.append(descriptorPath)
                 }
             }
         }
     }
 
-    private func characteristicInterface(_ characteristic: RemoteCharacteristic, at path: DBusObjectPath, service: DBusObjectPath) -> DBusInterface {
+    private func characteristicInterface(_ characteristic: RemoteCharacteristic, at path: DBusObjectPath, service: DBusObjectPath)
+        -> DBusInterface
+    {
         let state = self.state
         var properties: [DBusProperty] = [
             .constant("UUID", .string(Self.fullUUID(characteristic.uuid))),
@@ -229,7 +256,10 @@ public final class StandInDevice: Sendable {
             DBusProperty("Value", signature: .bytes, get: { .bytes(state.value.values[path] ?? []) }),
         ]
         if characteristic.canNotify {
-            properties.append(DBusProperty("Notifying", signature: .boolean, get: { .boolean(state.value.notifying.contains(path) || state.value.sockets[path] != nil) }))
+            properties.append(
+                DBusProperty(
+                    "Notifying", signature: .boolean,
+                    get: { .boolean(state.value.notifying.contains(path) || state.value.sockets[path] != nil) }))
             if characteristic.acquirable {
                 properties.append(DBusProperty("NotifyAcquired", signature: .boolean, get: { .boolean(state.value.sockets[path] != nil) }))
             }
@@ -247,7 +277,11 @@ public final class StandInDevice: Sendable {
                     state.withLock { $0.reads.append(path) }
                     throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
                 }
-                return [.bytes(try await read(path, error: characteristic.readError, pairs: characteristic.pairsOnRead, interface: Names.gattCharacteristic))]
+                return [
+                    .bytes(
+                        try await read(
+                            path, error: characteristic.readError, pairs: characteristic.pairsOnRead, interface: Names.gattCharacteristic))
+                ]
             },
             DBusMethod("WriteValue", input: "aya{sv}") { call in
                 let value = try call.arguments.first?.bytes ?? []
@@ -261,14 +295,16 @@ public final class StandInDevice: Sendable {
                     guard let self else { return [] }
                     if let error = characteristic.subscribeError { throw error }
                     state.withLock { _ = $0.notifying.insert(path) }
-                    try? await connection.emitPropertiesChanged(path: path, interface: Names.gattCharacteristic, changed: ["Notifying": .boolean(true)])
+                    try? await connection.emitPropertiesChanged(
+                        path: path, interface: Names.gattCharacteristic, changed: ["Notifying": .boolean(true)])
                     await sendNotifications(characteristic, path: path)
                     return []
                 },
                 DBusMethod("StopNotify") { [weak self] _ in
                     guard let self else { return [] }
                     state.withLock { _ = $0.notifying.remove(path) }
-                    try? await connection.emitPropertiesChanged(path: path, interface: Names.gattCharacteristic, changed: ["Notifying": .boolean(false)])
+                    try? await connection.emitPropertiesChanged(
+                        path: path, interface: Names.gattCharacteristic, changed: ["Notifying": .boolean(false)])
                     return []
                 },
                 DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { [weak self] _ in
@@ -291,7 +327,9 @@ public final class StandInDevice: Sendable {
         return DBusInterface(name: Names.gattCharacteristic, methods: methods, properties: properties)
     }
 
-    private func descriptorInterface(_ descriptor: RemoteDescriptor, at path: DBusObjectPath, characteristic: DBusObjectPath) -> DBusInterface {
+    private func descriptorInterface(_ descriptor: RemoteDescriptor, at path: DBusObjectPath, characteristic: DBusObjectPath)
+        -> DBusInterface
+    {
         let state = self.state
         var properties: [DBusProperty] = [
             .constant("UUID", .string(Self.fullUUID(descriptor.uuid))),
@@ -299,12 +337,14 @@ public final class StandInDevice: Sendable {
             DBusProperty("Value", signature: .bytes, get: { .bytes(state.value.values[path] ?? []) }),
         ]
         if newer { properties.append(.constant("Handle", .uint16(descriptor.handle))) }
-        return DBusInterface(name: Names.gattDescriptor, methods: [
-            DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] _ in
-                guard let self else { return [] }
-                return [.bytes(try await read(path, error: descriptor.readError, pairs: false, interface: Names.gattDescriptor))]
-            },
-        ], properties: properties)
+        return DBusInterface(
+            name: Names.gattDescriptor,
+            methods: [
+                DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] _ in
+                    guard let self else { return [] }
+                    return [.bytes(try await read(path, error: descriptor.readError, pairs: false, interface: Names.gattDescriptor))]
+                }
+            ], properties: properties)
     }
 
     private func read(_ path: DBusObjectPath, error: DBusError?, pairs: Bool, interface: String) async throws -> [UInt8] {

@@ -1,6 +1,6 @@
 import BlueZ
-import DBus
 import BlueZTestSupport
+import DBus
 import DBusTestSupport
 import Testing
 
@@ -58,18 +58,26 @@ import Testing
         #expect(adapter.supportedIncludes == ["tx-power", "appearance", "local-name"])
         let registration = try await AdvertisementRegistration.register(Self.noke(), adapter: adapter, stack: stack)
         #expect(bluetoothd.advertisements.map(\.path) == ["/org/gattemu/advertisement0"])
-        let all = try await bluetoothd.call(stack.connection.uniqueName, registration.path, "org.freedesktop.DBus.Properties", "GetAll", [.string(BlueZNames.advertisement)])
+        let all = try await bluetoothd.call(
+            stack.connection.uniqueName, registration.path, "org.freedesktop.DBus.Properties", "GetAll", [.string(BlueZNames.advertisement)]
+        )
         let properties = try #require(all.first?.stringKeyedDictionary)
         #expect(properties["Type"] == .string("peripheral"))
         #expect(properties["LocalName"] == .string("NOKE3E_00AA01010001"))
         #expect(properties["ServiceUUIDs"] == .strings(["1bc50001-0200-d29e-e511-446c609db825"]))
-        #expect(properties["ManufacturerData"] == .dictionary(key: .uint16, value: .variant, [
-            DBusDictionaryEntry(key: .uint16(0xFFFF), value: .variant(.bytes([0x40, 2, 10, 0, 0]))),
-        ]))
+        #expect(
+            properties["ManufacturerData"]
+                == .dictionary(
+                    key: .uint16, value: .variant,
+                    [
+                        DBusDictionaryEntry(key: .uint16(0xFFFF), value: .variant(.bytes([0x40, 2, 10, 0, 0])))
+                    ]))
         #expect(properties["Appearance"] == nil)
 
         let changes = AsyncCollector<DBusSignal>()
-        _ = try await bluetoothd.connection.subscribe(to: DBusMatchRule(path: registration.path, member: "PropertiesChanged")) { changes.append($0) }
+        _ = try await bluetoothd.connection.subscribe(to: DBusMatchRule(path: registration.path, member: "PropertiesChanged")) {
+            changes.append($0)
+        }
         var unlocked = Self.noke()
         unlocked.manufacturerData = [0xFFFF: [0x00, 2, 10, 0, 0]]
         try await registration.update(unlocked)

@@ -1,6 +1,6 @@
 import BlueZ
-import DBus
 import BlueZTestSupport
+import DBus
 import DBusTestSupport
 import Foundation
 import Testing
@@ -8,14 +8,20 @@ import Testing
 /// The GATT application as bluetoothd sees it on a real (private) bus.
 @Suite struct GattApplicationTests {
     static let services = [
-        GattServiceDefinition(id: "battery", uuid: "0000180f-0000-1000-8000-00805f9b34fb", characteristics: [
-            GattCharacteristicDefinition(id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read", "notify"],
-                                         initialValue: [99], notifyPath: .acquireNotify, descriptors: [
-                GattDescriptorDefinition(id: "label", uuid: "00002901-0000-1000-8000-00805f9b34fb", initialValue: Array("Level".utf8)),
+        GattServiceDefinition(
+            id: "battery", uuid: "0000180f-0000-1000-8000-00805f9b34fb",
+            characteristics: [
+                GattCharacteristicDefinition(
+                    id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read", "notify"],
+                    initialValue: [99], notifyPath: .acquireNotify,
+                    descriptors: [
+                        GattDescriptorDefinition(
+                            id: "label", uuid: "00002901-0000-1000-8000-00805f9b34fb", initialValue: Array("Level".utf8))
+                    ]),
+                GattCharacteristicDefinition(id: "control", uuid: "12345678-0000-4000-8000-000000000001", flags: ["write", "indicate"]),
             ]),
-            GattCharacteristicDefinition(id: "control", uuid: "12345678-0000-4000-8000-000000000001", flags: ["write", "indicate"]),
-        ]),
-        GattServiceDefinition(id: "extra", uuid: "12345678-0000-4000-8000-000000000000", primary: false, includes: ["battery"], characteristics: []),
+        GattServiceDefinition(
+            id: "extra", uuid: "12345678-0000-4000-8000-000000000000", primary: false, includes: ["battery"], characteristics: []),
     ]
 
     struct Setup {
@@ -40,15 +46,21 @@ import Testing
         let registered = setup.bluetoothd.applications
         #expect(registered.map(\.path) == ["/org/gattemu/app0"])
         #expect(registered.first?.owner == setup.stack.connection.uniqueName)
-        let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
-        guard case .dictionary(_, _, let entries)? = reply.first else { Issue.record("no objects"); return }
-        let objects = Dictionary(uniqueKeysWithValues: entries.compactMap { entry in
-            entry.key.objectPath.map { ($0.rawValue, entry.value) }
-        })
-        #expect(objects.keys.sorted() == [
-            "/org/gattemu/app0/service0", "/org/gattemu/app0/service0/char0", "/org/gattemu/app0/service0/char0/desc0",
-            "/org/gattemu/app0/service0/char1", "/org/gattemu/app0/service1",
-        ])
+        let reply = try await setup.bluetoothd.call(
+            setup.stack.connection.uniqueName, "/org/gattemu/app0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        guard case .dictionary(_, _, let entries)? = reply.first else {
+            Issue.record("no objects")
+            return
+        }
+        let objects = Dictionary(
+            uniqueKeysWithValues: entries.compactMap { entry in
+                entry.key.objectPath.map { ($0.rawValue, entry.value) }
+            })
+        #expect(
+            objects.keys.sorted() == [
+                "/org/gattemu/app0/service0", "/org/gattemu/app0/service0/char0", "/org/gattemu/app0/service0/char0/desc0",
+                "/org/gattemu/app0/service0/char1", "/org/gattemu/app0/service1",
+            ])
         func properties(_ path: String, _ interface: String) -> [String: DBusValue] {
             guard case .dictionary(_, _, let interfaces)? = objects[path] else { return [:] }
             return interfaces.first { $0.key.string == interface }?.value.stringKeyedDictionary ?? [:]
@@ -73,7 +85,9 @@ import Testing
         await setup.application.unregister()
         #expect(setup.bluetoothd.applications.isEmpty)
         await #expect(throws: DBusError.self) {
-            try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [StandInBluetoothd.options()])
+            try await setup.bluetoothd.call(
+                setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue",
+                [StandInBluetoothd.options()])
         }
     }
 
@@ -81,7 +95,8 @@ import Testing
         let setup = try await Self.setUp()
         let app = setup.stack.connection.uniqueName
         let level: DBusObjectPath = "/org/gattemu/app0/service0/char0"
-        let long = try await setup.bluetoothd.call(app, level, BlueZNames.gattCharacteristic, "ReadValue", [StandInBluetoothd.options(offset: 40, mtu: 185)])
+        let long = try await setup.bluetoothd.call(
+            app, level, BlueZNames.gattCharacteristic, "ReadValue", [StandInBluetoothd.options(offset: 40, mtu: 185)])
         #expect(long == [.bytes(Array(40..<100))])
         let read = try #require(setup.handler.reads.withLock { $0.first })
         #expect(read.offset == 40)
@@ -89,14 +104,16 @@ import Testing
         #expect(read.context.centralAddress == "00:AA:01:02:00:02")
         #expect(read.attribute == GattAttributeID(characteristic: "level"))
 
-        _ = try await setup.bluetoothd.call(app, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue",
-                                            [.bytes([1, 2, 3]), StandInBluetoothd.options()])
+        _ = try await setup.bluetoothd.call(
+            app, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue",
+            [.bytes([1, 2, 3]), StandInBluetoothd.options()])
         let write = try #require(setup.handler.writes.withLock { $0.first })
         #expect(write.value == [1, 2, 3])
         #expect(write.kind == .request)
         #expect(!write.bluetoothdAnswered)
 
-        let descriptor = try await setup.bluetoothd.call(app, "/org/gattemu/app0/service0/char0/desc0", BlueZNames.gattDescriptor, "ReadValue", [StandInBluetoothd.options()])
+        let descriptor = try await setup.bluetoothd.call(
+            app, "/org/gattemu/app0/service0/char0/desc0", BlueZNames.gattDescriptor, "ReadValue", [StandInBluetoothd.options()])
         #expect(descriptor == [.bytes(Array(0..<100))])
         #expect(setup.handler.reads.withLock { $0.last?.attribute } == GattAttributeID(characteristic: "level", descriptor: "label"))
     }
@@ -110,8 +127,9 @@ import Testing
     func handlerErrorsBecomeBlueZErrors(error: GattError, name: String, message: String) async throws {
         let setup = try await Self.setUp(handler: RecordingHandler(writeError: error))
         await #expect(throws: DBusError.named(name, message: message)) {
-            try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic,
-                                            "WriteValue", [.bytes([0]), StandInBluetoothd.options()])
+            try await setup.bluetoothd.call(
+                setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic,
+                "WriteValue", [.bytes([0]), StandInBluetoothd.options()])
         }
     }
 
@@ -120,12 +138,19 @@ import Testing
         let intruder = try await setup.bus.connect()
         for (path, interface, member, arguments) in [
             ("/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic, "ReadValue", [StandInBluetoothd.options()]),
-            ("/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue", [DBusValue.bytes([1]), StandInBluetoothd.options()]),
+            (
+                "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "WriteValue",
+                [DBusValue.bytes([1]), StandInBluetoothd.options()]
+            ),
             ("/org/gattemu/app0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", []),
-            ("/org/gattemu/app0/service0/char0", "org.freedesktop.DBus.Properties", "GetAll", [DBusValue.string(BlueZNames.gattCharacteristic)]),
+            (
+                "/org/gattemu/app0/service0/char0", "org.freedesktop.DBus.Properties", "GetAll",
+                [DBusValue.string(BlueZNames.gattCharacteristic)]
+            ),
         ] as [(DBusObjectPath, String, String, [DBusValue])] {
             let error = await #expect(throws: DBusError.self) {
-                try await intruder.call(destination: setup.stack.connection.uniqueName, path: path, interface: interface, member: member, arguments: arguments)
+                try await intruder.call(
+                    destination: setup.stack.connection.uniqueName, path: path, interface: interface, member: member, arguments: arguments)
             }
             #expect(error?.name == DBusError.Name.accessDenied, "\(interface).\(member) on \(path)")
         }
@@ -135,8 +160,9 @@ import Testing
 
     @Test func acquiredNotificationsArriveOnTheSocket() async throws {
         let setup = try await Self.setUp()
-        let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0",
-                                                    BlueZNames.gattCharacteristic, "AcquireNotify", [StandInBluetoothd.options(mtu: 247)])
+        let reply = try await setup.bluetoothd.call(
+            setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0",
+            BlueZNames.gattCharacteristic, "AcquireNotify", [StandInBluetoothd.options(mtu: 247)])
         #expect(reply.count == 2)
         #expect(reply.last == .uint16(247))
         let socket = try #require(reply.first?.unixFD)
@@ -161,9 +187,12 @@ import Testing
 
     /// AcquireNotify for `device` (`dev_…`) as bluetoothd calls it; returns bluetoothd's end of the socket.
     static func acquire(_ setup: Setup, _ device: String) async throws -> Int32 {
-        let options = DBusValue.stringVariantDictionary(["device": .objectPath(DBusObjectPath("/org/bluez/hci0/\(device)")), "mtu": .uint16(247)])
-        let reply = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0",
-                                                    BlueZNames.gattCharacteristic, "AcquireNotify", [options])
+        let options = DBusValue.stringVariantDictionary([
+            "device": .objectPath(DBusObjectPath("/org/bluez/hci0/\(device)")), "mtu": .uint16(247),
+        ])
+        let reply = try await setup.bluetoothd.call(
+            setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char0",
+            BlueZNames.gattCharacteristic, "AcquireNotify", [options])
         return try #require(reply.first?.unixFD).takeRawValue()
     }
 
@@ -182,7 +211,9 @@ import Testing
         let first = try await Self.acquire(setup, "dev_00_AA_01_02_00_02")
         let second = try await Self.acquire(setup, "dev_00_AA_01_03_00_03")
         defer { close(first) }
-        #expect(try await setup.application.notify("level", value: [3], central: "00:AA:01:03:00:03") == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
+        #expect(
+            try await setup.application.notify("level", value: [3], central: "00:AA:01:03:00:03")
+                == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
         #expect(Self.pending(second) == [[3]])
         #expect(Self.pending(first) == [])
         // A central with no socket of its own is not subscribed: nothing goes to the others.
@@ -205,9 +236,16 @@ import Testing
         let setup = try await Self.setUp()
         let first = try await Self.acquire(setup, "dev_00_AA_01_02_00_02")
         let second = try await Self.acquire(setup, "dev_00_AA_01_03_00_03")
-        defer { close(first); close(second) }
-        #expect(try await setup.application.notify("level", value: [3], central: "00:AA:01:04:00:04") == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
-        #expect(try await setup.application.notify("level", value: [4], central: "00:AA:01:03:00:03") == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
+        defer {
+            close(first)
+            close(second)
+        }
+        #expect(
+            try await setup.application.notify("level", value: [3], central: "00:AA:01:04:00:04")
+                == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
+        #expect(
+            try await setup.application.notify("level", value: [4], central: "00:AA:01:03:00:03")
+                == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
         #expect(try await setup.application.notify("level", value: [5]) == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
         #expect(Self.pending(first) == [[3], [5]])
         #expect(Self.pending(second) == [[4]])
@@ -216,13 +254,17 @@ import Testing
     @Test func notificationsWithoutSocketsArePropertiesChanged() async throws {
         let setup = try await Self.setUp()
         let changes = AsyncCollector<DBusSignal>()
-        _ = try await setup.bluetoothd.connection.subscribe(to: DBusMatchRule(
-            path: "/org/gattemu/app0/service0/char1", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { changes.append($0) }
-        _ = try await setup.bluetoothd.call(setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "StartNotify")
+        _ = try await setup.bluetoothd.connection.subscribe(
+            to: DBusMatchRule(
+                path: "/org/gattemu/app0/service0/char1", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+        ) { changes.append($0) }
+        _ = try await setup.bluetoothd.call(
+            setup.stack.connection.uniqueName, "/org/gattemu/app0/service0/char1", BlueZNames.gattCharacteristic, "StartNotify")
         let delivery = try await setup.application.notify("control", value: [7, 7])
         #expect(delivery == .propertiesChanged)
         let received = await changes.wait(for: 2)
-        #expect(received.map { $0.arguments[1].stringKeyedDictionary ?? [:] } == [["Notifying": .boolean(true)], ["Value": .bytes([7, 7])]])
+        #expect(
+            received.map { $0.arguments[1].stringKeyedDictionary ?? [:] } == [["Notifying": .boolean(true)], ["Value": .bytes([7, 7])]])
     }
 }
 
@@ -250,8 +292,9 @@ import Testing
         for (length, offset) in [(513, 0), (100, 500)] {
             let options: DBusValue = .stringVariantDictionary(["device": device, "offset": .uint16(UInt16(offset))])
             let write = await #expect(throws: DBusError.self) {
-                try await setup.bluetoothd.call(target, control, BlueZNames.gattCharacteristic, "WriteValue",
-                                                [.bytes(Array(repeating: 7, count: length)), options])
+                try await setup.bluetoothd.call(
+                    target, control, BlueZNames.gattCharacteristic, "WriteValue",
+                    [.bytes(Array(repeating: 7, count: length)), options])
             }
             #expect(write?.name == "org.bluez.Error.InvalidValueLength", "\(length) bytes at \(offset)")
         }
@@ -260,13 +303,15 @@ import Testing
 
         // MTUs outside what a link can have are ignored; the call itself is served.
         for mtu: DBusValue in [.uint16(0), .uint16(22), .uint16(518), .int64(-1)] {
-            _ = try await setup.bluetoothd.call(target, level, BlueZNames.gattCharacteristic, "ReadValue",
-                                                [.stringVariantDictionary(["device": device, "mtu": mtu])])
+            _ = try await setup.bluetoothd.call(
+                target, level, BlueZNames.gattCharacteristic, "ReadValue",
+                [.stringVariantDictionary(["device": device, "mtu": mtu])])
         }
         #expect(setup.handler.reads.withLock { $0.map(\.context.mtu) } == [nil, nil, nil, nil])
         // The largest legitimate offset still reaches the handler (which answers it: past its 100 bytes).
-        _ = try? await setup.bluetoothd.call(target, level, BlueZNames.gattCharacteristic, "ReadValue",
-                                            [.stringVariantDictionary(["device": device, "offset": .uint16(512)])])
+        _ = try? await setup.bluetoothd.call(
+            target, level, BlueZNames.gattCharacteristic, "ReadValue",
+            [.stringVariantDictionary(["device": device, "offset": .uint16(512)])])
         #expect(setup.handler.reads.withLock { $0.last?.offset } == 512)
     }
 }
@@ -278,14 +323,22 @@ import Testing
         let setup = try await GattApplicationTests.setUp(newerBlueZ: true)
         let stalled = try await GattApplicationTests.acquire(setup, "dev_00_AA_01_02_00_02")
         let reading = try await GattApplicationTests.acquire(setup, "dev_00_AA_01_03_00_03")
-        defer { close(stalled); close(reading) }
+        defer {
+            close(stalled)
+            close(reading)
+        }
         var full: [String: Int] = [:]
         var reached = 0
         // Far more than any socket buffer holds; with blocking sends this never returns.
         for index in 0..<5_000 {
             let value = Array(repeating: UInt8(truncatingIfNeeded: index), count: 20)
-            guard case .sockets(let centrals, let dropped)? = try setup.application.notifyOnSockets("level", value: value, central: "00:AA:01:02:00:02")
-            else { Issue.record("no socket delivery"); return }
+            guard
+                case .sockets(let centrals, let dropped)? = try setup.application.notifyOnSockets(
+                    "level", value: value, central: "00:AA:01:02:00:02")
+            else {
+                Issue.record("no socket delivery")
+                return
+            }
             reached += centrals.count
             full.merge(dropped) { max($0, $1) }
         }
@@ -294,7 +347,9 @@ import Testing
         #expect(dropped > 0)
         #expect(reached + dropped == 5_000, "every notification either left or was counted as dropped")
         // The other central is unaffected.
-        #expect(try await setup.application.notify("level", value: [9], central: "00:AA:01:03:00:03") == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
+        #expect(
+            try await setup.application.notify("level", value: [9], central: "00:AA:01:03:00:03")
+                == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
         #expect(GattApplicationTests.pending(reading) == [[9]])
         // What was queued arrives in order once the stalled central reads; then sending works again.
         let queued = GattApplicationTests.pending(stalled)
@@ -312,16 +367,25 @@ import Testing
         defer { bus.stop() }
         let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
-        let services = [GattServiceDefinition(id: "s", uuid: "0000180f-0000-1000-8000-00805f9b34fb", characteristics: [
-            GattCharacteristicDefinition(id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read"], descriptors: [
-                GattDescriptorDefinition(id: "d", uuid: "00002901-0000-1000-8000-00805f9b34fb", handle: 0x0023),
-            ], handle: 0x0022),
-            GattCharacteristicDefinition(id: "free", uuid: "00002a1a-0000-1000-8000-00805f9b34fb", flags: ["read"]),
-        ], handle: 0x0020)]
-        _ = try await GattApplication.register(services: services, handler: RecordingHandler(), adapter: try await stack.adapter("hci0"), stack: stack)
+        let services = [
+            GattServiceDefinition(
+                id: "s", uuid: "0000180f-0000-1000-8000-00805f9b34fb",
+                characteristics: [
+                    GattCharacteristicDefinition(
+                        id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read"],
+                        descriptors: [
+                            GattDescriptorDefinition(id: "d", uuid: "00002901-0000-1000-8000-00805f9b34fb", handle: 0x0023)
+                        ], handle: 0x0022),
+                    GattCharacteristicDefinition(id: "free", uuid: "00002a1a-0000-1000-8000-00805f9b34fb", flags: ["read"]),
+                ], handle: 0x0020)
+        ]
+        _ = try await GattApplication.register(
+            services: services, handler: RecordingHandler(), adapter: try await stack.adapter("hci0"), stack: stack)
         func handle(_ path: DBusObjectPath, _ interface: String) async throws -> DBusValue? {
-            try await bluetoothd.call(stack.connection.uniqueName, path, "org.freedesktop.DBus.Properties", "Get",
-                                      [.string(interface), .string("Handle")]).first?.unwrappingVariants
+            try await bluetoothd.call(
+                stack.connection.uniqueName, path, "org.freedesktop.DBus.Properties", "Get",
+                [.string(interface), .string("Handle")]
+            ).first?.unwrappingVariants
         }
         #expect(try await handle("/org/gattemu/app0/service0", BlueZNames.gattService) == .uint16(0x0020))
         #expect(try await handle("/org/gattemu/app0/service0/char0", BlueZNames.gattCharacteristic) == .uint16(0x0022))

@@ -1,17 +1,21 @@
-@testable import BlueZ
 import Bluetooth
 import Testing
+
+@testable import BlueZ
 
 /// The management channel's answers are bytes from the kernel: parsed with every length checked.
 @Suite struct ManagementTests {
     /// An event as the kernel sends it: code, index, length, parameters (little-endian).
     func event(_ code: UInt16, index: UInt16, _ parameters: [UInt8]) -> ArraySlice<UInt8> {
         let count = UInt16(parameters.count)
-        return ArraySlice([UInt8(code & 0xFF), UInt8(code >> 8), UInt8(index & 0xFF), UInt8(index >> 8), UInt8(count & 0xFF), UInt8(count >> 8)] + parameters)
+        return ArraySlice(
+            [UInt8(code & 0xFF), UInt8(code >> 8), UInt8(index & 0xFF), UInt8(index >> 8), UInt8(count & 0xFF), UInt8(count >> 8)]
+                + parameters)
     }
 
     @Test func commandCompleteForTheCommandAndControllerIsTheAnswer() throws {
-        let answer = try ManagementSocket.answer(to: .setStaticAddress, index: 3, in: event(0x0001, index: 3, [0x2B, 0x00, 0x00, 0xAA, 0xBB]))
+        let answer = try ManagementSocket.answer(
+            to: .setStaticAddress, index: 3, in: event(0x0001, index: 3, [0x2B, 0x00, 0x00, 0xAA, 0xBB]))
         #expect(answer == [0xAA, 0xBB])
     }
 
@@ -27,7 +31,8 @@ import Testing
         #expect(try ManagementSocket.answer(to: .setStaticAddress, index: 0, in: [0x01, 0x00, 0x00]) == nil)
         // The length claims more than arrived, and less than an answer needs.
         #expect(try ManagementSocket.answer(to: .setStaticAddress, index: 0, in: [0x01, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0x2B]) == nil)
-        #expect(try ManagementSocket.answer(to: .setStaticAddress, index: 0, in: [0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x2B, 0x00, 0x00]) == nil)
+        #expect(
+            try ManagementSocket.answer(to: .setStaticAddress, index: 0, in: [0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x2B, 0x00, 0x00]) == nil)
     }
 
     @Test func failureStatusesThrowWithAReason() {

@@ -35,7 +35,7 @@ import Testing
         let noke = try #require(BluetoothUUID("1bc50001-0200-d29e-e511-446c609db825"))
         #expect(noke.uint16 == nil && noke.uint32 == nil && noke.advertisedSize == 16)
         #expect(BluetoothUUID(littleEndian: noke.littleEndian()) == noke)
-        let thirtyTwo = BluetoothUUID(uint32: 0x12345678)
+        let thirtyTwo = BluetoothUUID(uint32: 0x1234_5678)
         #expect(thirtyTwo.description == "12345678-0000-1000-8000-00805f9b34fb")
         #expect(thirtyTwo.littleEndian32 == [0x78, 0x56, 0x34, 0x12])
         #expect(BluetoothUUID(littleEndian: [0x78, 0x56, 0x34, 0x12]) == thirtyTwo)
@@ -75,13 +75,18 @@ import Testing
 @Suite struct AdvertisingDataTests {
     @Test func parsesEveryFieldAndBuildsTheSameBytes() throws {
         // flags, complete 128-bit UUID, manufacturer data, 16-bit service data, appearance, TX power, an unknown type
-        let bytes: [UInt8] = [0x02, 0x01, 0x06,
-                              0x11, 0x07] + BluetoothUUID("1bc50001-0200-d29e-e511-446c609db825")!.littleEndian(compact: false)
-            + [0x06, 0xFF, 0xFF, 0xFF, 0x40, 0x02, 0x0A,
-               0x04, 0x16, 0x0F, 0x18, 0x64,
-               0x03, 0x19, 0xC1, 0x03,
-               0x02, 0x0A, 0xF8,
-               0x03, 0x2A, 0xAB, 0xCD]
+        let bytes: [UInt8] =
+            [
+                0x02, 0x01, 0x06,
+                0x11, 0x07,
+            ] + BluetoothUUID("1bc50001-0200-d29e-e511-446c609db825")!.littleEndian(compact: false)
+            + [
+                0x06, 0xFF, 0xFF, 0xFF, 0x40, 0x02, 0x0A,
+                0x04, 0x16, 0x0F, 0x18, 0x64,
+                0x03, 0x19, 0xC1, 0x03,
+                0x02, 0x0A, 0xF8,
+                0x03, 0x2A, 0xAB, 0xCD,
+            ]
         let (data, problem) = AdvertisingData.parse(bytes)
         #expect(problem == nil)
         #expect(data.bytes == bytes)

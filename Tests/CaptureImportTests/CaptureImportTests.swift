@@ -21,30 +21,43 @@ enum LockSession {
     static func le16(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
 
     /// `phoneIsCentral`: HCI role 0 (the capturing phone connected).
-    static func script(handle: UInt16 = 0x40, address: BluetoothAddress = lock, name: String = "TestLock", discover: Bool = true) -> CaptureScript {
+    static func script(handle: UInt16 = 0x40, address: BluetoothAddress = lock, name: String = "TestLock", discover: Bool = true)
+        -> CaptureScript
+    {
         var s = CaptureScript()
-        let advertising: [UInt8] = [2, 0x01, 0x06] + [UInt8(name.utf8.count + 1), 0x09] + Array(name.utf8)
+        let advertising: [UInt8] =
+            [2, 0x01, 0x06] + [UInt8(name.utf8.count + 1), 0x09] + Array(name.utf8)
             + [17, 0x07] + serviceUUID.littleEndian(compact: false)
         s.event(SyntheticHCI.legacyAdvertisingReports([(type: 0x00, addressType: 1, address: address, data: advertising, rssi: -50)]))
-        s.event(SyntheticHCI.legacyAdvertisingReports([(type: 0x04, addressType: 1, address: address, data: [2, 0x0A, 0xF8, 5, 0xFF, 0x59, 0x00, 0x01, 0x02], rssi: -50)]))
+        s.event(
+            SyntheticHCI.legacyAdvertisingReports([
+                (type: 0x04, addressType: 1, address: address, data: [2, 0x0A, 0xF8, 5, 0xFF, 0x59, 0x00, 0x01, 0x02], rssi: -50)
+            ]))
         s.command(SyntheticHCI.leCreateConnection(peer: address, peerType: 1))
         s.event(SyntheticHCI.leConnectionComplete(handle: handle, role: 0, peer: address, peerType: 1))
-        let phone = HCIDirection.hostToController, device = HCIDirection.controllerToHost
+        let phone = HCIDirection.hostToController
+        let device = HCIDirection.controllerToHost
         s.att(handle: handle, .exchangeMTURequest, le16(185), from: phone)
         s.att(handle: handle, .exchangeMTUResponse, le16(247), from: device)
         if discover {
             s.att(handle: handle, .readByGroupTypeRequest, [1, 0, 0xFF, 0xFF, 0x00, 0x28], from: phone)
             s.att(handle: handle, .readByGroupTypeResponse, [6] + le16(1) + le16(5) + [0x00, 0x18], from: device)
             s.att(handle: handle, .readByGroupTypeRequest, [6, 0, 0xFF, 0xFF, 0x00, 0x28], from: phone)
-            s.att(handle: handle, .readByGroupTypeResponse, [20] + le16(10) + le16(0xFFFF) + serviceUUID.littleEndian(compact: false), from: device)
+            s.att(
+                handle: handle, .readByGroupTypeResponse, [20] + le16(10) + le16(0xFFFF) + serviceUUID.littleEndian(compact: false),
+                from: device)
             // The device's own client looks at the phone's table meanwhile (not part of the device).
             s.att(handle: handle, .readByGroupTypeRequest, [1, 0, 0xFF, 0xFF, 0x00, 0x28], from: device)
             s.att(handle: handle, .readByGroupTypeResponse, [6] + le16(1) + le16(9) + [0x0F, 0x18], from: phone)
             s.att(handle: handle, .readByTypeRequest, [10, 0, 0xFF, 0xFF, 0x03, 0x28], from: phone)
-            s.att(handle: handle, .readByTypeResponse, [21] + le16(11) + [0x18] + le16(12) + commandUUID.littleEndian(compact: false)
-                + le16(14) + [0x02] + le16(15) + statusUUID.littleEndian(compact: false), from: device)
+            s.att(
+                handle: handle, .readByTypeResponse,
+                [21] + le16(11) + [0x18] + le16(12) + commandUUID.littleEndian(compact: false)
+                    + le16(14) + [0x02] + le16(15) + statusUUID.littleEndian(compact: false), from: device)
             s.att(handle: handle, .readByTypeRequest, [15, 0, 0xFF, 0xFF, 0x03, 0x28], from: phone)
-            s.att(handle: handle, .readByTypeResponse, [21] + le16(16) + [0x04] + le16(17) + kickUUID.littleEndian(compact: false), from: device)
+            s.att(
+                handle: handle, .readByTypeResponse, [21] + le16(16) + [0x04] + le16(17) + kickUUID.littleEndian(compact: false),
+                from: device)
             s.att(handle: handle, .readByTypeRequest, [17, 0, 0xFF, 0xFF, 0x03, 0x28], from: phone)
             s.att(handle: handle, .errorResponse, [0x08] + le16(17) + [0x0A], from: device)
             s.att(handle: handle, .findInformationRequest, le16(13) + le16(13), from: phone)
@@ -108,7 +121,9 @@ enum LockSession {
         #expect(service.handle == 10 && service.endHandle == 0xFFFF)
         #expect(service.characteristics.map(\.uuid) == [LockSession.commandUUID, LockSession.statusUUID, LockSession.kickUUID])
         #expect(service.characteristics.map(\.valueHandle) == [12, 15, 17])
-        let command = service.characteristics[0], status = service.characteristics[1], kick = service.characteristics[2]
+        let command = service.characteristics[0]
+        let status = service.characteristics[1]
+        let kick = service.characteristics[2]
         #expect(command.properties == [.write, .notify])
         #expect(command.descriptors.map(\.uuid) == [.clientCharacteristicConfiguration])
         #expect(command.value == [0x91])  // the latest notification
@@ -130,16 +145,17 @@ enum LockSession {
         #expect(kinds.contains(.error(handle: 15, request: .readRequest, code: .insufficientAuthentication)))
         #expect(kinds.contains(.read(handle: 15, offset: 0, value: LockSession.longValue)))
         let rest = kinds.drop { $0 != .subscribe(handle: 12, notify: true, indicate: false) }
-        #expect(Array(rest.prefix(8)) == [
-            .subscribe(handle: 12, notify: true, indicate: false),
-            .write(handle: 12, value: [0x10, 0x01], withResponse: true),
-            .notification(handle: 12, value: [0x90, 0], indication: false),
-            .write(handle: 12, value: [0x10, 0x01], withResponse: true),
-            .notification(handle: 12, value: [0x90, 1], indication: false),
-            .write(handle: 17, value: [0xAA], withResponse: false),
-            .write(handle: 12, value: LockSession.prepared, withResponse: true),
-            .notification(handle: 12, value: [0x91], indication: false),
-        ])
+        #expect(
+            Array(rest.prefix(8)) == [
+                .subscribe(handle: 12, notify: true, indicate: false),
+                .write(handle: 12, value: [0x10, 0x01], withResponse: true),
+                .notification(handle: 12, value: [0x90, 0], indication: false),
+                .write(handle: 12, value: [0x10, 0x01], withResponse: true),
+                .notification(handle: 12, value: [0x90, 1], indication: false),
+                .write(handle: 17, value: [0xAA], withResponse: false),
+                .write(handle: 12, value: LockSession.prepared, withResponse: true),
+                .notification(handle: 12, value: [0x91], indication: false),
+            ])
         // Times are seconds from the first record; the notification came 22 ms after its write.
         let writes = replica.conversation.filter { if case .write(12, [0x10, 0x01], _) = $0.kind { true } else { false } }
         let notified = replica.conversation.first { $0.kind == .notification(handle: 12, value: [0x90, 0], indication: false) }
@@ -283,7 +299,9 @@ enum LockSession {
         s.event(SyntheticHCI.leConnectionComplete(handle: 0x40, peer: LockSession.lock))
         // Offsets past 512, a write reaching past 512, and more queued handles than any device allows.
         s.att(handle: 0x40, .prepareWriteRequest, LockSession.le16(12) + LockSession.le16(0xFFFF) + [1, 2, 3], from: .hostToController)
-        s.att(handle: 0x40, .prepareWriteRequest, LockSession.le16(12) + LockSession.le16(500) + [UInt8](repeating: 7, count: 40), from: .hostToController)
+        s.att(
+            handle: 0x40, .prepareWriteRequest, LockSession.le16(12) + LockSession.le16(500) + [UInt8](repeating: 7, count: 40),
+            from: .hostToController)
         for handle in UInt16(100)..<200 {
             s.att(handle: 0x40, .prepareWriteRequest, LockSession.le16(handle) + LockSession.le16(0) + [1], from: .hostToController)
         }

@@ -32,11 +32,15 @@ import Testing
         for service in profile.services {
             got.append(Row(kind: "service", uuid: Bluetooth.BluetoothUUID(service.uuid), handle: service.handle, value: []))
             for characteristic in service.characteristics {
-                got.append(Row(kind: "characteristic", uuid: Bluetooth.BluetoothUUID(characteristic.uuid), handle: characteristic.handle,
-                               value: engine.value(of: characteristic.id)))
+                got.append(
+                    Row(
+                        kind: "characteristic", uuid: Bluetooth.BluetoothUUID(characteristic.uuid), handle: characteristic.handle,
+                        value: engine.value(of: characteristic.id)))
                 for descriptor in characteristic.descriptors {
-                    got.append(Row(kind: "descriptor", uuid: Bluetooth.BluetoothUUID(descriptor.uuid), handle: descriptor.handle,
-                                   value: profile.descriptorValue(descriptor, environment: engine.environment)))
+                    got.append(
+                        Row(
+                            kind: "descriptor", uuid: Bluetooth.BluetoothUUID(descriptor.uuid), handle: descriptor.handle,
+                            value: profile.descriptorValue(descriptor, environment: engine.environment)))
                 }
             }
         }
@@ -45,10 +49,15 @@ import Testing
         for service in HIDSession.table where service.uuid != 0x1800 {
             expected.append(Row(kind: "service", uuid: Bluetooth.BluetoothUUID(service.uuid), handle: service.start, value: []))
             for characteristic in service.characteristics {
-                expected.append(Row(kind: "characteristic", uuid: Bluetooth.BluetoothUUID(characteristic.uuid), handle: characteristic.valueHandle,
-                                    value: characteristic.value))
+                expected.append(
+                    Row(
+                        kind: "characteristic", uuid: Bluetooth.BluetoothUUID(characteristic.uuid), handle: characteristic.valueHandle,
+                        value: characteristic.value))
                 for descriptor in characteristic.descriptors where descriptor.uuid != 0x2902 {
-                    expected.append(Row(kind: "descriptor", uuid: Bluetooth.BluetoothUUID(descriptor.uuid), handle: descriptor.handle, value: descriptor.value))
+                    expected.append(
+                        Row(
+                            kind: "descriptor", uuid: Bluetooth.BluetoothUUID(descriptor.uuid), handle: descriptor.handle,
+                            value: descriptor.value))
                 }
             }
         }
@@ -57,7 +66,10 @@ import Testing
         let hid = try #require(profile.services.first { $0.uuid.lowercased() == Bluetooth.BluetoothUUID(0x1812).description.lowercased() })
         #expect(hid.characteristics.filter { $0.uuid.lowercased() == report }.map(\.id) == ["report", "report_2", "report_3"])
         #expect(profile.services.map(\.id) == ["human_interface_device", "battery", "battery_2", "device_information"])
-        #expect(profile.services.compactMap { $0.characteristics.first { $0.uuid.hasPrefix("00002a19") }?.id } == ["battery_level", "battery_level_2"])
+        #expect(
+            profile.services.compactMap { $0.characteristics.first { $0.uuid.hasPrefix("00002a19") }?.id } == [
+                "battery_level", "battery_level_2",
+            ])
     }
 
     /// The recorded answer came on the second Report: the rule writes the third (the output Report) and notifies

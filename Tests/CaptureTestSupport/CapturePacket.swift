@@ -20,8 +20,10 @@ public struct CapturePacket: Sendable {
     /// pcapng: the interface it is written on.
     public var interface: Int
 
-    public init(kind: Kind, direction: HCIDirection = .unknown, controller: UInt16 = 0, timestamp: Int64 = 1_700_000_000_000_000,
-                bytes: [UInt8], keep: Int? = nil, interface: Int = 0) {
+    public init(
+        kind: Kind, direction: HCIDirection = .unknown, controller: UInt16 = 0, timestamp: Int64 = 1_700_000_000_000_000,
+        bytes: [UInt8], keep: Int? = nil, interface: Int = 0
+    ) {
         self.kind = kind
         self.direction = kind == .command ? .hostToController : kind == .event ? .controllerToHost : direction
         self.controller = controller

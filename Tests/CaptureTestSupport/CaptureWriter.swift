@@ -56,7 +56,9 @@ public enum CaptureWriter {
     }
 
     /// A pcap file in either byte order, with µs or ns timestamps.
-    public static func pcap(_ packets: [CapturePacket], linktype: UInt32 = 201, bigEndian: Bool = false, nanoseconds: Bool = false) -> [UInt8] {
+    public static func pcap(_ packets: [CapturePacket], linktype: UInt32 = 201, bigEndian: Bool = false, nanoseconds: Bool = false)
+        -> [UInt8]
+    {
         var out: [UInt8] = []
         let put32: (inout [UInt8], UInt32) -> Void = { bigEndian ? $0.appendBE32($1) : $0.appendLE32($1) }
         let put16: (inout [UInt8], UInt16) -> Void = { bigEndian ? $0.appendBE16($1) : $0.appendLE16($1) }
@@ -70,7 +72,8 @@ public enum CaptureWriter {
         for packet in packets {
             let data = encapsulate(packet, linktype: linktype)
             let kept = packet.keep.map { min($0, data.count) } ?? data.count
-            let seconds = packet.timestamp / 1_000_000, micros = packet.timestamp % 1_000_000
+            let seconds = packet.timestamp / 1_000_000
+            let micros = packet.timestamp % 1_000_000
             put32(&out, UInt32(seconds))
             put32(&out, UInt32(nanoseconds ? micros * 1000 : micros))
             put32(&out, UInt32(kept))
@@ -82,16 +85,19 @@ public enum CaptureWriter {
 
     /// A pcapng file with one section and one enhanced packet block per packet, on the interfaces given
     /// (each packet's ``CapturePacket/interface``).
-    public static func pcapng(_ packets: [CapturePacket], interfaces: [PcapngBuilder.Interface] = [.init(linktype: 201)],
-                              bigEndian: Bool = false) -> [UInt8] {
+    public static func pcapng(
+        _ packets: [CapturePacket], interfaces: [PcapngBuilder.Interface] = [.init(linktype: 201)],
+        bigEndian: Bool = false
+    ) -> [UInt8] {
         var builder = PcapngBuilder(bigEndian: bigEndian)
         builder.section()
         for interface in interfaces { builder.interface(interface) }
         for packet in packets {
             let interface = interfaces[packet.interface]
             let data = encapsulate(packet, linktype: interface.linktype)
-            builder.enhancedPacket(interface: UInt32(packet.interface), timestamp: interface.units(packet.timestamp), data: data,
-                                   captured: packet.keep)
+            builder.enhancedPacket(
+                interface: UInt32(packet.interface), timestamp: interface.units(packet.timestamp), data: data,
+                captured: packet.keep)
         }
         return builder.bytes
     }
@@ -229,8 +235,16 @@ public struct PcapngBuilder {
 extension Array where Element == UInt8 {
     mutating func appendBE16(_ value: UInt16) { append(contentsOf: [UInt8(value >> 8), UInt8(value & 0xFF)]) }
     mutating func appendLE16(_ value: UInt16) { append(contentsOf: [UInt8(value & 0xFF), UInt8(value >> 8)]) }
-    mutating func appendBE32(_ value: UInt32) { for shift in stride(from: 24, through: 0, by: -8) { append(UInt8((value >> UInt32(shift)) & 0xFF)) } }
-    mutating func appendLE32(_ value: UInt32) { for shift in stride(from: 0, through: 24, by: 8) { append(UInt8((value >> UInt32(shift)) & 0xFF)) } }
-    mutating func appendBE64(_ value: UInt64) { for shift in stride(from: 56, through: 0, by: -8) { append(UInt8((value >> UInt64(shift)) & 0xFF)) } }
-    mutating func appendLE64(_ value: UInt64) { for shift in stride(from: 0, through: 56, by: 8) { append(UInt8((value >> UInt64(shift)) & 0xFF)) } }
+    mutating func appendBE32(_ value: UInt32) {
+        for shift in stride(from: 24, through: 0, by: -8) { append(UInt8((value >> UInt32(shift)) & 0xFF)) }
+    }
+    mutating func appendLE32(_ value: UInt32) {
+        for shift in stride(from: 0, through: 24, by: 8) { append(UInt8((value >> UInt32(shift)) & 0xFF)) }
+    }
+    mutating func appendBE64(_ value: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) { append(UInt8((value >> UInt64(shift)) & 0xFF)) }
+    }
+    mutating func appendLE64(_ value: UInt64) {
+        for shift in stride(from: 0, through: 56, by: 8) { append(UInt8((value >> UInt64(shift)) & 0xFF)) }
+    }
 }

@@ -20,8 +20,13 @@ public enum HIDSession {
         public var descriptors: [(handle: UInt16, uuid: UInt16, value: [UInt8])] = []
         public var valueHandle: UInt16 { declaration + 1 }
 
-        init(declaration: UInt16, properties: UInt8, uuid: UInt16, value: [UInt8], descriptors: [(handle: UInt16, uuid: UInt16, value: [UInt8])] = []) {
-            (self.declaration, self.properties, self.uuid, self.value, self.descriptors) = (declaration, properties, uuid, value, descriptors)
+        init(
+            declaration: UInt16, properties: UInt8, uuid: UInt16, value: [UInt8],
+            descriptors: [(handle: UInt16, uuid: UInt16, value: [UInt8])] = []
+        ) {
+            (self.declaration, self.properties, self.uuid, self.value, self.descriptors) = (
+                declaration, properties, uuid, value, descriptors
+            )
         }
     }
 
@@ -43,34 +48,49 @@ public enum HIDSession {
     ]
 
     public static let table: [Service] = [
-        Service(start: 0x0001, uuid: 0x1800, characteristics: [
-            Characteristic(declaration: 0x0002, properties: 0x02, uuid: 0x2A00, value: Array("Keys K380".utf8)),
-            Characteristic(declaration: 0x0004, properties: 0x02, uuid: 0x2A01, value: [0xC1, 0x03]),
-        ]),
-        Service(start: 0x000A, uuid: 0x1812, characteristics: [
-            Characteristic(declaration: 0x000B, properties: 0x06, uuid: 0x2A4E, value: [0x01]),
-            Characteristic(declaration: 0x000D, properties: 0x12, uuid: 0x2A4D, value: [0, 0, 0, 0, 0, 0, 0, 0],
-                           descriptors: [(0x000F, 0x2902, []), (0x0010, 0x2908, [0x01, 0x01])]),
-            Characteristic(declaration: 0x0011, properties: 0x12, uuid: 0x2A4D, value: [0x00, 0x00],
-                           descriptors: [(0x0013, 0x2902, []), (0x0014, 0x2908, [0x02, 0x01])]),
-            Characteristic(declaration: 0x0015, properties: 0x0E, uuid: 0x2A4D, value: [0x00],
-                           descriptors: [(0x0017, 0x2908, [0x01, 0x02])]),
-            Characteristic(declaration: 0x0018, properties: 0x02, uuid: 0x2A4B, value: reportMap),
-            Characteristic(declaration: 0x001A, properties: 0x02, uuid: 0x2A4A, value: [0x11, 0x01, 0x00, 0x02]),
-            Characteristic(declaration: 0x001C, properties: 0x04, uuid: 0x2A4C, value: []),
-        ]),
-        Service(start: 0x001E, uuid: 0x180F, characteristics: [
-            Characteristic(declaration: 0x001F, properties: 0x12, uuid: 0x2A19, value: [0x5A],
-                           descriptors: [(0x0021, 0x2902, []), (0x0022, 0x2904, [0x04, 0x00, 0xAD, 0x27, 0x01, 0x01, 0x00])]),
-        ]),
-        Service(start: 0x0023, uuid: 0x180F, characteristics: [
-            Characteristic(declaration: 0x0024, properties: 0x12, uuid: 0x2A19, value: [0x4B],
-                           descriptors: [(0x0026, 0x2902, []), (0x0027, 0x2904, [0x04, 0x00, 0xAD, 0x27, 0x01, 0x02, 0x00])]),
-        ]),
-        Service(start: 0x0028, uuid: 0x180A, characteristics: [
-            Characteristic(declaration: 0x0029, properties: 0x02, uuid: 0x2A29, value: Array("Logi".utf8)),
-            Characteristic(declaration: 0x002B, properties: 0x02, uuid: 0x2A50, value: [0x02, 0x6D, 0x04, 0x42, 0xB3, 0x00, 0x01]),
-        ]),
+        Service(
+            start: 0x0001, uuid: 0x1800,
+            characteristics: [
+                Characteristic(declaration: 0x0002, properties: 0x02, uuid: 0x2A00, value: Array("Keys K380".utf8)),
+                Characteristic(declaration: 0x0004, properties: 0x02, uuid: 0x2A01, value: [0xC1, 0x03]),
+            ]),
+        Service(
+            start: 0x000A, uuid: 0x1812,
+            characteristics: [
+                Characteristic(declaration: 0x000B, properties: 0x06, uuid: 0x2A4E, value: [0x01]),
+                Characteristic(
+                    declaration: 0x000D, properties: 0x12, uuid: 0x2A4D, value: [0, 0, 0, 0, 0, 0, 0, 0],
+                    descriptors: [(0x000F, 0x2902, []), (0x0010, 0x2908, [0x01, 0x01])]),
+                Characteristic(
+                    declaration: 0x0011, properties: 0x12, uuid: 0x2A4D, value: [0x00, 0x00],
+                    descriptors: [(0x0013, 0x2902, []), (0x0014, 0x2908, [0x02, 0x01])]),
+                Characteristic(
+                    declaration: 0x0015, properties: 0x0E, uuid: 0x2A4D, value: [0x00],
+                    descriptors: [(0x0017, 0x2908, [0x01, 0x02])]),
+                Characteristic(declaration: 0x0018, properties: 0x02, uuid: 0x2A4B, value: reportMap),
+                Characteristic(declaration: 0x001A, properties: 0x02, uuid: 0x2A4A, value: [0x11, 0x01, 0x00, 0x02]),
+                Characteristic(declaration: 0x001C, properties: 0x04, uuid: 0x2A4C, value: []),
+            ]),
+        Service(
+            start: 0x001E, uuid: 0x180F,
+            characteristics: [
+                Characteristic(
+                    declaration: 0x001F, properties: 0x12, uuid: 0x2A19, value: [0x5A],
+                    descriptors: [(0x0021, 0x2902, []), (0x0022, 0x2904, [0x04, 0x00, 0xAD, 0x27, 0x01, 0x01, 0x00])])
+            ]),
+        Service(
+            start: 0x0023, uuid: 0x180F,
+            characteristics: [
+                Characteristic(
+                    declaration: 0x0024, properties: 0x12, uuid: 0x2A19, value: [0x4B],
+                    descriptors: [(0x0026, 0x2902, []), (0x0027, 0x2904, [0x04, 0x00, 0xAD, 0x27, 0x01, 0x02, 0x00])])
+            ]),
+        Service(
+            start: 0x0028, uuid: 0x180A,
+            characteristics: [
+                Characteristic(declaration: 0x0029, properties: 0x02, uuid: 0x2A29, value: Array("Logi".utf8)),
+                Characteristic(declaration: 0x002B, properties: 0x02, uuid: 0x2A50, value: [0x02, 0x6D, 0x04, 0x42, 0xB3, 0x00, 0x01]),
+            ]),
     ]
 
     static func le16(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
@@ -81,7 +101,8 @@ public enum HIDSession {
         s.event(SyntheticHCI.legacyAdvertisingReports([(type: 0x00, addressType: 0, address: keyboard, data: advertising, rssi: -48)]))
         s.command(SyntheticHCI.leCreateConnection(peer: keyboard))
         s.event(SyntheticHCI.leConnectionComplete(handle: handle, role: 0, peer: keyboard))
-        let phone = HCIDirection.hostToController, device = HCIDirection.controllerToHost
+        let phone = HCIDirection.hostToController
+        let device = HCIDirection.controllerToHost
         s.att(handle: handle, .exchangeMTURequest, le16(517), from: phone)
         s.att(handle: handle, .exchangeMTUResponse, le16(185), from: device)
         // Services: every one in one response (6 bytes each), then "not found" past the last.
@@ -105,7 +126,8 @@ public enum HIDSession {
             s.att(handle: handle, .readByTypeRequest, le16(next) + le16(service.end) + [0x03, 0x28], from: phone)
             s.att(handle: handle, .errorResponse, [0x08] + le16(next) + [0x0A], from: device)
             for characteristic in service.characteristics where !characteristic.descriptors.isEmpty {
-                let first = characteristic.descriptors.first!.handle, end = characteristic.descriptors.last!.handle
+                let first = characteristic.descriptors.first!.handle
+                let end = characteristic.descriptors.last!.handle
                 s.att(handle: handle, .findInformationRequest, le16(first) + le16(end), from: phone)
                 var information: [UInt8] = [1]
                 for descriptor in characteristic.descriptors { information += le16(descriptor.handle) + le16(descriptor.uuid) }

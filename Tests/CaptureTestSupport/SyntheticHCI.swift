@@ -14,8 +14,10 @@ public enum SyntheticHCI {
     static func le16(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
 
     /// LE Connection Complete (0x01) or LE Enhanced Connection Complete (0x0A).
-    public static func leConnectionComplete(handle: UInt16, role: UInt8 = 0, peer: BluetoothAddress, peerType: UInt8 = 0,
-                                            enhanced: Bool = false, status: UInt8 = 0, interval: UInt16 = 24) -> [UInt8] {
+    public static func leConnectionComplete(
+        handle: UInt16, role: UInt8 = 0, peer: BluetoothAddress, peerType: UInt8 = 0,
+        enhanced: Bool = false, status: UInt8 = 0, interval: UInt16 = 24
+    ) -> [UInt8] {
         var parameters = [status] + le16(handle) + [role, peerType] + peer.littleEndian
         if enhanced { parameters += [UInt8](repeating: 0, count: 12) }
         parameters += le16(interval) + le16(0) + le16(500) + [0]
@@ -35,11 +37,16 @@ public enum SyntheticHCI {
     }
 
     public static func leCreateConnection(peer: BluetoothAddress, peerType: UInt8 = 0) -> [UInt8] {
-        command(0x200D, le16(0x60) + le16(0x30) + [0, peerType] + peer.littleEndian + [0] + le16(24) + le16(40) + le16(0) + le16(500) + le16(0) + le16(0))
+        command(
+            0x200D,
+            le16(0x60) + le16(0x30) + [0, peerType] + peer.littleEndian + [0] + le16(24) + le16(40) + le16(0) + le16(500) + le16(0)
+                + le16(0))
     }
 
     /// One legacy advertising report per entry, all in one event.
-    public static func legacyAdvertisingReports(_ reports: [(type: UInt8, addressType: UInt8, address: BluetoothAddress, data: [UInt8], rssi: Int8)]) -> [UInt8] {
+    public static func legacyAdvertisingReports(
+        _ reports: [(type: UInt8, addressType: UInt8, address: BluetoothAddress, data: [UInt8], rssi: Int8)]
+    ) -> [UInt8] {
         var parameters: [UInt8] = [UInt8(reports.count)]
         for report in reports {
             parameters += [report.type, report.addressType] + report.address.littleEndian + [UInt8(report.data.count)] + report.data
@@ -50,8 +57,10 @@ public enum SyntheticHCI {
 
     /// One extended advertising report; `eventType` bits (connectable 0, scannable 1, directed 2, scan
     /// response 3, legacy 4, data status 5–6).
-    public static func extendedAdvertisingReport(eventType: UInt16, addressType: UInt8 = 1, address: BluetoothAddress, data: [UInt8],
-                                                 rssi: Int8 = -60, sid: UInt8 = 0xFF) -> [UInt8] {
+    public static func extendedAdvertisingReport(
+        eventType: UInt16, addressType: UInt8 = 1, address: BluetoothAddress, data: [UInt8],
+        rssi: Int8 = -60, sid: UInt8 = 0xFF
+    ) -> [UInt8] {
         var parameters: [UInt8] = [1] + le16(eventType) + [addressType] + address.littleEndian + [1, 0, sid, 127, UInt8(bitPattern: rssi)]
         parameters += le16(0) + [0] + [UInt8](repeating: 0, count: 6) + [UInt8(data.count)] + data
         return leMeta(0x0D, parameters)
@@ -105,7 +114,9 @@ public struct CaptureScript: Sendable {
     }
 
     /// An ATT PDU on `handle` (CID 4).
-    public mutating func att(handle: UInt16, _ opcode: ATTOpcode, _ parameters: [UInt8] = [], from direction: HCIDirection, fragment: Int = 251) {
+    public mutating func att(
+        handle: UInt16, _ opcode: ATTOpcode, _ parameters: [UInt8] = [], from direction: HCIDirection, fragment: Int = 251
+    ) {
         l2cap(handle: handle, channel: 4, SyntheticHCI.att(opcode, parameters), from: direction, fragment: fragment)
     }
 

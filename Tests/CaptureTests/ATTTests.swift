@@ -38,7 +38,10 @@ import Testing
         script.att(handle: 0x40, .readByTypeResponse, [8, 4, 0, 20, 0, 30, 0, 0x0F, 0x18], from: .controllerToHost)
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
         #expect(trace.attTransactions.map(\.requestedType) == [.characteristic, .include])
-        #expect(trace.attTransactions[0].characteristicDeclarations == [.init(handle: 2, properties: [.read], valueHandle: 3, uuid: .deviceName)])
+        #expect(
+            trace.attTransactions[0].characteristicDeclarations == [
+                .init(handle: 2, properties: [.read], valueHandle: 3, uuid: .deviceName)
+            ])
         #expect(trace.attTransactions[0].includeDeclarations.isEmpty)
         #expect(trace.attTransactions[1].includeDeclarations.map(\.serviceRange) == [.init(start: 20, end: 30)])
     }
@@ -66,7 +69,8 @@ import Testing
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
         #expect(trace.attTransactions.map(\.outcome) == [.unanswered(.superseded), .unanswered(.disconnected), .unanswered(.captureEnded)])
         #expect(trace.attTransactions.map(\.request.frame) == [2, 3, 6])
-        #expect(trace.problems.map(\.reason) == [.unmatchedResponse(opcode: 0x0B, "does not answer the outstanding Write Request (frame 6)")])
+        #expect(
+            trace.problems.map(\.reason) == [.unmatchedResponse(opcode: 0x0B, "does not answer the outstanding Write Request (frame 6)")])
     }
 
     @Test func withoutHCIDirectionsOpcodesTellTheWay() throws {
@@ -89,26 +93,57 @@ import Testing
         #expect(decode(.exchangeMTURequest, [0x05, 0x02]) == .exchangeMTURequest(clientMTU: 517))
         #expect(decode(.exchangeMTUResponse, [0xF7, 0x00]) == .exchangeMTUResponse(serverMTU: 247))
         let noke = BluetoothUUID("1bc50001-0200-d29e-e511-446c609db825")!
-        guard case .readByGroupTypeResponse(let groups) = decode(.readByGroupTypeResponse, [6, 1, 0, 5, 0, 0x00, 0x18]) else { Issue.record(); return }
+        guard case .readByGroupTypeResponse(let groups) = decode(.readByGroupTypeResponse, [6, 1, 0, 5, 0, 0x00, 0x18]) else {
+            Issue.record()
+            return
+        }
         #expect(groups.map(\.uuid) == [BluetoothUUID(0x1800)] && groups[0].endGroupHandle == 5)
-        guard case .readByGroupTypeResponse(let long) = decode(.readByGroupTypeResponse, [20, 10, 0, 0xFF, 0xFF] + noke.littleEndian()) else { Issue.record(); return }
+        guard case .readByGroupTypeResponse(let long) = decode(.readByGroupTypeResponse, [20, 10, 0, 0xFF, 0xFF] + noke.littleEndian())
+        else {
+            Issue.record()
+            return
+        }
         #expect(long.first?.uuid == noke)
-        guard case .readByTypeResponse(let entries) = decode(.readByTypeResponse, [7, 2, 0, 0x1A, 3, 0, 0x00, 0x2A, 7, 0, 0x02, 8, 0, 0x01, 0x2A]) else { Issue.record(); return }
-        #expect(entries.compactMap(\.characteristicDeclaration) == [
-            .init(handle: 2, properties: [.read, .write, .notify], valueHandle: 3, uuid: .deviceName),
-            .init(handle: 7, properties: [.read], valueHandle: 8, uuid: .appearance),
-        ])
-        guard case .readByTypeResponse(let wide) = decode(.readByTypeResponse, [21, 9, 0, 0x10, 10, 0] + noke.littleEndian()) else { Issue.record(); return }
+        guard
+            case .readByTypeResponse(let entries) = decode(
+                .readByTypeResponse, [7, 2, 0, 0x1A, 3, 0, 0x00, 0x2A, 7, 0, 0x02, 8, 0, 0x01, 0x2A])
+        else {
+            Issue.record()
+            return
+        }
+        #expect(
+            entries.compactMap(\.characteristicDeclaration) == [
+                .init(handle: 2, properties: [.read, .write, .notify], valueHandle: 3, uuid: .deviceName),
+                .init(handle: 7, properties: [.read], valueHandle: 8, uuid: .appearance),
+            ])
+        guard case .readByTypeResponse(let wide) = decode(.readByTypeResponse, [21, 9, 0, 0x10, 10, 0] + noke.littleEndian()) else {
+            Issue.record()
+            return
+        }
         #expect(wide.first?.characteristicDeclaration?.uuid == noke)
-        guard case .readByTypeResponse(let includes) = decode(.readByTypeResponse, [8, 4, 0, 20, 0, 30, 0, 0x0F, 0x18]) else { Issue.record(); return }
-        #expect(includes.first?.includeDeclaration == .init(handle: 4, serviceRange: .init(start: 20, end: 30), uuid: BluetoothUUID(0x180F)))
-        #expect(decode(.findInformationResponse, [1, 4, 0, 0x02, 0x29, 5, 0, 0x01, 0x29])
-                == .findInformationResponse([.init(handle: 4, uuid: .clientCharacteristicConfiguration), .init(handle: 5, uuid: .userDescription)]))
-        #expect(decode(.findInformationResponse, [2, 4, 0] + noke.littleEndian(compact: false)) == .findInformationResponse([.init(handle: 4, uuid: noke)]))
-        #expect(decode(.findByTypeValueRequest, [1, 0, 0xFF, 0xFF, 0x00, 0x28, 0x0F, 0x18])
+        guard case .readByTypeResponse(let includes) = decode(.readByTypeResponse, [8, 4, 0, 20, 0, 30, 0, 0x0F, 0x18]) else {
+            Issue.record()
+            return
+        }
+        #expect(
+            includes.first?.includeDeclaration == .init(handle: 4, serviceRange: .init(start: 20, end: 30), uuid: BluetoothUUID(0x180F)))
+        #expect(
+            decode(.findInformationResponse, [1, 4, 0, 0x02, 0x29, 5, 0, 0x01, 0x29])
+                == .findInformationResponse([
+                    .init(handle: 4, uuid: .clientCharacteristicConfiguration), .init(handle: 5, uuid: .userDescription),
+                ]))
+        #expect(
+            decode(.findInformationResponse, [2, 4, 0] + noke.littleEndian(compact: false))
+                == .findInformationResponse([.init(handle: 4, uuid: noke)]))
+        #expect(
+            decode(.findByTypeValueRequest, [1, 0, 0xFF, 0xFF, 0x00, 0x28, 0x0F, 0x18])
                 == .findByTypeValueRequest(.init(start: 1, end: 0xFFFF), type: .primaryService, value: [0x0F, 0x18]))
-        #expect(decode(.findByTypeValueResponse, [1, 0, 5, 0, 6, 0, 9, 0]) == .findByTypeValueResponse([.init(start: 1, end: 5), .init(start: 6, end: 9)]))
-        #expect(decode(.readByTypeRequest, [1, 0, 0xFF, 0xFF, 0x03, 0x28]) == .readByTypeRequest(.init(start: 1, end: 0xFFFF), type: .characteristic))
+        #expect(
+            decode(.findByTypeValueResponse, [1, 0, 5, 0, 6, 0, 9, 0])
+                == .findByTypeValueResponse([.init(start: 1, end: 5), .init(start: 6, end: 9)]))
+        #expect(
+            decode(.readByTypeRequest, [1, 0, 0xFF, 0xFF, 0x03, 0x28])
+                == .readByTypeRequest(.init(start: 1, end: 0xFFFF), type: .characteristic))
     }
 
     @Test func valuesWritesAndNotifications() {
@@ -135,20 +170,28 @@ import Testing
     @Test func multipleHandleValueNotification() throws {
         var script = CaptureScript()
         script.event(SyntheticHCI.leConnectionComplete(handle: 0x40, peer: peerA))
-        script.att(handle: 0x40, .multipleHandleValueNotification, [3, 0, 2, 0, 0xAA, 0xBB, 9, 0, 0, 0, 12, 0, 1, 0, 0xCC], from: .controllerToHost)
+        script.att(
+            handle: 0x40, .multipleHandleValueNotification, [3, 0, 2, 0, 0xAA, 0xBB, 9, 0, 0, 0, 12, 0, 1, 0, 0xCC], from: .controllerToHost
+        )
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
-        #expect(trace.attPDUs.first?.message == .multipleHandleValueNotification([
-            .init(handle: 3, value: [0xAA, 0xBB]), .init(handle: 9, value: []), .init(handle: 12, value: [0xCC]),
-        ]))
+        #expect(
+            trace.attPDUs.first?.message
+                == .multipleHandleValueNotification([
+                    .init(handle: 3, value: [0xAA, 0xBB]), .init(handle: 9, value: []), .init(handle: 12, value: [0xCC]),
+                ]))
         #expect(trace.attTransactions.isEmpty)
-        #expect(decode(.multipleHandleValueNotification, [3, 0, 5, 0, 1]) == .malformed("5 parameter bytes do not fit Multiple Handle Value Notification"))
+        #expect(
+            decode(.multipleHandleValueNotification, [3, 0, 5, 0, 1])
+                == .malformed("5 parameter bytes do not fit Multiple Handle Value Notification"))
     }
 
     @Test func malformedParameters() {
-        for (opcode, parameters) in [(ATTOpcode.readRequest, [UInt8]([3])), (.exchangeMTURequest, [1, 2, 3]), (.readByTypeResponse, [7, 1, 2]),
-                                     (.readByTypeResponse, [1, 0]), (.findInformationResponse, [3, 1, 0, 2, 0]), (.findInformationResponse, [1, 1, 0, 2]),
-                                     (.errorResponse, [1]), (.signedWriteCommand, [3, 0, 1]), (.readByGroupTypeResponse, [3, 1, 0, 2]),
-                                     (.readByTypeRequest, [1, 0, 2, 0, 3]), (.writeResponse, [1]), (.readMultipleRequest, [1, 0])] {
+        for (opcode, parameters) in [
+            (ATTOpcode.readRequest, [UInt8]([3])), (.exchangeMTURequest, [1, 2, 3]), (.readByTypeResponse, [7, 1, 2]),
+            (.readByTypeResponse, [1, 0]), (.findInformationResponse, [3, 1, 0, 2, 0]), (.findInformationResponse, [1, 1, 0, 2]),
+            (.errorResponse, [1]), (.signedWriteCommand, [3, 0, 1]), (.readByGroupTypeResponse, [3, 1, 0, 2]),
+            (.readByTypeRequest, [1, 0, 2, 0, 3]), (.writeResponse, [1]), (.readMultipleRequest, [1, 0]),
+        ] {
             guard case .malformed = decode(opcode, parameters) else {
                 Issue.record("\(opcode) \(parameters) decoded")
                 continue

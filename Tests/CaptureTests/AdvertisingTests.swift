@@ -8,10 +8,11 @@ import Testing
 
     @Test func legacyReportsAllInOneEventAndScanResponses() throws {
         var script = CaptureScript()
-        script.event(SyntheticHCI.legacyAdvertisingReports([
-            (0x00, 0, peerA, nameData, -40),
-            (0x03, 1, peerB, [], 127),
-        ]))
+        script.event(
+            SyntheticHCI.legacyAdvertisingReports([
+                (0x00, 0, peerA, nameData, -40),
+                (0x03, 1, peerB, [], 127),
+            ]))
         script.event(SyntheticHCI.legacyAdvertisingReports([(0x04, 0, peerA, [3, 0x03, 0x0F, 0x18], -41)]))
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
         #expect(trace.advertisers.map(\.address) == [DeviceAddress(peerA, type: .public), DeviceAddress(peerB, type: .random)])
@@ -61,7 +62,8 @@ import Testing
 
     @Test func directedReportsAndADProblems() throws {
         var script = CaptureScript()
-        script.event(SyntheticHCI.leMeta(0x0B, [1, 0x01, 1] + peerA.littleEndian + [0] + localAddress.littleEndian + [UInt8(bitPattern: -55)]))
+        script.event(
+            SyntheticHCI.leMeta(0x0B, [1, 0x01, 1] + peerA.littleEndian + [0] + localAddress.littleEndian + [UInt8(bitPattern: -55)]))
         script.event(SyntheticHCI.legacyAdvertisingReports([(0x00, 0, peerB, [5, 0x09, 0x41], -40)]))
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
         let direct = try #require(trace.advertisers.first?.reports.first)
@@ -121,12 +123,14 @@ import Testing
         script.l2cap(handle: 0x40, channel: 0x40, [0x52, 3, 0, 1], from: .controllerToHost)
         script.l2cap(handle: 0x40, channel: 0x40, [0x52, 3, 0, 1], from: .controllerToHost)
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
-        #expect(trace.signalling.map(\.message) == [
-            .connectionParameterUpdateRequest(intervalMin: 6, intervalMax: 12, latency: 0, timeout: 500),
-            .connectionParameterUpdateResponse(accepted: true),
-            .creditBasedConnectionRequest(psm: 0x27, enhanced: true),
-        ])
-        #expect(trace.notes.filter { if case .undecodedChannel = $0 { true } else { false } }
+        #expect(
+            trace.signalling.map(\.message) == [
+                .connectionParameterUpdateRequest(intervalMin: 6, intervalMax: 12, latency: 0, timeout: 500),
+                .connectionParameterUpdateResponse(accepted: true),
+                .creditBasedConnectionRequest(psm: 0x27, enhanced: true),
+            ])
+        #expect(
+            trace.notes.filter { if case .undecodedChannel = $0 { true } else { false } }
                 == [.undecodedChannel(connection: 0, channel: 0x40, psm: 0x27, frame: 5)])
         #expect(trace.attPDUs.isEmpty)
     }

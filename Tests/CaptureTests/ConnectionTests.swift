@@ -16,7 +16,10 @@ import Testing
         script.att(handle: 0x40, .writeCommand, [3, 0, 3], from: .hostToController)
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
         #expect(trace.connections.count == 3)
-        #expect(trace.connections.map(\.peer) == [DeviceAddress(peerA, type: .random), DeviceAddress(peerB, type: .public), DeviceAddress(peerA, type: .random)])
+        #expect(
+            trace.connections.map(\.peer) == [
+                DeviceAddress(peerA, type: .random), DeviceAddress(peerB, type: .public), DeviceAddress(peerA, type: .random),
+            ])
         #expect(trace.connections.map(\.origin) == [.leConnectionComplete, .leEnhancedConnectionComplete, .leConnectionComplete])
         #expect(trace.connections[0].closed?.frame == 3 && trace.connections[0].disconnectReason == .localHostTerminated)
         #expect(trace.connections[1].closed?.frame == 6 && trace.connections[1].disconnectReason == nil)
@@ -94,8 +97,11 @@ import Testing
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
         #expect(trace.connections.map(\.localRole) == [.peripheral, .central, .central])
         #expect(trace.attPDUs.map(\.connection) == [0, 1, 0, 1, 2])
-        #expect(trace.attPDUs.map(\.direction) == [.peripheralToCentral, .centralToPeripheral, .centralToPeripheral, .centralToPeripheral,
-                                                  .centralToPeripheral])
+        #expect(
+            trace.attPDUs.map(\.direction) == [
+                .peripheralToCentral, .centralToPeripheral, .centralToPeripheral, .centralToPeripheral,
+                .centralToPeripheral,
+            ])
     }
 
     @Test func notesNamingConnectionsAreCappedCaptureWideOnesKept() throws {

@@ -24,15 +24,23 @@ import Testing
         let cut = btsnoopOffset(3) + 10
         let (records, reader) = try readAll(Array(btsnoop.prefix(cut)))
         #expect(records.count == 3)
-        #expect(reader.problems == [CaptureProblem(.truncatedHeader(what: "record header", needed: 24, available: 10), frame: 4, offset: btsnoopOffset(3))])
-        #expect(reader.problems[0].description == "frame 4 (byte \(btsnoopOffset(3))): record header cut short: 24 bytes needed, 10 in the file")
+        #expect(
+            reader.problems == [
+                CaptureProblem(.truncatedHeader(what: "record header", needed: 24, available: 10), frame: 4, offset: btsnoopOffset(3))
+            ])
+        #expect(
+            reader.problems[0].description == "frame 4 (byte \(btsnoopOffset(3))): record header cut short: 24 bytes needed, 10 in the file"
+        )
     }
 
     @Test func truncatedRecordData() throws {
         let cut = btsnoopOffset(2) + 24 + 3
         let (records, reader) = try readAll(Array(btsnoop.prefix(cut)))
         #expect(records.count == 2)
-        #expect(reader.problems == [CaptureProblem(.truncatedRecord(needed: 1 + packets[2].bytes.count, available: 3), frame: 3, offset: btsnoopOffset(2))])
+        #expect(
+            reader.problems == [
+                CaptureProblem(.truncatedRecord(needed: 1 + packets[2].bytes.count, available: 3), frame: 3, offset: btsnoopOffset(2))
+            ])
     }
 
     @Test func absurdLengthsStopReading() throws {
@@ -41,11 +49,14 @@ import Testing
         for index in 4..<8 { bytes[offset + index] = 0xFF }  // included length 4 GB
         let (records, reader) = try readAll(bytes)
         #expect(records.count == 1)
-        #expect(reader.problems == [CaptureProblem(.absurdLength(what: "record", length: 0xFFFF_FFFF, limit: 262_144), frame: 2, offset: offset)])
+        #expect(
+            reader.problems == [
+                CaptureProblem(.absurdLength(what: "record", length: 0xFFFF_FFFF, limit: 262_144), frame: 2, offset: offset)
+            ])
         #expect(reader.problems[0].reason.endsReading)
 
         var pcap = CaptureWriter.pcap(packets)
-        pcap[24 + 8 ..< 24 + 12] = [0, 0, 0, 0x10]  // little-endian 256 MB
+        pcap[24 + 8..<24 + 12] = [0, 0, 0, 0x10]  // little-endian 256 MB
         let (pcapRecords, pcapReader) = try readAll(pcap)
         #expect(pcapRecords.isEmpty)
         #expect(pcapReader.problems.first?.reason == .absurdLength(what: "record", length: 0x1000_0000, limit: 262_144))
@@ -56,7 +67,7 @@ import Testing
         // The first packet block starts after the section (28 bytes) and interface (20 bytes) blocks.
         let first = 28 + 20
         var badTotal = good
-        badTotal[first + 4 ..< first + 8] = [0x0D, 0, 0, 0]  // 13: not a multiple of 4
+        badTotal[first + 4..<first + 8] = [0x0D, 0, 0, 0]  // 13: not a multiple of 4
         var (records, reader) = try readAll(badTotal)
         #expect(records.isEmpty)
         #expect(reader.problems.first?.frame == 1 && reader.problems.first?.offset == first)
@@ -69,7 +80,7 @@ import Testing
         #expect(reader.problems.first?.reason == .badBlock("trailing total length \(length ^ 4) differs from the leading \(length)"))
 
         var huge = good
-        huge[first + 4 ..< first + 8] = [0, 0, 0, 0x40]  // 1 GB
+        huge[first + 4..<first + 8] = [0, 0, 0, 0x40]  // 1 GB
         (records, reader) = try readAll(huge)
         #expect(records.isEmpty && reader.problems.first?.reason.endsReading == true)
 
@@ -109,18 +120,22 @@ import Testing
         script.add(.acl, [0x40, 0x20, 0x08, 0x00, 0x01, 0x00, 0x04, 0x00, 0x0B, 0x01, 0x02, 0x03], direction: .controllerToHost)
         script.att(handle: 0x40, .readResponse, [9], from: .controllerToHost)
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
-        #expect(trace.problems.map(\.reason) == [
-            .continuationWithoutStart(handle: 0x40),
-            .oversizeFragment(handle: 0x40, expected: 8, received: 12),
-            .oversizeFragment(handle: 0x40, expected: 5, received: 8),
-            .unmatchedResponse(opcode: 0x0B, "answers no outstanding request"),
-        ])
+        #expect(
+            trace.problems.map(\.reason) == [
+                .continuationWithoutStart(handle: 0x40),
+                .oversizeFragment(handle: 0x40, expected: 8, received: 12),
+                .oversizeFragment(handle: 0x40, expected: 5, received: 8),
+                .unmatchedResponse(opcode: 0x0B, "answers no outstanding request"),
+            ])
         #expect(trace.problems.map(\.frame) == [2, 4, 5, 6])
         #expect(trace.attPDUs.count == 1)
     }
 
     @Test func everyPrefixOfAGoodFileReadsWithoutTrapping() throws {
-        for bytes in [btsnoop, CaptureWriter.pcap(packets, bigEndian: true), CaptureWriter.pcapng(packets, interfaces: [.init(linktype: 201, resolution: 9)])] {
+        for bytes in [
+            btsnoop, CaptureWriter.pcap(packets, bigEndian: true),
+            CaptureWriter.pcapng(packets, interfaces: [.init(linktype: 201, resolution: 9)]),
+        ] {
             for length in 0...bytes.count {
                 guard let reader = try? CaptureReader(bytes: Array(bytes.prefix(length))) else { continue }
                 let records = Array(reader)

@@ -1,15 +1,19 @@
 import Bluetooth
-@testable import Capture
 import CaptureTestSupport
 import Testing
+
+@testable import Capture
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct FormatTests {
     /// What every HCI format must give back for `samplePackets()`.
-    func expectSample(_ records: [HCIRecord], directions: Bool = true, controller: UInt16? = nil, timestamps: Bool = true,
-                      skipsSCOAndISO: Bool = false) {
+    func expectSample(
+        _ records: [HCIRecord], directions: Bool = true, controller: UInt16? = nil, timestamps: Bool = true,
+        skipsSCOAndISO: Bool = false
+    ) {
         let packets = samplePackets()
         #expect(records.count == packets.count)
         for (record, packet) in zip(records, packets) {
@@ -48,23 +52,27 @@ import Glibc
             packet.controller = 1
             return packet
         }
-        packets.insert(CapturePacket(kind: .monitor(opcode: 0), controller: 1,
-                                     bytes: [0, 0] + localAddress.littleEndian + Array("hci1\0\0\0\0".utf8)), at: 0)
+        packets.insert(
+            CapturePacket(
+                kind: .monitor(opcode: 0), controller: 1,
+                bytes: [0, 0] + localAddress.littleEndian + Array("hci1\0\0\0\0".utf8)), at: 0)
         packets.append(CapturePacket(kind: .monitor(opcode: 12), controller: 1, bytes: Array("hello\0".utf8)))
         let (records, _) = try readAll(CaptureWriter.btsnoop(packets, datalink: 2001))
         #expect(records.count == 8)
         #expect(records[0].kind == .monitor(.newIndex(type: 0, bus: 0, address: localAddress, name: "hci1")))
         #expect(records[7].kind == .monitor(.systemNote("hello")))
-        expectSample(Array(records[1...6]).map { record in
-            var record = record
-            record.frame -= 1
-            return record
-        }, controller: 1)
+        expectSample(
+            Array(records[1...6]).map { record in
+                var record = record
+                record.frame -= 1
+                return record
+            }, controller: 1)
     }
 
     @Test(arguments: [(false, false), (true, false), (false, true), (true, true)])
     func pcapEitherByteOrderMicroOrNanoseconds(bigEndian: Bool, nanoseconds: Bool) throws {
-        let (records, reader) = try readAll(CaptureWriter.pcap(samplePackets(), linktype: 201, bigEndian: bigEndian, nanoseconds: nanoseconds))
+        let (records, reader) = try readAll(
+            CaptureWriter.pcap(samplePackets(), linktype: 201, bigEndian: bigEndian, nanoseconds: nanoseconds))
         #expect(reader.format == .pcap(linktype: 201, nanoseconds: nanoseconds, bigEndian: bigEndian))
         expectSample(records)
     }
@@ -89,8 +97,12 @@ import Glibc
     @Test func pcapngTwoInterfacesOfDifferentLinktypesAndResolutions() throws {
         var packets = samplePackets()
         for index in packets.indices where index % 2 == 1 { packets[index].interface = 1 }
-        let bytes = CaptureWriter.pcapng(packets, interfaces: [.init(linktype: 201, resolution: 9, name: "android"),
-                                                              .init(linktype: 254, resolution: 0x80 | 20, offsetSeconds: 100)])
+        let bytes = CaptureWriter.pcapng(
+            packets,
+            interfaces: [
+                .init(linktype: 201, resolution: 9, name: "android"),
+                .init(linktype: 254, resolution: 0x80 | 20, offsetSeconds: 100),
+            ])
         let (records, reader) = try readAll(bytes)
         #expect(reader.format == .pcapng)
         #expect(reader.linktypes == [201, 254])
@@ -110,17 +122,20 @@ import Glibc
         builder.section(comment: "synthetic")
         builder.block(type: 0x0000_0BAD, body: [1, 2, 3, 4, 5])  // unknown: skipped
         builder.interface(.init(linktype: 201, name: "hci"))
-        builder.enhancedPacket(interface: 0, timestamp: UInt64(packets[0].timestamp),
-                               data: CaptureWriter.encapsulate(packets[0], linktype: 201), comment: "first")
+        builder.enhancedPacket(
+            interface: 0, timestamp: UInt64(packets[0].timestamp),
+            data: CaptureWriter.encapsulate(packets[0], linktype: 201), comment: "first")
         builder.block(type: 4, body: [0, 0, 0, 0])  // name resolution: skipped
         builder.simplePacket(data: CaptureWriter.encapsulate(packets[1], linktype: 201))
-        builder.obsoletePacket(interface: 0, timestamp: UInt64(packets[2].timestamp), data: CaptureWriter.encapsulate(packets[2], linktype: 201))
+        builder.obsoletePacket(
+            interface: 0, timestamp: UInt64(packets[2].timestamp), data: CaptureWriter.encapsulate(packets[2], linktype: 201))
         builder.block(type: 5, body: [UInt8](repeating: 0, count: 12))  // interface statistics: skipped
         // A second section, little-endian this time, with its own interfaces.
         var second = PcapngBuilder(bigEndian: false)
         second.section()
         second.interface(.init(linktype: 187))
-        second.enhancedPacket(interface: 0, timestamp: UInt64(packets[3].timestamp), data: CaptureWriter.encapsulate(packets[3], linktype: 187))
+        second.enhancedPacket(
+            interface: 0, timestamp: UInt64(packets[3].timestamp), data: CaptureWriter.encapsulate(packets[3], linktype: 187))
         let (records, reader) = try readAll(builder.bytes + second.bytes)
         #expect(reader.problems.isEmpty)
         #expect(records.map(\.frame) == [1, 2, 3, 4])
@@ -173,7 +188,10 @@ import Glibc
         let (records, reader) = try readAll(CaptureWriter.pcapng(packets, interfaces: [.init(linktype: 201), .init(linktype: 256)]))
         #expect(records.count == packets.count - 1)
         #expect(records.first?.frame == 2)
-        #expect(reader.problems == [CaptureProblem(.interfaceNotHCI(interface: 1, linktype: 256), frame: 1, offset: reader.problems.first?.offset)])
+        #expect(
+            reader.problems == [
+                CaptureProblem(.interfaceNotHCI(interface: 1, linktype: 256), frame: 1, offset: reader.problems.first?.offset)
+            ])
     }
 
     @Test func filteredRecordsAreMarkedTruncated() throws {

@@ -1,7 +1,8 @@
 import Bluetooth
-@testable import Capture
 import CaptureTestSupport
 import Testing
+
+@testable import Capture
 
 /// ACL reassembly holds what arrived, never what a header claims, and at most
 /// ``ACLReassembler/streamLimit`` PDUs and ``ACLReassembler/byteLimit`` bytes at once.
@@ -18,7 +19,8 @@ import Testing
     @Test func aClaimedLengthReservesNothing() {
         var reassembler = ACLReassembler()
         for index in 0..<ACLReassembler.streamLimit {
-            let (complete, problems) = reassembler.add(Self.claimingStart(carried: 4), boundary: 0b10, stream: Self.stream(index), frame: index + 1)
+            let (complete, problems) = reassembler.add(
+                Self.claimingStart(carried: 4), boundary: 0b10, stream: Self.stream(index), frame: index + 1)
             #expect(complete == nil && problems.isEmpty)
         }
         #expect(reassembler.pendingStreams == ACLReassembler.streamLimit)
@@ -39,7 +41,8 @@ import Testing
         #expect(dropped.first == .reassemblyLimit(handle: Self.stream(0).handle, received: 8, expected: 65539))
         // The newest are the ones kept: their continuations still complete them.
         let last = Self.stream(count - 1)
-        let (complete, problems) = reassembler.add([UInt8](repeating: 0, count: 65539 - 8)[...], boundary: 0b01, stream: last, frame: count + 1)
+        let (complete, problems) = reassembler.add(
+            [UInt8](repeating: 0, count: 65539 - 8)[...], boundary: 0b01, stream: last, frame: count + 1)
         #expect(problems.isEmpty && complete?.bytes.count == 65539 && complete?.firstFrame == count)
     }
 
@@ -47,9 +50,11 @@ import Testing
         var reassembler = ACLReassembler()
         var dropped: [CaptureProblem.Reason] = []
         // Each start carries 61,680 of its 65,539 bytes: 17 of them fit the byte limit, with 16 bytes to spare.
-        let size = 61_680, fit = ACLReassembler.byteLimit / size
+        let size = 61_680
+        let fit = ACLReassembler.byteLimit / size
         for index in 0...fit {
-            dropped += reassembler.add(Self.claimingStart(carried: size - 4), boundary: 0b10, stream: Self.stream(index), frame: index + 1).1
+            dropped +=
+                reassembler.add(Self.claimingStart(carried: size - 4), boundary: 0b10, stream: Self.stream(index), frame: index + 1).1
         }
         #expect(reassembler.pendingBytes == fit * size)
         #expect(reassembler.pendingStreams == fit)
@@ -68,10 +73,14 @@ import Testing
         for index in 0..<count {
             script.controller = UInt16(index / 0x0E00)
             let handle = UInt16(index % 0x0E00)
-            script.add(.acl, [UInt8(handle & 0xFF), UInt8(handle >> 8) | 0x20, 8, 0, 0xFF, 0xFF, 0x04, 0x00, 1, 2, 3, 4], direction: .controllerToHost)
+            script.add(
+                .acl, [UInt8(handle & 0xFF), UInt8(handle >> 8) | 0x20, 8, 0, 0xFF, 0xFF, 0x04, 0x00, 1, 2, 3, 4],
+                direction: .controllerToHost)
         }
         let trace = try CaptureTrace.read(bytes: script.btsnoop(datalink: 2001))
-        #expect(trace.notes.filter { $0 == .reassemblyLimited(streams: ACLReassembler.streamLimit, bytes: ACLReassembler.byteLimit) }.count == 1)
+        #expect(
+            trace.notes.filter { $0 == .reassemblyLimited(streams: ACLReassembler.streamLimit, bytes: ACLReassembler.byteLimit) }.count == 1
+        )
         #expect(trace.problems.count { if case .reassemblyLimit = $0.reason { true } else { false } } == count - ACLReassembler.streamLimit)
         #expect(trace.problems.count { if case .incompleteAtEnd = $0.reason { true } else { false } } == ACLReassembler.streamLimit)
     }

@@ -26,10 +26,15 @@ import Testing
 
     @Test func interleavedHandlesAndDirectionsReassembleSeparately() throws {
         var script = connected()
-        let l2 = { (byte: UInt8) in SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.writeCommand, [5, 0] + [UInt8](repeating: byte, count: 40))) }
+        let l2 = { (byte: UInt8) in
+            SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.writeCommand, [5, 0] + [UInt8](repeating: byte, count: 40)))
+        }
         let a = SyntheticHCI.acl(handle: 0x40, l2(0xA1), fragment: 20)
         let b = SyntheticHCI.acl(handle: 0x41, l2(0xB1), fragment: 20)
-        let c = SyntheticHCI.acl(handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [7, 0] + [UInt8](repeating: 0xC1, count: 40))), fragment: 20)
+        let c = SyntheticHCI.acl(
+            handle: 0x40,
+            SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [7, 0] + [UInt8](repeating: 0xC1, count: 40))),
+            fragment: 20)
         for index in 0..<3 {
             script.add(.acl, a[index], direction: .hostToController)
             script.add(.acl, c[index], direction: .controllerToHost)
@@ -45,7 +50,8 @@ import Testing
 
     @Test func aStartWhileIncompleteDropsThePendingPDUAndRestarts() throws {
         var script = connected()
-        let long = SyntheticHCI.acl(handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.readResponse, [UInt8](repeating: 1, count: 60))), fragment: 30)
+        let long = SyntheticHCI.acl(
+            handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.readResponse, [UInt8](repeating: 1, count: 60))), fragment: 30)
         script.att(handle: 0x40, .readRequest, [3, 0], from: .hostToController)
         script.add(.acl, long[0], direction: .controllerToHost)
         script.att(handle: 0x40, .readResponse, [9, 9], from: .controllerToHost)
@@ -58,7 +64,10 @@ import Testing
 
     @Test func aContinuationWithoutAStartIsDropped() throws {
         var script = connected()
-        let long = SyntheticHCI.acl(handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [3, 0] + [UInt8](repeating: 1, count: 60))), fragment: 30)
+        let long = SyntheticHCI.acl(
+            handle: 0x40,
+            SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [3, 0] + [UInt8](repeating: 1, count: 60))),
+            fragment: 30)
         script.add(.acl, long[1], direction: .controllerToHost)
         script.add(.acl, long[2], direction: .controllerToHost)
         script.att(handle: 0x40, .handleValueNotification, [3, 0, 7], from: .controllerToHost)
@@ -69,16 +78,23 @@ import Testing
 
     @Test func aPDUCutOffByTheEndOrADisconnectionIsReported() throws {
         var script = connected()
-        let long = SyntheticHCI.acl(handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [3, 0] + [UInt8](repeating: 1, count: 60))), fragment: 30)
+        let long = SyntheticHCI.acl(
+            handle: 0x40,
+            SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [3, 0] + [UInt8](repeating: 1, count: 60))),
+            fragment: 30)
         script.add(.acl, long[0], direction: .controllerToHost)
         script.event(SyntheticHCI.disconnectionComplete(handle: 0x40))
-        let long41 = SyntheticHCI.acl(handle: 0x41, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [3, 0] + [UInt8](repeating: 1, count: 60))), fragment: 30)
+        let long41 = SyntheticHCI.acl(
+            handle: 0x41,
+            SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [3, 0] + [UInt8](repeating: 1, count: 60))),
+            fragment: 30)
         script.add(.acl, long41[0], direction: .controllerToHost)
         let trace = try CaptureTrace.read(bytes: script.btsnoop())
-        #expect(trace.problems == [
-            CaptureProblem(.incompleteAtEnd(handle: 0x40, received: 30, expected: 67), frame: 4),
-            CaptureProblem(.incompleteAtEnd(handle: 0x41, received: 30, expected: 67), frame: 5),
-        ])
+        #expect(
+            trace.problems == [
+                CaptureProblem(.incompleteAtEnd(handle: 0x40, received: 30, expected: 67), frame: 4),
+                CaptureProblem(.incompleteAtEnd(handle: 0x41, received: 30, expected: 67), frame: 5),
+            ])
     }
 
     @Test func startFragmentsShorterThanTheL2CAPHeader() throws {

@@ -14,21 +14,26 @@ import Testing
         var keyboard = RemotePeripheral(address: "C4:7C:8D:6A:21:0E", name: "Keys K380")
         keyboard.uuids = [full("1812")]
         func report(_ handle: UInt16, _ flags: [String], _ value: [UInt8], reference: [UInt8], notifies: Bool) -> RemoteCharacteristic {
-            RemoteCharacteristic(uuid: full("2a4d"), flags: flags, handle: handle, value: value, descriptors:
-                (notifies ? [RemoteDescriptor(uuid: "2902", handle: handle + 2)] : [])
-                + [RemoteDescriptor(uuid: full("2908"), handle: handle + (notifies ? 3 : 2), value: reference)])
+            RemoteCharacteristic(
+                uuid: full("2a4d"), flags: flags, handle: handle, value: value,
+                descriptors: (notifies ? [RemoteDescriptor(uuid: "2902", handle: handle + 2)] : [])
+                    + [RemoteDescriptor(uuid: full("2908"), handle: handle + (notifies ? 3 : 2), value: reference)])
         }
         func battery(_ handle: UInt16, level: UInt8) -> RemoteService {
-            RemoteService(uuid: full("180f"), handle: handle, characteristics: [
-                RemoteCharacteristic(uuid: full("2a19"), flags: ["read"], handle: handle + 1, value: [level]),
-            ])
+            RemoteService(
+                uuid: full("180f"), handle: handle,
+                characteristics: [
+                    RemoteCharacteristic(uuid: full("2a19"), flags: ["read"], handle: handle + 1, value: [level])
+                ])
         }
         keyboard.services = [
-            RemoteService(uuid: full("1812"), handle: 0x0010, characteristics: [
-                report(0x0011, ["read", "notify"], [0, 0, 0, 0, 0, 0, 0, 0], reference: [0x01, 0x01], notifies: true),
-                report(0x0015, ["read", "notify"], [0x00, 0x00], reference: [0x02, 0x01], notifies: true),
-                report(0x0019, ["read", "write", "write-without-response"], [0x00], reference: [0x01, 0x02], notifies: false),
-            ]),
+            RemoteService(
+                uuid: full("1812"), handle: 0x0010,
+                characteristics: [
+                    report(0x0011, ["read", "notify"], [0, 0, 0, 0, 0, 0, 0, 0], reference: [0x01, 0x01], notifies: true),
+                    report(0x0015, ["read", "notify"], [0x00, 0x00], reference: [0x02, 0x01], notifies: true),
+                    report(0x0019, ["read", "write", "write-without-response"], [0x00], reference: [0x01, 0x02], notifies: false),
+                ]),
             battery(0x0020, level: 90),
             battery(0x0023, level: 75),
         ]
@@ -47,7 +52,10 @@ import Testing
         #expect(reports.map { $0.descriptors.filter { $0.uuid.hasPrefix("00002908") }.map(\.handle) } == [[0x0014], [0x0018], [0x001B]])
         let engine = BehaviourEngine(profile: profile, environment: CloneTests.environment)
         #expect(reports.map { engine.value(of: $0.id) } == [[0, 0, 0, 0, 0, 0, 0, 0], [0x00, 0x00], [0x00]])
-        #expect(reports.map { $0.descriptors.filter { $0.uuid.hasPrefix("00002908") }.map { profile.descriptorValue($0, environment: engine.environment) } }
+        #expect(
+            reports.map {
+                $0.descriptors.filter { $0.uuid.hasPrefix("00002908") }.map { profile.descriptorValue($0, environment: engine.environment) }
+            }
                 == [[[0x01, 0x01]], [[0x02, 0x01]], [[0x01, 0x02]]])
         let levels = profile.services.dropFirst().map { service in service.characteristics.map { engine.value(of: $0.id) } }
         #expect(levels == [[[90]], [[75]]])
@@ -63,7 +71,10 @@ import Testing
         let rig = try await Rig([keyboard])
         let replica = CloneReplica.make(try await rig.record("Keys K380"))
         let notes = replica.notes.joined(separator: "\n")
-        #expect(notes.contains("GATT: the device lists the Human Interface Device (1812) service, which BlueZ did not export: it is not in the clone: BlueZ's input plugin keeps HID over GATT to itself — clone with bluetoothd started with --noplugin=input,hog"), "\(notes)")
+        #expect(
+            notes.contains(
+                "GATT: the device lists the Human Interface Device (1812) service, which BlueZ did not export: it is not in the clone: BlueZ's input plugin keeps HID over GATT to itself — clone with bluetoothd started with --noplugin=input,hog"
+            ), "\(notes)")
         #expect(!notes.contains("Battery (180f) service"), "\(notes)")
         _ = try validated(ReplicaProfile(replica).build().text)
     }

@@ -64,7 +64,8 @@ import Testing
         // --listen: both notification paths, everything that arrived, in order.
         let methods = Dictionary(uniqueKeysWithValues: recording.subscriptions.map { ($0.path.rawValue.suffix(8), $0.method) })
         #expect(methods == ["char0013": .acquireNotify, "char001b": .startNotify])
-        let tx = try #require(device.characteristicPath(0x0013)), status = try #require(device.characteristicPath(0x001B))
+        let tx = try #require(device.characteristicPath(0x0013))
+        let status = try #require(device.characteristicPath(0x001B))
         #expect(recording.notifications.filter { $0.path == tx }.map(\.value) == [[0x51, 0x60], [0x51, 0x61]])
         #expect(recording.notifications.filter { $0.path == status }.map(\.value) == [[0x02]])
         #expect(replica.conversation.contains { $0.kind == .notification(handle: 0x0014, value: [0x51, 0x61], indication: false) })
@@ -72,7 +73,8 @@ import Testing
         // Each notification recorded is replayed once: on the subscription it followed, or from a trigger.
         var replayed: [[UInt8]] = []
         for id in [characteristics[1].id, characteristics[4].id] {
-            replayed += engine.handle(.subscribe(characteristic: id, central: CentralID(address: "F0:E0:D0:00:00:01"))).notifications.map(\.value)
+            replayed += engine.handle(.subscribe(characteristic: id, central: CentralID(address: "F0:E0:D0:00:00:01"))).notifications.map(
+                \.value)
         }
         replayed += profile.triggers.flatMap { engine.handle(.trigger($0.name, arguments: [:])).notifications.map(\.value) }
         #expect(replayed.sorted { $0.lexicographicallyPrecedes($1) } == [[0x02], [0x51, 0x60], [0x51, 0x61]], "\(result.text)")
@@ -116,7 +118,8 @@ import Testing
         } catch let error as CentralError {
             guard case .lost = error else { throw error }
             let reason = effect == .vanishes ? "bluetoothd removed it" : "it disconnected"
-            #expect(error.description == "lost \(Lock.address) before the clone was complete: \(reason) after 4 of 6 characteristics were read")
+            #expect(
+                error.description == "lost \(Lock.address) before the clone was complete: \(reason) after 4 of 6 characteristics were read")
         }
     }
 
@@ -125,8 +128,10 @@ import Testing
         refusing.connecting = .fails(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
         var flaky = Lock.peripheral(address: "D0:1F:A6:00:00:04", name: "Flaky")
         flaky.connecting = .failsFirst(1)
-        let rig = try await Rig([refusing, flaky, Lock.peripheral(address: "D0:1F:A6:00:00:05", name: "Twin"),
-                                 Lock.peripheral(address: "D0:1F:A6:00:00:06", name: "Twin")])
+        let rig = try await Rig([
+            refusing, flaky, Lock.peripheral(address: "D0:1F:A6:00:00:05", name: "Twin"),
+            Lock.peripheral(address: "D0:1F:A6:00:00:06", name: "Twin"),
+        ])
         await #expect { try await rig.record("Refusing") } throws: { error in
             "\(error)" == "cannot connect to D0:1F:A6:00:00:03: org.bluez.Error.Failed: le-connection-abort-by-local (3 attempts)"
         }
@@ -150,20 +155,25 @@ import Testing
         device.manufacturerData = Dictionary(uniqueKeysWithValues: (0..<500).map { (UInt16($0), [UInt8](repeating: 0xEE, count: 2_000)) })
         device.serviceData = ["0000180f-0000-1000-8000-00805f9b34fb": [UInt8](repeating: 0x64, count: 10_000), "not a uuid": [1]]
         device.advertisingFlags = [UInt8](repeating: 0x06, count: 100_000)
-        device.advertisingData = Dictionary(uniqueKeysWithValues: (0..<255).map { (UInt8($0), [UInt8](repeating: UInt8($0), count: 1_000)) })
+        device.advertisingData = Dictionary(
+            uniqueKeysWithValues: (0..<255).map { (UInt8($0), [UInt8](repeating: UInt8($0), count: 1_000)) })
         device.extraProperties = [
             "Appearance": .uint32(0xFFFF_FFFF), "TxPower": .int64(.max), "RSSI": .string("loud"), "AddressType": .string("weird"),
             "Alias": .bytes([0x41]),
         ]
         var services = (0..<200).map { index in
             let handle = UInt16(0x0100 + index * 2)
-            return RemoteService(uuid: String(format: "%04x", 0xA000 + index), handle: handle, characteristics: [
-                RemoteCharacteristic(uuid: String(format: "%04x", 0x2A00 + index), flags: ["read"], handle: handle + 1, value: [UInt8(index & 0xFF)]),
-            ])
+            return RemoteService(
+                uuid: String(format: "%04x", 0xA000 + index), handle: handle,
+                characteristics: [
+                    RemoteCharacteristic(
+                        uuid: String(format: "%04x", 0x2A00 + index), flags: ["read"], handle: handle + 1, value: [UInt8(index & 0xFF)])
+                ])
         }
         services[0].characteristics = [
-            RemoteCharacteristic(uuid: "2a37", flags: ["read", "x\u{1B}[31m"] + (0..<10_000).map { "flag\($0)" }, handle: 0x0101,
-                                 value: [UInt8](repeating: 0xAB, count: 100_000)),
+            RemoteCharacteristic(
+                uuid: "2a37", flags: ["read", "x\u{1B}[31m"] + (0..<10_000).map { "flag\($0)" }, handle: 0x0101,
+                value: [UInt8](repeating: 0xAB, count: 100_000))
         ]
         services[1].characteristics.append(RemoteCharacteristic(uuid: "not-a-uuid", flags: ["read"], handle: 0x0104))
         services[2].handle = 0xFFFE

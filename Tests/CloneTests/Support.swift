@@ -5,8 +5,9 @@ import DBusTestSupport
 import Foundation
 import Profile
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A lock as the stand-in bluetoothd shows it to a central: a Noke-like service with a write, a notify, a
@@ -27,24 +28,32 @@ enum Lock {
         lock.manufacturerData = [0xFFFF: [0x40, 0x02, 0x0A]]
         lock.advertisingFlags = [0x06]
         lock.advertisingData = [0x24: [0xAB]]
-        var tx = RemoteCharacteristic(uuid: Self.tx, flags: ["notify"], handle: 0x0013, descriptors: [RemoteDescriptor(uuid: "2902", handle: 0x0015)])
+        var tx = RemoteCharacteristic(
+            uuid: Self.tx, flags: ["notify"], handle: 0x0013, descriptors: [RemoteDescriptor(uuid: "2902", handle: 0x0015)])
         tx.notifications = [(.zero, [0x51, 0x60]), (.zero, [0x51, 0x61])]
         var secret = RemoteCharacteristic(uuid: Self.secret, flags: ["read"], handle: 0x0019, value: [0xEE])
         secret.readError = .named("org.bluez.Error.NotPermitted", message: "Not paired")
-        var status = RemoteCharacteristic(uuid: Self.status, flags: ["read", "indicate"], handle: 0x001B, value: [0x01],
-                                          descriptors: [RemoteDescriptor(uuid: "2902", handle: 0x001D)])
+        var status = RemoteCharacteristic(
+            uuid: Self.status, flags: ["read", "indicate"], handle: 0x001B, value: [0x01],
+            descriptors: [RemoteDescriptor(uuid: "2902", handle: 0x001D)])
         status.acquirable = false
         status.notifications = [(.zero, [0x02])]
         var broken = RemoteCharacteristic(uuid: Self.broken, flags: ["read"], handle: 0x001E)
         broken.readError = .named("org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x80")
-        lock.services = [RemoteService(uuid: service, handle: 0x0010, characteristics: [
-            RemoteCharacteristic(uuid: rx, flags: ["write-without-response", "write"], handle: 0x0011),
-            tx,
-            RemoteCharacteristic(uuid: session, flags: ["read"], handle: 0x0016, value: sessionValue, descriptors: [
-                RemoteDescriptor(uuid: "2901", handle: 0x0018, value: Array("Session".utf8)),
-            ]),
-            secret, status, broken,
-        ])]
+        lock.services = [
+            RemoteService(
+                uuid: service, handle: 0x0010,
+                characteristics: [
+                    RemoteCharacteristic(uuid: rx, flags: ["write-without-response", "write"], handle: 0x0011),
+                    tx,
+                    RemoteCharacteristic(
+                        uuid: session, flags: ["read"], handle: 0x0016, value: sessionValue,
+                        descriptors: [
+                            RemoteDescriptor(uuid: "2901", handle: 0x0018, value: Array("Session".utf8))
+                        ]),
+                    secret, status, broken,
+                ])
+        ]
         return lock
     }
 }
@@ -106,8 +115,9 @@ enum GattemuCommand {
                 URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
                     .appendingPathComponent(".build/debug/gattemu").path,
             ]
-            return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0) },
-                                "gattemu is not built next to the tests (swift build --build-tests)")
+            return try #require(
+                candidates.first { FileManager.default.isExecutableFile(atPath: $0) },
+                "gattemu is not built next to the tests (swift build --build-tests)")
         }
     }
 
@@ -116,12 +126,15 @@ enum GattemuCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattemu-clone-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let out = directory.appendingPathComponent("stdout").path, err = directory.appendingPathComponent("stderr").path
-        let pid = try ChildProcess.spawn([try binary] + arguments, environment: ["GATTEMU_BUS_ADDRESS": bus], files: { actions in
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        })
+        let out = directory.appendingPathComponent("stdout").path
+        let err = directory.appendingPathComponent("stderr").path
+        let pid = try ChildProcess.spawn(
+            [try binary] + arguments, environment: ["GATTEMU_BUS_ADDRESS": bus],
+            files: { actions in
+                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+                posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+                posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            })
         let status: Int32 = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 var status: Int32 = 0
@@ -132,7 +145,8 @@ enum GattemuCommand {
                 continuation.resume(returning: status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F))
             }
         }
-        return Outcome(status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                       stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        return Outcome(
+            status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 }

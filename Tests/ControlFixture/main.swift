@@ -17,8 +17,9 @@ import Emulator
 import Foundation
 import Logging
 import Profile
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 var profilePath = "profiles/noke-lock.json"

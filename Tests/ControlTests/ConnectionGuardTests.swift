@@ -1,4 +1,3 @@
-@testable import Control
 import HTTPTypes
 import Logging
 import NIOCore
@@ -6,12 +5,15 @@ import NIOEmbedded
 import NIOHTTPTypes
 import Testing
 
+@testable import Control
+
 /// ``ConnectionGuard`` and ``ConnectionRegistry`` on embedded channels, with a virtual clock.
 @Suite struct ConnectionGuardTests {
     static func connection(_ registry: ConnectionRegistry) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
-        try channel.pipeline.syncOperations.addHandler(ConnectionGuard(registry: registry, timeout: .seconds(1), logger: Logger(label: "test")))
+        try channel.pipeline.syncOperations.addHandler(
+            ConnectionGuard(registry: registry, timeout: .seconds(1), logger: Logger(label: "test")))
         return channel
     }
 

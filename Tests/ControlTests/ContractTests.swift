@@ -1,4 +1,3 @@
-@testable import Control
 import ControlBodies
 import ControlContract
 import Emulator
@@ -6,6 +5,8 @@ import Foundation
 import HummingbirdTesting
 import Profile
 import Testing
+
+@testable import Control
 
 /// The contract (module ControlContract) against the committed document, the types' own encodings, the
 /// server's decoders, the routes and the embedded dashboard files.
@@ -20,7 +21,9 @@ import Testing
 
     @Test func theCommittedDocumentIsWhatTheTypesSay() throws {
         let committed = try String(contentsOf: Self.root.appendingPathComponent("Sources/Control/openapi.json"), encoding: .utf8)
-        #expect(committed == ControlContract.documentText, "Sources/Control/openapi.json differs from the contract: run scripts/embed-assets --openapi")
+        #expect(
+            committed == ControlContract.documentText,
+            "Sources/Control/openapi.json differs from the contract: run scripts/embed-assets --openapi")
     }
 
     /// Each type's examples encode to JSON its schema accepts, and together use every property it declares:
@@ -36,14 +39,17 @@ import Testing
             #expect(validator.problems(node, type.schema) == [], "\(name): \(node)")
         }
         for (path, declared) in validator.declared {
-            #expect(validator.seen[path] == declared, "\(name) \(path): examples never set \(declared.subtracting(validator.seen[path] ?? []).sorted())")
+            #expect(
+                validator.seen[path] == declared,
+                "\(name) \(path): examples never set \(declared.subtracting(validator.seen[path] ?? []).sorted())")
         }
     }
 
     static func examples<T: ContractType>(of type: T.Type) -> [any Encodable] { type.examples }
 
     @Test func everyOperationHasARouteAndEveryRouteAnOperation() throws {
-        let routes = ControlRoutes(target: try makeEmulator(), streams: EventStreamSlots(maximum: 1), heartbeat: .seconds(1), streamLifetime: nil)
+        let routes = ControlRoutes(
+            target: try makeEmulator(), streams: EventStreamSlots(maximum: 1), heartbeat: .seconds(1), streamLifetime: nil)
         #expect(Set(routes.handlers.keys) == Set(ControlContract.operations.map(\.id)))
         #expect(Set(ControlContract.operations.map(\.id)).count == ControlContract.operations.count, "operation ids are unique")
         let names = ControlContract.types.map { $0.schemaName }
@@ -52,7 +58,8 @@ import Testing
 
     @Test func embeddedDashboardFilesMatchTheirSources() throws {
         for asset in DashboardAssets.Asset.allCases {
-            let file = try String(contentsOf: Self.root.appendingPathComponent("Sources/Control/Dashboard/\(asset.rawValue)"), encoding: .utf8)
+            let file = try String(
+                contentsOf: Self.root.appendingPathComponent("Sources/Control/Dashboard/\(asset.rawValue)"), encoding: .utf8)
             #expect(asset.text + "\n" == file, "\(asset.rawValue) differs from its embedded copy: run scripts/embed-assets")
         }
     }
@@ -65,7 +72,10 @@ import Testing
         #expect(try ControlBody.variant(Self.encode(VariantBody(variant: nil))) == nil)
         #expect(try ControlBody.variant(Self.encode(VariantBody(variant: "touched"))) == "touched")
         for example in VariableBody.examples { #expect(try ControlBody.variable(Self.encode(example)) == example.value) }
-        #expect(try ControlBody.arguments(Self.encode(TriggerBody(arguments: ["n": .number(2), "why": .string("x")]))) == ["n": "2", "why": "x"])
+        #expect(
+            try ControlBody.arguments(Self.encode(TriggerBody(arguments: ["n": .number(2), "why": .string("x")]))) == [
+                "n": "2", "why": "x",
+            ])
         for example in FaultsBody.examples { _ = try ControlBody.faults(Self.encode(example)) }
         for example in FaultRequest.examples { _ = try FaultSpecDecoder.spec(Self.encode(example)) }
     }
@@ -95,7 +105,9 @@ import Testing
     /// The event log's hand-written JSON (event stream, --events files) is the contract's ``Event``.
     @Test func eventLogJSONIsTheEventType() throws {
         let events = [
-            EmulatorEvent(sequence: 3, time: 12.3456, kind: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: [0x51, 0x60], detail: "request \"q\"\n"),
+            EmulatorEvent(
+                sequence: 3, time: 12.3456, kind: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: [0x51, 0x60],
+                detail: "request \"q\"\n"),
             EmulatorEvent(sequence: 4, time: 0, kind: .bluetoothdLost),
             EmulatorEvent(sequence: 5, time: 1, kind: .notify, value: []),
         ]

@@ -77,12 +77,14 @@ import Testing
     @Test func faultsCanBeAddedListedAndRemoved() async throws {
         let emulator = try makeEmulator()
         try await withAPI(emulator) { client in
-            var (status, body) = try await client.call(.post, "/v1/faults", json: #"{"on": "write", "characteristic": "rx", "error": "not-authorized", "count": 1}"#)
+            var (status, body) = try await client.call(
+                .post, "/v1/faults", json: #"{"on": "write", "characteristic": "rx", "error": "not-authorized", "count": 1}"#)
             #expect(status == .created)
             #expect(body["id"] as? String == "f1")
             #expect(body["summary"] as? String == "error not-authorized")
 
-            (status, body) = try await client.call(.post, "/v1/faults", json: #"[{"id": "slow", "on": "read", "delay": 5}, {"on": "notify", "drop": true}]"#)
+            (status, body) = try await client.call(
+                .post, "/v1/faults", json: #"[{"id": "slow", "on": "read", "delay": 5}, {"on": "notify", "drop": true}]"#)
             #expect(status == .created)
             #expect((body["faults"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["slow", "f2"])
 
@@ -221,9 +223,12 @@ import Testing
             #expect(status == .conflict, "\(body)")
             #expect((body["error"] as? String)?.contains("no pairing prompt") == true)
             // An answer names its prompt (the id in GET /v1/pairing): one that does not is refused.
-            for bad in [#"{"prompt": 1, "passkey": "12345"}"#, #"{"prompt": 1, "passkey": 1000000}"#, #"{"prompt": 1, "accept": "yes"}"#,
-                        #"{"prompt": 1, "accept": true, "passkey": 1}"#, #"{}"#, "[1]", #"{"accept": true}"#, #"{"passkey": "123456"}"#,
-                        #"{"prompt": 0, "accept": true}"#, #"{"prompt": "1", "accept": true}"#, #"{"prompt": 1.5, "accept": true}"#, #"{"prompt": 1}"#] {
+            for bad in [
+                #"{"prompt": 1, "passkey": "12345"}"#, #"{"prompt": 1, "passkey": 1000000}"#, #"{"prompt": 1, "accept": "yes"}"#,
+                #"{"prompt": 1, "accept": true, "passkey": 1}"#, #"{}"#, "[1]", #"{"accept": true}"#, #"{"passkey": "123456"}"#,
+                #"{"prompt": 0, "accept": true}"#, #"{"prompt": "1", "accept": true}"#, #"{"prompt": 1.5, "accept": true}"#,
+                #"{"prompt": 1}"#,
+            ] {
                 (status, body) = try await client.call(.post, "/v1/pairing", json: bad)
                 #expect(status == .badRequest, "\(bad): \(body)")
             }
@@ -246,8 +251,10 @@ import Testing
                 #expect(status == .conflict, "\(good): \(body)")
                 #expect((body["error"] as? String)?.contains("no adapter") == true, "\(body)")
             }
-            for bad in [#"{"address": "C0:11:22:33:44:55"}"#, #"{"address": "Random"}"#, #"{"address": "new"}"#,
-                        #"{"address": 1}"#, #"{"address": "random", "x": 1}"#, #"{}"#, "[]"] {
+            for bad in [
+                #"{"address": "C0:11:22:33:44:55"}"#, #"{"address": "Random"}"#, #"{"address": "new"}"#,
+                #"{"address": 1}"#, #"{"address": "random", "x": 1}"#, #"{}"#, "[]",
+            ] {
                 let (status, body) = try await client.call(.put, "/v1/adapter/address", json: bad)
                 #expect(status == .badRequest, "\(bad): \(body)")
             }
@@ -264,8 +271,9 @@ import Testing
     }
 
     @Test func openAPIDocumentIsServedAndMatchesTheCommittedFile() async throws {
-        let committed = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/Control/openapi.json"))
+        let committed = try Data(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("Sources/Control/openapi.json"))
         let emulator = try makeEmulator()
         try await withAPI(emulator) { client in
             try await client.execute(uri: "/v1/openapi.json", method: .get) { response in
@@ -284,9 +292,15 @@ import Testing
 @Suite struct ControlTokenTests {
     @Test func nonLoopbackNeedsAToken() throws {
         let emulator = try makeEmulator()
-        #expect(throws: ControlSetupError.self) { try ControlServer(endpoint: ControlEndpoint(host: "0.0.0.0", port: 0), token: nil, target: emulator) }
-        #expect(throws: ControlSetupError.self) { try ControlServer(endpoint: ControlEndpoint(host: "0.0.0.0", port: 0), token: "", target: emulator) }
-        #expect(throws: Never.self) { try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: 0), token: nil, target: emulator) }
+        #expect(throws: ControlSetupError.self) {
+            try ControlServer(endpoint: ControlEndpoint(host: "0.0.0.0", port: 0), token: nil, target: emulator)
+        }
+        #expect(throws: ControlSetupError.self) {
+            try ControlServer(endpoint: ControlEndpoint(host: "0.0.0.0", port: 0), token: "", target: emulator)
+        }
+        #expect(throws: Never.self) {
+            try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: 0), token: nil, target: emulator)
+        }
     }
 
     @Test func everyRequestNeedsTheTokenWhenOneIsSet() async throws {
@@ -297,7 +311,8 @@ import Testing
             #expect(body["error"] as? String == "missing Authorization: Bearer token")
             (status, _) = try await client.call(.get, "/v1/status", headers: [.authorization: "Bearer wrong"])
             #expect(status == .unauthorized)
-            (status, _) = try await client.call(.post, "/v1/faults", json: #"{"on": "read", "drop": true}"#, headers: [.authorization: "Basic s3cret"])
+            (status, _) = try await client.call(
+                .post, "/v1/faults", json: #"{"on": "read", "drop": true}"#, headers: [.authorization: "Basic s3cret"])
             #expect(status == .unauthorized)
             (status, _) = try await client.call(.get, "/v1/status", headers: [.authorization: "Bearer s3cret"])
             #expect(status == .ok)

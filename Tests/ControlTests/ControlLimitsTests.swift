@@ -1,13 +1,16 @@
-@testable import Control
 import Emulator
 import Foundation
 import Testing
+
+@testable import Control
 
 /// "A hostile local user changes nothing": connection and event-stream limits, idle and stalled
 /// connections, against a real server on 127.0.0.1 with real sockets. (A client that stops reading:
 /// `ConnectionGuardTests`, on an embedded channel.)
 @Suite(.serialized, .timeLimit(.minutes(2))) struct ControlLimitsTests {
-    static func limits(connections: Int = 64, streams: Int = 16, idle: Duration = .seconds(30), heartbeat: Duration = .seconds(15)) -> ControlLimits {
+    static func limits(connections: Int = 64, streams: Int = 16, idle: Duration = .seconds(30), heartbeat: Duration = .seconds(15))
+        -> ControlLimits
+    {
         var limits = ControlLimits()
         limits.maximumConnections = connections
         limits.maximumEventStreams = streams
@@ -74,7 +77,9 @@ import Testing
 
             // A head and half of its body.
             let slowBody = try RawConnection(port: port)
-            try slowBody.send("POST /v1/faults HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"on\":")
+            try slowBody.send(
+                "POST /v1/faults HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"on\":"
+            )
             #expect(await slowBody.read(timeout: .seconds(10)).closed)
 
             // Kept alive after an answer, then idle.

@@ -1,10 +1,11 @@
-@testable import Control
 import Emulator
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+
+@testable import Control
 
 /// "A hostile web page changes nothing": DNS rebinding (`Host`), CSRF (`Origin`, `Sec-Fetch-Site`,
 /// content type), preflights; and what legitimate clients send still works.
@@ -17,9 +18,13 @@ import Testing
     @Test func rebindingHostIsRefused() async throws {
         let emulator = try makeEmulator()
         try await withLiveServer(emulator) { _, port in
-            var response = try await rawRequest(port: port, httpRequest("POST", "/v1/faults", host: "evil.example:\(port)", headers: [
-                ("Origin", "http://evil.example:\(port)"), ("Content-Type", "text/plain"),
-            ], body: Self.faultBody))
+            var response = try await rawRequest(
+                port: port,
+                httpRequest(
+                    "POST", "/v1/faults", host: "evil.example:\(port)",
+                    headers: [
+                        ("Origin", "http://evil.example:\(port)"), ("Content-Type", "text/plain"),
+                    ], body: Self.faultBody))
             #expect(response.status == 421)
             #expect(response.json["acceptedHosts"] as? [String] == ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"])
             #expect(response.error.contains("evil.example"))
@@ -40,7 +45,8 @@ import Testing
             var response = try await rawRequest(port: port, httpRequest("GET", "/v1/status", host: nil, version: "HTTP/1.0"))
             #expect(response.status == 421)
             #expect(response.error.hasPrefix("missing Host header"))
-            response = try await rawRequest(port: port, httpRequest("GET", "/v1/status", host: "127.0.0.1:\(port)", headers: [("Host", "evil.example")]))
+            response = try await rawRequest(
+                port: port, httpRequest("GET", "/v1/status", host: "127.0.0.1:\(port)", headers: [("Host", "evil.example")]))
             #expect(response.status == 421)
             #expect(response.error.hasPrefix("more than one Host header"))
         }
@@ -50,11 +56,16 @@ import Testing
         let emulator = try makeEmulator()
         let access = try ControlAccess(allowedHosts: ["rig.local", "localhost:9000"], allowedOrigins: [])
         try await withLiveServer(emulator, access: access) { _, port in
-            for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LocalHost:\(port)", "[::1]:\(port)", "rig.local:\(port)", "localhost:9000"] {
+            for host in [
+                "127.0.0.1:\(port)", "localhost:\(port)", "LocalHost:\(port)", "[::1]:\(port)", "rig.local:\(port)", "localhost:9000",
+            ] {
                 let response = try await rawRequest(port: port, httpRequest("GET", "/v1/status", host: host))
                 #expect(response.status == 200, "\(host)")
             }
-            for host in ["localhost:\(port + 1)", "localhost", "127.0.0.2:\(port)", "rig.local:9000", "evil.example:9000", "localhost.:\(port)", "127.0.0.1:", ""] {
+            for host in [
+                "localhost:\(port + 1)", "localhost", "127.0.0.2:\(port)", "rig.local:9000", "evil.example:9000", "localhost.:\(port)",
+                "127.0.0.1:", "",
+            ] {
                 let response = try await rawRequest(port: port, httpRequest("GET", "/v1/status", host: host))
                 #expect(response.status == 421, "\(host)")
             }
@@ -63,14 +74,19 @@ import Testing
 
     @Test func hostRulesFollowTheBoundAddress() throws {
         func policy(_ host: String, allowing extra: [String] = []) throws -> AccessPolicy {
-            AccessPolicy(endpoint: ControlEndpoint(host: host, port: 8765),
-                         access: try ControlAccess(allowedHosts: extra, allowedOrigins: []), listening: ListeningPort())
+            AccessPolicy(
+                endpoint: ControlEndpoint(host: host, port: 8765),
+                access: try ControlAccess(allowedHosts: extra, allowedOrigins: []), listening: ListeningPort())
         }
         func accepts(_ policy: AccessPolicy, _ host: String) -> Bool { HostName(host[...]).map(policy.accepts) ?? false }
 
         let wildcard = try policy("0.0.0.0", allowing: ["rig.local"])
-        for host in ["10.1.2.3:8765", "[fe80::1]:8765", "localhost:8765", "rig.local:8765", "RIG.local:8765"] { #expect(accepts(wildcard, host), "\(host)") }
-        for host in ["evil.example:8765", "10.1.2.3:8766", "10.1.2.3", "rig.local.evil.example:8765"] { #expect(!accepts(wildcard, host), "\(host)") }
+        for host in ["10.1.2.3:8765", "[fe80::1]:8765", "localhost:8765", "rig.local:8765", "RIG.local:8765"] {
+            #expect(accepts(wildcard, host), "\(host)")
+        }
+        for host in ["evil.example:8765", "10.1.2.3:8766", "10.1.2.3", "rig.local.evil.example:8765"] {
+            #expect(!accepts(wildcard, host), "\(host)")
+        }
 
         let specific = try policy("192.168.1.5")
         #expect(accepts(specific, "192.168.1.5:8765"))
@@ -123,8 +139,11 @@ import Testing
                 }
             }
             // An error answer to an allowed page carries the CORS headers too, so the page can read it.
-            try await client.execute(uri: "/v1/characteristics/nope/notify", method: .post, headers: [.origin: "http://localhost:3000", .contentType: "application/json"],
-                                     body: ByteBuffer(string: #"{"hex": "01"}"#)) { response in
+            try await client.execute(
+                uri: "/v1/characteristics/nope/notify", method: .post,
+                headers: [.origin: "http://localhost:3000", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"hex": "01"}"#)
+            ) { response in
                 #expect(response.status == .notFound)
                 #expect(response.headers[.accessControlAllowOrigin] == "http://localhost:3000")
             }
@@ -138,15 +157,19 @@ import Testing
             for site in ["cross-site", "same-site"] {
                 var (status, _) = try await client.call(.post, "/v1/reset", headers: [.secFetchSite: site, .secFetchMode: "no-cors"])
                 #expect(status == .forbidden, "\(site)")
-                (status, _) = try await client.call(.get, "/v1/events/stream", headers: [.secFetchSite: site, .secFetchMode: "no-cors", .secFetchDest: "image"])
+                (status, _) = try await client.call(
+                    .get, "/v1/events/stream", headers: [.secFetchSite: site, .secFetchMode: "no-cors", .secFetchDest: "image"])
                 #expect(status == .forbidden, "\(site)")
-                (status, _) = try await client.call(.get, "/v1/status", headers: [.secFetchSite: site, .secFetchMode: "navigate", .secFetchDest: "iframe"])
+                (status, _) = try await client.call(
+                    .get, "/v1/status", headers: [.secFetchSite: site, .secFetchMode: "navigate", .secFetchDest: "iframe"])
                 #expect(status == .forbidden, "\(site)")
             }
             // Following a link to the API, typing its address, or a page of the API itself.
-            var (status, _) = try await client.call(.get, "/v1/status", headers: [.secFetchSite: "cross-site", .secFetchMode: "navigate", .secFetchDest: "document"])
+            var (status, _) = try await client.call(
+                .get, "/v1/status", headers: [.secFetchSite: "cross-site", .secFetchMode: "navigate", .secFetchDest: "document"])
             #expect(status == .ok)
-            (status, _) = try await client.call(.get, "/v1/status", headers: [.secFetchSite: "none", .secFetchMode: "navigate", .secFetchDest: "document"])
+            (status, _) = try await client.call(
+                .get, "/v1/status", headers: [.secFetchSite: "none", .secFetchMode: "navigate", .secFetchDest: "document"])
             #expect(status == .ok)
             (status, _) = try await client.call(.post, "/v1/reset", headers: [.secFetchSite: "same-origin", .origin: "http://localhost"])
             #expect(status == .ok)
@@ -158,7 +181,10 @@ import Testing
     @Test func bodiesMustBeDeclaredJSON() async throws {
         let emulator = try makeEmulator()
         try await withAPI(emulator) { client in
-            for contentType in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", "application/jsonx"] {
+            for contentType in [
+                "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1",
+                "application/jsonx",
+            ] {
                 let (status, body) = try await client.call(.post, "/v1/faults", json: Self.faultBody, headers: [.contentType: contentType])
                 #expect(status == .unsupportedMediaType, "\(contentType)")
                 #expect((body["error"] as? String)?.contains("application/json") == true)
@@ -188,8 +214,10 @@ import Testing
     @Test func optionsAnswersAllow() async throws {
         let emulator = try makeEmulator()
         try await withAPI(emulator) { client in
-            for (path, allow) in [("/v1/faults", "DELETE, GET, POST, OPTIONS"), ("/v1/faults/f1", "DELETE, OPTIONS"),
-                                  ("/v1/characteristics/tx/notify", "POST, OPTIONS"), ("/v1/status", "GET, OPTIONS")] {
+            for (path, allow) in [
+                ("/v1/faults", "DELETE, GET, POST, OPTIONS"), ("/v1/faults/f1", "DELETE, OPTIONS"),
+                ("/v1/characteristics/tx/notify", "POST, OPTIONS"), ("/v1/status", "GET, OPTIONS"),
+            ] {
                 try await client.execute(uri: path, method: .options) { response in
                     #expect(response.status == .noContent, "\(path)")
                     #expect(response.headers[.allow] == allow, "\(path)")
@@ -227,13 +255,16 @@ import Testing
                 #expect(response.headers[values: .vary].contains("Origin"))
             }
             // The actual request still needs the token; the refusal is readable by the allowed page.
-            try await client.execute(uri: "/v1/faults", method: .post, headers: [.origin: "http://localhost:3000", .contentType: "application/json"],
-                                     body: ByteBuffer(string: Self.faultBody)) { response in
+            try await client.execute(
+                uri: "/v1/faults", method: .post, headers: [.origin: "http://localhost:3000", .contentType: "application/json"],
+                body: ByteBuffer(string: Self.faultBody)
+            ) { response in
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[.accessControlAllowOrigin] == "http://localhost:3000")
             }
-            let (status, _) = try await client.call(.post, "/v1/faults", json: Self.faultBody,
-                                                    headers: [.origin: "http://localhost:3000", .authorization: "Bearer s3cret"])
+            let (status, _) = try await client.call(
+                .post, "/v1/faults", json: Self.faultBody,
+                headers: [.origin: "http://localhost:3000", .authorization: "Bearer s3cret"])
             #expect(status == .created)
         }
     }
@@ -264,7 +295,9 @@ import Testing
     @Test func tokenFilesMustBePrivate() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gattemu-token-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        #expect(FileManager.default.createFile(atPath: path, contents: Data("s3cret\r\nsecond line\n".utf8), attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data("s3cret\r\nsecond line\n".utf8), attributes: [.posixPermissions: 0o600]))
         #expect(try ControlToken.read(file: path, option: "--control-token-file") == "s3cret")
         try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: path)
         #expect(throws: ControlSetupError.self) { try ControlToken.read(file: path, option: "--control-token-file") }

@@ -1,8 +1,10 @@
-@testable import Control
 import Foundation
 import Testing
+
+@testable import Control
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The token `gattemu run` makes when none is given: where it goes, who may read it, and that `gattemu ctl`'s
@@ -70,7 +72,8 @@ import Glibc
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
 
         try FileManager.default.removeItem(atPath: runtime + "/gattemu")
-        try FileManager.default.createDirectory(atPath: runtime + "/gattemu", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
+        try FileManager.default.createDirectory(
+            atPath: runtime + "/gattemu", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
         chmod(runtime + "/gattemu", 0o777)
         do {
             _ = try ControlTokenFile.write("t", port: 1, environment: environment)

@@ -2,8 +2,8 @@ import Control
 import ControlContract
 import Emulator
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import Profile
 import Testing
@@ -13,12 +13,17 @@ import Testing
     @Test func dashboardIsServedWithoutTheTokenAndWithAStrictPolicy() async throws {
         let emulator = try makeEmulator()
         try await withAPI(emulator, token: "s3cret", host: "0.0.0.0") { client in
-            for (path, type) in [("/", "text/html"), ("/dashboard.js", "text/javascript"), ("/timeline.js", "text/javascript"), ("/dashboard.css", "text/css")] {
+            for (path, type) in [
+                ("/", "text/html"), ("/dashboard.js", "text/javascript"), ("/timeline.js", "text/javascript"),
+                ("/dashboard.css", "text/css"),
+            ] {
                 try await client.execute(uri: path, method: .get) { response in
                     #expect(response.status == .ok, "\(path)")
                     #expect(response.headers[.contentType]?.hasPrefix(type) == true, "\(path)")
                     let policy = response.headers[.contentSecurityPolicy] ?? ""
-                    #expect(policy.contains("default-src 'none'") && policy.contains("script-src 'self'") && !policy.contains("unsafe"), "\(path): \(policy)")
+                    #expect(
+                        policy.contains("default-src 'none'") && policy.contains("script-src 'self'") && !policy.contains("unsafe"),
+                        "\(path): \(policy)")
                     #expect(response.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
                 }
             }

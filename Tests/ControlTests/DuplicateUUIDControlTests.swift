@@ -18,14 +18,17 @@ import Testing
             #expect(status == .ok)
             (status, body) = try await client.call(.post, "/v1/characteristics/2a4d/notify", json: #"{"hex": "01"}"#)
             #expect(status == .notFound)
-            #expect(body["error"] as? String
-                    == "unknown characteristic \"2a4d\" (3 characteristics have this UUID; name one by its id: \"keyboard_input\", \"consumer_input\", \"leds_output\")")
+            #expect(
+                body["error"] as? String
+                    == "unknown characteristic \"2a4d\" (3 characteristics have this UUID; name one by its id: \"keyboard_input\", \"consumer_input\", \"leds_output\")"
+            )
             // The table lists the three Reports and the two Battery services apart, by id.
             (status, body) = try await client.call(.get, "/v1/status")
             let services = try #require(body["services"] as? [[String: Any]], "\(body.keys.sorted())")
             #expect(services.compactMap { $0["id"] as? String } == ["hid", "battery_left", "battery_right", "device_information"])
             let hid = try #require(services.first?["characteristics"] as? [[String: Any]])
-            #expect(hid.filter { ($0["uuid"] as? String)?.hasPrefix("00002a4d") == true }.compactMap { $0["id"] as? String }
+            #expect(
+                hid.filter { ($0["uuid"] as? String)?.hasPrefix("00002a4d") == true }.compactMap { $0["id"] as? String }
                     == ["keyboard_input", "consumer_input", "leds_output"])
             #expect(hid.first { $0["id"] as? String == "leds_output" }?["value"] as? String == "02")
             #expect(hid.first { $0["id"] as? String == "keyboard_input" }?["value"] as? String == "0000000000000000")

@@ -1,23 +1,26 @@
-@testable import BlueZ
-import DBus
 import Control
+import DBus
 import Emulator
 import Foundation
 import HummingbirdTesting
 import Profile
 import Testing
 
+@testable import BlueZ
+
 let testCentral = "AA:BB:CC:DD:EE:01"
 
 func gattRead(_ characteristic: String) -> GattReadRequest {
-    GattReadRequest(attribute: GattAttributeID(characteristic: characteristic), offset: 0,
-                    context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
+    GattReadRequest(
+        attribute: GattAttributeID(characteristic: characteristic), offset: 0,
+        context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
 }
 
 func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = false) -> GattWriteRequest {
-    GattWriteRequest(attribute: GattAttributeID(characteristic: characteristic), value: value, offset: 0, kind: .request,
-                     bluetoothdAnswered: acknowledged, prepareAuthorize: false,
-                     context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
+    GattWriteRequest(
+        attribute: GattAttributeID(characteristic: characteristic), value: value, offset: 0, kind: .request,
+        bluetoothdAnswered: acknowledged, prepareAuthorize: false,
+        context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
 }
 
 /// Faults installed through the API, observed where the runtime answers reads, writes and notifications.
@@ -25,7 +28,8 @@ func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = 
     @Test func injectedWriteErrorReachesTheCentralOnce() async throws {
         let emulator = try makeEmulator("bleproof")
         try await withAPI(emulator) { client in
-            let (status, _) = try await client.call(.post, "/v1/faults", json: #"{"on": "write", "characteristic": "config", "nth": 2, "error": "0x81"}"#)
+            let (status, _) = try await client.call(
+                .post, "/v1/faults", json: #"{"on": "write", "characteristic": "config", "nth": 2, "error": "0x81"}"#)
             #expect(status == .created)
         }
         var outcomes: [GattError?] = []
@@ -58,7 +62,8 @@ func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = 
     @Test func readAnswersCanBeCorruptedAndTruncated() async throws {
         let emulator = try makeEmulator()
         try await emulator.setValue(characteristic: "session", value: [0x10, 0x20, 0x30, 0x40])
-        _ = try await emulator.addFault(FaultSpec(on: .read, scope: FaultScope(characteristic: "session"), action: .corrupt(.xor(at: 0, mask: [0xFF]))))
+        _ = try await emulator.addFault(
+            FaultSpec(on: .read, scope: FaultScope(characteristic: "session"), action: .corrupt(.xor(at: 0, mask: [0xFF]))))
         _ = try await emulator.addFault(FaultSpec(on: .read, scope: FaultScope(characteristic: "session", count: 1), action: .truncate(2)))
         #expect(try await emulator.read(gattRead("session")) == [0xEF, 0x20])
         #expect(try await emulator.read(gattRead("session")) == [0xEF, 0x20, 0x30, 0x40])
@@ -102,7 +107,8 @@ func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = 
             try await withAPI(emulator) { client in
                 _ = try await client.call(.post, "/v1/faults", json: #"{"on": "notify", "probability": 0.5, "drop": true}"#)
                 for index in 0..<20 {
-                    _ = try await client.call(.post, "/v1/characteristics/tx/notify", json: "{\"hex\": \"\(String(format: "%02x", index))\"}")
+                    _ = try await client.call(
+                        .post, "/v1/characteristics/tx/notify", json: "{\"hex\": \"\(String(format: "%02x", index))\"}")
                 }
             }
             return emulator.events.events.filter { $0.kind == .fault }.compactMap(\.detail)
@@ -125,8 +131,9 @@ func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = 
         let emulator = try makeEmulator()
         _ = try await emulator.read(gattRead("tx"))
         _ = try await emulator.read(gattRead("tx"))
-        let bigger = GattReadRequest(attribute: GattAttributeID(characteristic: "tx"), offset: 0,
-                                     context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 517))
+        let bigger = GattReadRequest(
+            attribute: GattAttributeID(characteristic: "tx"), offset: 0,
+            context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 517))
         _ = try await emulator.read(bigger)
         let mtus = emulator.events.events.filter { $0.kind == .mtu }
         #expect(mtus.map(\.detail) == ["185", "517"])

@@ -1,17 +1,22 @@
-@testable import Control
 import Foundation
 import Logging
 import Testing
+
+@testable import Control
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs `body` with a real ``ControlServer`` listening on 127.0.0.1 (a free port), then stops it.
-func withLiveServer<T>(_ target: any ControlTarget, token: String? = nil, access: ControlAccess = ControlAccess(),
-                       limits: ControlLimits = ControlLimits(), ready: Bool = true,
-                       _ body: (ControlServer, Int) async throws -> T) async throws -> T {
-    let server = try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: 0), token: token, target: target,
-                                   access: access, limits: limits, ready: ready)
+func withLiveServer<T>(
+    _ target: any ControlTarget, token: String? = nil, access: ControlAccess = ControlAccess(),
+    limits: ControlLimits = ControlLimits(), ready: Bool = true,
+    _ body: (ControlServer, Int) async throws -> T
+) async throws -> T {
+    let server = try ControlServer(
+        endpoint: ControlEndpoint(host: "127.0.0.1", port: 0), token: token, target: target,
+        access: access, limits: limits, ready: ready)
     var logger = Logger(label: "test.control")
     logger.logLevel = .critical
     let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
@@ -43,8 +48,10 @@ struct RawHTTPError: Error, CustomStringConvertible {
 }
 
 /// An HTTP/1.x request written by hand, so that tests choose every header (or leave `Host` out).
-func httpRequest(_ method: String, _ path: String, host: String?, headers: [(String, String)] = [], body: String? = nil,
-                 version: String = "HTTP/1.1", close: Bool = true) -> String {
+func httpRequest(
+    _ method: String, _ path: String, host: String?, headers: [(String, String)] = [], body: String? = nil,
+    version: String = "HTTP/1.1", close: Bool = true
+) -> String {
     var lines = ["\(method) \(path) \(version)"]
     if let host { lines.append("Host: \(host)") }
     lines += headers.map { "\($0.0): \($0.1)" }
@@ -68,7 +75,8 @@ struct RawResponse {
         guard let split = text.range(of: "\r\n\r\n") else { return nil }
         let head = text[..<split.lowerBound].components(separatedBy: "\r\n")
         guard let statusLine = head.first, statusLine.hasPrefix("HTTP/1."),
-              let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else { return nil }
+            let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
         self.status = status
         var headers: [String: String] = [:]
         for line in head.dropFirst() {
@@ -119,7 +127,9 @@ final class RawConnection: @unchecked Sendable {
     /// Reads until `done(bytes)` holds, the server closes (`closed`), or `timeout` passes. The blocking read runs on
     /// a thread of its own: GCD's shared pool has a thread per core and grows slowly, so parallel tests each holding
     /// a blocked read there queue behind one another.
-    func read(timeout: Duration = .seconds(10), until done: @escaping @Sendable ([UInt8]) -> Bool = { _ in false }) async -> (bytes: [UInt8], closed: Bool) {
+    func read(timeout: Duration = .seconds(10), until done: @escaping @Sendable ([UInt8]) -> Bool = { _ in false }) async -> (
+        bytes: [UInt8], closed: Bool
+    ) {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(returning: self.readBlocking(timeout: timeout, until: done))

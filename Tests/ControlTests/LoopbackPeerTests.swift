@@ -1,11 +1,13 @@
-@testable import Control
 import ControlContract
 import Emulator
 import Foundation
 import NIOCore
 import Testing
+
+@testable import Control
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Another local user is refused before the token check: the uid owning a loopback connection, asked of the kernel
@@ -13,15 +15,21 @@ import Glibc
 @Suite struct LoopbackPeerTests {
     /// The request names exactly the client's socket: its own address and port as `src`, the server's as `dst`.
     @Test func theRequestNamesTheClientsSocket() throws {
-        let request = try #require(LoopbackPeer.request(client: try SocketAddress(ipAddress: "127.0.0.1", port: 0xD431),
-                                                        server: try SocketAddress(ipAddress: "127.0.0.1", port: 8765)))
+        let request = try #require(
+            LoopbackPeer.request(
+                client: try SocketAddress(ipAddress: "127.0.0.1", port: 0xD431),
+                server: try SocketAddress(ipAddress: "127.0.0.1", port: 8765)))
         #expect(request.count == 72)
         #expect(Array(request[16..<20]) == [UInt8(AF_INET), UInt8(IPPROTO_TCP), 0, 0])
         #expect(Array(request[24..<28]) == [0xD4, 0x31, 0x22, 0x3D], "sport then dport, big-endian")
         #expect(Array(request[28..<32]) == [127, 0, 0, 1] && Array(request[44..<48]) == [127, 0, 0, 1])
-        let v6 = try #require(LoopbackPeer.request(client: try SocketAddress(ipAddress: "::1", port: 1), server: try SocketAddress(ipAddress: "::1", port: 2)))
+        let v6 = try #require(
+            LoopbackPeer.request(client: try SocketAddress(ipAddress: "::1", port: 1), server: try SocketAddress(ipAddress: "::1", port: 2))
+        )
         #expect(v6[16] == UInt8(AF_INET6) && v6[43] == 1 && v6[59] == 1)
-        #expect(LoopbackPeer.request(client: try SocketAddress(ipAddress: "::1", port: 1), server: try SocketAddress(ipAddress: "127.0.0.1", port: 2)) == nil)
+        #expect(
+            LoopbackPeer.request(
+                client: try SocketAddress(ipAddress: "::1", port: 1), server: try SocketAddress(ipAddress: "127.0.0.1", port: 2)) == nil)
     }
 
     @Test func onlyLoopbackClientsAreLookedUpAndErrorRepliesGiveNothing() throws {
@@ -44,11 +52,16 @@ import Glibc
             let connection = try RawConnection(port: port)
             var local = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(connection.descriptor, $0, &length) } }
+            _ = withUnsafeMutablePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(connection.descriptor, $0, &length) }
+            }
             let client = SocketAddress(local, host: "127.0.0.1")
             #expect(LoopbackPeer.owner(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: client) == .user(geteuid()))
             // A socket that does not exist (nobody connected from that port): not found, nothing made up.
-            #expect(LoopbackPeer.owner(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) == nil)
+            #expect(
+                LoopbackPeer.owner(
+                    server: try SocketAddress(ipAddress: "127.0.0.1", port: port),
+                    client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) == nil)
         }
     }
 
@@ -70,7 +83,9 @@ import Glibc
             }
             var local = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+            _ = withUnsafeMutablePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            }
             close(descriptor)
             try #require(connected == 0)
             let client = SocketAddress(local, host: "127.0.0.1")
@@ -83,7 +98,9 @@ import Glibc
         reply[4] = UInt8(LoopbackPeer.sockDiagByFamily)
         reply[17] = 6
         #expect(LoopbackPeer.owner(inReply: reply) == .gone)
-        reply[80] = 0xE8; reply[81] = 0x03; reply[84] = 7
+        reply[80] = 0xE8
+        reply[81] = 0x03
+        reply[84] = 7
         #expect(LoopbackPeer.owner(inReply: reply) == .user(1000))
     }
 
@@ -98,9 +115,11 @@ import Glibc
                 let path = operation.path.replacing(/\{[^}]+\}/, with: "x")
                 for headers in [[], [("Authorization", "Bearer s3cret")]] {
                     let body = operation.body == nil ? nil : #"{"on": "read", "drop": true}"#
-                    let response = try await rawRequest(port: port, httpRequest(
-                        operation.method.rawValue, path, host: "127.0.0.1:\(port)",
-                        headers: headers + (body == nil ? [] : [("Content-Type", "application/json")]), body: body))
+                    let response = try await rawRequest(
+                        port: port,
+                        httpRequest(
+                            operation.method.rawValue, path, host: "127.0.0.1:\(port)",
+                            headers: headers + (body == nil ? [] : [("Content-Type", "application/json")]), body: body))
                     #expect(response.status == 403, "\(operation.method.rawValue) \(path)")
                     #expect(response.error.contains("refused"), "\(operation.method.rawValue) \(path)")
                     #expect(response.headers["x-frame-options"] == "DENY")

@@ -33,7 +33,9 @@ struct SchemaValidator {
             if case .bool(true) = value { return [] }
             return ["\(path): expected true"]
         case .integer(let minimum, let maximum):
-            guard case .number(let number) = value, number.double.rounded() == number.double else { return ["\(path): expected an integer"] }
+            guard case .number(let number) = value, number.double.rounded() == number.double else {
+                return ["\(path): expected an integer"]
+            }
             if let minimum, number.double < Double(minimum) { return ["\(path): below \(minimum)"] }
             if let maximum, number.double > Double(maximum) { return ["\(path): above \(maximum)"] }
             return []
@@ -45,7 +47,9 @@ struct SchemaValidator {
         case .string(let rules):
             guard case .string(let text) = value else { return ["\(path): expected a string"] }
             if let values = rules.enumeration, !values.contains(text) { return ["\(path): \"\(text)\" not in \(values)"] }
-            if let pattern = rules.pattern, text.range(of: pattern, options: .regularExpression) == nil { return ["\(path): \"\(text)\" does not match \(pattern)"] }
+            if let pattern = rules.pattern, text.range(of: pattern, options: .regularExpression) == nil {
+                return ["\(path): \"\(text)\" does not match \(pattern)"]
+            }
             if let maxLength = rules.maxLength, text.unicodeScalars.count > maxLength { return ["\(path): longer than \(maxLength)"] }
             if let minLength = rules.minLength, text.unicodeScalars.count < minLength { return ["\(path): shorter than \(minLength)"] }
             return []
@@ -90,7 +94,13 @@ struct SchemaValidator {
             var scratch = self
             let matching = branches.filter { scratch.problems(node, $0, path: path).isEmpty }.count
             if matching == 1 {
-                for branch in branches { var probe = self; if probe.problems(node, branch, path: path).isEmpty { self = probe; break } }
+                for branch in branches {
+                    var probe = self
+                    if probe.problems(node, branch, path: path).isEmpty {
+                        self = probe
+                        break
+                    }
+                }
                 return []
             }
             return ["\(path): matches \(matching) of the \(branches.count) oneOf branches"]

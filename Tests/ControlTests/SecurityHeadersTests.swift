@@ -1,7 +1,8 @@
-@testable import Control
 import Emulator
 import Foundation
 import Testing
+
+@testable import Control
 
 /// Every answer carries the security headers, refusals and errors included (a 404 page or a 401 rendered in a
 /// browser is as much the API's page as a 200 is).
@@ -36,7 +37,11 @@ import Testing
                 (404, httpRequest("DELETE", "/v1/faults/nope", host: host, headers: [auth])),
                 (405, httpRequest("DELETE", "/v1/status", host: host, headers: [auth])),
                 (409, httpRequest("POST", "/v1/pairing", host: host, headers: [auth, json], body: #"{"prompt": 1, "accept": true}"#)),
-                (413, httpRequest("POST", "/v1/faults", host: host, headers: [auth, json], body: String(repeating: " ", count: (1 << 20) + 1))),
+                (
+                    413,
+                    httpRequest(
+                        "POST", "/v1/faults", host: host, headers: [auth, json], body: String(repeating: " ", count: (1 << 20) + 1))
+                ),
                 (415, httpRequest("POST", "/v1/faults", host: host, headers: [auth, ("Content-Type", "text/plain")], body: "{}")),
                 (421, httpRequest("GET", "/v1/status", host: "evil.example:\(port)", headers: [auth])),
             ]

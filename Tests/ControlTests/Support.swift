@@ -21,16 +21,21 @@ func makeEmulator(_ profile: String = "noke-lock", seed: UInt64 = 0) throws -> E
 
 /// Runs `body` against the control API of `target` through Hummingbird's router test client, which sends
 /// `Host: localhost`, that is port 80: the server is configured for port 80 (never bound).
-func withAPI<T>(_ target: any ControlTarget, token: String? = nil, host: String = "127.0.0.1",
-                access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
-                _ body: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
-    let server = try ControlServer(endpoint: ControlEndpoint(host: host, port: 80), token: token, target: target, access: access, limits: limits)
+func withAPI<T>(
+    _ target: any ControlTarget, token: String? = nil, host: String = "127.0.0.1",
+    access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
+    _ body: @Sendable (any TestClientProtocol) async throws -> T
+) async throws -> T {
+    let server = try ControlServer(
+        endpoint: ControlEndpoint(host: host, port: 80), token: token, target: target, access: access, limits: limits)
     return try await server.application().test(.router, body)
 }
 
 extension TestClientProtocol {
     /// Sends `json` (text) and returns status and the parsed JSON body.
-    func call(_ method: HTTPRequest.Method, _ uri: String, json: String? = nil, headers: HTTPFields = [:]) async throws -> (HTTPResponse.Status, [String: Any]) {
+    func call(_ method: HTTPRequest.Method, _ uri: String, json: String? = nil, headers: HTTPFields = [:]) async throws -> (
+        HTTPResponse.Status, [String: Any]
+    ) {
         var headers = headers
         if json != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
         return try await execute(uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) }) { response in

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Starting helper processes (a `dbus-daemon`, a `gattemu` under test) from a Swift program.
@@ -49,12 +50,15 @@ extension ChildProcess {
     /// root, else as this user, waits for it (off the concurrency pool: other tests keep running) and returns
     /// its exit status.
     public static func runUnprivileged(_ arguments: [String]) async throws(SpawnFailure) -> Int32 {
-        let command = canDropPrivileges
+        let command =
+            canDropPrivileges
             ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + arguments
             : arguments
-        let pid = try spawn(command, files: { actions in
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        })
+        let pid = try spawn(
+            command,
+            files: { actions in
+                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            })
         return await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 var status: Int32 = 0

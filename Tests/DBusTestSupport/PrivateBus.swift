@@ -1,8 +1,9 @@
 import DBus
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A private `dbus-daemon` for one test: a real message bus with nothing else on it.
@@ -101,7 +102,12 @@ public final class PrivateBus: Sendable {
 
     /// Kills the daemon and waits for it; connections to it see the bus disappear.
     public func stop() {
-        guard stopped.withLock({ stopped in defer { stopped = true }; return !stopped }) else { return }
+        guard
+            stopped.withLock({ stopped in
+                defer { stopped = true }
+                return !stopped
+            })
+        else { return }
         kill(pid, SIGTERM)
         var status: Int32 = 0
         waitpid(pid, &status, 0)

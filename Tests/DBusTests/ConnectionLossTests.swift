@@ -8,9 +8,17 @@ import Testing
         let bus = try PrivateBus()
         let server = try await bus.connect()
         let client = try await bus.connect()
-        try await server.export([DBusInterface(name: "test.Thing", methods: [
-            DBusMethod("Never") { _ in try await Task.sleep(for: .seconds(3600)); return [] },
-        ])], at: "/thing")
+        try await server.export(
+            [
+                DBusInterface(
+                    name: "test.Thing",
+                    methods: [
+                        DBusMethod("Never") { _ in
+                            try await Task.sleep(for: .seconds(3600))
+                            return []
+                        }
+                    ])
+            ], at: "/thing")
         let lost = AsyncCollector<String>()
         client.onDisconnect { lost.append("client") }
 
@@ -29,8 +37,9 @@ import Testing
                     if index.isMultiple(of: 2) {
                         try await client.emitSignal(path: "/thing", interface: "test.Thing", member: "Tick")
                     } else {
-                        _ = try await client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                  interface: "org.freedesktop.DBus", member: "GetId")
+                        _ = try await client.call(
+                            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                            interface: "org.freedesktop.DBus", member: "GetId")
                     }
                     finished.append("ok")
                 } catch {

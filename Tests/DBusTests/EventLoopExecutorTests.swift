@@ -1,7 +1,8 @@
-@testable import DBus
 import DBusTestSupport
 import Synchronization
 import Testing
+
+@testable import DBus
 
 /// A connection's loop as the executor of an actor: method calls are answered on the loop thread, without
 /// a hand-off to another thread, and the loop outlives the connection it served.
@@ -30,12 +31,17 @@ import Testing
         let server = try await DBusConnection.connect(to: .address(bus.address), on: loop)
         let client = try await bus.connect()
         let handlerOffLoop = Atomic(0)
-        try await server.export([DBusInterface(name: "test.Counter", methods: [
-            DBusMethod("Count", output: "u") { _ in
-                if !loop.isCurrent { handlerOffLoop.add(1, ordering: .relaxed) }
-                return [.uint32(UInt32(await counter.count()))]
-            },
-        ])], at: "/counter")
+        try await server.export(
+            [
+                DBusInterface(
+                    name: "test.Counter",
+                    methods: [
+                        DBusMethod("Count", output: "u") { _ in
+                            if !loop.isCurrent { handlerOffLoop.add(1, ordering: .relaxed) }
+                            return [.uint32(UInt32(await counter.count()))]
+                        }
+                    ])
+            ], at: "/counter")
 
         for expected in 1...200 {
             let reply = try await client.call(destination: server.uniqueName, path: "/counter", interface: "test.Counter", member: "Count")
@@ -60,9 +66,14 @@ import Testing
         let loop = try DBusEventLoop(name: "test loop")
         let server = try await DBusConnection.connect(to: .address(bus.address), on: loop)
         let client = try await bus.connect()
-        try await server.export([DBusInterface(name: "test.Echo", methods: [
-            DBusMethod("Echo", input: "u", output: "u") { call in try call.arguments },
-        ])], at: "/echo")
+        try await server.export(
+            [
+                DBusInterface(
+                    name: "test.Echo",
+                    methods: [
+                        DBusMethod("Echo", input: "u", output: "u") { call in try call.arguments }
+                    ])
+            ], at: "/echo")
 
         let before = loop.wakeUps.load(ordering: .relaxed)
         for number in 1...200 {

@@ -19,7 +19,8 @@ import Testing
         // Element signatures read off the first element, from libdbus when it is a container or absent.
         .dictionary(key: .uint16, value: .bytes, []),
         .dictionary(key: .string, value: "(ii)", [DBusDictionaryEntry(key: .string("p"), value: .structure([.int32(1), .int32(2)]))]),
-        .dictionary(key: .string, value: "a{sv}", [DBusDictionaryEntry(key: .string("o"), value: .stringVariantDictionary(["k": .boolean(true)]))]),
+        .dictionary(
+            key: .string, value: "a{sv}", [DBusDictionaryEntry(key: .string("o"), value: .stringVariantDictionary(["k": .boolean(true)]))]),
         .dictionary(key: .objectPath, value: .string, [DBusDictionaryEntry(key: .objectPath("/a"), value: .string("b"))]),
         .array(element: "a{sv}", [.stringVariantDictionary(["x": .byte(1)]), .stringVariantDictionary([:])]),
         .array(element: .variant, [.variant(.uint32(7)), .variant(.strings(["s"]))]),
@@ -46,9 +47,14 @@ import Testing
         let bus = try PrivateBus()
         let server = try await bus.connect()
         let client = try await bus.connect()
-        let echoAll = DBusInterface(name: "test.Echo", methods: [
-            DBusMethod("Swap", input: "sy", output: "ys") { call in let arguments = try call.arguments; return [arguments[1], arguments[0]] },
-        ])
+        let echoAll = DBusInterface(
+            name: "test.Echo",
+            methods: [
+                DBusMethod("Swap", input: "sy", output: "ys") { call in
+                    let arguments = try call.arguments
+                    return [arguments[1], arguments[0]]
+                }
+            ])
         try await server.export([echoAll], at: "/echo")
         let reply = try await client.call(
             destination: server.uniqueName, path: "/echo", interface: "test.Echo", member: "Swap",
@@ -62,26 +68,28 @@ import Testing
         let bus = try PrivateBus()
         let server = try await bus.connect()
         let client = try await bus.connect()
-        let reader = DBusInterface(name: "test.Reader", methods: [
-            DBusMethod("Read", input: "sya{sv}ay", output: "as") { call in
-                let seen = call.readArguments { reader -> [String] in
-                    var seen = ["\(reader.bytes() as Any)", "\(reader.integer() as Any)"]
-                    reader.forEachEntry { key, value in
-                        switch key {
-                        case "device": seen.append("device \(value.objectPath() as Any)")
-                        case "mtu", "offset", "huge": seen.append("\(key) \(value.integer() as Any)")
-                        case "flag": seen.append("flag \(value.boolean() as Any)")
-                        case "nested", "path": seen.append("\(key) \(value.string() as Any)")
-                        default: seen.append("\(key) mistyped \(value.integer() as Any)")
+        let reader = DBusInterface(
+            name: "test.Reader",
+            methods: [
+                DBusMethod("Read", input: "sya{sv}ay", output: "as") { call in
+                    let seen = call.readArguments { reader -> [String] in
+                        var seen = ["\(reader.bytes() as Any)", "\(reader.integer() as Any)"]
+                        reader.forEachEntry { key, value in
+                            switch key {
+                            case "device": seen.append("device \(value.objectPath() as Any)")
+                            case "mtu", "offset", "huge": seen.append("\(key) \(value.integer() as Any)")
+                            case "flag": seen.append("flag \(value.boolean() as Any)")
+                            case "nested", "path": seen.append("\(key) \(value.string() as Any)")
+                            default: seen.append("\(key) mistyped \(value.integer() as Any)")
+                            }
                         }
+                        seen.append("\(reader.bytes() ?? [])")
+                        seen.append("end \(reader.bytes() as Any) \((try? reader.value()) as Any)")
+                        return seen
                     }
-                    seen.append("\(reader.bytes() ?? [])")
-                    seen.append("end \(reader.bytes() as Any) \((try? reader.value()) as Any)")
-                    return seen
+                    return [.strings(seen)]
                 }
-                return [.strings(seen)]
-            },
-        ])
+            ])
         try await server.export([reader], at: "/reader")
         let options: [(String, DBusValue)] = [
             ("device", .objectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF")), ("mtu", .uint16(517)), ("offset", .uint32(5)),
@@ -90,14 +98,20 @@ import Testing
         ]
         let reply = try await client.call(
             destination: server.uniqueName, path: "/reader", interface: "test.Reader", member: "Read",
-            arguments: [.string("not bytes"), .byte(7), .dictionary(key: .string, value: .variant, options.map {
-                DBusDictionaryEntry(key: .string($0.0), value: .variant($0.1))
-            }), .bytes([1, 2, 3])])
-        #expect(reply.first?.arrayElements?.compactMap(\.string) == [
-            "nil", "Optional(7)", "device Optional(/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF)", "mtu Optional(517)",
-            "offset Optional(5)", "huge nil", "flag Optional(true)", "nested Optional(\"x\")", "path Optional(\"/p\")",
-            "link mistyped nil", "[1, 2, 3]", "end nil nil",
-        ])
+            arguments: [
+                .string("not bytes"), .byte(7),
+                .dictionary(
+                    key: .string, value: .variant,
+                    options.map {
+                        DBusDictionaryEntry(key: .string($0.0), value: .variant($0.1))
+                    }), .bytes([1, 2, 3]),
+            ])
+        #expect(
+            reply.first?.arrayElements?.compactMap(\.string) == [
+                "nil", "Optional(7)", "device Optional(/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF)", "mtu Optional(517)",
+                "offset Optional(5)", "huge nil", "flag Optional(true)", "nested Optional(\"x\")", "path Optional(\"/p\")",
+                "link mistyped nil", "[1, 2, 3]", "end nil nil",
+            ])
     }
 
     @Test func fileDescriptorsArePassedAndOwned() async throws {
@@ -137,8 +151,10 @@ import Testing
     }
 
     private var echoInterface: DBusInterface {
-        DBusInterface(name: "test.Echo", methods: [
-            DBusMethod("Echo", input: "v", output: "v") { call in try call.arguments },
-        ])
+        DBusInterface(
+            name: "test.Echo",
+            methods: [
+                DBusMethod("Echo", input: "v", output: "v") { call in try call.arguments }
+            ])
     }
 }

@@ -64,8 +64,9 @@ import Testing
             received.append($0)
         }
         for destination in [victim.uniqueName, nil] {
-            try await attacker.emitSignal(path: "/x", interface: "test.Events", member: "Changed", arguments: [.string("fake")],
-                                          destination: destination)
+            try await attacker.emitSignal(
+                path: "/x", interface: "test.Events", member: "Changed", arguments: [.string("fake")],
+                destination: destination)
         }
         try await service.emitSignal(path: "/x", interface: "test.Events", member: "Changed", arguments: [.string("real")])
         let first = await received.wait(for: 1)
@@ -109,8 +110,9 @@ import Testing
         let caller = try await bus.connect()
         let refusals = AsyncCollector<DBusRefusal>()
         server.onRefusal { refusals.append($0) }
-        try await server.export([DBusInterface(name: "test.Thing", methods: [DBusMethod("Poke") { _ in [] }])], at: "/thing",
-                                policy: DBusCallerPolicy { _ in false })
+        try await server.export(
+            [DBusInterface(name: "test.Thing", methods: [DBusMethod("Poke") { _ in [] }])], at: "/thing",
+            policy: DBusCallerPolicy { _ in false })
         await #expect(throws: DBusError.self) {
             try await caller.call(destination: server.uniqueName, path: "/thing", interface: "test.Thing", member: "Poke")
         }

@@ -1,28 +1,31 @@
-@testable import BlueZ
 import DBus
-@testable import Emulator
 import Foundation
 import Profile
 import Testing
+
+@testable import BlueZ
+@testable import Emulator
 
 /// The effects after an answer wait behind earlier events' effects; how many events may wait is bounded.
 @Suite struct EffectChainTests {
     /// Every write is answered at once; the first (00) then waits a day before its log line, so the effects of
     /// the next writes queue behind it however slowly the machine runs them.
     static func emulator() throws -> Emulator {
-        let profile = try ProfileLoader.load(json: """
-            { "format": 1,
-              "services": [{ "id": "s", "uuid": "180f", "characteristics": [{ "id": "rx", "uuid": "2a19", "flags": ["write-without-response"] }] }],
-              "rules": [{ "on": { "write": "rx", "equals": "00" }, "do": [{ "delay": 86400000 }, { "log": "late {request}" }] },
-                        { "on": { "write": "rx" }, "otherwise": true, "do": [{ "delay": 1 }, { "log": "late {request}" }] }] }
-            """, file: "chain.json")
+        let profile = try ProfileLoader.load(
+            json: """
+                { "format": 1,
+                  "services": [{ "id": "s", "uuid": "180f", "characteristics": [{ "id": "rx", "uuid": "2a19", "flags": ["write-without-response"] }] }],
+                  "rules": [{ "on": { "write": "rx", "equals": "00" }, "do": [{ "delay": 86400000 }, { "log": "late {request}" }] },
+                            { "on": { "write": "rx" }, "otherwise": true, "do": [{ "delay": 1 }, { "log": "late {request}" }] }] }
+                """, file: "chain.json")
         return try Emulator(profile: profile, options: EmulatorOptions(), log: try EventLog(format: .json))
     }
 
     static func write(_ value: [UInt8]) -> GattWriteRequest {
-        GattWriteRequest(attribute: GattAttributeID(characteristic: "rx"), value: value, offset: 0, kind: .command,
-                         bluetoothdAnswered: false, prepareAuthorize: false,
-                         context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
+        GattWriteRequest(
+            attribute: GattAttributeID(characteristic: "rx"), value: value, offset: 0, kind: .command,
+            bluetoothdAnswered: false, prepareAuthorize: false,
+            context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
     }
 
     @Test(.timeLimit(.minutes(1))) func chainsBeyondTheLimitAreDroppedLoudlyAndStopCutsTheRestShort() async throws {
@@ -35,7 +38,9 @@ import Testing
         // Every write and its answer carry the MTU the request reported.
         let writes = emulator.events.events.filter { $0.kind == .write || $0.kind == .answer }
         #expect(!writes.isEmpty && writes.allSatisfy { $0.mtu == 185 })
-        let dropped = emulator.events.events.filter { $0.kind == .error && $0.detail?.hasPrefix("dropped 2 effects after the answer (delay, log)") == true }
+        let dropped = emulator.events.events.filter {
+            $0.kind == .error && $0.detail?.hasPrefix("dropped 2 effects after the answer (delay, log)") == true
+        }
         #expect(dropped.count == 10)
         #expect(dropped.first?.detail?.hasSuffix("the effects of \(limit) earlier events are still waiting") == true)
 

@@ -4,8 +4,9 @@ import Testing
 
 @Suite struct EventLogTests {
     @Test func jsonLinesAreValidJSONWithEveryField() throws {
-        let event = EmulatorEvent(sequence: 7, time: 1234.5678, kind: .write, central: "00:AA:01:02:00:02", characteristic: "rx",
-                                  value: [0x00, 0x51, 0xFF], detail: "quote \" backslash \\ newline \n tab \t bell \u{07} é")
+        let event = EmulatorEvent(
+            sequence: 7, time: 1234.5678, kind: .write, central: "00:AA:01:02:00:02", characteristic: "rx",
+            value: [0x00, 0x51, 0xFF], detail: "quote \" backslash \\ newline \n tab \t bell \u{07} é")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(event.json.utf8)) as? [String: Any])
         #expect(object["seq"] as? Int == 7)
         #expect(object["t"] as? Double == 1234.568)
@@ -39,7 +40,10 @@ import Testing
         #expect(kept.count == EventLog.capacity)
         #expect(kept.first?.sequence == 6)
         #expect(kept.last?.sequence == EventLog.capacity + 5)
-        #expect(log.events(since: EventLog.capacity + 2).map(\.sequence) == [EventLog.capacity + 3, EventLog.capacity + 4, EventLog.capacity + 5])
+        #expect(
+            log.events(since: EventLog.capacity + 2).map(\.sequence) == [
+                EventLog.capacity + 3, EventLog.capacity + 4, EventLog.capacity + 5,
+            ])
         #expect(log.events(since: 0, limit: 2).map(\.sequence) == [6, 7])
         #expect(log.events(since: EventLog.capacity + 5).isEmpty)
     }
@@ -84,7 +88,10 @@ import Testing
     static func stalledConsole() throws {
         var ends: [Int32] = [0, 0]
         #expect(pipe(&ends) == 0)
-        defer { close(ends[0]); close(ends[1]) }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gattemu-log-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -137,7 +144,8 @@ import Testing
     }
 
     @Test func controlCharactersAreEscapedInTextLines() {
-        let event = EmulatorEvent(time: 0, kind: .note, central: "AA", characteristic: "x\u{1B}[2J", detail: "rule \u{1B}]0;owned\u{07} \u{9B}31m done\r\n")
+        let event = EmulatorEvent(
+            time: 0, kind: .note, central: "AA", characteristic: "x\u{1B}[2J", detail: "rule \u{1B}]0;owned\u{07} \u{9B}31m done\r\n")
         let text = event.text
         #expect(!text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
         #expect(text.contains("x\\u{1B}[2J"))

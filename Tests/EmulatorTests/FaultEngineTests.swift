@@ -1,5 +1,6 @@
 import Profile
 import Testing
+
 @testable import Emulator
 
 /// Decodes a spec written as JSON text.
@@ -211,15 +212,19 @@ func notify(_ characteristic: String = "tx", centrals: [String] = ["AA:BB:CC:DD:
         #expect(try fault(#"{"on": "write", "error": "not-authorized"}"#).action == .error(.notAuthorized))
         #expect(try fault(#"{"on": "write", "error": 150}"#).action == .error(.application(150)))
         #expect(try fault(#"{"on": "read", "delay": "1.5s"}"#).action == .delay(minMilliseconds: 1500, maxMilliseconds: 1500))
-        #expect(try fault(#"{"on": "read", "delay": {"min": "2s", "max": 100}}"#).action == .delay(minMilliseconds: 100, maxMilliseconds: 2000))
+        #expect(
+            try fault(#"{"on": "read", "delay": {"min": "2s", "max": 100}}"#).action == .delay(minMilliseconds: 100, maxMilliseconds: 2000))
         #expect(try fault(#"{"on": "notify", "corrupt": {"at": 2, "xor": "ff"}}"#).action == .corrupt(.xor(at: 2, mask: [0xFF])))
         #expect(try fault(#"{"on": "notify", "duplicate": true}"#).action == .duplicate(copies: 1))
         #expect(try fault(#"{"silence": "10s"}"#).on == .start)
         #expect(try fault(#"{"silence": "10s", "after": 500}"#).scope.afterMilliseconds == 500)
         #expect(try fault(#"{"advertise": null}"#).action == .advertise(variant: nil))
         #expect(try fault(#"{"powerCycle": true}"#).action == .powerCycle(offMilliseconds: 1000))
-        let scoped = try fault(#"{"on": "write", "characteristic": "rx", "central": "aa:bb:cc:dd:ee:ff", "nth": 3, "probability": 0.25, "seed": 9, "drop": true}"#)
-        #expect(scoped.scope == FaultScope(characteristic: "rx", central: "AA:BB:CC:DD:EE:FF", nth: 3, count: 1, probability: 0.25, seed: 9))
+        let scoped = try fault(
+            #"{"on": "write", "characteristic": "rx", "central": "aa:bb:cc:dd:ee:ff", "nth": 3, "probability": 0.25, "seed": 9, "drop": true}"#
+        )
+        #expect(
+            scoped.scope == FaultScope(characteristic: "rx", central: "AA:BB:CC:DD:EE:FF", nth: 3, count: 1, probability: 0.25, seed: 9))
     }
 
     @Test func refusesBadSpecsWithAReason() {

@@ -26,23 +26,34 @@ import Testing
         }
         for destination in [["--dest=\(target)"], []] {
             // "bluetoothd went away", then "came back" as someone else.
-            try await send(destination + ["/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
-                                    "string:org.bluez", "string:\(owner)", "string:"])
-            try await send(destination + ["/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
-                                    "string:org.bluez", "string:", "string::1.999"])
+            try await send(
+                destination + [
+                    "/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
+                    "string:org.bluez", "string:\(owner)", "string:",
+                ])
+            try await send(
+                destination + [
+                    "/org/freedesktop/DBus", "org.freedesktop.DBus.NameOwnerChanged",
+                    "string:org.bluez", "string:", "string::1.999",
+                ])
             // "The adapter was removed."
-            try await send(destination + ["/", "org.freedesktop.DBus.ObjectManager.InterfacesRemoved",
-                                    "objpath:/org/bluez/hci0", "array:string:org.bluez.Adapter1"])
+            try await send(
+                destination + [
+                    "/", "org.freedesktop.DBus.ObjectManager.InterfacesRemoved",
+                    "objpath:/org/bluez/hci0", "array:string:org.bluez.Adapter1",
+                ])
         }
         // Root, but not bluetoothd, reads with a hostile offset.
         let stranger = try await bus.connect()
         let call = await #expect(throws: DBusError.self) {
-            try await stranger.call(destination: target, path: "/org/gattemu/app0/service0/char0", interface: BlueZNames.gattCharacteristic,
-                                    member: "ReadValue", arguments: [.stringVariantDictionary(["offset": .int64(-5)])])
+            try await stranger.call(
+                destination: target, path: "/org/gattemu/app0/service0/char0", interface: BlueZNames.gattCharacteristic,
+                member: "ReadValue", arguments: [.stringVariantDictionary(["offset": .int64(-5)])])
         }
         #expect(call?.name == DBusError.Name.accessDenied)
         // Everything sent so far has been read by gattemu once a call made after it is answered.
-        _ = try await bluetoothd.connection.call(destination: target, path: "/org/gattemu/app0", interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
+        _ = try await bluetoothd.connection.call(
+            destination: target, path: "/org/gattemu/app0", interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
 
         let events = log.events(since: 0)
         #expect(!events.contains { $0.kind == .bluetoothdLost || $0.kind == .bluetoothdBack }, "\(events.map(\.text))")

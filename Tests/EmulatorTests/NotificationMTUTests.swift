@@ -13,12 +13,13 @@ import Testing
     static let device: DBusObjectPath = "/org/bluez/hci0/dev_F0_E0_D0_00_00_01"
 
     @Test func longNotificationsAreSplitOrReported() async throws {
-        let profile = try ProfileLoader.load(json: #"""
-            {"format": 1, "device": {"name": "Chunky"},
-             "services": [{"id": "s", "uuid": "12345678-0000-4000-8000-000000000000", "characteristics": [
-               {"id": "chunked", "uuid": "12345678-0000-4000-8000-000000000001", "flags": ["notify"], "fragment": true},
-               {"id": "whole", "uuid": "12345678-0000-4000-8000-000000000002", "flags": ["notify"]}]}]}
-            """#, file: "mtu.json")
+        let profile = try ProfileLoader.load(
+            json: #"""
+                {"format": 1, "device": {"name": "Chunky"},
+                 "services": [{"id": "s", "uuid": "12345678-0000-4000-8000-000000000000", "characteristics": [
+                   {"id": "chunked", "uuid": "12345678-0000-4000-8000-000000000001", "flags": ["notify"], "fragment": true},
+                   {"id": "whole", "uuid": "12345678-0000-4000-8000-000000000002", "flags": ["notify"]}]}]}
+                """#, file: "mtu.json")
         let bus = try PrivateBus()
         let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         var options = EmulatorOptions()
@@ -29,7 +30,8 @@ import Testing
         let application = try #require(bluetoothd.applications.first)
         let objects = try await bluetoothd.managedObjects(application.owner, application.path)
         func path(_ suffix: String) throws -> DBusObjectPath {
-            try #require(objects.first { $0.value[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string?.hasSuffix(suffix) == true }?.key)
+            try #require(
+                objects.first { $0.value[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string?.hasSuffix(suffix) == true }?.key)
         }
         // The central subscribes at ATT MTU 23 (an Android phone before requestMtu).
         let mtu23 = StandInBluetoothd.options(mtu: 23, device: Self.device)
@@ -57,7 +59,10 @@ import Testing
         var buffer = [UInt8](repeating: 0, count: 600)
         for _ in 0..<100 {
             let count = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if count > 0 { packets.append(Array(buffer.prefix(count))); continue }
+            if count > 0 {
+                packets.append(Array(buffer.prefix(count)))
+                continue
+            }
             if packets.count >= 2 { break }
             usleep(20_000)
         }

@@ -3,10 +3,11 @@ import BlueZTestSupport
 import ControlContract
 import DBus
 import DBusTestSupport
-@testable import Emulator
 import Foundation
 import Profile
 import Testing
+
+@testable import Emulator
 
 /// gattemu's pairing agent against a stand-in bluetoothd on a private bus: registration as the default agent
 /// with the profile's IO capability, answers from the profile and from the control API, and who may ask.
@@ -15,11 +16,12 @@ import Testing
 
     static func profile(security: String?, flags: String = #"["read"]"#) throws -> DeviceProfile {
         let section = security.map { #", "security": \#($0)"# } ?? ""
-        return try ProfileLoader.load(json: #"""
-            {"format": 1, "device": {"name": "Lock"}\#(section),
-             "services": [{"id": "s", "uuid": "180f", "characteristics": [
-               {"id": "level", "uuid": "2a19", "flags": \#(flags), "value": {"hex": "64"}}]}]}
-            """#, file: "pairing.json")
+        return try ProfileLoader.load(
+            json: #"""
+                {"format": 1, "device": {"name": "Lock"}\#(section),
+                 "services": [{"id": "s", "uuid": "180f", "characteristics": [
+                   {"id": "level", "uuid": "2a19", "flags": \#(flags), "value": {"hex": "64"}}]}]}
+                """#, file: "pairing.json")
     }
 
     static func started(_ profile: DeviceProfile) async throws -> (PrivateBus, StandInBluetoothd, Emulator, EventLog) {
@@ -42,7 +44,8 @@ import Testing
         let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         var options = EmulatorOptions()
         options.bus = .address(bus.address)
-        let emulator = try Emulator(profile: Self.profile(security: #"{"secureConnections": "off"}"#), options: options, log: try EventLog(format: .text))
+        let emulator = try Emulator(
+            profile: Self.profile(security: #"{"secureConnections": "off"}"#), options: options, log: try EventLog(format: .text))
         do {
             try await emulator.start()
             Issue.record("started although the kernel was not asked")
@@ -101,10 +104,14 @@ import Testing
     }
 
     @Test func theProfilesPasskeyIsTypedAndARefusingProfileRefuses() async throws {
-        let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "KeyboardOnly", "passkey": "012345"}"#))
+        let (bus, bluetoothd, emulator, log) = try await Self.started(
+            Self.profile(security: #"{"io": "KeyboardOnly", "passkey": "012345"}"#))
         let reply = try await bluetoothd.askAgent("RequestPasskey", [Self.device])
         #expect(reply == [.uint32(12345)])
-        #expect(log.events(since: 0).contains { $0.kind == .pairing && $0.central == "F0:E0:D0:00:00:01" && $0.detail?.contains("typed the profile's passkey") == true })
+        #expect(
+            log.events(since: 0).contains {
+                $0.kind == .pairing && $0.central == "F0:E0:D0:00:00:01" && $0.detail?.contains("typed the profile's passkey") == true
+            })
         // A static passkey is a secret of the device: never in the log (the registration note included).
         #expect(!log.events(since: 0).contains { $0.detail?.contains("012345") == true }, "\(log.events(since: 0).compactMap(\.detail))")
         await emulator.stop()
@@ -130,7 +137,8 @@ import Testing
         // bluetoothd may call the application while a prompt waits.
         let application = try #require(bluetoothd.applications.first)
         let objects = try await bluetoothd.managedObjects(application.owner, application.path)
-        let level = try #require(objects.first { $0.value[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string?.hasPrefix("00002a19") == true }?.key)
+        let level = try #require(
+            objects.first { $0.value[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string?.hasPrefix("00002a19") == true }?.key)
         #expect(try await bluetoothd.readValue(application.owner, level) == [0x64])
 
         // Numeric comparison wants a yes/no or the number: a passkey that differs refuses it.
@@ -152,7 +160,8 @@ import Testing
     /// Pairing faults: `refuse` refuses the next pairing only, `wrongPasskey` types one off the profile's passkey
     /// and says numbers differ; a profile that does not pair takes no pairing fault.
     @Test func pairingFaultsRefuseAndAnswerWrongly() async throws {
-        let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "KeyboardDisplay", "passkey": 999999}"#))
+        let (bus, bluetoothd, emulator, log) = try await Self.started(
+            Self.profile(security: #"{"io": "KeyboardDisplay", "passkey": 999999}"#))
         let refuse = try FaultSpecDecoder.spec(JSONParser.parse(Array(#"{"refuse": true, "count": 1}"#.utf8), file: "f"))
         #expect(refuse.on == .pair)
         _ = try await emulator.addFault(refuse)
@@ -163,7 +172,8 @@ import Testing
             #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected")
         }
         _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.device])  // count 1: the next one is accepted
-        _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(Array(#"{"on": "pair", "wrongPasskey": true}"#.utf8), file: "f")))
+        _ = try await emulator.addFault(
+            FaultSpecDecoder.spec(JSONParser.parse(Array(#"{"on": "pair", "wrongPasskey": true}"#.utf8), file: "f")))
         #expect(try await bluetoothd.askAgent("RequestPasskey", [Self.device]) == [.uint32(0)], "999999 + 1 wraps to 000000")
         do {
             _ = try await bluetoothd.askAgent("RequestConfirmation", [Self.device, .uint32(5)])
@@ -249,8 +259,9 @@ import Testing
         let agent = try #require(bluetoothd.defaultAgent)
         let stranger = try await DBusConnection.connect(to: .address(bus.address))
         do {
-            _ = try await stranger.call(destination: agent.owner, path: agent.path, interface: StandInBluetoothd.Names.agent,
-                                        member: "RequestPasskey", arguments: [Self.device])
+            _ = try await stranger.call(
+                destination: agent.owner, path: agent.path, interface: StandInBluetoothd.Names.agent,
+                member: "RequestPasskey", arguments: [Self.device])
             Issue.record("a stranger got a passkey")
         } catch {
             #expect(error.name == DBusError.Name.accessDenied)

@@ -15,7 +15,10 @@ import Testing
         options.bus = .address(bus.address)
         options.seed = 1
         let log = try EventLog(format: .text)
-        return (try Emulator(profile: ProfileLoader.load(path: profiles.appendingPathComponent("noke-lock.json").path), options: options, log: log), log)
+        return (
+            try Emulator(
+                profile: ProfileLoader.load(path: profiles.appendingPathComponent("noke-lock.json").path), options: options, log: log), log
+        )
     }
 
     /// A stand-in bluetoothd with one adapter on `bus`, and a Noke emulator (``nokeEmulator(on:)``) started on it.
@@ -56,7 +59,9 @@ import Testing
 
         #expect(second.applications.count == 1, "the GATT application is registered, once")
         #expect(second.advertisements.count == 1, "the advertisement is registered, once")
-        #expect(second.registrationCalls.allSatisfy { $0.error == nil }, "no registration twice, no unregistering what is not registered: \(second.registrationCalls)")
+        #expect(
+            second.registrationCalls.allSatisfy { $0.error == nil },
+            "no registration twice, no unregistering what is not registered: \(second.registrationCalls)")
         await emulator.stop()
         #expect(second.applications.isEmpty)
         #expect(second.advertisements.isEmpty)
@@ -113,7 +118,10 @@ import Testing
         Task { for await reason in emulator.terminations { reasons.append(reason) } }
         #expect(await reasons.wait(for: 1) == ["lost the connection to the D-Bus system bus"])
         let stopped = AsyncCollector<Bool>()
-        Task { await emulator.stop(); stopped.append(true) }
+        Task {
+            await emulator.stop()
+            stopped.append(true)
+        }
         #expect(await stopped.wait(for: 1) == [true], "stop() returned")
         #expect(log.events(since: 0).last?.kind == .stopped)
     }

@@ -12,7 +12,8 @@ import Testing
 /// the services present (bluetoothd then sends Service Changed), and the status follows.
 @Suite struct ServiceChangeTests {
     @Test func aServiceAppearsAndGoesAway() async throws {
-        let (emulator, bluetoothd, log, bus) = try await started(#"""
+        let (emulator, bluetoothd, log, bus) = try await started(
+            #"""
             {"format": 1, "device": {"name": "Updater"},
              "services": [
                {"id": "battery", "uuid": "180f", "characteristics": [{"id": "level", "uuid": "2a19", "flags": ["read"], "value": {"hex": "64"}}]},
@@ -20,7 +21,10 @@ import Testing
                 "characteristics": [{"id": "image", "uuid": "12345678-0000-4000-8000-0000000000ab", "flags": ["write"]}]}]}
             """#)
         func uuids() -> Set<String> {
-            Set(bluetoothd.applications.flatMap { $0.objects?.values.compactMap { $0[StandInBluetoothd.Names.gattService]?["UUID"]?.string } ?? [] })
+            Set(
+                bluetoothd.applications.flatMap {
+                    $0.objects?.values.compactMap { $0[StandInBluetoothd.Names.gattService]?["UUID"]?.string } ?? []
+                })
         }
         #expect(uuids() == ["0000180f-0000-1000-8000-00805f9b34fb"], "the absent service is not registered")
         #expect(await emulator.status().services.map(\.id) == ["battery"])
@@ -102,13 +106,17 @@ import Testing
     /// A registration bluetoothd refuses puts the previous table back: the call fails (503), saying so, and the
     /// device keeps the services it had; a later change works.
     @Test func aRefusedRegistrationPutsThePreviousTableBack() async throws {
-        let json = Self.oneService.replacingOccurrences(of: "]}]}", with: #"""
-            ]}, {"id": "update", "uuid": "12345678-0000-4000-8000-0000000000aa", "present": false,
-                 "characteristics": [{"id": "image", "uuid": "12345678-0000-4000-8000-0000000000ab", "flags": ["write"]}]}]}
-            """#)
+        let json = Self.oneService.replacingOccurrences(
+            of: "]}]}",
+            with: #"""
+                ]}, {"id": "update", "uuid": "12345678-0000-4000-8000-0000000000aa", "present": false,
+                     "characteristics": [{"id": "image", "uuid": "12345678-0000-4000-8000-0000000000ab", "flags": ["write"]}]}]}
+                """#)
         let (emulator, bluetoothd, log, bus) = try await started(json)
         func uuids() -> [String] {
-            bluetoothd.applications.flatMap { $0.objects?.values.compactMap { $0[StandInBluetoothd.Names.gattService]?["UUID"]?.string } ?? [] }.sorted()
+            bluetoothd.applications.flatMap {
+                $0.objects?.values.compactMap { $0[StandInBluetoothd.Names.gattService]?["UUID"]?.string } ?? []
+            }.sorted()
         }
         #expect(uuids() == ["0000180f-0000-1000-8000-00805f9b34fb"])
 
@@ -118,7 +126,9 @@ import Testing
             Issue.record("a refused registration was reported as done")
         } catch {
             #expect(error.kind == .unavailable)
-            #expect(error.message.contains("refused by the test") && error.message.contains("previous GATT table registered again"), "\(error.message)")
+            #expect(
+                error.message.contains("refused by the test") && error.message.contains("previous GATT table registered again"),
+                "\(error.message)")
         }
         #expect(uuids() == ["0000180f-0000-1000-8000-00805f9b34fb"], "the previous table is back")
         #expect(await emulator.status().services.map(\.id) == ["battery"])

@@ -14,10 +14,11 @@ import Testing
         let engine = try engine()
         let service = try #require(engine.profile.services.first)
         #expect(service.uuid == "000018aa-0000-1000-8000-00805f9b34fb")
-        #expect(service.characteristics.map(\.uuid) == [
-            "00002bb0-0000-1000-8000-00805f9b34fb", "00002bb2-0000-1000-8000-00805f9b34fb",
-            "00002bb1-0000-1000-8000-00805f9b34fb",
-        ])
+        #expect(
+            service.characteristics.map(\.uuid) == [
+                "00002bb0-0000-1000-8000-00805f9b34fb", "00002bb2-0000-1000-8000-00805f9b34fb",
+                "00002bb1-0000-1000-8000-00805f9b34fb",
+            ])
         #expect(service.characteristics.map(\.flags) == [[.read], [.write], [.indicate]])
         #expect(engine.value(of: "info") == Array("iPhone ABC".utf8))
         let advertisement = try #require(engine.advertisements().first)
@@ -60,7 +61,8 @@ import Testing
     @Test func bracketsAreRemovedOnlyOnce() throws {
         var engine = try engine()
         // First '<' and first '>' removed anywhere: "{...}" survives even with the brackets in odd places.
-        let outcome = engine.handle(.write(characteristic: "config", central: phone, value: Array(#"{"password":"1"<>}"#.utf8), withResponse: true))
+        let outcome = engine.handle(
+            .write(characteristic: "config", central: phone, value: Array(#"{"password":"1"<>}"#.utf8), withResponse: true))
         #expect(outcome.firedRules == ["password-ok"])
     }
 }

@@ -63,8 +63,9 @@ import Testing
     }
 
     @Test func unknownNamesAreReportedWithAHint() {
-        let json = Self.profile.replacingOccurrences(of: #""connectionState": ["authenticated"]"#,
-                                                     with: #""connectionState": ["authenticatd", "unlocks"]"#)
+        let json = Self.profile.replacingOccurrences(
+            of: #""connectionState": ["authenticated"]"#,
+            with: #""connectionState": ["authenticatd", "unlocks"]"#)
         let found = problems(json)
         #expect(found.count == 1)
         #expect(found.first?.contains("connectionState[0]: \"authenticatd\" is not a state value") == true)

@@ -14,7 +14,10 @@ import Testing
         let hid = try #require(profile.services.first { $0.id == "hid" })
         let reports = hid.characteristics.filter { $0.uuid == "00002a4d-0000-1000-8000-00805f9b34fb" }
         #expect(reports.map(\.id) == ["keyboard_input", "consumer_input", "leds_output"])
-        #expect(reports.map { $0.descriptors.map(\.id) } == [["keyboard_input_reference"], ["consumer_input_reference"], ["leds_output_reference"]])
+        #expect(
+            reports.map { $0.descriptors.map(\.id) } == [
+                ["keyboard_input_reference"], ["consumer_input_reference"], ["leds_output_reference"],
+            ])
         let batteries = profile.services.filter { $0.uuid == "0000180f-0000-1000-8000-00805f9b34fb" }
         #expect(batteries.map(\.id) == ["battery_left", "battery_right"])
         #expect(batteries.map { $0.characteristics.map(\.id) } == [["battery_level_left"], ["battery_level_right"]])
@@ -37,10 +40,11 @@ import Testing
               { "id": "battery", "uuid": "180f", "characteristics": [ { "id": "level", "uuid": "2a19", "flags": ["read"] } ] },
               { "id": "battery", "uuid": "180f", "characteristics": [ { "id": "level", "uuid": "2a19", "flags": ["read"] } ] } ] }
             """
-        #expect(problems(json) == [
-            "test.json:3:11 services[1].id: duplicate service id \"battery\" (first used at services[0])",
-            "test.json:3:67 services[1].characteristics[0].id: duplicate characteristic id \"level\" (first used at services[0].characteristics[0])",
-        ])
+        #expect(
+            problems(json) == [
+                "test.json:3:11 services[1].id: duplicate service id \"battery\" (first used at services[0])",
+                "test.json:3:67 services[1].characteristics[0].id: duplicate characteristic id \"level\" (first used at services[0].characteristics[0])",
+            ])
     }
 
     /// A UUID where an id belongs is refused, never taken as "every characteristic with this UUID" nor "the first":
@@ -55,11 +59,12 @@ import Testing
                          { "id": "s", "on": { "write": "0x2a4c" }, "do": { "log": "suspend" } } ],
               "faults": [ { "on": "notify", "characteristic": "00002a4d-0000-1000-8000-00805f9b34fb", "drop": true } ] }
             """
-        #expect(problems(json) == [
-            "test.json:5:44 rules[0].on.write: unknown characteristic \"2A4D\" (2 characteristics have this UUID; name one by its id: \"keyboard\", \"leds\")",
-            "test.json:6:44 rules[1].on.write: unknown characteristic \"0x2a4c\" (characteristics are named by id: this UUID's is \"control\")",
-            "test.json:7:13 faults[0].characteristic: unknown characteristic \"00002a4d-0000-1000-8000-00805f9b34fb\" (2 characteristics have this UUID; name one by its id: \"keyboard\", \"leds\")",
-        ])
+        #expect(
+            problems(json) == [
+                "test.json:5:44 rules[0].on.write: unknown characteristic \"2A4D\" (2 characteristics have this UUID; name one by its id: \"keyboard\", \"leds\")",
+                "test.json:6:44 rules[1].on.write: unknown characteristic \"0x2a4c\" (characteristics are named by id: this UUID's is \"control\")",
+                "test.json:7:13 faults[0].characteristic: unknown characteristic \"00002a4d-0000-1000-8000-00805f9b34fb\" (2 characteristics have this UUID; name one by its id: \"keyboard\", \"leds\")",
+            ])
     }
 
     /// A hostile profile: a thousand characteristics with one UUID and a rule naming the UUID for each: each hint
@@ -68,16 +73,19 @@ import Testing
         let count = 1_000
         let characteristics = (0..<count).map { #"{ "id": "r\#($0)", "uuid": "2a4d", "flags": ["write"] }"# }.joined(separator: ",")
         let rules = (0..<count).map { #"{ "id": "w\#($0)", "on": { "write": "2a4d" }, "do": { "log": "x" } }"# }.joined(separator: ",")
-        let json = #"{ "format": 1, "services": [ { "id": "hid", "uuid": "1812", "characteristics": [\#(characteristics)] } ], "rules": [\#(rules)] }"#
+        let json =
+            #"{ "format": 1, "services": [ { "id": "hid", "uuid": "1812", "characteristics": [\#(characteristics)] } ], "rules": [\#(rules)] }"#
         let found = problems(json)
         #expect(found.count == count)
-        #expect(found.first?.hasSuffix(#"(1000 characteristics have this UUID; name one by its id: "r0", "r1", "r2", "r3", "r4", …)"#) == true,
-                "\(found.first ?? "")")
+        #expect(
+            found.first?.hasSuffix(#"(1000 characteristics have this UUID; name one by its id: "r0", "r1", "r2", "r3", "r4", …)"#) == true,
+            "\(found.first ?? "")")
     }
 
     /// An advertisement that names both Battery services by id advertises their UUID once.
     @Test func servicesSharingAUUIDAreAdvertisedOnce() throws {
-        let profile = try loadProfile("""
+        let profile = try loadProfile(
+            """
             { "format": 1, "advertisements": [ { "localName": "Keys", "serviceUUIDs": ["hid", "battery_left", "battery_right", "180f"] } ],
               "services": [ { "id": "hid", "uuid": "1812" }, { "id": "battery_left", "uuid": "180f" }, { "id": "battery_right", "uuid": "180F" } ] }
             """)

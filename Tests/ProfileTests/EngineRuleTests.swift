@@ -23,7 +23,8 @@ import Testing
     }
 
     @Test func rulesFireInFileOrderUntilStop() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "rules": [
               { "id": "one", "on": { "write": "rx" }, "do": { "log": "one {request}" } },
               { "id": "two", "on": { "write": "rx", "prefix": "01" }, "do": { "log": "two" }, "stop": true },
@@ -39,7 +40,8 @@ import Testing
     @Test func oneTemplateTextKeepsItsKindWhereverItIsUsed() throws {
         // The decoder parses each template text once; the same text as a log line (text) and as a value
         // (bytes) must still render as text and as bytes.
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "rules": [
               { "id": "one", "on": { "write": "rx" }, "do": [
                 { "log": "41 {request[0]}" }, { "notify": "tx", "value": "41 {request[0]}" },
@@ -58,7 +60,8 @@ import Testing
     }
 
     @Test func otherwiseFiresOnlyWhenNothingElseDid() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "rules": [
               { "id": "exact", "on": { "write": "rx", "equals": "CA FE" }, "do": { "succeed": true } },
               { "id": "fallback", "on": { "write": "rx" }, "otherwise": true, "do": { "fail": "0x80" } }
@@ -69,7 +72,8 @@ import Testing
     }
 
     @Test func matchers() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "rules": [
               { "id": "mask", "on": { "write": "rx", "mask": { "bits": "F0 FF", "equals": "50 01" } }, "do": { "log": "m" } },
               { "id": "range", "on": { "write": "rx", "length": { "min": 3, "max": 4 } }, "do": { "log": "r" } },
@@ -87,7 +91,8 @@ import Testing
     }
 
     @Test func guardsOnStateVariablesAndArguments() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "variables": { "limit": 2 },
             "state": { "count": 0, "mode": "idle" },
             "triggers": { "poke": "poke it" },
@@ -110,7 +115,8 @@ import Testing
     }
 
     @Test func defaultWriteStorageReadsAndOffsets() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "rules": [ { "id": "r", "on": { "read": "tx" }, "do": { "reply": "{value(tx)} 21" } } ]
             """)
         // No rules on "plain": the write is stored, as a GATT server would.
@@ -130,7 +136,8 @@ import Testing
     }
 
     @Test func notificationTargetsAndDisconnect() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "triggers": { "kick": "kick everyone" },
             "rules": [
               { "id": "w", "on": { "write": "rx" }, "do": [ { "notify": "tx", "value": "01" }, { "indicate": "tx", "value": "02", "to": "all" }, { "delay": 25 }, { "disconnect": true } ] },
@@ -139,20 +146,23 @@ import Testing
             """)
         _ = engine.handle(.connect(phone))
         _ = engine.handle(.connect(otherPhone))
-        #expect(write(&engine, [0]).effects == [
-            .notify(characteristic: "tx", value: [1], target: .central(phone), indicate: false),
-            .notify(characteristic: "tx", value: [2], target: .allSubscribers, indicate: true),
-            .delay(.milliseconds(25)),
-            .disconnect(phone),
-        ])
-        #expect(engine.handle(.trigger("kick", arguments: [:])).effects == [
-            .notify(characteristic: "tx", value: [3], target: .allSubscribers, indicate: false),
-            .disconnect(phone), .disconnect(otherPhone),
-        ])
+        #expect(
+            write(&engine, [0]).effects == [
+                .notify(characteristic: "tx", value: [1], target: .central(phone), indicate: false),
+                .notify(characteristic: "tx", value: [2], target: .allSubscribers, indicate: true),
+                .delay(.milliseconds(25)),
+                .disconnect(phone),
+            ])
+        #expect(
+            engine.handle(.trigger("kick", arguments: [:])).effects == [
+                .notify(characteristic: "tx", value: [3], target: .allSubscribers, indicate: false),
+                .disconnect(phone), .disconnect(otherPhone),
+            ])
     }
 
     @Test func timersStartOnConnectRepeatAndCancel() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "variables": { "period": 1500 },
             "state": { "ticks": 0 },
             "timers": [ { "id": "tick", "every": "period", "start": "connect" }, { "id": "once", "after": "2s" } ],
@@ -173,7 +183,8 @@ import Testing
     }
 
     @Test func subscriptionsAreTracked() throws {
-        var engine = try engine("""
+        var engine = try engine(
+            """
             "rules": [ { "id": "s", "on": { "subscribe": "tx" }, "do": { "notify": "tx", "value": "{central}" } } ]
             """)
         let outcome = engine.handle(.subscribe(characteristic: "tx", central: phone))

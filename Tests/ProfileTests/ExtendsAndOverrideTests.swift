@@ -36,14 +36,16 @@ import Testing
     }
 
     @Test func setOverridesAddressItemsByIdOrIndex() throws {
-        let profile = try ProfileLoader.load(path: try fixture("child.json"), overrides: [
-            ("variables.code", "2P"),
-            ("variables.count", "7"),
-            ("services.main.characteristics.b.uuid", "2a99"),
-            ("services[1].primary", "false"),
-            ("advertisements.0.localName", "{code}!"),
-            ("variables.newOne", "{\"hex\": \"0102\"}"),
-        ])
+        let profile = try ProfileLoader.load(
+            path: try fixture("child.json"),
+            overrides: [
+                ("variables.code", "2P"),
+                ("variables.count", "7"),
+                ("services.main.characteristics.b.uuid", "2a99"),
+                ("services[1].primary", "false"),
+                ("advertisements.0.localName", "{code}!"),
+                ("variables.newOne", "{\"hex\": \"0102\"}"),
+            ])
         #expect(profile.initialVariables["code"] == .string("2P"))
         #expect(profile.initialVariables["count"] == .number(7))
         #expect(profile.initialVariables["newOne"] == .bytes([1, 2]))
@@ -53,12 +55,21 @@ import Testing
     }
 
     @Test(arguments: [
-        ("services.nope.uuid", "1234", "--set services.nope.uuid:1:1 services.nope.uuid: no item with id \"nope\" in services (ids: main, extra)"),
-        ("services.mian.uuid", "1234", "--set services.mian.uuid:1:1 services.mian.uuid: no item with id \"mian\" in services (did you mean \"main\"?)"),
+        (
+            "services.nope.uuid", "1234",
+            "--set services.nope.uuid:1:1 services.nope.uuid: no item with id \"nope\" in services (ids: main, extra)"
+        ),
+        (
+            "services.mian.uuid", "1234",
+            "--set services.mian.uuid:1:1 services.mian.uuid: no item with id \"mian\" in services (did you mean \"main\"?)"
+        ),
         ("services[5].uuid", "1234", "--set services[5].uuid:1:1 services[5].uuid: index 5 is out of range: services has 2 items"),
         ("device.name.x", "1", "--set device.name.x:1:1 device.name.x: device.name is a string, not an object or array"),
         ("a..b", "1", "--set a..b:1:1 a..b: malformed path \"a..b\" (write keys separated by dots, e.g. variables.hardwareCode)"),
-        ("services.main.uuid", "zz", "--set services.main.uuid:1:1 services[0].uuid: \"zz\" is not a UUID (use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form)"),
+        (
+            "services.main.uuid", "zz",
+            "--set services.main.uuid:1:1 services[0].uuid: \"zz\" is not a UUID (use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form)"
+        ),
     ])
     func badOverridesGiveClearMessages(path: String, value: String, expected: String) throws {
         let diagnostics = ProfileValidator.validate(path: try fixture("child.json"), overrides: [(path, value)])
@@ -69,9 +80,10 @@ import Testing
         let profile = try ProfileLoader.load(path: try fixture("child.json"), overrides: [("variables.code", "12")])
         #expect(profile.initialVariables["code"] == .string("12"))
         let diagnostics = ProfileValidator.validate(path: try fixture("child.json"), overrides: [("variables.count", "many")])
-        #expect(diagnostics.map(\.description) == [
-            "--set variables.count:1:1 variables.count: variables.count is a number, not text like \"many\" (give a number, e.g. 3000)"
-        ])
+        #expect(
+            diagnostics.map(\.description) == [
+                "--set variables.count:1:1 variables.count: variables.count is a number, not text like \"many\" (give a number, e.g. 3000)"
+            ])
     }
 
     @Test func sourceMapLocatesPathsForOtherModules() throws {
@@ -82,8 +94,9 @@ import Testing
         // Unknown deeper paths fall back to the nearest known parent.
         #expect(profile.location(of: "advertisements[0].localName.nothing") == location)
         let diagnostic = profile.diagnostic(at: "advertisements[0].localName", message: "advertising data is 33 bytes, over 31")
-        #expect(diagnostic.description.hasSuffix(
-            "noke-lock.json:\(location.line):\(location.column) advertisements[0].localName: advertising data is 33 bytes, over 31"))
+        #expect(
+            diagnostic.description.hasSuffix(
+                "noke-lock.json:\(location.line):\(location.column) advertisements[0].localName: advertising data is 33 bytes, over 31"))
         #expect(profile.location(of: "[[[") == nil)
     }
 

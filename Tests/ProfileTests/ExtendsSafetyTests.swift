@@ -81,13 +81,15 @@ struct ExtendsSandbox {
         let box = try ExtendsSandbox()
         defer { box.remove() }
         let absolute = try box.profile("absolute.json", ExtendsSandbox.extending(box.outside.appendingPathComponent("base.json").path))
-        #expect(diagnostics(absolute).map { $0.replacingOccurrences(of: box.outside.path, with: "OUT") } == [
-            "\(absolute):2:3 extends: \"OUT/base.json\" is an absolute path; extends takes a path relative to this file (a base must be in the profile's folder unless allowed (--allow-extends-outside))"
-        ])
+        #expect(
+            diagnostics(absolute).map { $0.replacingOccurrences(of: box.outside.path, with: "OUT") } == [
+                "\(absolute):2:3 extends: \"OUT/base.json\" is an absolute path; extends takes a path relative to this file (a base must be in the profile's folder unless allowed (--allow-extends-outside))"
+            ])
         let escape = try box.profile("escape.json", ExtendsSandbox.extending("../outside/base.json"))
-        #expect(diagnostics(escape) == [
-            "\(escape):2:3 extends: \"../outside/base.json\" is outside the profile's folder (a base must be in the profile's folder unless allowed (--allow-extends-outside))"
-        ])
+        #expect(
+            diagnostics(escape) == [
+                "\(escape):2:3 extends: \"../outside/base.json\" is outside the profile's folder (a base must be in the profile's folder unless allowed (--allow-extends-outside))"
+            ])
         // Going out and back in is fine; so is allowing it.
         try box.profile("inside.json", ExtendsSandbox.base)
         #expect(diagnostics(try box.profile("back.json", ExtendsSandbox.extending("../profile/inside.json"))) == [])
@@ -113,9 +115,10 @@ struct ExtendsSandbox {
         let folder = try box.profile("dir.json", ExtendsSandbox.extending("folder.json"))
         #expect(diagnostics(folder) == ["\(folder):2:3 extends: \"\(box.folder.path)/folder.json\" is not a regular file"])
         let missing = try box.profile("missing.json", ExtendsSandbox.extending("nothing.json"))
-        #expect(diagnostics(missing) == [
-            "\(missing):2:3 extends: cannot read \"\(box.folder.path)/nothing.json\" (extends paths are relative to the extending file)"
-        ])
+        #expect(
+            diagnostics(missing) == [
+                "\(missing):2:3 extends: cannot read \"\(box.folder.path)/nothing.json\" (extends paths are relative to the extending file)"
+            ])
     }
 
     @Test func symlinksAreResolvedBeforeTheFolderCheck() throws {
@@ -126,9 +129,10 @@ struct ExtendsSandbox {
         try box.link("linked", to: box.outside.path)
         let out = try box.profile("out-link.json", ExtendsSandbox.extending("out.json"))
         let real = try #require(ProfileFiles.realPath(box.outside.appendingPathComponent("base.json").path))
-        #expect(diagnostics(out) == [
-            "\(out):2:3 extends: \"out.json\" leads outside the profile's folder, to \(real) (a base must be in the profile's folder unless allowed (--allow-extends-outside))"
-        ])
+        #expect(
+            diagnostics(out) == [
+                "\(out):2:3 extends: \"out.json\" leads outside the profile's folder, to \(real) (a base must be in the profile's folder unless allowed (--allow-extends-outside))"
+            ])
         #expect(diagnostics(out, allow: true) == [])
         // Through a linked folder: the same.
         let throughFolder = try box.profile("folder-link.json", ExtendsSandbox.extending("linked/base.json"))
@@ -136,9 +140,10 @@ struct ExtendsSandbox {
         // A .json link to a file that is not .json is never read, even when outside is allowed.
         let shadow = try box.profile("shadow-link.json", ExtendsSandbox.extending("shadow.json"))
         let secret = try #require(ProfileFiles.realPath(box.outside.appendingPathComponent("secret").path))
-        #expect(diagnostics(shadow, allow: true) == [
-            "\(shadow):2:3 extends: \"shadow.json\" leads to \(secret), not a .json file; extends only reads .json profiles"
-        ])
+        #expect(
+            diagnostics(shadow, allow: true) == [
+                "\(shadow):2:3 extends: \"shadow.json\" leads to \(secret), not a .json file; extends only reads .json profiles"
+            ])
         // A symlink to a profile inside the folder is followed.
         try box.profile("sub/real.json", ExtendsSandbox.base)
         try box.link("alias.json", to: box.folder.appendingPathComponent("sub/real.json").path)
@@ -153,8 +158,9 @@ struct ExtendsSandbox {
         let profile = try ProfileLoader.load(json: ExtendsSandbox.extending("base.json"), file: file)
         #expect(profile.initialVariables["fromBase"] == .number(1))
         #expect(ProfileValidator.validate(json: ExtendsSandbox.extending("../outside/base.json"), file: file).count == 1)
-        #expect(ProfileValidator.validate(json: ExtendsSandbox.extending("virtual.json"), file: file).map(\.message)
-            == ["extends cycle: virtual.json → virtual.json"])
+        #expect(
+            ProfileValidator.validate(json: ExtendsSandbox.extending("virtual.json"), file: file).map(\.message)
+                == ["extends cycle: virtual.json → virtual.json"])
     }
 
     @Test func oversizedFilesAreRefusedBeforeReading() throws {
@@ -166,7 +172,10 @@ struct ExtendsSandbox {
         try handle.truncate(atOffset: UInt64(ProfileLimits.fileSize + 1))  // sparse: no disk used
         try handle.close()
         let user = try box.profile("big-user.json", ExtendsSandbox.extending("big.json"))
-        #expect(diagnostics(user) == ["\(user):2:3 extends: \"\(box.folder.path)/big.json\" is \(ProfileLimits.fileSize + 1) bytes, over the 16 MiB limit"])
+        #expect(
+            diagnostics(user) == [
+                "\(user):2:3 extends: \"\(box.folder.path)/big.json\" is \(ProfileLimits.fileSize + 1) bytes, over the 16 MiB limit"
+            ])
         #expect(diagnostics(big.path) == ["\(big.path):1:1: the file is \(ProfileLimits.fileSize + 1) bytes, over the 16 MiB limit"])
     }
 }

@@ -43,7 +43,8 @@ import Testing
         #expect(write(&engine, "A5 20 01").firedRules == ["echo"])
         #expect(write(&engine, "A5 01 01 FF").notifications.map(\.value) == [hex("A5 01 01"), hex("EE FF")])
         // Longer than maxLength: refused as any such write, nothing held.
-        #expect(write(&engine, "A5 01 00 00 00 00 00 00 00 00 00 00 00", withResponse: true).effects == [.reply(.error(.invalidValueLength))])
+        #expect(
+            write(&engine, "A5 01 00 00 00 00 00 00 00 00 00 00 00", withResponse: true).effects == [.reply(.error(.invalidValueLength))])
         #expect(engine.heldFrames.isEmpty)
     }
 
@@ -59,8 +60,9 @@ import Testing
         let other = CentralID(address: "AA:BB:CC:DD:EE:FF")
         _ = engine.handle(.connect(other))
         _ = write(&engine, "A5 02 01")
-        #expect(engine.handle(.write(characteristic: "rx", central: other, value: hex("A5 01 07"), withResponse: false))
-            .notifications.map(\.value) == [hex("A5 01 07")])
+        #expect(
+            engine.handle(.write(characteristic: "rx", central: other, value: hex("A5 01 07"), withResponse: false))
+                .notifications.map(\.value) == [hex("A5 01 07")])
         _ = engine.handle(.disconnect(phone))
         #expect(engine.heldFrames.isEmpty)
     }
@@ -71,11 +73,13 @@ import Testing
                 of: #"{"lengthOffset": 1, "lengthSize": 1, "headerSize": 2, "start": ["0xA5"]}"#, with: frames)
             return ProfileValidator.validate(json: json, file: "frames.json").map(\.description)
         }
-        #expect(problems(#"{"lengthOffset": 2, "lengthSize": 2, "headerSize": 3}"#).contains {
-            $0.contains("frames.headerSize: the header (3 bytes) must hold the length field (bytes 2..<4)")
-        })
+        #expect(
+            problems(#"{"lengthOffset": 2, "lengthSize": 2, "headerSize": 3}"#).contains {
+                $0.contains("frames.headerSize: the header (3 bytes) must hold the length field (bytes 2..<4)")
+            })
         #expect(problems(#"{"lengthOffset": 0, "lengthSize": 3, "headerSize": 3}"#).contains { $0.contains("frames.lengthSize") })
         #expect(problems(#"{"lengthOffset": 0, "lengthSize": 1}"#).contains { $0.contains("headerSize") })
-        #expect(problems(#"{"lengthOffset": 0, "lengthSize": 1, "headerSize": 1, "start": [256]}"#).contains { $0.contains("frames.start[0]") })
+        #expect(
+            problems(#"{"lengthOffset": 0, "lengthSize": 1, "headerSize": 1, "start": [256]}"#).contains { $0.contains("frames.start[0]") })
     }
 }

@@ -19,7 +19,10 @@ import Testing
             Array("{request[".utf8), Array("{pad(".utf8), Array("\"notify\"".utf8), Array("null".utf8),
         ]
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
-            guard !bytes.isEmpty else { bytes = interesting.randomElement(using: &rng) ?? []; continue }
+            guard !bytes.isEmpty else {
+                bytes = interesting.randomElement(using: &rng) ?? []
+                continue
+            }
             let position = Int.random(in: 0..<bytes.count, using: &rng)
             switch Int.random(in: 0..<5, using: &rng) {
             case 0: bytes[position] = UInt8.random(in: 0...255, using: &rng)

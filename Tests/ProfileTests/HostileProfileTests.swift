@@ -1,8 +1,8 @@
 import Foundation
 import Testing
+import TextEscaping
 
 @testable import Profile
-import TextEscaping
 
 /// "A hostile profile changes nothing": every profile in `Fixtures/hostile` (see its README) either fails
 /// validation with located diagnostics, or loads and, driven through the engine for 10,000 events, stays
@@ -24,76 +24,115 @@ import TextEscaping
 
     static let cases: [Case] = [
         Case(attack: "catastrophic-backtracking regex", file: "regex-bomb.json"),
-        Case(attack: "regex backreference", file: "regex-backreference.json", rejected: [
-            #"regex-backreference.json:8:54 rules[0].on.regex: invalid regular expression: backreferences (\1) are not supported"#,
-        ]),
-        Case(attack: "regex lookaround", file: "regex-lookaround.json", rejected: [
-            #"regex-lookaround.json:8:50 rules[0].on.regex: invalid regular expression: lookahead "(?=" is not supported"#,
-        ]),
-        Case(attack: "regex {m,n} expansion bomb", file: "regex-huge-repetition.json", rejected: [
-            "regex-huge-repetition.json:8:51 rules[0].on.regex: invalid regular expression: the pattern is too large once its repetitions are expanded (over 2000 steps) (use smaller {m,n} counts, or * and +)",
-        ]),
-        Case(attack: "state that doubles on every write", file: "state-doubling.json",
-             logs: #"rules[0].do[0].set.buf: the value for "buf" reached a limit and was cut"#),
-        Case(attack: "characteristic value that doubles itself", file: "value-self-doubling.json",
-             logs: #"rules[0].do[0].setValue: the value for "big" is"#),
-        Case(attack: "fill counts growing in state", file: "fill-from-state.json",
-             logs: "rules[0].do[1].notify: a template value reached a limit and was cut"),
-        Case(attack: "fill of 100 MB", file: "fill-literal-huge.json", rejected: [
-            "fill-literal-huge.json:8:68 rules[0].do.reply: fill count 100000000 exceeds 512",
-        ]),
-        Case(attack: "pad to 100 MB", file: "pad-literal-huge.json", rejected: [
-            "pad-literal-huge.json:8:67 rules[0].do.reply: pad length 100000000 exceeds 512",
-        ]),
-        Case(attack: "reply literal over the attribute limit", file: "reply-literal-too-long.json", rejected: [
-            "reply-literal-too-long.json:8:67 rules[0].do.reply.hex: value is 600 bytes, over the 512-byte attribute limit",
-        ]),
-        Case(attack: "notify longer than maxLength", file: "notify-over-maxlength.json", rejected: [
-            #"notify-over-maxlength.json:9:76 rules[0].do[0].value: value is at least 24 bytes, longer than maxLength 20 of "tx""#,
-        ]),
-        Case(attack: "state literal over the value limit", file: "state-literal-too-long.json", rejected: [
-            "state-literal-too-long.json:8:22 state.blob: value is 4097 bytes, over the 4096-byte limit for values",
-        ]),
-        Case(attack: "every: 0 timer", file: "timer-every-zero.json", rejected: [
-            "timer-every-zero.json:8:40 timers[0].every: a timer needs at least 10 ms, not 0 (timers fire at most every 10 ms)",
-        ]),
-        Case(attack: "negative and sub-minimum timers", file: "timer-after-negative.json", rejected: [
-            "timer-after-negative.json:8:40 timers[0].after: -5 is out of range 0...86400000",
-            "timer-after-negative.json:8:71 timers[1].after: a timer needs at least 10 ms, not 1 (timers fire at most every 10 ms)",
-            "timer-after-negative.json:9:108 rules[0].do[1].after: a timer needs at least 10 ms, not 0 (timers fire at most every 10 ms)",
-        ]),
-        Case(attack: "durations over 24 hours", file: "timer-too-long.json", rejected: [
-            #"timer-too-long.json:8:41 timers[0].after: "100000s" is longer than 24 hours (86400000 ms)"#,
-            "timer-too-long.json:8:80 timers[1].every: 86400001 is out of range 0...86400000",
-            #"timer-too-long.json:9:58 rules[0].do.delay: "90000000ms" is longer than 24 hours (86400000 ms)"#,
-        ]),
-        Case(attack: "zero, negative and huge durations from variables", file: "timer-from-variables.json",
-             logs: "timer spin: period is 0 ms, outside 10…86400000; using 10 ms", maximumLogs: 4),
+        Case(
+            attack: "regex backreference", file: "regex-backreference.json",
+            rejected: [
+                #"regex-backreference.json:8:54 rules[0].on.regex: invalid regular expression: backreferences (\1) are not supported"#
+            ]),
+        Case(
+            attack: "regex lookaround", file: "regex-lookaround.json",
+            rejected: [
+                #"regex-lookaround.json:8:50 rules[0].on.regex: invalid regular expression: lookahead "(?=" is not supported"#
+            ]),
+        Case(
+            attack: "regex {m,n} expansion bomb", file: "regex-huge-repetition.json",
+            rejected: [
+                "regex-huge-repetition.json:8:51 rules[0].on.regex: invalid regular expression: the pattern is too large once its repetitions are expanded (over 2000 steps) (use smaller {m,n} counts, or * and +)"
+            ]),
+        Case(
+            attack: "state that doubles on every write", file: "state-doubling.json",
+            logs: #"rules[0].do[0].set.buf: the value for "buf" reached a limit and was cut"#),
+        Case(
+            attack: "characteristic value that doubles itself", file: "value-self-doubling.json",
+            logs: #"rules[0].do[0].setValue: the value for "big" is"#),
+        Case(
+            attack: "fill counts growing in state", file: "fill-from-state.json",
+            logs: "rules[0].do[1].notify: a template value reached a limit and was cut"),
+        Case(
+            attack: "fill of 100 MB", file: "fill-literal-huge.json",
+            rejected: [
+                "fill-literal-huge.json:8:68 rules[0].do.reply: fill count 100000000 exceeds 512"
+            ]),
+        Case(
+            attack: "pad to 100 MB", file: "pad-literal-huge.json",
+            rejected: [
+                "pad-literal-huge.json:8:67 rules[0].do.reply: pad length 100000000 exceeds 512"
+            ]),
+        Case(
+            attack: "reply literal over the attribute limit", file: "reply-literal-too-long.json",
+            rejected: [
+                "reply-literal-too-long.json:8:67 rules[0].do.reply.hex: value is 600 bytes, over the 512-byte attribute limit"
+            ]),
+        Case(
+            attack: "notify longer than maxLength", file: "notify-over-maxlength.json",
+            rejected: [
+                #"notify-over-maxlength.json:9:76 rules[0].do[0].value: value is at least 24 bytes, longer than maxLength 20 of "tx""#
+            ]),
+        Case(
+            attack: "state literal over the value limit", file: "state-literal-too-long.json",
+            rejected: [
+                "state-literal-too-long.json:8:22 state.blob: value is 4097 bytes, over the 4096-byte limit for values"
+            ]),
+        Case(
+            attack: "every: 0 timer", file: "timer-every-zero.json",
+            rejected: [
+                "timer-every-zero.json:8:40 timers[0].every: a timer needs at least 10 ms, not 0 (timers fire at most every 10 ms)"
+            ]),
+        Case(
+            attack: "negative and sub-minimum timers", file: "timer-after-negative.json",
+            rejected: [
+                "timer-after-negative.json:8:40 timers[0].after: -5 is out of range 0...86400000",
+                "timer-after-negative.json:8:71 timers[1].after: a timer needs at least 10 ms, not 1 (timers fire at most every 10 ms)",
+                "timer-after-negative.json:9:108 rules[0].do[1].after: a timer needs at least 10 ms, not 0 (timers fire at most every 10 ms)",
+            ]),
+        Case(
+            attack: "durations over 24 hours", file: "timer-too-long.json",
+            rejected: [
+                #"timer-too-long.json:8:41 timers[0].after: "100000s" is longer than 24 hours (86400000 ms)"#,
+                "timer-too-long.json:8:80 timers[1].every: 86400001 is out of range 0...86400000",
+                #"timer-too-long.json:9:58 rules[0].do.delay: "90000000ms" is longer than 24 hours (86400000 ms)"#,
+            ]),
+        Case(
+            attack: "zero, negative and huge durations from variables", file: "timer-from-variables.json",
+            logs: "timer spin: period is 0 ms, outside 10…86400000; using 10 ms", maximumLogs: 4),
         Case(attack: "long delays after every reply", file: "delay-chain.json"),
-        Case(attack: "JSON matcher on deeply nested writes", file: "json-matcher-nesting.json",
-             logs: #"rules[1].do.notify: the value for "tx" is 512 bytes, cut to its maximum of 20"#),
-        Case(attack: "extends itself", file: "extends-self.json", rejected: [
-            "extends-self.json:1:3 extends: extends cycle: extends-self.json → extends-self.json",
-        ]),
-        Case(attack: "extends cycle", file: "extends-cycle-a.json", rejected: [
-            "extends-cycle-b.json:2:3 extends: extends cycle: extends-cycle-a.json → extends-cycle-b.json → extends-cycle-a.json",
-        ]),
-        Case(attack: "extends an absolute path", file: "extends-absolute.json", rejected: [
-            #"extends-absolute.json:2:3 extends: "/etc/shadow.json" is an absolute path; extends takes a path relative to this file (a base must be in the profile's folder unless allowed (--allow-extends-outside))"#,
-        ]),
-        Case(attack: "extends escapes the folder with ..", file: "extends-escape.json", rejected: [
-            #"extends-escape.json:2:3 extends: "../../../../../../../../etc/passwd.json" is outside the profile's folder (a base must be in the profile's folder unless allowed (--allow-extends-outside))"#,
-        ]),
-        Case(attack: "extends a file that is not JSON", file: "extends-not-json.json", rejected: [
-            #"extends-not-json.json:2:3 extends: "/etc/shadow" is not a .json file; extends only reads .json profiles"#,
-        ]),
-        Case(attack: "NUL, BEL and ESC in names and keys", file: "control-characters.json", rejected: [
-            #"control-characters.json:3:18 variables["bell\u{7}"]: "bell\u{7}" is not a valid name (use letters, digits and '_', starting with a letter)"#,
-            #"control-characters.json:3:35 variables["esc\u{1B}[2J"]: "esc\u{1B}[2J" is not a valid name (use letters, digits and '_', starting with a letter)"#,
-            #"control-characters.json:5:3 ["x\u{0}y"]: unknown key "x\u{0}y""#,
-            #"control-characters.json:6:35 rules[0].on.trigger: "t\u{1B}]0;owned\u{7}" is not a valid name (use letters, digits, '_' and '-', starting with a letter)"#,
-            #"control-characters.json:6:82 rules[0].do.log: unexpected '\u{0}' in expression, expected '}'"#,
-        ]),
+        Case(
+            attack: "JSON matcher on deeply nested writes", file: "json-matcher-nesting.json",
+            logs: #"rules[1].do.notify: the value for "tx" is 512 bytes, cut to its maximum of 20"#),
+        Case(
+            attack: "extends itself", file: "extends-self.json",
+            rejected: [
+                "extends-self.json:1:3 extends: extends cycle: extends-self.json → extends-self.json"
+            ]),
+        Case(
+            attack: "extends cycle", file: "extends-cycle-a.json",
+            rejected: [
+                "extends-cycle-b.json:2:3 extends: extends cycle: extends-cycle-a.json → extends-cycle-b.json → extends-cycle-a.json"
+            ]),
+        Case(
+            attack: "extends an absolute path", file: "extends-absolute.json",
+            rejected: [
+                #"extends-absolute.json:2:3 extends: "/etc/shadow.json" is an absolute path; extends takes a path relative to this file (a base must be in the profile's folder unless allowed (--allow-extends-outside))"#
+            ]),
+        Case(
+            attack: "extends escapes the folder with ..", file: "extends-escape.json",
+            rejected: [
+                #"extends-escape.json:2:3 extends: "../../../../../../../../etc/passwd.json" is outside the profile's folder (a base must be in the profile's folder unless allowed (--allow-extends-outside))"#
+            ]),
+        Case(
+            attack: "extends a file that is not JSON", file: "extends-not-json.json",
+            rejected: [
+                #"extends-not-json.json:2:3 extends: "/etc/shadow" is not a .json file; extends only reads .json profiles"#
+            ]),
+        Case(
+            attack: "NUL, BEL and ESC in names and keys", file: "control-characters.json",
+            rejected: [
+                #"control-characters.json:3:18 variables["bell\u{7}"]: "bell\u{7}" is not a valid name (use letters, digits and '_', starting with a letter)"#,
+                #"control-characters.json:3:35 variables["esc\u{1B}[2J"]: "esc\u{1B}[2J" is not a valid name (use letters, digits and '_', starting with a letter)"#,
+                #"control-characters.json:5:3 ["x\u{0}y"]: unknown key "x\u{0}y""#,
+                #"control-characters.json:6:35 rules[0].on.trigger: "t\u{1B}]0;owned\u{7}" is not a valid name (use letters, digits, '_' and '-', starting with a letter)"#,
+                #"control-characters.json:6:82 rules[0].do.log: unexpected '\u{0}' in expression, expected '}'"#,
+            ]),
     ]
 
     static var folder: URL {
@@ -160,7 +199,8 @@ import TextEscaping
                     if value.count > ProfileLimits.attributeValueLength { Issue.record("a reply of \(value.count) bytes") }
                 case .scheduleTimer(let id, let after, _):
                     if after < .milliseconds(ProfileLimits.minimumTimerMilliseconds)
-                        || after > .milliseconds(ProfileLimits.maximumDurationMilliseconds) {
+                        || after > .milliseconds(ProfileLimits.maximumDurationMilliseconds)
+                    {
                         Issue.record("timer \(id) scheduled after \(after)")
                     }
                 case .delay(let duration):
@@ -174,11 +214,12 @@ import TextEscaping
                 }
             }
             for (name, value) in engine.state.merging(engine.variables, uniquingKeysWith: { a, _ in a }) {
-                let size = switch value {
-                case .bytes(let bytes): bytes.count
-                case .string(let text): text.utf8.count
-                case .number, .bool: 0
-                }
+                let size =
+                    switch value {
+                    case .bytes(let bytes): bytes.count
+                    case .string(let text): text.utf8.count
+                    case .number, .bool: 0
+                    }
                 if size > ProfileLimits.valueLength { Issue.record("\(name) holds \(size) bytes") }
             }
             // The engine matched them already; measuring every fifth write keeps the debug-build test quick.
@@ -203,12 +244,13 @@ import TextEscaping
                 event = .read(characteristic: readable[index % readable.count].id, central: phone, offset: 0)
             } else if !writable.isEmpty {
                 let length = index % 513
-                let value: [UInt8] = switch index % 4 {
-                case 0: Array(repeating: UInt8(ascii: "a"), count: max(0, length - 1)) + (length > 0 ? [UInt8(ascii: "!")] : [])
-                case 1: Array(repeating: UInt8(ascii: "x"), count: length)
-                case 2: Array(repeating: UInt8(ascii: "["), count: length)
-                default: rng.bytes(length)
-                }
+                let value: [UInt8] =
+                    switch index % 4 {
+                    case 0: Array(repeating: UInt8(ascii: "a"), count: max(0, length - 1)) + (length > 0 ? [UInt8(ascii: "!")] : [])
+                    case 1: Array(repeating: UInt8(ascii: "x"), count: length)
+                    case 2: Array(repeating: UInt8(ascii: "["), count: length)
+                    default: rng.bytes(length)
+                    }
                 event = .write(characteristic: writable[index % writable.count].id, central: phone, value: value, withResponse: true)
             } else {
                 event = .trigger("none", arguments: [:])
@@ -247,9 +289,10 @@ import TextEscaping
     /// reported once, at its key.
     @Test func hundredThousandVariables() throws {
         #expect(problems(Self.hundredThousandVariables()) == [])
-        #expect(problems(Self.hundredThousandVariables(duplicateLast: true)) == [
-            #"test.json:100003:5 variables.v5: duplicate key "v5""#
-        ])
+        #expect(
+            problems(Self.hundredThousandVariables(duplicateLast: true)) == [
+                #"test.json:100003:5 variables.v5: duplicate key "v5""#
+            ])
         let profile = try loadProfile(Self.hundredThousandVariables())
         #expect(profile.variables.count == 100_001)
         #expect(BehaviourEngine(profile: profile, environment: adapter).variables.count == 100_001)
@@ -278,28 +321,34 @@ import TextEscaping
 
     @Test func hugeLiteralsAreRefusedWhereTheyAre() throws {
         let huge = String(repeating: "x", count: 5_000_000)
-        #expect(problems("{\"format\": 1,\n \"state\": {\"s\": \"\(huge)\"}}") == [
-            "test.json:2:17 state.s: value is 5000000 bytes, over the 4096-byte limit for values"
-        ])
+        #expect(
+            problems("{\"format\": 1,\n \"state\": {\"s\": \"\(huge)\"}}") == [
+                "test.json:2:17 state.s: value is 5000000 bytes, over the 4096-byte limit for values"
+            ])
         let template = String(repeating: "00", count: 5000)
-        #expect(problems("{\"format\": 1,\n \"device\": {\"name\": \"\(template)\"}}") == [
-            "test.json:2:21 device.name: the template is 10000 bytes long, over the 8192-byte limit"
-        ])
+        #expect(
+            problems("{\"format\": 1,\n \"device\": {\"name\": \"\(template)\"}}") == [
+                "test.json:2:21 device.name: the template is 10000 bytes long, over the 8192-byte limit"
+            ])
         let pattern = String(repeating: "a", count: 2000)
-        #expect(problems(#"""
-            {"format": 1, "services": [{"id": "s", "uuid": "180f", "characteristics": [{"id": "rx", "uuid": "2a19", "flags": ["write"]}]}],
-             "rules": [{"on": {"write": "rx", "regex": "\#(pattern)"}, "do": {"succeed": true}}]}
-            """#) == ["test.json:2:45 rules[0].on.regex: invalid regular expression: the pattern is longer than 1000 characters"])
+        #expect(
+            problems(
+                #"""
+                {"format": 1, "services": [{"id": "s", "uuid": "180f", "characteristics": [{"id": "rx", "uuid": "2a19", "flags": ["write"]}]}],
+                 "rules": [{"on": {"write": "rx", "regex": "\#(pattern)"}, "do": {"succeed": true}}]}
+                """#) == ["test.json:2:45 rules[0].on.regex: invalid regular expression: the pattern is longer than 1000 characters"])
     }
 
     @Test func setOverridesOverTheLimitAreRefused() {
         let json = #"{"format": 1, "variables": {"code": "3E", "blob": {"hex": "01"}}}"#
-        #expect(problems(json, overrides: [("variables.code", String(repeating: "Z", count: 5000))]) == [
-            "--set variables.code:1:1 variables.code: value is 5000 bytes, over the 4096-byte limit for values"
-        ])
-        #expect(problems(json, overrides: [("variables.blob", "{\"hex\": \"\(String(repeating: "AB", count: 4097))\"}")]) == [
-            "--set variables.blob:1:1 variables.blob: value is 4097 bytes, over the 4096-byte limit for values"
-        ])
+        #expect(
+            problems(json, overrides: [("variables.code", String(repeating: "Z", count: 5000))]) == [
+                "--set variables.code:1:1 variables.code: value is 5000 bytes, over the 4096-byte limit for values"
+            ])
+        #expect(
+            problems(json, overrides: [("variables.blob", "{\"hex\": \"\(String(repeating: "AB", count: 4097))\"}")]) == [
+                "--set variables.blob:1:1 variables.blob: value is 4097 bytes, over the 4096-byte limit for values"
+            ])
         #expect(problems(json, overrides: [("variables.code", String(repeating: "Z", count: 4096))]) == [])
     }
 

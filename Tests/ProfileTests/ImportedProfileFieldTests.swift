@@ -39,7 +39,8 @@ import Testing
         // bluetoothd refuses a whole advertisement with one of these (a real bed base advertises 0x12).
         for type in ["0x12", "0x1a", "42", "0x0d"] {
             let refused = problems(Self.profile(advertisement: #", "data": { "\#(type)": "08002000" }"#))
-            #expect(refused.contains { $0.contains("AD type \(type) (") && $0.contains("does not let an application advertise") }, "\(refused)")
+            #expect(
+                refused.contains { $0.contains("AD type \(type) (") && $0.contains("does not let an application advertise") }, "\(refused)")
         }
     }
 
@@ -50,7 +51,8 @@ import Testing
             { "id": "b", "on": { "write": "rx", "closestTo": { "hex": "ff ff ff ff" } }, "otherwise": true, "do": { "log": "b" } },
             { "id": "c", "on": { "write": "rx", "closestTo": { "hex": "01 02 03 05" } }, "otherwise": true, "when": { "state": "armed", "equals": true }, "do": { "log": "c" } }
             """
-        let json = Self.profile(rules: rules).replacingOccurrences(of: "\"format\": 1,", with: "\"format\": 1, \"state\": { \"armed\": false },")
+        let json = Self.profile(rules: rules).replacingOccurrences(
+            of: "\"format\": 1,", with: "\"format\": 1, \"state\": { \"armed\": false },")
         var engine = BehaviourEngine(profile: try loadProfile(json), environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:01"))
         let central = CentralID(address: "00:00:00:00:00:02")
         func fired(_ value: [UInt8]) -> [String] {

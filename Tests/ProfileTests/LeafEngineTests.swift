@@ -124,10 +124,11 @@ import Testing
         var engine = try engine([("variables.touchDuration", "2500")])
         #expect(engine.advertisements().first?.serviceUUIDs == [credentialUUID])
         let touch = engine.handle(.trigger("touch", arguments: [:]))
-        #expect(touch.effects == [
-            .switchAdvertisement(variant: "touched"),
-            .scheduleTimer(id: "touchEnd", after: .milliseconds(2500), repeating: false),
-        ])
+        #expect(
+            touch.effects == [
+                .switchAdvertisement(variant: "touched"),
+                .scheduleTimer(id: "touchEnd", after: .milliseconds(2500), repeating: false),
+            ])
         #expect(engine.advertisementVariant == "touched")
         // Two 128-bit UUIDs do not fit legacy advertising: the touch UUID stands in for the credential UUID.
         #expect(engine.advertisements().first?.serviceUUIDs == [touchUUID])

@@ -38,11 +38,12 @@ import Testing
 
         let unlocked = engine.handle(.write(characteristic: "rx", central: phone, value: command, withResponse: false))
         #expect(unlocked.firedRules == ["success"])
-        #expect(unlocked.effects == [
-            .notify(characteristic: "tx", value: padded([0x51, 0x60, 0xC2]), target: .central(phone), indicate: false),
-            .scheduleTimer(id: "relock", after: .milliseconds(5000), repeating: false),
-            .switchAdvertisement(variant: nil),
-        ])
+        #expect(
+            unlocked.effects == [
+                .notify(characteristic: "tx", value: padded([0x51, 0x60, 0xC2]), target: .central(phone), indicate: false),
+                .scheduleTimer(id: "relock", after: .milliseconds(5000), repeating: false),
+                .switchAdvertisement(variant: nil),
+            ])
         #expect(engine.state["lockState"] == .number(0))
         #expect(engine.advertisements().first?.manufacturerData[0xFFFF]?.first == 0x00)
         #expect(engine.value(of: "tx") == padded([0x51, 0x60, 0xC2]))
@@ -61,9 +62,10 @@ import Testing
         _ = engine.handle(.connect(phone))
         let outcome = engine.handle(.write(characteristic: "rx", central: phone, value: value, withResponse: true))
         #expect(outcome.firedRules == ["malformed"])
-        #expect(outcome.effects == [
-            .notify(characteristic: "tx", value: padded([0x51, 0x62]), target: .central(phone), indicate: false)
-        ])
+        #expect(
+            outcome.effects == [
+                .notify(characteristic: "tx", value: padded([0x51, 0x62]), target: .central(phone), indicate: false)
+            ])
     }
 
     @Test func sessionIsNewPerConnectionButKeepsBattery() throws {

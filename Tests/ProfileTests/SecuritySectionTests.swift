@@ -41,7 +41,10 @@ import Testing
         #expect(found.contains { $0.contains("security.pin") && $0.contains("unknown key") }, "\(found)")
         // The kernel's Secure Connections Only mode drops every LE link once encrypted (seen in the sandbox, Linux 6.1).
         let only = problems(Self.profile(#"{"io": "DisplayYesNo", "secureConnections": "only"}"#))
-        #expect(only.contains { $0.contains("security.secureConnections") && $0.contains("not possible on Linux") && $0.contains("secure-read") }, "\(only)")
+        #expect(
+            only.contains {
+                $0.contains("security.secureConnections") && $0.contains("not possible on Linux") && $0.contains("secure-read")
+            }, "\(only)")
         let legacy = problems(Self.profile(#"{"secureConnections": "legacy"}"#))
         #expect(legacy.contains { $0.contains("security.secureConnections") && $0.contains("\"off\"") }, "\(legacy)")
         let shortPasskey = problems(Self.profile(#"{"io": "KeyboardOnly", "passkey": "12345"}"#))

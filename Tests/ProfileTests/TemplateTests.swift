@@ -38,9 +38,10 @@ import Testing
             variables: ["code": .string("3E"), "volts": .number(2820), "key": .bytes([1, 2]), "on": .bool(true)],
             state: ["code": .string("2P")], adapterAddress: "d0:1f:a6:44:b3:6f", centralAddress: "11:22:33:44:55:66")
         #expect(try render("{\"hi\"} {key} {on} {volts}", context) == [0x68, 0x69, 1, 2, 1, 0x04])
-        #expect(try render("{addressBytes} {reverse(centralBytes)}", context) == [
-            0xD0, 0x1F, 0xA6, 0x44, 0xB3, 0x6F, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
-        ])
+        #expect(
+            try render("{addressBytes} {reverse(centralBytes)}", context) == [
+                0xD0, 0x1F, 0xA6, 0x44, 0xB3, 0x6F, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+            ])
         var textContext = context
         let name = try Template.parse("NOKE{code}_{address} {volts} {key} {{x}} {central}", kind: .text)
         // State shadows a variable of the same name.
@@ -102,15 +103,17 @@ import Testing
     @Test func checkerFlagsNamesFunctionsAndContexts() throws {
         let checker = TemplateChecker(variables: ["volts"], state: ["lock"], characteristics: ["tx"], usage: .rule)
         let issues = checker.check(try Template.parse("{vols} {value(tz)} {counter(1)} {hex(\"0g\")} {lock}", kind: .bytes))
-        #expect(issues.map(\.message) == [
-            "unknown name \"vols\"", "unknown characteristic \"tz\"", "counter() takes a counter name, e.g. counter(sequence)",
-            "\"0g\" is not valid hex",
-        ])
+        #expect(
+            issues.map(\.message) == [
+                "unknown name \"vols\"", "unknown characteristic \"tz\"", "counter() takes a counter name, e.g. counter(sequence)",
+                "\"0g\" is not valid hex",
+            ])
         #expect(issues.first?.hint == "did you mean \"volts\"?")
         let advertisement = TemplateChecker(variables: [], state: [], characteristics: [], usage: .advertisement)
-        #expect(advertisement.check(try Template.parse("{counter(a)} {address}", kind: .text)).map(\.message) == [
-            "counter() cannot be used here"
-        ])
+        #expect(
+            advertisement.check(try Template.parse("{counter(a)} {address}", kind: .text)).map(\.message) == [
+                "counter() cannot be used here"
+            ])
     }
 
     @Test func hexTextOfContiguousAndOtherByteSequences() {

@@ -5,7 +5,9 @@ import Testing
     @Test func keepsOrderAndEscapesToASCII() {
         let json: OrderedJSON = .object([("z", .int(1)), ("a", .string("é \"q\" \u{1B}"))])
         #expect(json.text() == #"{ "z": 1, "a": "\u00e9 \"q\" \u001b" }"#)
-        let nested: OrderedJSON = .object([("list", .array([.int(1), .bool(true)])), ("more", .object([("a", .int(1)), ("b", .int(2)), ("c", .int(3))]))])
+        let nested: OrderedJSON = .object([
+            ("list", .array([.int(1), .bool(true)])), ("more", .object([("a", .int(1)), ("b", .int(2)), ("c", .int(3))])),
+        ])
         #expect(nested.text() == "{\n  \"list\": [1, true],\n  \"more\": { \"a\": 1, \"b\": 2, \"c\": 3 }\n}")
         #expect(OrderedJSON.hex([0xAB, 0x01]) == .object([("hex", .string("ab01"))]))
     }
@@ -14,9 +16,17 @@ import Testing
 /// The first implementation (rendered every object twice per level, ~10 s for a 12 MiB profile in a debug
 /// build): the oracle for the one-pass printer.
 private func reference(_ json: OrderedJSON, indent: Int = 0) -> String {
-    func scalar(_ json: OrderedJSON) -> Bool { if case .array = json { return false }; if case .object = json { return false }; return true }
-    func small(_ json: OrderedJSON) -> Bool { if case .object(let m) = json { return m.count <= 2 && m.allSatisfy { scalar($0.1) } }; return false }
-    let pad = String(repeating: "  ", count: indent), inner = String(repeating: "  ", count: indent + 1)
+    func scalar(_ json: OrderedJSON) -> Bool {
+        if case .array = json { return false }
+        if case .object = json { return false }
+        return true
+    }
+    func small(_ json: OrderedJSON) -> Bool {
+        if case .object(let m) = json { return m.count <= 2 && m.allSatisfy { scalar($0.1) } }
+        return false
+    }
+    let pad = String(repeating: "  ", count: indent)
+    let inner = String(repeating: "  ", count: indent + 1)
     switch json {
     case .null: return "null"
     case .bool(let value): return value ? "true" : "false"
@@ -46,7 +56,8 @@ extension OrderedJSONTests {
             case 1: return .bool(generator.next() % 2 == 0)
             case 2: return .int(Int(truncatingIfNeeded: generator.next() % 2_000_000) - 1_000_000)
             case 3: return .string(strings[Int(generator.next() % UInt64(strings.count))])
-            case 4, 5: return .object((0..<Int(generator.next() % 5)).map { ("k\($0)" + strings[Int(generator.next() % 3)], tree(depth + 1)) })
+            case 4, 5:
+                return .object((0..<Int(generator.next() % 5)).map { ("k\($0)" + strings[Int(generator.next() % 3)], tree(depth + 1)) })
             default: return .array((0..<Int(generator.next() % 6)).map { _ in tree(depth + 1) })
             }
         }

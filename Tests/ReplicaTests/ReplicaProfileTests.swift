@@ -25,11 +25,14 @@ enum Recordings {
         ])
         replica.scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array("NOKE3E_D01FA644B36F".utf8))])
         var lock = DeviceReplica.Service(uuid: service, handle: 0x0010, endHandle: 0x0018)
-        var write = DeviceReplica.Characteristic(uuid: rx, properties: [.write, .writeWithoutResponse], declarationHandle: 0x0011, valueHandle: 0x0012)
+        var write = DeviceReplica.Characteristic(
+            uuid: rx, properties: [.write, .writeWithoutResponse], declarationHandle: 0x0011, valueHandle: 0x0012)
         write.provenance = "frame 40"
         var notify = DeviceReplica.Characteristic(uuid: tx, properties: [.read, .notify], declarationHandle: 0x0013, valueHandle: 0x0014)
-        notify.descriptors = [DeviceReplica.Descriptor(uuid: .clientCharacteristicConfiguration, handle: 0x0015),
-                              DeviceReplica.Descriptor(uuid: .userDescription, handle: 0x0016, value: Array("TX".utf8))]
+        notify.descriptors = [
+            DeviceReplica.Descriptor(uuid: .clientCharacteristicConfiguration, handle: 0x0015),
+            DeviceReplica.Descriptor(uuid: .userDescription, handle: 0x0016, value: Array("TX".utf8)),
+        ]
         var read = DeviceReplica.Characteristic(uuid: session, properties: [.read], declarationHandle: 0x0017, valueHandle: 0x0018)
         read.value = sessionValue
         lock.characteristics = [write, notify, read]
@@ -110,13 +113,15 @@ enum Recordings {
     @Test func aWriteFollowedByALongStreamReplaysAllOfIt() throws {
         var replica = Recordings.lock()
         let stream = (0..<300).map { i in [UInt8(0x55), UInt8(i & 0xFF), UInt8(i >> 8)] + Array(repeating: 0, count: 17) }
-        replica.conversation = [
-            .init(.connected(BluetoothAddress("F0:E0:D0:00:00:01")), time: 1.0, frame: 30),
-            .init(.subscribe(handle: 0x0014, notify: true, indicate: false), time: 1.3, frame: 52),
-            .init(.write(handle: 0x0012, value: Recordings.unlock, withResponse: true), time: 1.4, frame: 54),
-        ] + stream.enumerated().map { i, value in
-            .init(.notification(handle: 0x0014, value: value, indication: false), time: 1.5 + Double(i), frame: 60 + i)
-        }
+        replica.conversation =
+            [
+                .init(.connected(BluetoothAddress("F0:E0:D0:00:00:01")), time: 1.0, frame: 30),
+                .init(.subscribe(handle: 0x0014, notify: true, indicate: false), time: 1.3, frame: 52),
+                .init(.write(handle: 0x0012, value: Recordings.unlock, withResponse: true), time: 1.4, frame: 54),
+            ]
+            + stream.enumerated().map { i, value in
+                .init(.notification(handle: 0x0014, value: value, indication: false), time: 1.5 + Double(i), frame: 60 + i)
+            }
         let result = ReplicaProfile(replica).build()
         let profile = try Self.load(result)
         var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
@@ -142,8 +147,10 @@ enum Recordings {
             conversation.append(.init(.write(handle: 0x0012, value: [UInt8(write)], withResponse: true), time: Double(frame), frame: frame))
             frame += 1
             for i in 0..<1_000 {
-                conversation.append(.init(.notification(handle: 0x0014, value: [UInt8(i & 0xFF)] + big, indication: false),
-                                          time: Double(frame), frame: frame))
+                conversation.append(
+                    .init(
+                        .notification(handle: 0x0014, value: [UInt8(i & 0xFF)] + big, indication: false),
+                        time: Double(frame), frame: frame))
                 frame += 1
             }
         }
@@ -195,7 +202,9 @@ enum Recordings {
         // As a gattemu-on-BlueZ device looks from outside: BlueZ's own PnP-only Device Information and
         // Volume Control services in front of the profile's service.
         var deviceInformation = DeviceReplica.Service(uuid: BluetoothUUID(0x180A), handle: 0x0006, endHandle: 0x0008)
-        deviceInformation.characteristics = [DeviceReplica.Characteristic(uuid: BluetoothUUID(0x2A50), properties: .read, declarationHandle: 7, valueHandle: 8)]
+        deviceInformation.characteristics = [
+            DeviceReplica.Characteristic(uuid: BluetoothUUID(0x2A50), properties: .read, declarationHandle: 7, valueHandle: 8)
+        ]
         let volume = DeviceReplica.Service(uuid: BluetoothUUID(0x1844), handle: 0x0009, endHandle: 0x000F)
         replica.services.insert(contentsOf: [deviceInformation, volume], at: 1)
         let result = ReplicaProfile(replica).build()
@@ -224,21 +233,28 @@ enum Recordings {
     @Test func namesWithBracesAndOddAdvertisementsStayValid() throws {
         var replica = Recordings.lock()
         replica.name = "Lock {1}"
-        replica.scanResponse = AdvertisingData([ADStructure(type: .completeLocalName, data: Array("Lock {1}".utf8)),
-                                                ADStructure(type: ADType(rawValue: 0x24), data: [0xAB]),
-                                                ADStructure(type: .peripheralConnectionIntervalRange, data: [0x08, 0x00, 0x20, 0x00])])
+        replica.scanResponse = AdvertisingData([
+            ADStructure(type: .completeLocalName, data: Array("Lock {1}".utf8)),
+            ADStructure(type: ADType(rawValue: 0x24), data: [0xAB]),
+            ADStructure(type: .peripheralConnectionIntervalRange, data: [0x08, 0x00, 0x20, 0x00]),
+        ])
         let crowded = ReplicaProfile(replica).build()
         let profile = try Self.load(crowded)
-        #expect(profile.deviceName(environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"), state: [:], variables: [:]) == "Lock {1}")
+        #expect(
+            profile.deviceName(environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"), state: [:], variables: [:])
+                == "Lock {1}")
         // BlueZ 5.66 puts everything but the name in the advertising data: the unknown structure does not fit.
         #expect(!crowded.text.contains("\"0x24\""))
         #expect(crowded.report.contains { $0.contains("other AD structures (0x24) left out") })
         // bluetoothd would refuse the whole advertisement with a connection interval range in it (a real bed base).
         #expect(!crowded.text.contains("\"0x12\""))
-        #expect(crowded.report.contains { $0.contains("peripheral connection interval range structure (0x08002000) left out") }, "\(crowded.report)")
+        #expect(
+            crowded.report.contains { $0.contains("peripheral connection interval range structure (0x08002000) left out") },
+            "\(crowded.report)")
         replica.advertisingData?.structures.removeAll { $0.type == .manufacturerData }
         let roomy = ReplicaProfile(replica).build()
-        let advertised = try Self.load(roomy).advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
+        let advertised = try Self.load(roomy).advertisements(
+            variant: nil, environment: EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F"))
         #expect(advertised.first?.data == [0x24: [0xAB]])
     }
 }

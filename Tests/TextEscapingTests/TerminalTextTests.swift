@@ -26,9 +26,14 @@ import Testing
         for special in specials {
             for text in ["\u{600}\(special)", "\(special)\u{301}", "\u{600}\(special)\u{301}\u{20DD}", "e\u{301}\(special)\u{FE0F}"] {
                 let raw = { (escaped: String) in escaped.unicodeScalars.filter(TerminalText.needsEscape).map(\.value) }
-                #expect(raw(TerminalText.escaped(text)).isEmpty, "U+\(String(special.value, radix: 16)) in \(text.unicodeScalars.map(\.value))")
-                #expect(raw(TerminalText.escaped(text, limit: 100)).isEmpty, "U+\(String(special.value, radix: 16)) in \(text.unicodeScalars.map(\.value))")
-                #expect(raw(TerminalText.escapedLines(text)).allSatisfy { $0 == 0x0A }, "U+\(String(special.value, radix: 16)) in \(text.unicodeScalars.map(\.value))")
+                #expect(
+                    raw(TerminalText.escaped(text)).isEmpty, "U+\(String(special.value, radix: 16)) in \(text.unicodeScalars.map(\.value))")
+                #expect(
+                    raw(TerminalText.escaped(text, limit: 100)).isEmpty,
+                    "U+\(String(special.value, radix: 16)) in \(text.unicodeScalars.map(\.value))")
+                #expect(
+                    raw(TerminalText.escapedLines(text)).allSatisfy { $0 == 0x0A },
+                    "U+\(String(special.value, radix: 16)) in \(text.unicodeScalars.map(\.value))")
             }
         }
     }

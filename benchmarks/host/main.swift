@@ -10,8 +10,9 @@ import DBus
 import DBusTestSupport
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Options {
@@ -46,19 +47,24 @@ struct Options {
             case "--bursts": options.bursts = Int(value()) ?? options.bursts
             case "--notify-path": options.notifyPaths = value().split(separator: ",").map(String.init)
             case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
-            case "--quick": options.ops = 300; options.bursts = 2
+            case "--quick":
+                options.ops = 300
+                options.bursts = 2
             case "--log": options.log = value()
             case "--peer":
                 options.peer = value()
                 options.notifyPaths = ["properties"]
                 options.bursts = 0  // bless stops answering after a burst (benchmarks/README.md)
-            case "--": options.extra = Array(rest); rest = []
+            case "--":
+                options.extra = Array(rest)
+                rest = []
             case "-h", "--help":
-                print("""
-                gattemu-hostbench [--gattemu PATH] [--profile FILE] [--ops N] [--warmup N] [--bursts N]
-                                  [--notify-path acquire,properties] [--wrap 'CMD ARGS'] [--quick] [--log FILE]
-                                  [--peer bless|bluez-peripheral] [-- GATTEMU ARGS]
-                """)
+                print(
+                    """
+                    gattemu-hostbench [--gattemu PATH] [--profile FILE] [--ops N] [--warmup N] [--bursts N]
+                                      [--notify-path acquire,properties] [--wrap 'CMD ARGS'] [--quick] [--log FILE]
+                                      [--peer bless|bluez-peripheral] [-- GATTEMU ARGS]
+                    """)
                 exit(0)
             default: fatal("unknown argument \(argument)")
             }
@@ -77,7 +83,8 @@ func fatal(_ message: String) -> Never {
 /// utime + stime of `pid` in seconds, from /proc.
 func cpuSeconds(_ pid: pid_t) -> Double {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = text.lastIndex(of: ")") else { return 0 }
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
     let fields = text[text.index(after: close)...].split(separator: " ")
     guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -145,7 +152,10 @@ final class NotificationSink: Sendable {
             }
             return
         }
-        let target = consumed.withLock { $0 += count; return $0 }
+        let target = consumed.withLock {
+            $0 += count
+            return $0
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = signals.withLock { state -> Bool in
                 if state.arrived >= target { return true }
@@ -181,11 +191,15 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
     } else {
         // The control API is on, as by default, on a port of its own (a leftover gattemu may hold 8765).
         // The bench profile extends ../../profiles/noke-lock.json, outside its own folder.
-        arguments = options.wrap + [options.gattemu, "run", options.profile, "--allow-extends-outside", "--notify-path", notifyPath, "--control", "127.0.0.1:0"]
+        arguments =
+            options.wrap + [
+                options.gattemu, "run", options.profile, "--allow-extends-outside", "--notify-path", notifyPath, "--control", "127.0.0.1:0",
+            ]
             + options.extra
     }
     let started = ContinuousClock.now
-    let pid = spawn(arguments, environment: ["GATTEMU_BUS_ADDRESS": bus.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address], output: options.log)
+    let pid = spawn(
+        arguments, environment: ["GATTEMU_BUS_ADDRESS": bus.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address], output: options.log)
     defer {
         kill(pid, SIGTERM)
         var status: Int32 = 0
@@ -197,7 +211,9 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
     while advertisementRegistered() == nil {
         var status: Int32 = 0
         if waitpid(pid, &status, WNOHANG) == pid { fatal("\(arguments[0]) exited before it advertised; see \(options.log)") }
-        if ContinuousClock.now - started > .seconds(options.wrap.isEmpty ? 20 : 120) { fatal("\(arguments[0]) did not register an advertisement; see \(options.log)") }
+        if ContinuousClock.now - started > .seconds(options.wrap.isEmpty ? 20 : 120) {
+            fatal("\(arguments[0]) did not register an advertisement; see \(options.log)")
+        }
         try await Task.sleep(for: .milliseconds(1))
     }
     if let registered = advertisementRegistered() {
@@ -223,11 +239,14 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
     } else {
         let signalSink = NotificationSink()
         sink = signalSink
-        _ = try await standIn.connection.subscribe(to: DBusMatchRule(
-            path: tx, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { signal in
+        _ = try await standIn.connection.subscribe(
+            to: DBusMatchRule(
+                path: tx, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+        ) { signal in
             if signal.arguments.dropFirst().first?.stringKeyedDictionary?["Value"] != nil { signalSink.signalArrived() }
         }
-        _ = try await standIn.connection.call(destination: owner, path: tx, interface: StandInBluetoothd.Names.gattCharacteristic, member: "StartNotify")
+        _ = try await standIn.connection.call(
+            destination: owner, path: tx, interface: StandInBluetoothd.Names.gattCharacteristic, member: "StartNotify")
     }
 
     let command: [UInt8] = [0x7e, 0x00, 0x42] + [UInt8](repeating: 0x11, count: 17)
@@ -290,19 +309,25 @@ func measure(notifyPath: String, options: Options) async throws -> Figures {
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 let subject = options.peer.map { "peer \($0) (\(options.python))" } ?? "\(options.gattemu) \(options.profile)"
 guard FileManager.default.isExecutableFile(atPath: options.peer == nil ? options.gattemu : options.python) else {
-    fatal(options.peer == nil ? "\(options.gattemu) is missing: swift build -c release" : "\(options.python) is missing: benchmarks/bootstrap")
+    fatal(
+        options.peer == nil ? "\(options.gattemu) is missing: swift build -c release" : "\(options.python) is missing: benchmarks/bootstrap"
+    )
 }
 try? FileManager.default.removeItem(atPath: options.log)
-print("host profile: \(subject), \(options.ops) ops per loop, \(options.bursts) bursts of \(options.burstSize)"
-      + (options.wrap.isEmpty ? "" : ", under \(options.wrap.joined(separator: " "))"))
-print("| subject, notify path | start → adv registered ms | write-req CPU µs/op | write-req wall µs/op | write-cmd CPU µs/op | write-cmd wall µs/op | burst notifications/s | burst CPU µs/notification | VmHWM KiB | VmRSS KiB |")
+print(
+    "host profile: \(subject), \(options.ops) ops per loop, \(options.bursts) bursts of \(options.burstSize)"
+        + (options.wrap.isEmpty ? "" : ", under \(options.wrap.joined(separator: " "))"))
+print(
+    "| subject, notify path | start → adv registered ms | write-req CPU µs/op | write-req wall µs/op | write-cmd CPU µs/op | write-cmd wall µs/op | burst notifications/s | burst CPU µs/notification | VmHWM KiB | VmRSS KiB |"
+)
 print("|---|---|---|---|---|---|---|---|---|---|")
 for path in options.notifyPaths {
     let figures = try await measure(notifyPath: path, options: options)
     let request = figures.phases.first { $0.name == "write-req" }
     let command = figures.phases.first { $0.name == "write-cmd" }
     func f(_ value: Double?, _ digits: Int = 1) -> String { value.map { String(format: "%.\(digits)f", $0) } ?? "–" }
-    print("| \(options.peer ?? "gattemu") \(path) | \(f(figures.startMilliseconds)) | \(f(request?.cpuMicroseconds)) | \(f(request?.wallMicroseconds)) | "
-          + "\(f(command?.cpuMicroseconds)) | \(f(command?.wallMicroseconds)) | \(f(figures.burstPerSecond, 0)) | "
-          + "\(f(figures.burstCPUMicroseconds)) | \(figures.hwmKiB) | \(figures.rssKiB) |")
+    print(
+        "| \(options.peer ?? "gattemu") \(path) | \(f(figures.startMilliseconds)) | \(f(request?.cpuMicroseconds)) | \(f(request?.wallMicroseconds)) | "
+            + "\(f(command?.cpuMicroseconds)) | \(f(command?.wallMicroseconds)) | \(f(figures.burstPerSecond, 0)) | "
+            + "\(f(figures.burstCPUMicroseconds)) | \(figures.hwmKiB) | \(figures.rssKiB) |")
 }

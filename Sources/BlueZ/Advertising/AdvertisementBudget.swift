@@ -1,4 +1,3 @@
-
 /// How many bytes an advertisement takes in the legacy advertising data and scan response (31 each).
 ///
 /// Mirrors what BlueZ 5.66 and the kernel build: flags (3 bytes) in the advertising data, the local name
@@ -74,7 +73,8 @@ public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible 
             parts.append("scan response needs \(scanResponseBytes) of \(Self.legacyLimit) bytes (\(list(scanResponse)))")
         }
         if parts.isEmpty {
-            return "advertising data \(advertisingDataBytes)/\(Self.legacyLimit) bytes, scan response \(scanResponseBytes)/\(Self.legacyLimit) bytes"
+            return
+                "advertising data \(advertisingDataBytes)/\(Self.legacyLimit) bytes, scan response \(scanResponseBytes)/\(Self.legacyLimit) bytes"
         }
         return "advertisement does not fit: " + parts.joined(separator: "; ")
     }

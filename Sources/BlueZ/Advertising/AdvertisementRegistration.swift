@@ -23,7 +23,8 @@ public final class AdvertisementRegistration: Sendable {
     ) async throws(BlueZError) -> AdvertisementRegistration {
         let budget = AdvertisementBudget(advertisement)
         guard budget.fits else { throw .advertisementTooLarge(budget) }
-        let registration = AdvertisementRegistration(advertisement, adapterPath: adapter.path, stack: stack, path: path, onRelease: onRelease)
+        let registration = AdvertisementRegistration(
+            advertisement, adapterPath: adapter.path, stack: stack, path: path, onRelease: onRelease)
         do {
             try await stack.connection.export([registration.interface()], at: path, policy: stack.callerPolicy)
         } catch {
@@ -40,7 +41,10 @@ public final class AdvertisementRegistration: Sendable {
         return registration
     }
 
-    private init(_ advertisement: Advertisement, adapterPath: DBusObjectPath, stack: BlueZStack, path: DBusObjectPath, onRelease: @escaping @Sendable () -> Void) {
+    private init(
+        _ advertisement: Advertisement, adapterPath: DBusObjectPath, stack: BlueZStack, path: DBusObjectPath,
+        onRelease: @escaping @Sendable () -> Void
+    ) {
         self.path = path
         self.adapterPath = adapterPath
         self.stack = stack
@@ -49,24 +53,32 @@ public final class AdvertisementRegistration: Sendable {
     }
 
     private func interface() -> DBusInterface {
-        let names = ["Type", "LocalName", "ServiceUUIDs", "SolicitUUIDs", "ManufacturerData", "ServiceData", "Appearance",
-                     "TxPower", "Includes", "Discoverable", "MinInterval", "MaxInterval", "Duration", "Timeout", "Data"]
+        let names = [
+            "Type", "LocalName", "ServiceUUIDs", "SolicitUUIDs", "ManufacturerData", "ServiceData", "Appearance",
+            "TxPower", "Includes", "Discoverable", "MinInterval", "MaxInterval", "Duration", "Timeout", "Data",
+        ]
         let current = self.current
         let signatures: [String: DBusSignature] = [
             "Type": .string, "LocalName": .string, "ServiceUUIDs": "as", "SolicitUUIDs": "as", "ManufacturerData": "a{qv}",
             "ServiceData": "a{sv}", "Appearance": .uint16, "TxPower": .int16, "Includes": "as", "Discoverable": .boolean,
             "MinInterval": .uint32, "MaxInterval": .uint32, "Duration": .uint16, "Timeout": .uint16, "Data": "a{yv}",
         ]
-        return DBusInterface(name: BlueZNames.advertisement, methods: [
-            DBusMethod("Release") { [weak self] _ in
-                guard let self else { return [] }
-                let wasRegistered = state.withLock { state in defer { state = .released }; return state == .registered }
-                if wasRegistered { onRelease() }
-                return []
-            },
-        ], properties: names.map { name in
-            DBusProperty(name, signature: signatures[name] ?? .string, get: { current.value.properties[name] })
-        })
+        return DBusInterface(
+            name: BlueZNames.advertisement,
+            methods: [
+                DBusMethod("Release") { [weak self] _ in
+                    guard let self else { return [] }
+                    let wasRegistered = state.withLock { state in
+                        defer { state = .released }
+                        return state == .registered
+                    }
+                    if wasRegistered { onRelease() }
+                    return []
+                }
+            ],
+            properties: names.map { name in
+                DBusProperty(name, signature: signatures[name] ?? .string, get: { current.value.properties[name] })
+            })
     }
 
     public var advertisement: Advertisement { current.value }
@@ -78,14 +90,18 @@ public final class AdvertisementRegistration: Sendable {
     public func update(_ advertisement: Advertisement) async throws(BlueZError) {
         let budget = AdvertisementBudget(advertisement)
         guard budget.fits else { throw .advertisementTooLarge(budget) }
-        let old = current.withLock { current in defer { current = advertisement }; return current }
+        let old = current.withLock { current in
+            defer { current = advertisement }
+            return current
+        }
         let before = old.properties
         let after = advertisement.properties
         let changed = after.filter { before[$0.key] != $0.value }
         let removed = before.keys.filter { after[$0] == nil }.sorted()
         guard !changed.isEmpty || !removed.isEmpty else { return }
         do {
-            try await stack.connection.emitPropertiesChanged(path: path, interface: BlueZNames.advertisement, changed: changed, invalidated: removed)
+            try await stack.connection.emitPropertiesChanged(
+                path: path, interface: BlueZNames.advertisement, changed: changed, invalidated: removed)
         } catch {
             throw .call("cannot update the advertisement", error)
         }
@@ -93,7 +109,10 @@ public final class AdvertisementRegistration: Sendable {
 
     /// Unregisters it from BlueZ (if still registered) and removes the object.
     public func unregister() async {
-        let wasRegistered = state.withLock { state in defer { state = .unregistered }; return state == .registered }
+        let wasRegistered = state.withLock { state in
+            defer { state = .unregistered }
+            return state == .registered
+        }
         if wasRegistered {
             _ = try? await stack.connection.call(
                 destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.advertisingManager,

@@ -21,7 +21,8 @@ public enum CentralError: Error, Sendable, CustomStringConvertible {
         case .stack(let error):
             return error.description
         case .deviceNotFound(let query, let adapter, let scanned, let seen):
-            return "no device \(query) seen on \(adapter) within \(scanned.wholeSeconds) s (\(seen) other device\(seen == 1 ? "" : "s") seen)"
+            return
+                "no device \(query) seen on \(adapter) within \(scanned.wholeSeconds) s (\(seen) other device\(seen == 1 ? "" : "s") seen)"
         case .ambiguous(let query, let matches):
             let listed = matches.prefix(8).map { device in
                 var text = device.address?.description ?? device.path.rawValue

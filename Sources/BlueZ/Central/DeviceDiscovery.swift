@@ -50,7 +50,10 @@ public final class DeviceDiscovery: Sendable {
         try await signals.add(SubscriptionSet.interfacesAdded) { signal in
             guard let (path, properties) = signal.addedInterface(BlueZNames.device), path.isDescendant(of: adapterPath) else { return }
             state.withLock { state in
-                if state.devices[path] == nil, state.devices.count >= Self.maximumDevices { state.ignored += 1; return }
+                if state.devices[path] == nil, state.devices.count >= Self.maximumDevices {
+                    state.ignored += 1
+                    return
+                }
                 var device = state.devices[path] ?? DeviceProperties(path: path)
                 device.apply(changed: properties, invalidated: [])
                 state.devices[path] = device
@@ -83,7 +86,10 @@ public final class DeviceDiscovery: Sendable {
         state.withLock { state in
             for (path, interfaces) in objects where path.isDescendant(of: adapterPath) {
                 guard let properties = interfaces[BlueZNames.device], state.devices[path] == nil else { continue }
-                guard state.devices.count < Self.maximumDevices else { state.ignored += 1; continue }
+                guard state.devices.count < Self.maximumDevices else {
+                    state.ignored += 1
+                    continue
+                }
                 let device = DeviceProperties(path: path, properties: properties)
                 if let query, query.matches(device), !device.connected, !device.paired, !device.bonded, !device.trusted {
                     stale.append(path)
@@ -101,16 +107,23 @@ public final class DeviceDiscovery: Sendable {
         if !adapter.powered {
             do throws(BlueZError) { try await adapter.powerOn() } catch { throw .stack(error) }
         }
-        try await call(adapter.path, BlueZNames.adapter, "SetDiscoveryFilter", [.stringVariantDictionary([
-            "Transport": .string("le"), "DuplicateData": .boolean(true),
-        ])], what: "cannot set an LE discovery filter on \(adapter.name)")
+        try await call(
+            adapter.path, BlueZNames.adapter, "SetDiscoveryFilter",
+            [
+                .stringVariantDictionary([
+                    "Transport": .string("le"), "DuplicateData": .boolean(true),
+                ])
+            ], what: "cannot set an LE discovery filter on \(adapter.name)")
         try await call(adapter.path, BlueZNames.adapter, "StartDiscovery", [], what: "cannot start discovery on \(adapter.name)")
     }
 
-    private func call(_ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue], what: String) async throws(CentralError) {
+    private func call(_ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue], what: String)
+        async throws(CentralError)
+    {
         do {
             _ = try await adapter.stack.connection.call(
-                destination: BlueZNames.service, path: path, interface: interface, member: member, arguments: arguments, timeout: .seconds(10))
+                destination: BlueZNames.service, path: path, interface: interface, member: member, arguments: arguments,
+                timeout: .seconds(10))
         } catch {
             throw .call(what, error)
         }
@@ -129,7 +142,8 @@ public final class DeviceDiscovery: Sendable {
     /// Once a match is seen, discovery goes on for `settle` (within `timeout`) so that the scan response can
     /// arrive and a second device of the same name can show up: more than one match then throws
     /// ``CentralError/ambiguous(_:matches:)``; none within `timeout` throws ``CentralError/deviceNotFound(_:adapter:scanned:seen:)``.
-    public func find(_ query: DeviceQuery, timeout: Duration, settle: Duration = .seconds(2)) async throws(CentralError) -> DeviceProperties {
+    public func find(_ query: DeviceQuery, timeout: Duration, settle: Duration = .seconds(2)) async throws(CentralError) -> DeviceProperties
+    {
         let start = ContinuousClock.now
         let deadline = start + timeout
         var decideAt: ContinuousClock.Instant?
@@ -145,7 +159,9 @@ public final class DeviceDiscovery: Sendable {
             if matches.isEmpty, now >= deadline {
                 throw .deviceNotFound(query, adapter: adapter.name, scanned: now - start, seen: seenDevices.count)
             }
-            do { try await Task.sleep(for: .milliseconds(25)) } catch { throw .deviceNotFound(query, adapter: adapter.name, scanned: now - start, seen: 0) }
+            do { try await Task.sleep(for: .milliseconds(25)) } catch {
+                throw .deviceNotFound(query, adapter: adapter.name, scanned: now - start, seen: 0)
+            }
         }
     }
 

@@ -171,6 +171,8 @@ public struct DeviceProperties: Sendable, Equatable {
 
     /// Whether a `PropertiesChanged` with these keys means the device was heard advertising.
     static func isAdvertisement(_ keys: some Sequence<String>) -> Bool {
-        keys.contains { ["RSSI", "TxPower", "ManufacturerData", "ServiceData", "AdvertisingData", "AdvertisingFlags", "Name", "UUIDs"].contains($0) }
+        keys.contains {
+            ["RSSI", "TxPower", "ManufacturerData", "ServiceData", "AdvertisingData", "AdvertisingFlags", "Name", "UUIDs"].contains($0)
+        }
     }
 }

@@ -26,7 +26,8 @@ public enum DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         let prefix = name.hasSuffix("*")
         if prefix { name.removeLast() }
         guard !name.isEmpty, name.utf8.count <= Self.maximumNameBytes,
-              !name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return nil }
+            !name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        else { return nil }
         self = prefix ? .namePrefix(name) : .name(name)
     }
 

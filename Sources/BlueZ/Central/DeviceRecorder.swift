@@ -45,13 +45,18 @@ public enum DeviceRecorder {
         let advertisement = discovery.device(at: found.path) ?? found
         let forgotten = discovery.forgottenDevices
         await discovery.stop()
-        var recording = CentralRecording(adapterName: adapter.name, adapterAddress: BluetoothAddress(adapter.address), advertisement: advertisement)
+        var recording = CentralRecording(
+            adapterName: adapter.name, adapterAddress: BluetoothAddress(adapter.address), advertisement: advertisement)
         recording.notes += advertisement.discarded.map { "advertisement: \($0)" }
         if !forgotten.isEmpty {
-            recording.notes.append("forgot \(forgotten.count) cached device object\(forgotten.count == 1 ? "" : "s") before scanning, so that the advertisement is fresh")
+            recording.notes.append(
+                "forgot \(forgotten.count) cached device object\(forgotten.count == 1 ? "" : "s") before scanning, so that the advertisement is fresh"
+            )
         }
-        progress("found \(advertisement.address?.description ?? advertisement.path.rawValue)"
-                 + (advertisement.name.map { " \"\(TerminalText.escaped($0, limit: 120))\"" } ?? "") + (advertisement.rssi.map { ", \($0) dBm" } ?? ""))
+        progress(
+            "found \(advertisement.address?.description ?? advertisement.path.rawValue)"
+                + (advertisement.name.map { " \"\(TerminalText.escaped($0, limit: 120))\"" } ?? "")
+                + (advertisement.rssi.map { ", \($0) dBm" } ?? ""))
 
         let device = try await RemoteDevice.follow(advertisement, adapter: adapter)
         recording.pairedBefore = device.properties.paired
@@ -69,7 +74,8 @@ public enum DeviceRecorder {
         _ device: RemoteDevice, into recording: inout CentralRecording, options: Options, progress: Progress
     ) async throws(CentralError) {
         progress("connecting to \(device.label)")
-        recording.connectAttempt = try await device.connect(timeout: options.connectTimeout, attempts: options.connectAttempts) { attempt, reason in
+        recording.connectAttempt = try await device.connect(timeout: options.connectTimeout, attempts: options.connectAttempts) {
+            attempt, reason in
             progress("connection attempt \(attempt) (the last one failed: \(reason))")
         }
         recording.connectedAt = .now
@@ -79,18 +85,25 @@ public enum DeviceRecorder {
         recording.table = table
         recording.notes += table.notes
         let characteristics = table.characteristics
-        progress("\(table.services.count) services, \(characteristics.count) characteristics, "
-                 + "\(characteristics.reduce(0) { $0 + $1.descriptors.count }) descriptors (handles from \(table.handleSource.rawValue))")
+        progress(
+            "\(table.services.count) services, \(characteristics.count) characteristics, "
+                + "\(characteristics.reduce(0) { $0 + $1.descriptors.count }) descriptors (handles from \(table.handleSource.rawValue))")
 
         for (index, characteristic) in characteristics.enumerated() {
             try checkConnected(device, "after \(index) of \(characteristics.count) characteristics were read")
             if characteristic.properties.contains(.read) {
-                recording.reads.append(.init(target: .characteristic, read: await RemoteRead.read(
-                    characteristic.path, interface: BlueZNames.gattCharacteristic, device: device, timeout: options.readTimeout)))
+                recording.reads.append(
+                    .init(
+                        target: .characteristic,
+                        read: await RemoteRead.read(
+                            characteristic.path, interface: BlueZNames.gattCharacteristic, device: device, timeout: options.readTimeout)))
             }
             for descriptor in characteristic.descriptors {
-                recording.reads.append(.init(target: .descriptor, read: await RemoteRead.read(
-                    descriptor.path, interface: BlueZNames.gattDescriptor, device: device, timeout: options.readTimeout)))
+                recording.reads.append(
+                    .init(
+                        target: .descriptor,
+                        read: await RemoteRead.read(
+                            descriptor.path, interface: BlueZNames.gattDescriptor, device: device, timeout: options.readTimeout)))
             }
         }
         // A read that failed because the link went down is no answer of the device's.
@@ -114,7 +127,8 @@ public enum DeviceRecorder {
         recording.notifications = listener.received
         recording.droppedNotifications = listener.dropped
         if listener.dropped > 0 {
-            recording.notes.append("kept the first \(NotificationListener.maximumNotifications) notifications; \(listener.dropped) more were dropped")
+            recording.notes.append(
+                "kept the first \(NotificationListener.maximumNotifications) notifications; \(listener.dropped) more were dropped")
         }
         progress("\(listener.received.count) notification\(listener.received.count == 1 ? "" : "s") received")
     }

@@ -61,7 +61,8 @@ public final class NotificationListener: Sendable {
     ) async throws(CentralError) -> NotificationListener {
         let listener = NotificationListener(connection: stack.connection)
         let state = listener.state
-        try await listener.signals.add(SubscriptionSet.propertiesChanged(below: device, interface: BlueZNames.gattCharacteristic)) { signal in
+        try await listener.signals.add(SubscriptionSet.propertiesChanged(below: device, interface: BlueZNames.gattCharacteristic)) {
+            signal in
             guard let (changed, _) = signal.changedProperties, let value = changed["Value"]?.bytes else { return }
             let at = ContinuousClock.now
             state.withLock { state in
@@ -92,12 +93,16 @@ public final class NotificationListener: Sendable {
                     arguments: [.stringVariantDictionary([:])], timeout: .seconds(10))
                 let mtu = reply.dropFirst().first?.integer.flatMap { UInt16(exactly: $0) } ?? ATTMTU.minimum
                 let state = self.state
-                if let descriptor = reply.first?.unixFD, let socket = AcquiredSocket.adopting(
-                    descriptor, mtu: mtu, queue: queue,
-                    onPacket: { packet in
-                        let at = ContinuousClock.now
-                        state.withLock { Self.keep(&$0, Received(path: path, value: Array(packet.prefix(ATTMTU.maximumValueLength)), at: at)) }
-                    }, onClose: {}) {
+                if let descriptor = reply.first?.unixFD,
+                    let socket = AcquiredSocket.adopting(
+                        descriptor, mtu: mtu, queue: queue,
+                        onPacket: { packet in
+                            let at = ContinuousClock.now
+                            state.withLock {
+                                Self.keep(&$0, Received(path: path, value: Array(packet.prefix(ATTMTU.maximumValueLength)), at: at))
+                            }
+                        }, onClose: {})
+                {
                     sockets.withLock { $0.append(socket) }
                     state.withLock { $0.subscriptions.append(Subscription(path: path, method: .acquireNotify, at: asked)) }
                     return
@@ -116,7 +121,8 @@ public final class NotificationListener: Sendable {
         asked = .now
         do {
             _ = try await connection.call(
-                destination: BlueZNames.service, path: path, interface: BlueZNames.gattCharacteristic, member: "StartNotify", timeout: .seconds(10))
+                destination: BlueZNames.service, path: path, interface: BlueZNames.gattCharacteristic, member: "StartNotify",
+                timeout: .seconds(10))
             state.withLock { $0.subscriptions.append(Subscription(path: path, method: .startNotify, at: asked)) }
         } catch {
             let failure = RemoteGattError(error)
@@ -134,13 +140,19 @@ public final class NotificationListener: Sendable {
 
     /// Unsubscribes (`StopNotify`, closing the acquired sockets) and stops listening; what arrived stays.
     public func stop() async {
-        let started = state.withLock { state in defer { state.viaSignals = [] }; return state.subscriptions.filter { $0.method == .startNotify } }
+        let started = state.withLock { state in
+            defer { state.viaSignals = [] }
+            return state.subscriptions.filter { $0.method == .startNotify }
+        }
         for subscription in started {
             _ = try? await connection.call(
                 destination: BlueZNames.service, path: subscription.path, interface: BlueZNames.gattCharacteristic, member: "StopNotify",
                 timeout: .seconds(5))
         }
-        let open = sockets.withLock { sockets in defer { sockets = [] }; return sockets }
+        let open = sockets.withLock { sockets in
+            defer { sockets = [] }
+            return sockets
+        }
         open.forEach { $0.close() }
         await signals.cancel()
     }

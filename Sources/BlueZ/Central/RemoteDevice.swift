@@ -32,7 +32,10 @@ public final class RemoteDevice: Sendable {
             try await remote.signals.add(SubscriptionSet.interfacesRemoved) { signal in
                 guard signal.removedInterface(BlueZNames.device) == path else { return }
                 gone.withLock { $0 = true }
-                current.withLock { $0.connected = false; $0.servicesResolved = false }
+                current.withLock {
+                    $0.connected = false
+                    $0.servicesResolved = false
+                }
             }
             let reply = try await remote.adapter.stack.connection.call(
                 destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
@@ -63,14 +66,16 @@ public final class RemoteDevice: Sendable {
     /// the connection is retried: LE connection setup fails now and then on busy radios); returns the attempt
     /// that succeeded. Each attempt has `timeout` for `Connect` and as much again for the services.
     @discardableResult
-    public func connect(timeout: Duration, attempts: Int = 1, onRetry: @Sendable (Int, String) -> Void = { _, _ in }) async throws(CentralError) -> Int {
+    public func connect(timeout: Duration, attempts: Int = 1, onRetry: @Sendable (Int, String) -> Void = { _, _ in })
+        async throws(CentralError) -> Int
+    {
         var reason = "no attempt made"
         for attempt in 1...max(1, attempts) {
             if attempt > 1 { onRetry(attempt, reason) }
             do {
                 _ = try await adapter.stack.connection.call(
                     destination: BlueZNames.service, path: path, interface: BlueZNames.device, member: "Connect", timeout: timeout)
-            } catch where error.name == "org.bluez.Error.AlreadyConnected" {
+            } catch  where error.name == "org.bluez.Error.AlreadyConnected" {
                 // Connected already (by us or another client): wait for the services below.
             } catch {
                 if isGone { throw .connectFailed(address: label, reason: "bluetoothd removed the device") }
@@ -87,7 +92,8 @@ public final class RemoteDevice: Sendable {
                 if !device.connected, ContinuousClock.now >= connectedBy { break }
                 try? await Task.sleep(for: .milliseconds(25))
             }
-            reason = current.value.connected
+            reason =
+                current.value.connected
                 ? "services not resolved within \(timeout.wholeSeconds) s"
                 : "disconnected before its services were resolved"
             await disconnect(wait: .seconds(2))

@@ -92,35 +92,72 @@ public struct RemoteGattTable: Sendable, Equatable {
         let below = objects.filter { $0.key != device && $0.key.isDescendant(of: device) }.sorted { $0.key < $1.key }
         for (path, interfaces) in below {
             if let properties = interfaces[BlueZNames.gattService] {
-                guard servicesByPath.count < Limits.services else { skipped["services past \(Limits.services)", default: 0] += 1; continue }
-                guard let uuid = Self.uuid(properties) else { skipped["services without a valid UUID", default: 0] += 1; continue }
+                guard servicesByPath.count < Limits.services else {
+                    skipped["services past \(Limits.services)", default: 0] += 1
+                    continue
+                }
+                guard let uuid = Self.uuid(properties) else {
+                    skipped["services without a valid UUID", default: 0] += 1
+                    continue
+                }
                 let includes = (properties["Includes"]?.arrayElements ?? []).prefix(Limits.includes).compactMap(\.objectPath)
                 servicesByPath[path] = Service(
                     path: path, uuid: uuid, isPrimary: properties["Primary"]?.boolean ?? true,
                     handle: Self.handle(properties, path: path, prefix: "service", sources: &sources), includes: Array(includes))
             } else if let properties = interfaces[BlueZNames.gattCharacteristic] {
-                guard characteristicsByPath.count < Limits.characteristics else { skipped["characteristics past \(Limits.characteristics)", default: 0] += 1; continue }
-                guard let uuid = Self.uuid(properties) else { skipped["characteristics without a valid UUID", default: 0] += 1; continue }
-                let service = properties["Service"]?.objectPath ?? DBusObjectPath(path.rawValue.split(separator: "/").dropLast().joined(separator: "/").prefixedWithSlash)
-                characteristicsByPath[path] = (service, Characteristic(
-                    path: path, uuid: uuid, flags: Self.flags(properties),
-                    handle: Self.handle(properties, path: path, prefix: "char", sources: &sources),
-                    mtu: properties["MTU"]?.integer.flatMap { UInt16(exactly: $0) }.flatMap { (ATTMTU.minimum...ATTMTU.maximum).contains($0) ? $0 : nil }))
+                guard characteristicsByPath.count < Limits.characteristics else {
+                    skipped["characteristics past \(Limits.characteristics)", default: 0] += 1
+                    continue
+                }
+                guard let uuid = Self.uuid(properties) else {
+                    skipped["characteristics without a valid UUID", default: 0] += 1
+                    continue
+                }
+                let service =
+                    properties["Service"]?.objectPath
+                    ?? DBusObjectPath(path.rawValue.split(separator: "/").dropLast().joined(separator: "/").prefixedWithSlash)
+                characteristicsByPath[path] = (
+                    service,
+                    Characteristic(
+                        path: path, uuid: uuid, flags: Self.flags(properties),
+                        handle: Self.handle(properties, path: path, prefix: "char", sources: &sources),
+                        mtu: properties["MTU"]?.integer.flatMap { UInt16(exactly: $0) }.flatMap {
+                            (ATTMTU.minimum...ATTMTU.maximum).contains($0) ? $0 : nil
+                        })
+                )
             } else if let properties = interfaces[BlueZNames.gattDescriptor] {
-                guard descriptors.count < Limits.descriptors else { skipped["descriptors past \(Limits.descriptors)", default: 0] += 1; continue }
-                guard let uuid = Self.uuid(properties) else { skipped["descriptors without a valid UUID", default: 0] += 1; continue }
-                let characteristic = properties["Characteristic"]?.objectPath ?? DBusObjectPath(path.rawValue.split(separator: "/").dropLast().joined(separator: "/").prefixedWithSlash)
-                descriptors.append((characteristic, Descriptor(
-                    path: path, uuid: uuid, flags: Self.flags(properties),
-                    handle: Self.handle(properties, path: path, prefix: "desc", sources: &sources))))
+                guard descriptors.count < Limits.descriptors else {
+                    skipped["descriptors past \(Limits.descriptors)", default: 0] += 1
+                    continue
+                }
+                guard let uuid = Self.uuid(properties) else {
+                    skipped["descriptors without a valid UUID", default: 0] += 1
+                    continue
+                }
+                let characteristic =
+                    properties["Characteristic"]?.objectPath
+                    ?? DBusObjectPath(path.rawValue.split(separator: "/").dropLast().joined(separator: "/").prefixedWithSlash)
+                descriptors.append(
+                    (
+                        characteristic,
+                        Descriptor(
+                            path: path, uuid: uuid, flags: Self.flags(properties),
+                            handle: Self.handle(properties, path: path, prefix: "desc", sources: &sources))
+                    ))
             }
         }
         for (characteristic, descriptor) in descriptors {
-            guard characteristicsByPath[characteristic] != nil else { skipped["descriptors of no known characteristic", default: 0] += 1; continue }
+            guard characteristicsByPath[characteristic] != nil else {
+                skipped["descriptors of no known characteristic", default: 0] += 1
+                continue
+            }
             characteristicsByPath[characteristic]?.value.descriptors.append(descriptor)
         }
         for (_, entry) in characteristicsByPath.sorted(by: { $0.key < $1.key }) {
-            guard servicesByPath[entry.service] != nil else { skipped["characteristics of no known service", default: 0] += 1; continue }
+            guard servicesByPath[entry.service] != nil else {
+                skipped["characteristics of no known service", default: 0] += 1
+                continue
+            }
             var characteristic = entry.value
             characteristic.descriptors.sort { Self.order($0.handle, $0.path, $1.handle, $1.path) }
             servicesByPath[entry.service]?.characteristics.append(characteristic)
@@ -146,7 +183,9 @@ public struct RemoteGattTable: Sendable, Equatable {
 
     /// The `Handle` property when it is there and not 0, else the 4 hex digits BlueZ puts after `prefix` in the
     /// object's name.
-    private static func handle(_ properties: [String: DBusValue], path: DBusObjectPath, prefix: String, sources: inout Set<HandleSource>) -> UInt16? {
+    private static func handle(_ properties: [String: DBusValue], path: DBusObjectPath, prefix: String, sources: inout Set<HandleSource>)
+        -> UInt16?
+    {
         if let handle = properties["Handle"]?.integer.flatMap({ UInt16(exactly: $0) }), handle != 0 {
             sources.insert(.property)
             return handle
@@ -165,7 +204,7 @@ public struct RemoteGattTable: Sendable, Equatable {
     /// Handle order; objects without a handle after those with one, by path.
     private static func order(_ a: UInt16?, _ pathA: DBusObjectPath, _ b: UInt16?, _ pathB: DBusObjectPath) -> Bool {
         switch (a, b) {
-        case let (a?, b?): a != b ? a < b : pathA < pathB
+        case (let a?, let b?): a != b ? a < b : pathA < pathB
         case (.some, nil): true
         case (nil, .some): false
         case (nil, nil): pathA < pathB

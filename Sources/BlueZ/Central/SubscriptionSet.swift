@@ -20,18 +20,23 @@ final class SubscriptionSet: Sendable {
     }
 
     func cancel() async {
-        let all = subscriptions.withLock { subscriptions in defer { subscriptions = [] }; return subscriptions }
+        let all = subscriptions.withLock { subscriptions in
+            defer { subscriptions = [] }
+            return subscriptions
+        }
         for subscription in all { await subscription.cancel() }
     }
 
     /// `InterfacesAdded` from bluetoothd: the object's path and its interfaces' properties.
     static let interfacesAdded = DBusMatchRule(sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesAdded")
     /// `InterfacesRemoved` from bluetoothd.
-    static let interfacesRemoved = DBusMatchRule(sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesRemoved")
+    static let interfacesRemoved = DBusMatchRule(
+        sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesRemoved")
 
     /// `PropertiesChanged` of `interface` on `path` and the objects below it, from bluetoothd.
     static func propertiesChanged(below path: DBusObjectPath, interface: String) -> DBusMatchRule {
-        DBusMatchRule(sender: BlueZNames.service, pathNamespace: path, interface: BlueZNames.properties, member: "PropertiesChanged", arg0: interface)
+        DBusMatchRule(
+            sender: BlueZNames.service, pathNamespace: path, interface: BlueZNames.properties, member: "PropertiesChanged", arg0: interface)
     }
 }
 
@@ -39,14 +44,16 @@ extension DBusSignal {
     /// `InterfacesAdded`'s path and the properties of `interface`, when it is among the interfaces.
     func addedInterface(_ interface: String) -> (DBusObjectPath, [String: DBusValue])? {
         guard let path = arguments.first?.objectPath, case .dictionary(_, _, let interfaces)? = arguments.dropFirst().first,
-              let entry = interfaces.first(where: { $0.key.string == interface }) else { return nil }
+            let entry = interfaces.first(where: { $0.key.string == interface })
+        else { return nil }
         return (path, entry.value.stringKeyedDictionary ?? [:])
     }
 
     /// `InterfacesRemoved`'s path, when `interface` is among the removed ones.
     func removedInterface(_ interface: String) -> DBusObjectPath? {
         guard let path = arguments.first?.objectPath,
-              arguments.dropFirst().first?.arrayElements?.contains(.string(interface)) == true else { return nil }
+            arguments.dropFirst().first?.arrayElements?.contains(.string(interface)) == true
+        else { return nil }
         return path
     }
 

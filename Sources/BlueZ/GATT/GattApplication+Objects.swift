@@ -1,5 +1,5 @@
-import Dispatch
 import DBus
+import Dispatch
 import Synchronization
 
 /// The live state of one exported characteristic.
@@ -67,9 +67,15 @@ final class CharacteristicObject: Sendable {
     }
 
     func closeSockets() {
-        let all = sockets.withLock { sockets in defer { sockets = [:] }; return Array(sockets.values) }
+        let all = sockets.withLock { sockets in
+            defer { sockets = [:] }
+            return Array(sockets.values)
+        }
         all.forEach { $0.close() }
-        let writers = writeSockets.withLock { sockets in defer { sockets = [] }; return sockets }
+        let writers = writeSockets.withLock { sockets in
+            defer { sockets = [] }
+            return sockets
+        }
         writers.forEach { $0.close() }
     }
 }
@@ -90,15 +96,21 @@ extension GattApplication {
         if definition.canNotify {
             properties.append(DBusProperty("Notifying", signature: .boolean, get: { .boolean(object.notifying.withLock { $0 }) }))
             if definition.notifyPath == .acquireNotify {
-                properties.append(DBusProperty("NotifyAcquired", signature: .boolean, get: {
-                    .boolean(object.sockets.withLock { !$0.isEmpty })
-                }))
+                properties.append(
+                    DBusProperty(
+                        "NotifyAcquired", signature: .boolean,
+                        get: {
+                            .boolean(object.sockets.withLock { !$0.isEmpty })
+                        }))
             }
         }
         if definition.acquireWrite {
-            properties.append(DBusProperty("WriteAcquired", signature: .boolean, get: {
-                .boolean(object.writeSockets.withLock { !$0.isEmpty })
-            }))
+            properties.append(
+                DBusProperty(
+                    "WriteAcquired", signature: .boolean,
+                    get: {
+                        .boolean(object.writeSockets.withLock { !$0.isEmpty })
+                    }))
         }
         let hasWrite = definition.flags.contains { $0.hasSuffix("write") && !$0.hasPrefix("authenticated-signed") }
         let hasWriteWithoutResponse = definition.flags.contains("write-without-response")
@@ -122,13 +134,15 @@ extension GattApplication {
             methods += [
                 DBusMethod("StartNotify") { call in
                     await handler.subscriptionChanged(
-                        GattSubscriptionChange(characteristic: id, kind: .started, context: GattRequestContext(options: GattRequestOptions(), call: call)))
+                        GattSubscriptionChange(
+                            characteristic: id, kind: .started, context: GattRequestContext(options: GattRequestOptions(), call: call)))
                     await notifyingChanged(true)
                     return []
                 },
                 DBusMethod("StopNotify") { call in
                     await handler.subscriptionChanged(
-                        GattSubscriptionChange(characteristic: id, kind: .stopped, context: GattRequestContext(options: GattRequestOptions(), call: call)))
+                        GattSubscriptionChange(
+                            characteristic: id, kind: .stopped, context: GattRequestContext(options: GattRequestOptions(), call: call)))
                     await notifyingChanged(false)
                     return []
                 },
@@ -138,44 +152,51 @@ extension GattApplication {
                 },
             ]
             if definition.notifyPath == .acquireNotify {
-                methods.append(DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { call in
-                    let context = GattRequestContext(options: GattRequestOptions(of: call), call: call)
-                    let key = context.device?.rawValue ?? "*"
-                    let mtu = context.mtu ?? 23
-                    let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { _ in }, onClose: {
-                        let remaining = object.sockets.withLock { sockets in
-                            sockets = sockets.filter { !$0.value.isClosed }
-                            return sockets.count
+                methods.append(
+                    DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { call in
+                        let context = GattRequestContext(options: GattRequestOptions(of: call), call: call)
+                        let key = context.device?.rawValue ?? "*"
+                        let mtu = context.mtu ?? 23
+                        let (ours, theirs) = try AcquiredSocket.makePair(
+                            mtu: mtu, queue: object.queue, onPacket: { _ in },
+                            onClose: {
+                                let remaining = object.sockets.withLock { sockets in
+                                    sockets = sockets.filter { !$0.value.isClosed }
+                                    return sockets.count
+                                }
+                                Task {
+                                    if remaining == 0 { await notifyingChanged(false) }
+                                    await handler.subscriptionChanged(
+                                        GattSubscriptionChange(characteristic: id, kind: .released, context: context))
+                                }
+                            })
+                        let replaced = object.sockets.withLock { sockets in
+                            defer { sockets[key] = ours }
+                            return sockets[key]
                         }
-                        Task {
-                            if remaining == 0 { await notifyingChanged(false) }
-                            await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .released, context: context))
-                        }
+                        replaced?.close()
+                        await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .acquired, context: context))
+                        await notifyingChanged(true)
+                        return [.unixFD(theirs), .uint16(mtu)]
                     })
-                    let replaced = object.sockets.withLock { sockets in
-                        defer { sockets[key] = ours }
-                        return sockets[key]
-                    }
-                    replaced?.close()
-                    await handler.subscriptionChanged(GattSubscriptionChange(characteristic: id, kind: .acquired, context: context))
-                    await notifyingChanged(true)
-                    return [.unixFD(theirs), .uint16(mtu)]
-                })
             }
         }
         if definition.acquireWrite {
-            methods.append(DBusMethod("AcquireWrite", input: "a{sv}", output: "hq") { call in
-                let context = GattRequestContext(options: GattRequestOptions(of: call))
-                let mtu = context.mtu ?? 23
-                let (ours, theirs) = try AcquiredSocket.makePair(mtu: mtu, queue: object.queue, onPacket: { packet in
-                    let request = GattWriteRequest(
-                        attribute: attribute, value: packet, offset: 0, kind: .command, bluetoothdAnswered: true,
-                        prepareAuthorize: false, context: context)
-                    Task { try? await handler.write(request) }
-                }, onClose: {})
-                object.writeSockets.withLock { $0.append(ours) }
-                return [.unixFD(theirs), .uint16(mtu)]
-            })
+            methods.append(
+                DBusMethod("AcquireWrite", input: "a{sv}", output: "hq") { call in
+                    let context = GattRequestContext(options: GattRequestOptions(of: call))
+                    let mtu = context.mtu ?? 23
+                    let (ours, theirs) = try AcquiredSocket.makePair(
+                        mtu: mtu, queue: object.queue,
+                        onPacket: { packet in
+                            let request = GattWriteRequest(
+                                attribute: attribute, value: packet, offset: 0, kind: .command, bluetoothdAnswered: true,
+                                prepareAuthorize: false, context: context)
+                            Task { try? await handler.write(request) }
+                        }, onClose: {})
+                    object.writeSockets.withLock { $0.append(ours) }
+                    return [.unixFD(theirs), .uint16(mtu)]
+                })
         }
         return DBusInterface(name: BlueZNames.gattCharacteristic, methods: methods, properties: properties)
     }
@@ -184,16 +205,20 @@ extension GattApplication {
         let handler = self.handler
         let attribute = GattAttributeID(characteristic: characteristic, descriptor: descriptor.id)
         let value = Locked(descriptor.initialValue)
-        return DBusInterface(name: BlueZNames.gattDescriptor, methods: [
-            Self.readValueMethod(attribute, handler: handler),
-            Self.writeValueMethod(attribute, handler: handler, kind: { _, _ in .request }, stored: { written in value.withLock { $0 = written } }),
-        ], properties: [
-            .constant("UUID", .string(descriptor.uuid)),
-            .constant("Characteristic", .objectPath(parent)),
-            .constant("Flags", .strings(descriptor.flags)),
-            DBusProperty("Value", signature: .bytes, get: { .bytes(value.value) }),
-            GattApplication.handleProperty(Locked<UInt16>(descriptor.handle ?? 0)),
-        ])
+        return DBusInterface(
+            name: BlueZNames.gattDescriptor,
+            methods: [
+                Self.readValueMethod(attribute, handler: handler),
+                Self.writeValueMethod(
+                    attribute, handler: handler, kind: { _, _ in .request }, stored: { written in value.withLock { $0 = written } }),
+            ],
+            properties: [
+                .constant("UUID", .string(descriptor.uuid)),
+                .constant("Characteristic", .objectPath(parent)),
+                .constant("Flags", .strings(descriptor.flags)),
+                DBusProperty("Value", signature: .bytes, get: { .bytes(value.value) }),
+                GattApplication.handleProperty(Locked<UInt16>(descriptor.handle ?? 0)),
+            ])
     }
 
     /// `ReadValue(a{sv}) → ay`, answered by the handler.
@@ -204,7 +229,8 @@ extension GattApplication {
             case .success(let read): options = read
             case .failure(let error): throw error.dbusError
             }
-            let request = GattReadRequest(attribute: attribute, offset: options.offset, context: GattRequestContext(options: options, call: call))
+            let request = GattReadRequest(
+                attribute: attribute, offset: options.offset, context: GattRequestContext(options: options, call: call))
             do throws(GattError) {
                 return [.bytes(try await handler.read(request))]
             } catch {

@@ -1,5 +1,5 @@
-import Dispatch
 import DBus
+import Dispatch
 import Synchronization
 
 /// A GATT application registered with `org.bluez.GattManager1`: the handle of its lifetime.
@@ -23,7 +23,8 @@ public final class GattApplication: Sendable {
         path: DBusObjectPath = "/org/gattemu/app0"
     ) async throws(BlueZError) -> GattApplication {
         let application = GattApplication(
-            services: services, handler: handler, adapterPath: adapter.path, sharedSockets: adapter.sharesNotificationSockets, stack: stack, path: path)
+            services: services, handler: handler, adapterPath: adapter.path, sharedSockets: adapter.sharesNotificationSockets, stack: stack,
+            path: path)
         try await application.export(services: services)
         try await application.registerWithBlueZ()
         return application
@@ -58,18 +59,24 @@ public final class GattApplication: Sendable {
     private func export(services: [GattServiceDefinition]) async throws(BlueZError) {
         let connection = stack.connection
         let policy = stack.callerPolicy
-        let servicePaths = Dictionary(uniqueKeysWithValues: services.enumerated().map { ($0.element.id, path.appending("service\($0.offset)")) })
+        let servicePaths = Dictionary(
+            uniqueKeysWithValues: services.enumerated().map { ($0.element.id, path.appending("service\($0.offset)")) })
         do {
             for (serviceIndex, service) in services.enumerated() {
                 let servicePath = path.appending("service\(serviceIndex)")
                 let includes = service.includes.compactMap { servicePaths[$0] }
                 let handle = serviceHandles[service.id] ?? Locked<UInt16>(service.handle ?? 0)
-                try await connection.export([DBusInterface(name: BlueZNames.gattService, properties: [
-                    .constant("UUID", .string(service.uuid)),
-                    .constant("Primary", .boolean(service.primary)),
-                    .constant("Includes", .objectPaths(includes)),
-                    Self.handleProperty(handle),
-                ])], at: servicePath, policy: policy)
+                try await connection.export(
+                    [
+                        DBusInterface(
+                            name: BlueZNames.gattService,
+                            properties: [
+                                .constant("UUID", .string(service.uuid)),
+                                .constant("Primary", .boolean(service.primary)),
+                                .constant("Includes", .objectPaths(includes)),
+                                Self.handleProperty(handle),
+                            ])
+                    ], at: servicePath, policy: policy)
                 for definition in service.characteristics {
                     guard let object = characteristics[definition.id] else { continue }
                     try await connection.export([characteristicInterface(object)], at: object.path, policy: policy)
@@ -100,7 +107,10 @@ public final class GattApplication: Sendable {
 
     /// Unregisters from BlueZ (when still registered) and removes the exported objects.
     public func unregister() async {
-        let wasRegistered = registered.withLock { registered in defer { registered = false }; return registered }
+        let wasRegistered = registered.withLock { registered in
+            defer { registered = false }
+            return registered
+        }
         if wasRegistered {
             _ = try? await stack.connection.call(
                 destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
@@ -137,7 +147,8 @@ public final class GattApplication: Sendable {
 
     /// Stores `value` and writes it to the acquired notification sockets at once, without suspending;
     /// nil when no socket is open (then ``notify(_:value:central:)`` sends `PropertiesChanged`).
-    public func notifyOnSockets(_ characteristic: String, value: [UInt8], central: String? = nil) throws(GattError) -> NotificationDelivery? {
+    public func notifyOnSockets(_ characteristic: String, value: [UInt8], central: String? = nil) throws(GattError) -> NotificationDelivery?
+    {
         guard let object = characteristics[characteristic] else { throw .notSupported }
         object.value.withLock { $0 = value }
         return object.sendOnSockets(value, central: central)
@@ -166,9 +177,11 @@ public final class GattApplication: Sendable {
 
     /// The ATT handle BlueZ assigned (0 until it does); BlueZ writes it back through `Set`.
     static func handleProperty(_ handle: Locked<UInt16>) -> DBusProperty {
-        DBusProperty("Handle", signature: .uint16, get: { .uint16(handle.value) }, set: { value in
-            if case .uint16(let assigned) = value { handle.withLock { $0 = assigned } }
-        })
+        DBusProperty(
+            "Handle", signature: .uint16, get: { .uint16(handle.value) },
+            set: { value in
+                if case .uint16(let assigned) = value { handle.withLock { $0 = assigned } }
+            })
     }
 }
 

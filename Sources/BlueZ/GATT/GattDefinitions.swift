@@ -10,8 +10,10 @@ public struct GattServiceDefinition: Sendable, Equatable {
     /// The handle to ask BlueZ for (the service declaration's); nil: BlueZ chooses.
     public var handle: UInt16?
 
-    public init(id: String, uuid: String, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
-                handle: UInt16? = nil) {
+    public init(
+        id: String, uuid: String, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
+        handle: UInt16? = nil
+    ) {
         self.id = id
         self.uuid = uuid
         self.primary = primary
@@ -27,7 +29,11 @@ public struct GattServiceDefinition: Sendable, Equatable {
         copy.characteristics = characteristics.map { characteristic in
             var copy = characteristic
             copy.handle = nil
-            copy.descriptors = characteristic.descriptors.map { var descriptor = $0; descriptor.handle = nil; return descriptor }
+            copy.descriptors = characteristic.descriptors.map {
+                var descriptor = $0
+                descriptor.handle = nil
+                return descriptor
+            }
             return copy
         }
         return copy

@@ -207,7 +207,8 @@ public enum BlueZDevicePath {
             guard bytes.count >= 22, bytes[bytes.count - 22] == UInt8(ascii: "/") else { return nil }
             let last = UnsafeBufferPointer(rebasing: bytes[(bytes.count - 21)...])
             guard last[0] == UInt8(ascii: "d"), last[1] == UInt8(ascii: "e"), last[2] == UInt8(ascii: "v"),
-                  last[3] == UInt8(ascii: "_") else { return nil }
+                last[3] == UInt8(ascii: "_")
+            else { return nil }
             return String(unsafeUninitializedCapacity: 17) { address in
                 for index in 0..<17 {
                     let byte = last[4 + index]

@@ -1,8 +1,9 @@
-import Dispatch
 import DBus
+import Dispatch
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Our end of a socket pair handed to bluetoothd by `AcquireNotify` or `AcquireWrite`.
@@ -103,7 +104,10 @@ final class AcquiredSocket: @unchecked Sendable {
     var isClosed: Bool { state.withLock { $0.closed || $0.released } }
 
     func close() {
-        let first = state.withLock { state in defer { state.closed = true }; return !state.closed }
+        let first = state.withLock { state in
+            defer { state.closed = true }
+            return !state.closed
+        }
         if first { source.cancel() }
     }
 }

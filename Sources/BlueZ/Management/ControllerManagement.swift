@@ -11,7 +11,9 @@ public struct ControllerManagement: Sendable {
 
     /// The controller behind an adapter named `hciN`; nil for any other name.
     public init?(adapterName: String) {
-        guard adapterName.hasPrefix("hci"), let index = UInt16(adapterName.dropFirst(3)), String(index) == adapterName.dropFirst(3) else { return nil }
+        guard adapterName.hasPrefix("hci"), let index = UInt16(adapterName.dropFirst(3)), String(index) == adapterName.dropFirst(3) else {
+            return nil
+        }
         self.index = index
     }
 
@@ -49,8 +51,12 @@ public struct ControllerManagement: Sendable {
 
     public func information() async throws(ManagementError) -> Information {
         let index = index
-        let parameters = try await Self.offLoop { () throws(ManagementError) in try ManagementSocket.send(.readControllerInformation, index: index) }
-        guard let information = Information(parameters) else { throw .unavailable("Read Controller Information: answer too short (\(parameters.count) bytes)") }
+        let parameters = try await Self.offLoop { () throws(ManagementError) in
+            try ManagementSocket.send(.readControllerInformation, index: index)
+        }
+        guard let information = Information(parameters) else {
+            throw .unavailable("Read Controller Information: answer too short (\(parameters.count) bytes)")
+        }
         return information
     }
 
@@ -60,7 +66,9 @@ public struct ControllerManagement: Sendable {
         if let irk, irk.count != 16 { throw .refused("an identity resolving key has 16 bytes, not \(irk.count)") }
         let index = index
         let parameters = [irk == nil ? 0x00 : 0x01] + (irk ?? [UInt8](repeating: 0, count: 16))
-        _ = try await Self.offLoop { () throws(ManagementError) in try ManagementSocket.send(.setPrivacy, index: index, parameters: parameters) }
+        _ = try await Self.offLoop { () throws(ManagementError) in
+            try ManagementSocket.send(.setPrivacy, index: index, parameters: parameters)
+        }
     }
 
     /// Sets the controller's LE Secure Connections mode (`Set Secure Connections`; the kernel's SMP then offers or
@@ -86,7 +94,8 @@ public struct ControllerManagement: Sendable {
         }
     }
 
-    private static func offLoop(_ work: @escaping @Sendable () throws(ManagementError) -> [UInt8]) async throws(ManagementError) -> [UInt8] {
+    private static func offLoop(_ work: @escaping @Sendable () throws(ManagementError) -> [UInt8]) async throws(ManagementError) -> [UInt8]
+    {
         let result = await Task.detached { () -> Result<[UInt8], ManagementError> in
             do throws(ManagementError) { return .success(try work()) } catch { return .failure(error) }
         }.value

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One command on the kernel's Bluetooth management channel (mgmt, `HCI_CHANNEL_CONTROL`): the interface
@@ -34,7 +34,9 @@ enum ManagementSocket {
 
     /// Sends `opcode` for controller `index` with `parameters`; returns the return parameters of its Command
     /// Complete event.
-    static func send(_ opcode: Opcode, index: UInt16, parameters: [UInt8] = [], timeout: Duration = .seconds(3)) throws(ManagementError) -> [UInt8] {
+    static func send(_ opcode: Opcode, index: UInt16, parameters: [UInt8] = [], timeout: Duration = .seconds(3)) throws(ManagementError)
+        -> [UInt8]
+    {
         let descriptor = socket(31 /* AF_BLUETOOTH */, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 1 /* BTPROTO_HCI */)
         guard descriptor >= 0 else { throw .unavailable("cannot open a Bluetooth management socket: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
@@ -112,7 +114,8 @@ public enum ManagementError: Error, Sendable, Equatable, CustomStringConvertible
         case .refused(let reason): reason
         case .status(let command, let status):
             switch status {
-            case 0x14: "\(command): permission denied — changing a controller through the kernel's management interface needs CAP_NET_ADMIN (run gattemu as root)"
+            case 0x14:
+                "\(command): permission denied — changing a controller through the kernel's management interface needs CAP_NET_ADMIN (run gattemu as root)"
             case 0x0B: "\(command): rejected by the kernel (is the adapter still powered?)"
             case 0x0C: "\(command): not supported by this controller"
             case 0x0D: "\(command): invalid parameters"

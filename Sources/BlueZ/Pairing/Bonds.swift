@@ -17,7 +17,8 @@ extension Adapter {
     public func pairedCentrals() async throws(BlueZError) -> [PairedCentral] {
         try await stack.managedObjects().compactMap { path, interfaces -> PairedCentral? in
             guard path.isDescendant(of: self.path), let device = interfaces[BlueZNames.device],
-                  device["Paired"]?.boolean == true, let address = BlueZDevicePath.address(of: path) else { return nil }
+                device["Paired"]?.boolean == true, let address = BlueZDevicePath.address(of: path)
+            else { return nil }
             return PairedCentral(
                 address: address, bonded: device["Bonded"]?.boolean ?? true, connected: device["Connected"]?.boolean ?? false,
                 addressType: device["AddressType"]?.string ?? "public")

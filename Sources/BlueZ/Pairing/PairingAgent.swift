@@ -24,7 +24,9 @@ public final class PairingAgent: Sendable {
         path: DBusObjectPath = "/org/gattemu/agent"
     ) async throws(BlueZError) -> PairingAgent {
         guard let name = capability.name else {
-            throw .call("cannot register a pairing agent", .named("org.bluez.Error.InvalidArguments", message: "reserved IO capability \(capability.rawValue)"))
+            throw .call(
+                "cannot register a pairing agent",
+                .named("org.bluez.Error.InvalidArguments", message: "reserved IO capability \(capability.rawValue)"))
         }
         let agent = PairingAgent(path: path, capability: capability, stack: stack)
         do {
@@ -62,7 +64,10 @@ public final class PairingAgent: Sendable {
 
     /// Unregisters the agent (when bluetoothd still has it) and removes the object.
     public func unregister() async {
-        let was = registered.withLock { value in defer { value = false }; return value }
+        let was = registered.withLock { value in
+            defer { value = false }
+            return value
+        }
         if was {
             _ = try? await stack.connection.call(
                 destination: BlueZNames.service, path: Self.managerPath, interface: Self.managerInterface,
@@ -101,51 +106,53 @@ public final class PairingAgent: Sendable {
 
     private func interface(_ handler: any PairingHandler) -> DBusInterface {
         let rejected = DBusError.named("org.bluez.Error.Rejected", message: "Rejected")
-        return DBusInterface(name: Self.agentInterface, methods: [
-            DBusMethod("Release") { [weak self] call in
-                call.begin()
-                self?.registered.withLock { $0 = false }
-                await handler.pairingCancelled(released: true)
-                return []
-            },
-            DBusMethod("Cancel") { call in
-                call.begin()
-                await handler.pairingCancelled(released: false)
-                return []
-            },
-            DBusMethod("RequestPinCode", input: "o", output: "s") { call in
-                _ = await handler.answer(.pinCode(central: try Self.request(call).central))
-                throw rejected
-            },
-            DBusMethod("DisplayPinCode", input: "os") { call in
-                _ = await handler.answer(.pinCode(central: try Self.request(call).central))
-                throw rejected
-            },
-            DBusMethod("RequestPasskey", input: "o", output: "u") { call in
-                let answer = await handler.answer(.passkeyEntry(central: try Self.request(call).central))
-                if case .accept = answer { throw rejected }
-                return try Self.reply(answer)
-            },
-            DBusMethod("DisplayPasskey", input: "ouq") { call in
-                let (central, arguments) = try Self.request(call)
-                let passkey = try Self.passkey(arguments.dropFirst().first)
-                let entered = arguments.dropFirst(2).first?.integer.map { UInt16(clamping: $0) } ?? 0
-                _ = await handler.answer(.passkeyDisplay(central: central, passkey: passkey, entered: entered))
-                return []
-            },
-            DBusMethod("RequestConfirmation", input: "ou") { call in
-                let (central, arguments) = try Self.request(call)
-                let passkey = try Self.passkey(arguments.dropFirst().first)
-                return try Self.reply(await handler.answer(.confirmation(central: central, passkey: passkey)))
-            },
-            DBusMethod("RequestAuthorization", input: "o") { call in
-                try Self.reply(await handler.answer(.authorization(central: try Self.request(call).central)))
-            },
-            DBusMethod("AuthorizeService", input: "os") { call in
-                let (central, arguments) = try Self.request(call)
-                let uuid = arguments.dropFirst().first?.string ?? ""
-                return try Self.reply(await handler.answer(.service(central: central, uuid: String(uuid.prefix(64)))))
-            },
-        ])
+        return DBusInterface(
+            name: Self.agentInterface,
+            methods: [
+                DBusMethod("Release") { [weak self] call in
+                    call.begin()
+                    self?.registered.withLock { $0 = false }
+                    await handler.pairingCancelled(released: true)
+                    return []
+                },
+                DBusMethod("Cancel") { call in
+                    call.begin()
+                    await handler.pairingCancelled(released: false)
+                    return []
+                },
+                DBusMethod("RequestPinCode", input: "o", output: "s") { call in
+                    _ = await handler.answer(.pinCode(central: try Self.request(call).central))
+                    throw rejected
+                },
+                DBusMethod("DisplayPinCode", input: "os") { call in
+                    _ = await handler.answer(.pinCode(central: try Self.request(call).central))
+                    throw rejected
+                },
+                DBusMethod("RequestPasskey", input: "o", output: "u") { call in
+                    let answer = await handler.answer(.passkeyEntry(central: try Self.request(call).central))
+                    if case .accept = answer { throw rejected }
+                    return try Self.reply(answer)
+                },
+                DBusMethod("DisplayPasskey", input: "ouq") { call in
+                    let (central, arguments) = try Self.request(call)
+                    let passkey = try Self.passkey(arguments.dropFirst().first)
+                    let entered = arguments.dropFirst(2).first?.integer.map { UInt16(clamping: $0) } ?? 0
+                    _ = await handler.answer(.passkeyDisplay(central: central, passkey: passkey, entered: entered))
+                    return []
+                },
+                DBusMethod("RequestConfirmation", input: "ou") { call in
+                    let (central, arguments) = try Self.request(call)
+                    let passkey = try Self.passkey(arguments.dropFirst().first)
+                    return try Self.reply(await handler.answer(.confirmation(central: central, passkey: passkey)))
+                },
+                DBusMethod("RequestAuthorization", input: "o") { call in
+                    try Self.reply(await handler.answer(.authorization(central: try Self.request(call).central)))
+                },
+                DBusMethod("AuthorizeService", input: "os") { call in
+                    let (central, arguments) = try Self.request(call)
+                    let uuid = arguments.dropFirst().first?.string ?? ""
+                    return try Self.reply(await handler.answer(.service(central: central, uuid: String(uuid.prefix(64)))))
+                },
+            ])
     }
 }

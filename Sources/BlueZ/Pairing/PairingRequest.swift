@@ -21,7 +21,8 @@ public enum PairingRequest: Sendable, Equatable, CustomStringConvertible {
     public var central: String {
         switch self {
         case .authorization(let central), .confirmation(let central, _), .passkeyEntry(let central),
-             .passkeyDisplay(let central, _, _), .pinCode(let central), .service(let central, _): central
+            .passkeyDisplay(let central, _, _), .pinCode(let central), .service(let central, _):
+            central
         }
     }
 
@@ -30,7 +31,8 @@ public enum PairingRequest: Sendable, Equatable, CustomStringConvertible {
         case .authorization: "just works"
         case .confirmation(_, let passkey): "numeric comparison \(Passkey.digits(passkey))"
         case .passkeyEntry: "passkey entry (gattemu types)"
-        case .passkeyDisplay(_, let passkey, let entered): "passkey \(Passkey.digits(passkey)) displayed" + (entered > 0 ? ", \(entered) typed" : "")
+        case .passkeyDisplay(_, let passkey, let entered):
+            "passkey \(Passkey.digits(passkey)) displayed" + (entered > 0 ? ", \(entered) typed" : "")
         case .pinCode: "PIN code (classic)"
         case .service(_, let uuid): "service \(uuid)"
         }

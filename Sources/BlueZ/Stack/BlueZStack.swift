@@ -67,7 +67,7 @@ public final class BlueZStack: Sendable {
         do {
             reply = try await connection.call(
                 destination: BlueZNames.service, path: .root, interface: BlueZNames.objectManager, member: "GetManagedObjects")
-        } catch where error.name == DBusError.Name.serviceUnknown || error.name == DBusError.Name.nameHasNoOwner {
+        } catch  where error.name == DBusError.Name.serviceUnknown || error.name == DBusError.Name.nameHasNoOwner {
             throw .bluetoothdNotRunning
         } catch {
             throw .call("cannot list bluetoothd's objects", error)
@@ -78,7 +78,9 @@ public final class BlueZStack: Sendable {
     /// The adapters bluetoothd knows, sorted by name.
     public func adapters() async throws(BlueZError) -> [Adapter] {
         try await managedObjects().compactMap { path, interfaces in
-            interfaces[BlueZNames.adapter].map { Adapter(stack: self, path: path, adapterProperties: $0, advertisingProperties: interfaces[BlueZNames.advertisingManager]) }
+            interfaces[BlueZNames.adapter].map {
+                Adapter(stack: self, path: path, adapterProperties: $0, advertisingProperties: interfaces[BlueZNames.advertisingManager])
+            }
         }.sorted { $0.name < $1.name }
     }
 

@@ -20,7 +20,9 @@ public final class CentralWatcher: Sendable {
     public var connectedCentrals: [String] { connected.value.sorted() }
 
     /// Starts watching `adapter`; `handler` runs on the bus thread, in order, and must not block.
-    public static func watch(adapter: Adapter, stack: BlueZStack, handler: @escaping @Sendable (CentralEvent) -> Void) async throws(BlueZError) -> CentralWatcher {
+    public static func watch(adapter: Adapter, stack: BlueZStack, handler: @escaping @Sendable (CentralEvent) -> Void)
+        async throws(BlueZError) -> CentralWatcher
+    {
         let connected = Locked<Set<String>>([])
         let update: @Sendable (DBusObjectPath, Bool) -> Void = { path, isConnected in
             guard let address = BlueZDevicePath.address(of: path) else { return }
@@ -32,27 +34,38 @@ public final class CentralWatcher: Sendable {
         let connection = stack.connection
         // The three match rules are independent: added at once, one round trip instead of three. The
         // connected devices are listed once all three are in place, so no connection falls in between.
-        async let connections = Self.subscription(connection, DBusMatchRule(
-            sender: BlueZNames.service, pathNamespace: adapter.path, interface: BlueZNames.properties, member: "PropertiesChanged",
-            arg0: BlueZNames.device)) { signal in
+        async let connections = Self.subscription(
+            connection,
+            DBusMatchRule(
+                sender: BlueZNames.service, pathNamespace: adapter.path, interface: BlueZNames.properties, member: "PropertiesChanged",
+                arg0: BlueZNames.device)
+        ) { signal in
             guard let changed = signal.arguments.dropFirst().first?.stringKeyedDictionary else { return }
             if changed["Paired"]?.boolean == true, let address = BlueZDevicePath.address(of: signal.path) {
                 handler(.paired(address: address))
             }
             if let isConnected = changed["Connected"]?.boolean { update(signal.path, isConnected) }
         }
-        async let additions = Self.subscription(connection, DBusMatchRule(
-            sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesAdded")) { signal in
+        async let additions = Self.subscription(
+            connection,
+            DBusMatchRule(
+                sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesAdded")
+        ) { signal in
             guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
-                  case .dictionary(_, _, let interfaces)? = signal.arguments.dropFirst().first else { return }
+                case .dictionary(_, _, let interfaces)? = signal.arguments.dropFirst().first
+            else { return }
             for entry in interfaces where entry.key.string == BlueZNames.device {
                 if entry.value.stringKeyedDictionary?["Connected"]?.boolean == true { update(path, true) }
             }
         }
-        async let removals = Self.subscription(connection, DBusMatchRule(
-            sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesRemoved")) { signal in
+        async let removals = Self.subscription(
+            connection,
+            DBusMatchRule(
+                sender: BlueZNames.service, interface: BlueZNames.objectManager, member: "InterfacesRemoved")
+        ) { signal in
             guard let path = signal.arguments.first?.objectPath, path.isDescendant(of: adapter.path),
-                  signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.device)) == true else { return }
+                signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.device)) == true
+            else { return }
             update(path, false)
         }
         let results = await [connections, additions, removals]
@@ -89,7 +102,10 @@ public final class CentralWatcher: Sendable {
     }
 
     public func cancel() async {
-        let all = subscriptions.withLock { subscriptions in defer { subscriptions = [] }; return subscriptions }
+        let all = subscriptions.withLock { subscriptions in
+            defer { subscriptions = [] }
+            return subscriptions
+        }
         for subscription in all { await subscription.cancel() }
     }
 }

@@ -27,7 +27,9 @@ extension ATTMessage {
             guard !cursor.isAtEnd, cursor.remaining % (2 + size) == 0 else { return nil }
             var entries: [HandleUUID] = []
             while !cursor.isAtEnd {
-                guard let handle = cursor.u16le(), let wire = cursor.take(size), let uuid = BluetoothUUID(littleEndian: wire) else { return nil }
+                guard let handle = cursor.u16le(), let wire = cursor.take(size), let uuid = BluetoothUUID(littleEndian: wire) else {
+                    return nil
+                }
                 entries.append(HandleUUID(handle: handle, uuid: uuid))
             }
             return .findInformationResponse(entries)
@@ -41,7 +43,8 @@ extension ATTMessage {
             return .findByTypeValueResponse(ranges)
         case .readByTypeRequest, .readByGroupTypeRequest:
             guard let range = range(&cursor), cursor.remaining == 2 || cursor.remaining == 16,
-                  let uuid = BluetoothUUID(littleEndian: cursor.rest()) else { return nil }
+                let uuid = BluetoothUUID(littleEndian: cursor.rest())
+            else { return nil }
             return opcode == .readByTypeRequest ? .readByTypeRequest(range, type: uuid) : .readByGroupTypeRequest(range, type: uuid)
         case .readByTypeResponse:
             guard let length = cursor.u8(), length >= 2, !cursor.isAtEnd, cursor.remaining % Int(length) == 0 else { return nil }
@@ -55,7 +58,8 @@ extension ATTMessage {
             guard let length = cursor.u8(), length >= 4, !cursor.isAtEnd, cursor.remaining % Int(length) == 0 else { return nil }
             var entries: [GroupValue] = []
             while !cursor.isAtEnd {
-                let handle = cursor.u16le()!, end = cursor.u16le()!
+                let handle = cursor.u16le()!
+                let end = cursor.u16le()!
                 entries.append(GroupValue(handle: handle, endGroupHandle: end, value: Array(cursor.take(Int(length) - 4)!)))
             }
             return .readByGroupTypeResponse(entries)
@@ -98,8 +102,9 @@ extension ATTMessage {
         case .prepareWriteRequest, .prepareWriteResponse:
             guard let handle = cursor.u16le(), let offset = cursor.u16le() else { return nil }
             let value = Array(cursor.rest())
-            return opcode == .prepareWriteRequest ? .prepareWriteRequest(handle: handle, offset: offset, value: value)
-                                                  : .prepareWriteResponse(handle: handle, offset: offset, value: value)
+            return opcode == .prepareWriteRequest
+                ? .prepareWriteRequest(handle: handle, offset: offset, value: value)
+                : .prepareWriteResponse(handle: handle, offset: offset, value: value)
         case .executeWriteRequest:
             guard let flags = cursor.u8(), cursor.isAtEnd else { return nil }
             return .executeWriteRequest(flags: flags)

@@ -74,16 +74,20 @@ public enum ATTMessage: Sendable, Hashable {
         /// The value as a characteristic declaration (type 0x2803): properties, value handle, UUID.
         public var characteristicDeclaration: CharacteristicDeclaration? {
             guard value.count == 5 || value.count == 19, let uuid = BluetoothUUID(littleEndian: value[3...]) else { return nil }
-            return CharacteristicDeclaration(handle: handle, properties: CharacteristicProperties(rawValue: value[0]),
-                                             valueHandle: UInt16(value[1]) | UInt16(value[2]) << 8, uuid: uuid)
+            return CharacteristicDeclaration(
+                handle: handle, properties: CharacteristicProperties(rawValue: value[0]),
+                valueHandle: UInt16(value[1]) | UInt16(value[2]) << 8, uuid: uuid)
         }
 
         /// The value as an include declaration (type 0x2802): service handle range and, for 16-bit UUIDs, the UUID.
         public var includeDeclaration: IncludeDeclaration? {
             guard value.count == 4 || value.count == 6 else { return nil }
-            return IncludeDeclaration(handle: handle, serviceRange: HandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8,
-                                                                                end: UInt16(value[2]) | UInt16(value[3]) << 8),
-                                      uuid: value.count == 6 ? BluetoothUUID(littleEndian: value[4...]) : nil)
+            return IncludeDeclaration(
+                handle: handle,
+                serviceRange: HandleRange(
+                    start: UInt16(value[0]) | UInt16(value[1]) << 8,
+                    end: UInt16(value[2]) | UInt16(value[3]) << 8),
+                uuid: value.count == 6 ? BluetoothUUID(littleEndian: value[4...]) : nil)
         }
     }
 

@@ -18,8 +18,10 @@ public struct ATTPDU: Sendable, Hashable {
     /// Everything after the opcode (for a signed write, the signature included).
     public var parameters: [UInt8]
 
-    public init(frame: Int, firstFrame: Int, timestamp: Int64?, connection: Int, sender: HCIDirection, direction: LinkDirection,
-                channel: UInt16, opcode: ATTOpcode, parameters: [UInt8]) {
+    public init(
+        frame: Int, firstFrame: Int, timestamp: Int64?, connection: Int, sender: HCIDirection, direction: LinkDirection,
+        channel: UInt16, opcode: ATTOpcode, parameters: [UInt8]
+    ) {
         self.frame = frame
         self.firstFrame = firstFrame
         self.timestamp = timestamp

@@ -24,12 +24,14 @@ struct ATTPairing {
         case .response, .confirmation:
             let key = Key(connection: pdu.connection, requester: pdu.sender.opposite, indication: pdu.opcode.kind == .confirmation)
             guard let request = outstanding[key] else {
-                return .unmatchedResponse(opcode: pdu.opcode.rawValue, "answers no outstanding \(key.indication ? "indication" : "request")")
+                return .unmatchedResponse(
+                    opcode: pdu.opcode.rawValue, "answers no outstanding \(key.indication ? "indication" : "request")")
             }
             if pdu.opcode == .errorResponse {
                 guard let named = pdu.parameters.first, named == request.opcode.rawValue else {
-                    return .unmatchedResponse(opcode: pdu.opcode.rawValue,
-                                              "names request 0x\(Hex.byte(pdu.parameters.first ?? 0)), but 0x\(Hex.byte(request.opcode.rawValue)) is outstanding")
+                    return .unmatchedResponse(
+                        opcode: pdu.opcode.rawValue,
+                        "names request 0x\(Hex.byte(pdu.parameters.first ?? 0)), but 0x\(Hex.byte(request.opcode.rawValue)) is outstanding")
                 }
                 outstanding[key] = nil
                 let code = pdu.parameters.count >= 4 ? ATTErrorCode(rawValue: pdu.parameters[3]) : ATTErrorCode(rawValue: 0)
@@ -37,7 +39,8 @@ struct ATTPairing {
                 return nil
             }
             guard key.indication || request.opcode.response == pdu.opcode else {
-                return .unmatchedResponse(opcode: pdu.opcode.rawValue, "does not answer the outstanding \(request.opcode) (frame \(request.frame))")
+                return .unmatchedResponse(
+                    opcode: pdu.opcode.rawValue, "does not answer the outstanding \(request.opcode) (frame \(request.frame))")
             }
             outstanding[key] = nil
             emit(ATTTransaction(request: request, response: pdu, outcome: .answered))

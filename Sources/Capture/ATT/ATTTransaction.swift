@@ -43,7 +43,9 @@ extension ATTTransaction {
 
     /// An answered Read By Type for 0x2803: the characteristic declarations it returned.
     public var characteristicDeclarations: [ATTMessage.CharacteristicDeclaration] {
-        guard outcome == .answered, requestedType == .characteristic, case .readByTypeResponse(let entries)? = response?.message else { return [] }
+        guard outcome == .answered, requestedType == .characteristic, case .readByTypeResponse(let entries)? = response?.message else {
+            return []
+        }
         return entries.compactMap(\.characteristicDeclaration)
     }
 

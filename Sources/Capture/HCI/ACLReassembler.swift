@@ -51,7 +51,9 @@ struct ACLReassembler {
             let expected = Self.expectedLength(data)
             if data.count == expected { return (Complete(bytes: data, firstFrame: frame), problems) }
             if data.count > expected {
-                return (nil, problems.isEmpty ? [.oversizeFragment(handle: stream.handle, expected: expected, received: data.count)] : problems)
+                return (
+                    nil, problems.isEmpty ? [.oversizeFragment(handle: stream.handle, expected: expected, received: data.count)] : problems
+                )
             }
             return (nil, problems + store(Pending(bytes: Array(data), expected: expected, firstFrame: frame), on: stream))
         }

@@ -16,7 +16,8 @@ struct AdvertisingAssembler {
     /// Adds a report with its extended data status (0 complete, 1 more to come, 2 truncated); returns the
     /// whole report once its last fragment is in.
     mutating func add(_ report: AdvertisingReport, status: UInt8) -> AdvertisingReport? {
-        let key = Key(controller: report.controller, address: report.address, sid: report.advertisingSID, scanResponse: report.isScanResponse)
+        let key = Key(
+            controller: report.controller, address: report.address, sid: report.advertisingSID, scanResponse: report.isScanResponse)
         var whole = report
         if let earlier = pending.removeValue(forKey: key) {
             whole.data = earlier.data + report.data

@@ -7,7 +7,9 @@ extension CaptureDecoder {
     mutating func decodeACL(_ record: HCIRecord, controller: UInt16, moment: CaptureMoment) {
         var cursor = ByteCursor(record.payload)
         guard let word = cursor.u16le(), let length = cursor.u16le() else {
-            if !record.isTruncated { report(.shortPacket(what: "ACL header", needed: 4, available: record.payload.count), frame: moment.frame) }
+            if !record.isTruncated {
+                report(.shortPacket(what: "ACL header", needed: 4, available: record.payload.count), frame: moment.frame)
+            }
             return
         }
         let handle = word & 0x0FFF
@@ -39,7 +41,9 @@ extension CaptureDecoder {
         }
         let (complete, problems) = reassembler.add(data, boundary: boundary, stream: stream, frame: moment.frame)
         for problem in problems {
-            if case .reassemblyLimit = problem { note(.reassemblyLimited(streams: ACLReassembler.streamLimit, bytes: ACLReassembler.byteLimit)) }
+            if case .reassemblyLimit = problem {
+                note(.reassemblyLimited(streams: ACLReassembler.streamLimit, bytes: ACLReassembler.byteLimit))
+            }
             report(problem, frame: moment.frame)
         }
         guard let complete else { return }
@@ -62,8 +66,11 @@ extension CaptureDecoder {
         case (.le, L2CAPChannel.smp):
             let message = SMPMessage(information)
             if case .malformed(let code, let reason) = message { report(.malformedSMP(code: code, reason), frame: moment.frame) }
-            pending.append(.smp(SMPPDU(frame: moment.frame, timestamp: moment.timestamp, connection: connection.id, sender: sender,
-                                       direction: direction(connection, sender), message: message)))
+            pending.append(
+                .smp(
+                    SMPPDU(
+                        frame: moment.frame, timestamp: moment.timestamp, connection: connection.id, sender: sender,
+                        direction: direction(connection, sender), message: message)))
         case (.le, L2CAPChannel.leSignalling):
             decodeLESignalling(information, connection: connection, sender: sender, moment: moment)
         case (.bredr, L2CAPChannel.classicSignalling):
@@ -73,8 +80,11 @@ extension CaptureDecoder {
             if let psm = channels[key], psm == L2CAPPSM.att {
                 decodeATT(information, connection: connection, channel: channel, sender: sender, firstFrame: pdu.firstFrame, moment: moment)
             } else if connection.link == .le,
-                      undecodedChannels.insert(ChannelKey(connection: connection.id, sender: .unknown, channel: channel)).inserted {
-                note(.undecodedChannel(connection: connection.id, channel: channel, psm: channels[key] ?? channelRequests[key], frame: moment.frame))
+                undecodedChannels.insert(ChannelKey(connection: connection.id, sender: .unknown, channel: channel)).inserted
+            {
+                note(
+                    .undecodedChannel(
+                        connection: connection.id, channel: channel, psm: channels[key] ?? channelRequests[key], frame: moment.frame))
             }
         default:
             break

@@ -4,7 +4,9 @@ import Bluetooth
 /// fragments joined).
 extension CaptureDecoder {
     mutating func advertisingReports(_ body: inout ByteCursor, subevent: UInt8, controller: UInt16, moment: CaptureMoment) {
-        guard let count = body.u8() else { return report(.malformedEvent(code: 0x3E, "advertising report without a count"), frame: moment.frame) }
+        guard let count = body.u8() else {
+            return report(.malformedEvent(code: 0x3E, "advertising report without a count"), frame: moment.frame)
+        }
         for index in 0..<Int(count) {
             let parsed: (AdvertisingReport, UInt8)?
             switch subevent {
@@ -13,8 +15,10 @@ extension CaptureDecoder {
             default: parsed = extendedReport(&body, controller: controller, moment: moment)
             }
             guard let (report, status) = parsed else {
-                return self.report(.malformedEvent(code: 0x3E, "advertising report \(index + 1) of \(count) (subevent 0x\(Hex.byte(subevent))) is malformed"),
-                                   frame: moment.frame)
+                return self.report(
+                    .malformedEvent(
+                        code: 0x3E, "advertising report \(index + 1) of \(count) (subevent 0x\(Hex.byte(subevent))) is malformed"),
+                    frame: moment.frame)
             }
             if let whole = advertising.add(report, status: status) { emitReport(whole) }
         }
@@ -29,21 +33,26 @@ extension CaptureDecoder {
         pending.append(.advertisingReport(report))
     }
 
-    private func base(controller: UInt16, moment: CaptureMoment, address: DeviceAddress, subevent: AdvertisingReport.Subevent,
-                      eventType: UInt16, properties: AdvertisingEventProperties) -> AdvertisingReport {
-        AdvertisingReport(frame: moment.frame, timestamp: moment.timestamp, controller: controller, address: address, subevent: subevent,
-                          eventType: eventType, properties: properties, rssi: nil, txPower: nil, advertisingSID: nil,
-                          directAddress: nil, data: [], dataStatus: .complete, fragments: 1, advertisingData: AdvertisingData(),
-                          dataProblem: nil)
+    private func base(
+        controller: UInt16, moment: CaptureMoment, address: DeviceAddress, subevent: AdvertisingReport.Subevent,
+        eventType: UInt16, properties: AdvertisingEventProperties
+    ) -> AdvertisingReport {
+        AdvertisingReport(
+            frame: moment.frame, timestamp: moment.timestamp, controller: controller, address: address, subevent: subevent,
+            eventType: eventType, properties: properties, rssi: nil, txPower: nil, advertisingSID: nil,
+            directAddress: nil, data: [], dataStatus: .complete, fragments: 1, advertisingData: AdvertisingData(),
+            dataProblem: nil)
     }
 
     /// Event type, address type, address, data length, data, RSSI.
     private func legacyReport(_ body: inout ByteCursor, controller: UInt16, moment: CaptureMoment) -> (AdvertisingReport, UInt8)? {
         guard let type = body.u8(), let addressType = body.u8(), let address = body.address(),
-              let peer = DeviceAddress(address, hciType: addressType), let length = body.u8(), let data = body.take(Int(length)),
-              let rssi = body.i8() else { return nil }
-        var report = base(controller: controller, moment: moment, address: peer, subevent: .legacy, eventType: UInt16(type),
-                          properties: AdvertisingEventProperties(legacyEventType: type))
+            let peer = DeviceAddress(address, hciType: addressType), let length = body.u8(), let data = body.take(Int(length)),
+            let rssi = body.i8()
+        else { return nil }
+        var report = base(
+            controller: controller, moment: moment, address: peer, subevent: .legacy, eventType: UInt16(type),
+            properties: AdvertisingEventProperties(legacyEventType: type))
         report.data = Array(data)
         report.rssi = rssi == 127 ? nil : rssi
         return (report, 0)
@@ -52,10 +61,12 @@ extension CaptureDecoder {
     /// Event type, address type, address, direct address type, direct address, RSSI.
     private func directedReport(_ body: inout ByteCursor, controller: UInt16, moment: CaptureMoment) -> (AdvertisingReport, UInt8)? {
         guard let type = body.u8(), let addressType = body.u8(), let address = body.address(),
-              let peer = DeviceAddress(address, hciType: addressType), let directType = body.u8(), let direct = body.address(),
-              let rssi = body.i8() else { return nil }
-        var report = base(controller: controller, moment: moment, address: peer, subevent: .directed, eventType: UInt16(type),
-                          properties: AdvertisingEventProperties(legacyEventType: type))
+            let peer = DeviceAddress(address, hciType: addressType), let directType = body.u8(), let direct = body.address(),
+            let rssi = body.i8()
+        else { return nil }
+        var report = base(
+            controller: controller, moment: moment, address: peer, subevent: .directed, eventType: UInt16(type),
+            properties: AdvertisingEventProperties(legacyEventType: type))
         report.directAddress = DeviceAddress(direct, hciType: directType)
         report.rssi = rssi == 127 ? nil : rssi
         return (report, 0)
@@ -65,11 +76,13 @@ extension CaptureDecoder {
     /// periodic interval, direct address type and address, data length, data.
     private func extendedReport(_ body: inout ByteCursor, controller: UInt16, moment: CaptureMoment) -> (AdvertisingReport, UInt8)? {
         guard let type = body.u16le(), let addressType = body.u8(), let address = body.address(),
-              let peer = DeviceAddress(address, hciType: addressType), body.skip(2), let sid = body.u8(), let txPower = body.i8(),
-              let rssi = body.i8(), body.skip(2), let directType = body.u8(), let direct = body.address(), let length = body.u8(),
-              let data = body.take(Int(length)) else { return nil }
-        var report = base(controller: controller, moment: moment, address: peer, subevent: .extended, eventType: type,
-                          properties: AdvertisingEventProperties(rawValue: type & 0x1F))
+            let peer = DeviceAddress(address, hciType: addressType), body.skip(2), let sid = body.u8(), let txPower = body.i8(),
+            let rssi = body.i8(), body.skip(2), let directType = body.u8(), let direct = body.address(), let length = body.u8(),
+            let data = body.take(Int(length))
+        else { return nil }
+        var report = base(
+            controller: controller, moment: moment, address: peer, subevent: .extended, eventType: type,
+            properties: AdvertisingEventProperties(rawValue: type & 0x1F))
         report.data = Array(data)
         report.rssi = rssi == 127 ? nil : rssi
         report.txPower = txPower == 127 ? nil : txPower

@@ -3,9 +3,11 @@ import Bluetooth
 /// Connections: opened by connection-complete events (or first ACL data), changed by encryption and
 /// parameter events, closed by disconnection, reset or the controller going away.
 extension CaptureDecoder {
-    mutating func openConnection(controller: UInt16, handle: UInt16, link: LinkType, origin: CaptureConnection.Origin,
-                                 peer: DeviceAddress?, role: ConnectionRole?, roleInferred: Bool = false,
-                                 moment: CaptureMoment, configure: (inout CaptureConnection) -> Void = { _ in }) -> CaptureConnection {
+    mutating func openConnection(
+        controller: UInt16, handle: UInt16, link: LinkType, origin: CaptureConnection.Origin,
+        peer: DeviceAddress?, role: ConnectionRole?, roleInferred: Bool = false,
+        moment: CaptureMoment, configure: (inout CaptureConnection) -> Void = { _ in }
+    ) -> CaptureConnection {
         let key = HandleKey(controller: controller, handle: handle)
         if open[key] != nil {
             // A handle reused without a disconnection in the capture: the old connection ended unseen.
@@ -59,9 +61,10 @@ extension CaptureDecoder {
         }
         let target = createTargets[key.controller]
         // A phone is the central until a discovery request says otherwise.
-        let connection = openConnection(controller: key.controller, handle: key.handle, link: .le,
-                                        origin: .aclData(peerFromCreateConnection: target != nil), peer: target,
-                                        role: .central, roleInferred: true, moment: moment)
+        let connection = openConnection(
+            controller: key.controller, handle: key.handle, link: .le,
+            origin: .aclData(peerFromCreateConnection: target != nil), peer: target,
+            role: .central, roleInferred: true, moment: moment)
         createTargets[key.controller] = nil
         note(.connectionFromACLData(connection: connection.id, controller: key.controller, handle: key.handle, frame: moment.frame))
         return connection

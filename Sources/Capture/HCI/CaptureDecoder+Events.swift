@@ -5,12 +5,16 @@ extension CaptureDecoder {
     mutating func decodeEvent(_ record: HCIRecord, controller: UInt16, moment: CaptureMoment) {
         var cursor = ByteCursor(record.payload)
         guard let code = cursor.u8(), let length = cursor.u8() else {
-            if !record.isTruncated { report(.shortPacket(what: "HCI event", needed: 2, available: record.payload.count), frame: moment.frame) }
+            if !record.isTruncated {
+                report(.shortPacket(what: "HCI event", needed: 2, available: record.payload.count), frame: moment.frame)
+            }
             return
         }
         guard let parameters = cursor.take(Int(length)) else {
             if !record.isTruncated {
-                report(.lengthMismatch(what: "HCI event 0x\(Hex.byte(code))", declared: Int(length), actual: cursor.remaining), frame: moment.frame)
+                report(
+                    .lengthMismatch(what: "HCI event 0x\(Hex.byte(code))", declared: Int(length), actual: cursor.remaining),
+                    frame: moment.frame)
             }
             return
         }
@@ -38,13 +42,17 @@ extension CaptureDecoder {
         guard linkType == 0x01 else { return }  // SCO and eSCO links carry no ACL data
         let peer = DeviceAddress(address, type: .public)
         guard status == 0 else {
-            pending.append(.connectionFailed(ConnectionAttempt(moment: moment, controller: controller, status: HCIStatus(rawValue: status),
-                                                               peer: peer, link: .bredr)))
+            pending.append(
+                .connectionFailed(
+                    ConnectionAttempt(
+                        moment: moment, controller: controller, status: HCIStatus(rawValue: status),
+                        peer: peer, link: .bredr)))
             return
         }
         // The event has no role: as for ACL-only connections, ATT discovery tells the client (taken as central).
-        _ = openConnection(controller: controller, handle: handle & 0x0FFF, link: .bredr, origin: .classicConnectionComplete,
-                           peer: peer, role: nil, roleInferred: true, moment: moment)
+        _ = openConnection(
+            controller: controller, handle: handle & 0x0FFF, link: .bredr, origin: .classicConnectionComplete,
+            peer: peer, role: nil, roleInferred: true, moment: moment)
     }
 
     private mutating func disconnectionComplete(_ body: inout ByteCursor, controller: UInt16, moment: CaptureMoment) {
@@ -66,7 +74,9 @@ extension CaptureDecoder {
     }
 
     private mutating func keyRefresh(_ body: inout ByteCursor, controller: UInt16, moment: CaptureMoment) {
-        guard let status = body.u8(), let handle = body.u16le() else { return malformed(0x30, "Encryption Key Refresh Complete too short", moment) }
+        guard let status = body.u8(), let handle = body.u16le() else {
+            return malformed(0x30, "Encryption Key Refresh Complete too short", moment)
+        }
         update(HandleKey(controller: controller, handle: handle & 0x0FFF)) {
             $0.encryption.append(EncryptionChange(moment: moment, status: HCIStatus(rawValue: status), enabled: nil, keySize: nil))
         }
@@ -96,7 +106,8 @@ extension CaptureDecoder {
         case 0x02, 0x0B, 0x0D: advertisingReports(&body, subevent: subevent, controller: controller, moment: moment)
         case 0x03:
             guard let status = body.u8(), let handle = body.u16le(), let interval = body.u16le(), let latency = body.u16le(),
-                  let timeout = body.u16le() else { return malformed(0x3E, "LE Connection Update Complete too short", moment) }
+                let timeout = body.u16le()
+            else { return malformed(0x3E, "LE Connection Update Complete too short", moment) }
             guard status == 0 else { return }
             update(HandleKey(controller: controller, handle: handle & 0x0FFF)) {
                 $0.interval = interval
@@ -113,7 +124,8 @@ extension CaptureDecoder {
     private mutating func leConnectionComplete(_ body: inout ByteCursor, subevent: UInt8, controller: UInt16, moment: CaptureMoment) {
         let enhanced = subevent != 0x01
         guard let status = body.u8(), let handle = body.u16le(), let role = body.u8(), let peerType = body.u8(),
-              let address = body.address() else {
+            let address = body.address()
+        else {
             return malformed(0x3E, "LE Connection Complete (subevent 0x\(Hex.byte(subevent))) too short", moment)
         }
         var peerRPA: BluetoothAddress?
@@ -123,17 +135,24 @@ extension CaptureDecoder {
             }
             if rpa != .zero { peerRPA = rpa }
         }
-        let interval = body.u16le(), latency = body.u16le(), timeout = body.u16le()
+        let interval = body.u16le()
+        let latency = body.u16le()
+        let timeout = body.u16le()
         let peer = DeviceAddress(address, hciType: peerType)
         guard status == 0 else {
-            pending.append(.connectionFailed(ConnectionAttempt(moment: moment, controller: controller, status: HCIStatus(rawValue: status),
-                                                               peer: address == .zero ? nil : peer, link: .le)))
+            pending.append(
+                .connectionFailed(
+                    ConnectionAttempt(
+                        moment: moment, controller: controller, status: HCIStatus(rawValue: status),
+                        peer: address == .zero ? nil : peer, link: .le)))
             return
         }
         createTargets[controller] = nil
-        _ = openConnection(controller: controller, handle: handle & 0x0FFF, link: .le,
-                           origin: enhanced ? .leEnhancedConnectionComplete : .leConnectionComplete,
-                           peer: peer, role: ConnectionRole(rawValue: role), moment: moment) {
+        _ = openConnection(
+            controller: controller, handle: handle & 0x0FFF, link: .le,
+            origin: enhanced ? .leEnhancedConnectionComplete : .leConnectionComplete,
+            peer: peer, role: ConnectionRole(rawValue: role), moment: moment
+        ) {
             $0.peerResolvablePrivateAddress = peerRPA
             $0.interval = interval
             $0.peripheralLatency = latency
@@ -144,12 +163,16 @@ extension CaptureDecoder {
     mutating func decodeCommand(_ record: HCIRecord, controller: UInt16, moment: CaptureMoment) {
         var cursor = ByteCursor(record.payload)
         guard let opcode = cursor.u16le(), let length = cursor.u8() else {
-            if !record.isTruncated { report(.shortPacket(what: "HCI command", needed: 3, available: record.payload.count), frame: moment.frame) }
+            if !record.isTruncated {
+                report(.shortPacket(what: "HCI command", needed: 3, available: record.payload.count), frame: moment.frame)
+            }
             return
         }
         guard let parameters = cursor.take(Int(length)) else {
             if !record.isTruncated {
-                report(.lengthMismatch(what: "HCI command 0x\(Hex.word(opcode))", declared: Int(length), actual: cursor.remaining), frame: moment.frame)
+                report(
+                    .lengthMismatch(what: "HCI command 0x\(Hex.word(opcode))", declared: Int(length), actual: cursor.remaining),
+                    frame: moment.frame)
             }
             return
         }

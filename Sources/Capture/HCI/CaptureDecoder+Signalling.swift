@@ -4,8 +4,10 @@ import Bluetooth
 /// connection requests and responses that open channels for ATT.
 extension CaptureDecoder {
     /// LE signalling: code, identifier, length, data (one command per PDU).
-    mutating func decodeLESignalling(_ information: ArraySlice<UInt8>, connection: CaptureConnection, sender: HCIDirection,
-                                     moment: CaptureMoment) {
+    mutating func decodeLESignalling(
+        _ information: ArraySlice<UInt8>, connection: CaptureConnection, sender: HCIDirection,
+        moment: CaptureMoment
+    ) {
         var cursor = ByteCursor(information)
         guard let code = cursor.u8(), let identifier = cursor.u8(), let length = cursor.u16le(), let data = cursor.take(Int(length)) else {
             return report(.malformedSignalling(code: information.first ?? 0, "shorter than its header says"), frame: moment.frame)
@@ -19,7 +21,9 @@ extension CaptureDecoder {
             }
             message = .connectionParameterUpdateRequest(intervalMin: low, intervalMax: high, latency: latency, timeout: timeout)
         case 0x13:
-            guard let result = body.u16le() else { return report(.malformedSignalling(code: code, "response too short"), frame: moment.frame) }
+            guard let result = body.u16le() else {
+                return report(.malformedSignalling(code: code, "response too short"), frame: moment.frame)
+            }
             message = .connectionParameterUpdateResponse(accepted: result == 0)
         case 0x14, 0x17:
             guard let psm = body.u16le() else { return report(.malformedSignalling(code: code, "request too short"), frame: moment.frame) }
@@ -35,14 +39,19 @@ extension CaptureDecoder {
         default:
             message = .other(code: code)
         }
-        pending.append(.signalling(L2CAPSignal(frame: moment.frame, timestamp: moment.timestamp, connection: connection.id, sender: sender,
-                                               direction: direction(connection, sender), identifier: identifier, message: message)))
+        pending.append(
+            .signalling(
+                L2CAPSignal(
+                    frame: moment.frame, timestamp: moment.timestamp, connection: connection.id, sender: sender,
+                    direction: direction(connection, sender), identifier: identifier, message: message)))
     }
 
     /// BR/EDR signalling, for the channels opened for ATT: Connection Request (PSM, source CID) and
     /// Connection Response (destination CID, source CID, result); several commands may share a PDU.
-    mutating func decodeClassicSignalling(_ information: ArraySlice<UInt8>, connection: CaptureConnection, sender: HCIDirection,
-                                          moment: CaptureMoment) {
+    mutating func decodeClassicSignalling(
+        _ information: ArraySlice<UInt8>, connection: CaptureConnection, sender: HCIDirection,
+        moment: CaptureMoment
+    ) {
         var cursor = ByteCursor(information)
         while let code = cursor.u8() {
             guard cursor.skip(1), let length = cursor.u16le(), let data = cursor.take(Int(length)) else { return }

@@ -48,8 +48,10 @@ final class BTSnoopReader: RecordSource {
             _ = cursor.u32(bigEndian: true)  // cumulative drops
             let rawTimestamp = Int64(bitPattern: cursor.u64(bigEndian: true)!)
             guard includedLength <= CaptureFormat.maximumRecordLength else {
-                stop(CaptureProblem(.absurdLength(what: "record", length: UInt64(includedLength), limit: CaptureFormat.maximumRecordLength),
-                                    frame: frames, offset: recordOffset))
+                stop(
+                    CaptureProblem(
+                        .absurdLength(what: "record", length: UInt64(includedLength), limit: CaptureFormat.maximumRecordLength),
+                        frame: frames, offset: recordOffset))
                 return nil
             }
             guard let data = input.read(Int(includedLength)) else {
@@ -59,9 +61,10 @@ final class BTSnoopReader: RecordSource {
             let (unwrapped, problem) = encapsulation.unwrap(data, originalLength: Int(originalLength), flags: flags)
             if let problem { problems.add(CaptureProblem(problem, frame: frames, offset: recordOffset)) }
             guard let unwrapped else { continue }
-            return HCIRecord(frame: frames, timestamp: rawTimestamp == 0 ? nil : rawTimestamp &- Self.epochOffset,
-                             direction: unwrapped.direction, controller: unwrapped.controller, kind: unwrapped.kind,
-                             payload: unwrapped.payload, originalLength: unwrapped.originalLength, fileOffset: recordOffset)
+            return HCIRecord(
+                frame: frames, timestamp: rawTimestamp == 0 ? nil : rawTimestamp &- Self.epochOffset,
+                direction: unwrapped.direction, controller: unwrapped.controller, kind: unwrapped.kind,
+                payload: unwrapped.payload, originalLength: unwrapped.originalLength, fileOffset: recordOffset)
         }
         return nil
     }

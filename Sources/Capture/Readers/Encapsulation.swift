@@ -29,8 +29,11 @@ enum Encapsulation: Sendable, Hashable {
         case .hciWithFlags:
             let received = flags & 1 != 0
             let kind: HCIPacketKind = flags & 2 != 0 ? (received ? .event : .command) : .acl
-            return (Unwrapped(kind: kind, direction: received ? .controllerToHost : .hostToController, controller: nil,
-                              payload: data, originalLength: originalLength), nil)
+            return (
+                Unwrapped(
+                    kind: kind, direction: received ? .controllerToHost : .hostToController, controller: nil,
+                    payload: data, originalLength: originalLength), nil
+            )
         case .h4:
             return Self.unwrapH4(data, originalLength: originalLength, direction: flags & 1 != 0 ? .controllerToHost : .hostToController)
         case .h4WithoutDirection:
@@ -40,8 +43,9 @@ enum Encapsulation: Sendable, Hashable {
             guard let word = cursor.u32(bigEndian: true) else {
                 return (nil, .shortPacket(what: "H4 direction header", needed: 4, available: data.count))
             }
-            return Self.unwrapH4(cursor.rest(), originalLength: originalLength - 4,
-                                 direction: word & 1 != 0 ? .controllerToHost : .hostToController)
+            return Self.unwrapH4(
+                cursor.rest(), originalLength: originalLength - 4,
+                direction: word & 1 != 0 ? .controllerToHost : .hostToController)
         case .monitorWithFlags:
             return Self.unwrapMonitor(data, originalLength: originalLength, index: UInt16(flags >> 16), opcode: UInt16(flags & 0xFFFF))
         case .monitorWithHeader:
@@ -53,7 +57,9 @@ enum Encapsulation: Sendable, Hashable {
         }
     }
 
-    private static func unwrapH4(_ data: ArraySlice<UInt8>, originalLength: Int, direction: HCIDirection) -> (Unwrapped?, CaptureProblem.Reason?) {
+    private static func unwrapH4(_ data: ArraySlice<UInt8>, originalLength: Int, direction: HCIDirection) -> (
+        Unwrapped?, CaptureProblem.Reason?
+    ) {
         guard let type = data.first else { return (nil, .emptyRecord) }
         let kind: HCIPacketKind
         var direction = direction
@@ -69,31 +75,55 @@ enum Encapsulation: Sendable, Hashable {
         case 0x05: kind = .iso
         default: return (nil, .unknownPacketType(type))
         }
-        return (Unwrapped(kind: kind, direction: direction, controller: nil, payload: data.dropFirst(),
-                          originalLength: max(originalLength - 1, data.count - 1)), nil)
+        return (
+            Unwrapped(
+                kind: kind, direction: direction, controller: nil, payload: data.dropFirst(),
+                originalLength: max(originalLength - 1, data.count - 1)), nil
+        )
     }
 
-    private static func unwrapMonitor(_ data: ArraySlice<UInt8>, originalLength: Int, index: UInt16, opcode: UInt16) -> (Unwrapped?, CaptureProblem.Reason?) {
+    private static func unwrapMonitor(_ data: ArraySlice<UInt8>, originalLength: Int, index: UInt16, opcode: UInt16) -> (
+        Unwrapped?, CaptureProblem.Reason?
+    ) {
         var problem: CaptureProblem.Reason?
         let kind: HCIPacketKind
         let direction: HCIDirection
         switch opcode {
-        case 2: kind = .command; direction = .hostToController
-        case 3: kind = .event; direction = .controllerToHost
-        case 4: kind = .acl; direction = .hostToController
-        case 5: kind = .acl; direction = .controllerToHost
-        case 6: kind = .sco; direction = .hostToController
-        case 7: kind = .sco; direction = .controllerToHost
-        case 18: kind = .iso; direction = .hostToController
-        case 19: kind = .iso; direction = .controllerToHost
+        case 2:
+            kind = .command
+            direction = .hostToController
+        case 3:
+            kind = .event
+            direction = .controllerToHost
+        case 4:
+            kind = .acl
+            direction = .hostToController
+        case 5:
+            kind = .acl
+            direction = .controllerToHost
+        case 6:
+            kind = .sco
+            direction = .hostToController
+        case 7:
+            kind = .sco
+            direction = .controllerToHost
+        case 18:
+            kind = .iso
+            direction = .hostToController
+        case 19:
+            kind = .iso
+            direction = .controllerToHost
         default:
             direction = .controllerToHost
             let (record, reason) = MonitorRecord.decode(opcode: opcode, data)
             kind = .monitor(record)
             problem = reason
         }
-        return (Unwrapped(kind: kind, direction: direction, controller: index, payload: data,
-                          originalLength: max(originalLength, data.count)), problem)
+        return (
+            Unwrapped(
+                kind: kind, direction: direction, controller: index, payload: data,
+                originalLength: max(originalLength, data.count)), problem
+        )
     }
 }
 

@@ -21,8 +21,10 @@ public struct HCIRecord: Sendable {
     /// Offset of the record (its header) in the file.
     public var fileOffset: Int
 
-    public init(frame: Int, timestamp: Int64?, direction: HCIDirection, controller: UInt16?, kind: HCIPacketKind,
-                payload: ArraySlice<UInt8>, originalLength: Int, fileOffset: Int) {
+    public init(
+        frame: Int, timestamp: Int64?, direction: HCIDirection, controller: UInt16?, kind: HCIPacketKind,
+        payload: ArraySlice<UInt8>, originalLength: Int, fileOffset: Int
+    ) {
         self.frame = frame
         self.timestamp = timestamp
         self.direction = direction

@@ -50,8 +50,10 @@ final class PcapReader: RecordSource {
             let includedLength = cursor.u32(bigEndian: bigEndian)!
             let originalLength = cursor.u32(bigEndian: bigEndian)!
             guard includedLength <= CaptureFormat.maximumRecordLength else {
-                stop(CaptureProblem(.absurdLength(what: "record", length: UInt64(includedLength), limit: CaptureFormat.maximumRecordLength),
-                                    frame: frames, offset: recordOffset))
+                stop(
+                    CaptureProblem(
+                        .absurdLength(what: "record", length: UInt64(includedLength), limit: CaptureFormat.maximumRecordLength),
+                        frame: frames, offset: recordOffset))
                 return nil
             }
             guard let data = input.read(Int(includedLength)) else {
@@ -62,9 +64,10 @@ final class PcapReader: RecordSource {
             if let problem { problems.add(CaptureProblem(problem, frame: frames, offset: recordOffset)) }
             guard let unwrapped else { continue }
             let timestamp = Int64(seconds) * 1_000_000 + Int64(nanoseconds ? fraction / 1000 : fraction)
-            return HCIRecord(frame: frames, timestamp: timestamp, direction: unwrapped.direction, controller: unwrapped.controller,
-                             kind: unwrapped.kind, payload: unwrapped.payload, originalLength: unwrapped.originalLength,
-                             fileOffset: recordOffset)
+            return HCIRecord(
+                frame: frames, timestamp: timestamp, direction: unwrapped.direction, controller: unwrapped.controller,
+                kind: unwrapped.kind, payload: unwrapped.payload, originalLength: unwrapped.originalLength,
+                fileOffset: recordOffset)
         }
         return nil
     }

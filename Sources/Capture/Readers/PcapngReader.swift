@@ -73,8 +73,10 @@ final class PcapngReader: RecordSource {
             case 0x1A2B_3C4D: bigEndian = true
             case 0x4D3C_2B1A: bigEndian = false
             case let magic:
-                stop(CaptureProblem(.badBlock("section header byte-order magic 0x\(String(magic, radix: 16)) is not 0x1a2b3c4d either way"),
-                                    offset: blockOffset))
+                stop(
+                    CaptureProblem(
+                        .badBlock("section header byte-order magic 0x\(String(magic, radix: 16)) is not 0x1a2b3c4d either way"),
+                        offset: blockOffset))
                 return nil
             }
             cursor = ByteCursor(head)
@@ -85,8 +87,10 @@ final class PcapngReader: RecordSource {
         if isPacket { frames += 1 }
         let frame = isPacket ? frames : nil
         guard length >= 12, length % 4 == 0 else {
-            stop(CaptureProblem(.badBlock("block type 0x\(String(type, radix: 16)) has total length \(length) (at least 12, a multiple of 4)"),
-                                frame: frame, offset: blockOffset))
+            stop(
+                CaptureProblem(
+                    .badBlock("block type 0x\(String(type, radix: 16)) has total length \(length) (at least 12, a multiple of 4)"),
+                    frame: frame, offset: blockOffset))
             return nil
         }
         let known = isPacket || type == Self.sectionHeader || type == Self.interfaceDescription
@@ -99,8 +103,10 @@ final class PcapngReader: RecordSource {
             return nil
         }
         guard length <= Self.maximumBlockLength else {
-            stop(CaptureProblem(.absurdLength(what: "block", length: UInt64(length), limit: Self.maximumBlockLength),
-                                frame: frame, offset: blockOffset))
+            stop(
+                CaptureProblem(
+                    .absurdLength(what: "block", length: UInt64(length), limit: Self.maximumBlockLength),
+                    frame: frame, offset: blockOffset))
             return nil
         }
         guard let block = input.read(Int(length)) else {
@@ -110,7 +116,9 @@ final class PcapngReader: RecordSource {
         var trailer = ByteCursor(block.suffix(4))
         let trailing = trailer.u32(bigEndian: bigEndian)!
         guard trailing == length else {
-            stop(CaptureProblem(.badBlock("trailing total length \(trailing) differs from the leading \(length)"), frame: frame, offset: blockOffset))
+            stop(
+                CaptureProblem(
+                    .badBlock("trailing total length \(trailing) differs from the leading \(length)"), frame: frame, offset: blockOffset))
             return nil
         }
         let body = block.dropFirst(8).dropLast(4)
@@ -129,7 +137,8 @@ final class PcapngReader: RecordSource {
     private func readSectionHeader(_ body: ArraySlice<UInt8>, at offset: Int) {
         var cursor = ByteCursor(body)
         guard cursor.skip(4), let major = bigEndian ? cursor.u16be() : cursor.u16le(),
-              let minor = bigEndian ? cursor.u16be() : cursor.u16le() else {
+            let minor = bigEndian ? cursor.u16be() : cursor.u16le()
+        else {
             stop(CaptureProblem(.badBlock("section header body too short"), offset: offset))
             return
         }
@@ -143,13 +152,15 @@ final class PcapngReader: RecordSource {
     private func readInterface(_ body: ArraySlice<UInt8>, at offset: Int) {
         var cursor = ByteCursor(body)
         guard let linktype = bigEndian ? cursor.u16be() : cursor.u16le(), cursor.skip(2),
-              let snapLength = cursor.u32(bigEndian: bigEndian) else {
+            let snapLength = cursor.u32(bigEndian: bigEndian)
+        else {
             problems.add(CaptureProblem(.shortPacket(what: "interface description", needed: 8, available: body.count), offset: offset))
             interfaces.append(Interface(linktype: 0, encapsulation: nil, snapLength: 0, reported: true))
             return
         }
-        var interface = Interface(linktype: UInt32(linktype), encapsulation: CaptureFormat.encapsulation(linktype: UInt32(linktype)),
-                                  snapLength: snapLength)
+        var interface = Interface(
+            linktype: UInt32(linktype), encapsulation: CaptureFormat.encapsulation(linktype: UInt32(linktype)),
+            snapLength: snapLength)
         forEachOption(&cursor, at: offset) { code, value in
             var option = ByteCursor(value)
             switch code {
@@ -169,7 +180,8 @@ final class PcapngReader: RecordSource {
             let length = Int(bigEndian ? cursor.u16be()! : cursor.u16le()!)
             if code == 0 { return }
             guard let value = cursor.take(length), cursor.skip((4 - length % 4) % 4) else {
-                problems.add(CaptureProblem(.shortPacket(what: "option \(code)", needed: length, available: cursor.remaining), offset: offset))
+                problems.add(
+                    CaptureProblem(.shortPacket(what: "option \(code)", needed: length, available: cursor.remaining), offset: offset))
                 return
             }
             body(code, value)
@@ -184,13 +196,17 @@ final class PcapngReader: RecordSource {
         let originalLength: Int
         switch type {
         case Self.simplePacket:
-            guard let original = cursor.u32(bigEndian: bigEndian) else { return skipPacket(.shortPacket(what: "simple packet block", needed: 4, available: body.count), frame, offset) }
+            guard let original = cursor.u32(bigEndian: bigEndian) else {
+                return skipPacket(.shortPacket(what: "simple packet block", needed: 4, available: body.count), frame, offset)
+            }
             originalLength = Int(original)
             var captured = min(originalLength, cursor.remaining)
             if let snap = interfaces.first?.snapLength, snap > 0 { captured = min(captured, Int(snap)) }
             capturedLength = captured
         default:
-            guard cursor.remaining >= 20 else { return skipPacket(.shortPacket(what: "packet block", needed: 20, available: body.count), frame, offset) }
+            guard cursor.remaining >= 20 else {
+                return skipPacket(.shortPacket(what: "packet block", needed: 20, available: body.count), frame, offset)
+            }
             if type == Self.enhancedPacket {
                 interfaceID = Int(cursor.u32(bigEndian: bigEndian)!)
             } else {
@@ -204,16 +220,20 @@ final class PcapngReader: RecordSource {
             originalLength = Int(cursor.u32(bigEndian: bigEndian)!)
         }
         guard capturedLength <= CaptureFormat.maximumRecordLength else {
-            return skipPacket(.absurdLength(what: "packet", length: UInt64(capturedLength), limit: CaptureFormat.maximumRecordLength), frame, offset)
+            return skipPacket(
+                .absurdLength(what: "packet", length: UInt64(capturedLength), limit: CaptureFormat.maximumRecordLength), frame, offset)
         }
         guard let data = cursor.take(capturedLength) else {
-            return skipPacket(.lengthMismatch(what: "packet block captured", declared: capturedLength, actual: cursor.remaining), frame, offset)
+            return skipPacket(
+                .lengthMismatch(what: "packet block captured", declared: capturedLength, actual: cursor.remaining), frame, offset)
         }
         guard interfaceID < interfaces.count else { return skipPacket(.unknownInterface(interfaceID), frame, offset) }
         guard let encapsulation = interfaces[interfaceID].encapsulation else {
             if !interfaces[interfaceID].reported {
                 interfaces[interfaceID].reported = true
-                problems.add(CaptureProblem(.interfaceNotHCI(interface: interfaceID, linktype: interfaces[interfaceID].linktype), frame: frame, offset: offset))
+                problems.add(
+                    CaptureProblem(
+                        .interfaceNotHCI(interface: interfaceID, linktype: interfaces[interfaceID].linktype), frame: frame, offset: offset))
             }
             return nil
         }
@@ -223,8 +243,9 @@ final class PcapngReader: RecordSource {
         let timestamp = rawTimestamp.flatMap {
             Self.microseconds($0, resolution: interfaces[interfaceID].resolution, offsetSeconds: interfaces[interfaceID].offsetSeconds)
         }
-        return HCIRecord(frame: frame, timestamp: timestamp, direction: unwrapped.direction, controller: unwrapped.controller,
-                         kind: unwrapped.kind, payload: unwrapped.payload, originalLength: unwrapped.originalLength, fileOffset: offset)
+        return HCIRecord(
+            frame: frame, timestamp: timestamp, direction: unwrapped.direction, controller: unwrapped.controller,
+            kind: unwrapped.kind, payload: unwrapped.payload, originalLength: unwrapped.originalLength, fileOffset: offset)
     }
 
     private func skipPacket(_ reason: CaptureProblem.Reason, _ frame: Int, _ offset: Int) -> HCIRecord? {
@@ -249,7 +270,9 @@ final class PcapngReader: RecordSource {
         } else {
             // raw × 10^6 / 2^exponent, without overflowing.
             let (high, low) = raw.multipliedFullWidth(by: 1_000_000)
-            if exponent >= 128 { value = 0 } else if exponent >= 64 {
+            if exponent >= 128 {
+                value = 0
+            } else if exponent >= 64 {
                 value = exponent == 64 ? high : high >> UInt64(exponent - 64)
             } else if exponent == 0 {
                 if high != 0 { return nil }

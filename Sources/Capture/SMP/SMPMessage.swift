@@ -28,8 +28,10 @@ public enum SMPMessage: Sendable, Hashable {
             self = .malformed(code: 0, "empty PDU")
             return
         }
-        let expected: [UInt8: Int] = [0x01: 6, 0x02: 6, 0x03: 16, 0x04: 16, 0x05: 1, 0x06: 16, 0x07: 10, 0x08: 16, 0x09: 7,
-                                      0x0A: 16, 0x0B: 1, 0x0C: 64, 0x0D: 16, 0x0E: 1]
+        let expected: [UInt8: Int] = [
+            0x01: 6, 0x02: 6, 0x03: 16, 0x04: 16, 0x05: 1, 0x06: 16, 0x07: 10, 0x08: 16, 0x09: 7,
+            0x0A: 16, 0x0B: 1, 0x0C: 64, 0x0D: 16, 0x0E: 1,
+        ]
         guard let length = expected[code] else {
             self = .unknown(code: code)
             return

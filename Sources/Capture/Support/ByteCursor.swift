@@ -39,7 +39,10 @@ struct ByteCursor {
     mutating func u32(bigEndian: Bool) -> UInt32? {
         guard remaining >= 4 else { return nil }
         defer { index += 4 }
-        let b0 = UInt32(bytes[index]), b1 = UInt32(bytes[index + 1]), b2 = UInt32(bytes[index + 2]), b3 = UInt32(bytes[index + 3])
+        let b0 = UInt32(bytes[index])
+        let b1 = UInt32(bytes[index + 1])
+        let b2 = UInt32(bytes[index + 2])
+        let b3 = UInt32(bytes[index + 3])
         return bigEndian ? b0 << 24 | b1 << 16 | b2 << 8 | b3 : b3 << 24 | b2 << 16 | b1 << 8 | b0
     }
 

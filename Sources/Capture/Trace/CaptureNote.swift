@@ -33,7 +33,8 @@ public enum CaptureNote: Sendable, Hashable, CustomStringConvertible {
     public var isCaptureWide: Bool {
         switch self {
         case .attOnlyExport, .noAdvertisingReports, .truncatedRecords, .noACLDirection, .classicConnections, .implausibleTimestamps,
-             .reassemblyLimited: true
+            .reassemblyLimited:
+            true
         default: false
         }
     }

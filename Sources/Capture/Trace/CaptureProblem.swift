@@ -58,7 +58,7 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
         public var endsReading: Bool {
             switch self {
             case .cannotOpen, .empty, .unknownFormat, .unsupportedVersion, .unsupportedDatalink, .unsupportedLinktype,
-                 .truncatedHeader, .truncatedRecord, .absurdLength, .badBlock, .readFailed:
+                .truncatedHeader, .truncatedRecord, .absurdLength, .badBlock, .readFailed:
                 true
             default:
                 false
@@ -125,9 +125,9 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
 
     public var description: String {
         switch (frame, offset) {
-        case let (frame?, offset?): "frame \(frame) (byte \(offset)): \(reason)"
-        case let (frame?, nil): "frame \(frame): \(reason)"
-        case let (nil, offset?): "byte \(offset): \(reason)"
+        case (let frame?, let offset?): "frame \(frame) (byte \(offset)): \(reason)"
+        case (let frame?, nil): "frame \(frame): \(reason)"
+        case (nil, let offset?): "byte \(offset): \(reason)"
         case (nil, nil): reason.description
         }
     }

@@ -86,7 +86,8 @@ public struct CaptureSummary: Sendable {
                 if report.isScanResponse { summary.devices[index].scanResponses += report.fragments }
                 if let name = report.advertisingData.localName { summary.devices[index].addName(name) }
             case .connection(let connection):
-                let identity: DeviceSummary.Identity = connection.peer.map { .address($0) }
+                let identity: DeviceSummary.Identity =
+                    connection.peer.map { .address($0) }
                     ?? .unknownPeer(controller: connection.controller, handle: connection.handle)
                 let index = connectionDevice[connection.id] ?? device(identity, frame: connection.opened.frame, in: &summary)
                 connectionDevice[connection.id] = index
@@ -124,8 +125,9 @@ public struct CaptureSummary: Sendable {
         /// Read By Type for 0x2A00.
         private mutating func learnDeviceName(_ transaction: ATTTransaction, in summary: inout CaptureSummary) {
             guard transaction.outcome == .answered, let response = transaction.response,
-                  transaction.request.opcode == .readByTypeRequest || transaction.request.opcode == .readRequest,
-                  let index = connectionDevice[transaction.connection] else { return }
+                transaction.request.opcode == .readByTypeRequest || transaction.request.opcode == .readRequest,
+                let index = connectionDevice[transaction.connection]
+            else { return }
             switch (transaction.request.message, response.message) {
             case (.readByTypeRequest(_, let type), .readByTypeResponse(let entries)) where type == .characteristic:
                 for entry in entries {

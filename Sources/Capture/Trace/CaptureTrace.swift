@@ -151,8 +151,10 @@ public struct CaptureTrace: Sendable {
                 unsettled[pdu.connection]?.att.append(trace.attPDUs.count)
                 trace.attPDUs.append(pdu)
             case .attTransaction(let transaction):
-                guard trace.scope.keeps(connection: transaction.connection)
-                    || (trace.scope == .survey && transaction.outcome == .answered && transaction.requestedType == .deviceName) else { return }
+                guard
+                    trace.scope.keeps(connection: transaction.connection)
+                        || (trace.scope == .survey && transaction.outcome == .answered && transaction.requestedType == .deviceName)
+                else { return }
                 unsettled[transaction.connection]?.transactions.append(trace.attTransactions.count)
                 trace.attTransactions.append(transaction)
             case .smp(let pdu):

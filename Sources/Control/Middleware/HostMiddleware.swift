@@ -10,11 +10,15 @@ struct HostMiddleware<Context: RequestContext>: RouterMiddleware {
         // The first `Host` becomes the authority; a second one stays among the fields.
         let repeated = request.headers.contains(.host)
         guard let authority = request.head.authority, !repeated, let host = HostName(authority[...]), policy.accepts(host) else {
-            let given = request.head.authority.map { "Host \"\($0.prefix(200))\" is not an address of this control API" }
+            let given =
+                request.head.authority.map { "Host \"\($0.prefix(200))\" is not an address of this control API" }
                 ?? "missing Host header"
             context.logger.info("control API: refused \(request.method) \(request.uri.path): \(given)")
             let accepted = policy.acceptedHosts()
-            return ControlError(.misdirectedRequest, "\(repeated ? "more than one Host header" : given); use one of: \(accepted.joined(separator: ", ")) (or start gattemu with --control-allow-host NAME)") {
+            return ControlError(
+                .misdirectedRequest,
+                "\(repeated ? "more than one Host header" : given); use one of: \(accepted.joined(separator: ", ")) (or start gattemu with --control-allow-host NAME)"
+            ) {
                 $0.acceptedHosts = accepted
             }.response
         }

@@ -34,7 +34,9 @@ struct OriginMiddleware<Context: RequestContext>: RouterMiddleware {
             return response
         }
         guard policy.isOwn(origin: origin) else {
-            return refusal("Origin \"\(origin.prefix(200))\" may not use this control API (start gattemu with --control-allow-origin ORIGIN to allow a page)", request, context)
+            return refusal(
+                "Origin \"\(origin.prefix(200))\" may not use this control API (start gattemu with --control-allow-origin ORIGIN to allow a page)",
+                request, context)
         }
         var response = try await next(request, context)
         response.headers[values: .vary].append("Origin")

@@ -4,14 +4,18 @@ import Hummingbird
 /// scripts, styles and API only; nothing inline, no frames, no plugins), no MIME sniffing, no framing, no
 /// referrer. Event data a phone wrote is only ever put into the page as text (docs/control.md, "Dashboard").
 enum SecurityHeaders {
-    static var contentSecurityPolicy: String { "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
-        + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    static var contentSecurityPolicy: String {
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+            + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     }
 
     /// The fields, set on every answer (by ``SecurityHeadersMiddleware``, and by ``ConnectionGuard`` on the
     /// refusals it writes itself).
     static var fields: HTTPFields {
-        [.contentSecurityPolicy: contentSecurityPolicy, .xContentTypeOptions: "nosniff", .xFrameOptions: "DENY", .referrerPolicy: "no-referrer"]
+        [
+            .contentSecurityPolicy: contentSecurityPolicy, .xContentTypeOptions: "nosniff", .xFrameOptions: "DENY",
+            .referrerPolicy: "no-referrer",
+        ]
     }
 }
 

@@ -10,12 +10,14 @@ extension DBusConnection {
     ) async throws(DBusError) -> [DBusValue] {
         let message = try DBusMessage.methodCall(destination: destination, path: path, interface: interface, member: member)
         try message.append(arguments)
-        let milliseconds = timeout.map { Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) } ?? -1
+        let milliseconds =
+            timeout.map { Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) } ?? -1
         guard isConnected else { throw .disconnected }
         let reply: Result<DBusMessage, DBusError> = await withCheckedContinuation { continuation in
-            submit({ [self] in
-                sendWithReply(message, timeout: milliseconds) { continuation.resume(returning: $0) }
-            }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
+            submit(
+                { [self] in
+                    sendWithReply(message, timeout: milliseconds) { continuation.resume(returning: $0) }
+                }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
         }
         let answer = try reply.get()
         if answer.isError { throw answer.asError() }
@@ -51,18 +53,21 @@ extension DBusConnection {
         }
         let box = ReplyBox(completion)
         let context = Unmanaged.passRetained(box).toOpaque()
-        let installed = dbus_pending_call_set_notify(pending, { call, data in
-            guard let call, let data else { return }
-            let box = Unmanaged<ReplyBox>.fromOpaque(data).takeUnretainedValue()
-            if let reply = dbus_pending_call_steal_reply(call) {
-                box.finish(.success(DBusMessage(taking: reply)))
-            } else {
-                box.finish(.failure(.disconnected))
-            }
-        }, context, { data in
-            guard let data else { return }
-            Unmanaged<ReplyBox>.fromOpaque(data).release()
-        })
+        let installed = dbus_pending_call_set_notify(
+            pending,
+            { call, data in
+                guard let call, let data else { return }
+                let box = Unmanaged<ReplyBox>.fromOpaque(data).takeUnretainedValue()
+                if let reply = dbus_pending_call_steal_reply(call) {
+                    box.finish(.success(DBusMessage(taking: reply)))
+                } else {
+                    box.finish(.failure(.disconnected))
+                }
+            }, context,
+            { data in
+                guard let data else { return }
+                Unmanaged<ReplyBox>.fromOpaque(data).release()
+            })
         if installed == 0 {
             Unmanaged<ReplyBox>.fromOpaque(context).release()
             completion(.failure(.invalidArgument("out of memory waiting for a reply")))

@@ -18,7 +18,7 @@ extension DBusConnection {
                 destination: Self.bus, path: Self.busPath, interface: Self.bus, member: "GetNameOwner",
                 arguments: [.string(name)])
             return reply.first?.string
-        } catch where error.name == DBusError.Name.nameHasNoOwner {
+        } catch  where error.name == DBusError.Name.nameHasNoOwner {
             return nil
         }
     }

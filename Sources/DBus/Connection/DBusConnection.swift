@@ -71,10 +71,11 @@ public final class DBusConnection: @unchecked Sendable {
         }
         // Messages that arrived meanwhile wait in libdbus's queue; the loop dispatches them once attached.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            created.loop.submit({
-                created.loop.attach(created.pointer)
-                continuation.resume()
-            }, abandoned: { continuation.resume() })
+            created.loop.submit(
+                {
+                    created.loop.attach(created.pointer)
+                    continuation.resume()
+                }, abandoned: { continuation.resume() })
         }
         return created
     }
@@ -90,14 +91,17 @@ public final class DBusConnection: @unchecked Sendable {
         }
         // libdbus holds a reference to us until the connection is finalized (close() or loss of the bus).
         let context = Unmanaged.passRetained(self).toOpaque()
-        dbus_connection_add_filter(pointer, { _, message, data in
-            guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-            let connection = Unmanaged<DBusConnection>.fromOpaque(data).takeUnretainedValue()
-            return connection.filter(DBusMessage(retaining: message))
-        }, context, { data in
-            guard let data else { return }
-            Unmanaged<DBusConnection>.fromOpaque(data).release()
-        })
+        dbus_connection_add_filter(
+            pointer,
+            { _, message, data in
+                guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+                let connection = Unmanaged<DBusConnection>.fromOpaque(data).takeUnretainedValue()
+                return connection.filter(DBusMessage(retaining: message))
+            }, context,
+            { data in
+                guard let data else { return }
+                Unmanaged<DBusConnection>.fromOpaque(data).release()
+            })
     }
 
     static func message(of error: CDBus.DBusError) -> String {
@@ -115,10 +119,15 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Closes the connection after every message queued before this call has been written.
     public func close() async {
-        guard state.withLock({ state in
-            defer { state.isConnected = false; state.disconnectHandlers = [] }
-            return state.isConnected
-        }) else { return }
+        guard
+            state.withLock({ state in
+                defer {
+                    state.isConnected = false
+                    state.disconnectHandlers = []
+                }
+                return state.isConnected
+            })
+        else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             shutDown { continuation.resume() }
         }
@@ -145,22 +154,24 @@ public final class DBusConnection: @unchecked Sendable {
     /// Runs `job` on the loop thread unless the libdbus connection has been released by then; then (or if
     /// the loop has stopped) `abandoned` runs instead.
     func submit(_ job: @escaping DBusEventLoop.Job, abandoned: DBusEventLoop.Job? = nil) {
-        loop.submit({ [self] in
-            if released { abandoned?() } else { job() }
-        }, abandoned: abandoned)
+        loop.submit(
+            { [self] in
+                if released { abandoned?() } else { job() }
+            }, abandoned: abandoned)
     }
 
     /// Runs `body` on the connection thread and returns its result.
     func onLoop<T: Sendable>(_ body: @escaping @Sendable () throws(DBusError) -> T) async throws(DBusError) -> T {
         guard isConnected else { throw .disconnected }
         let result: Result<T, DBusError> = await withCheckedContinuation { continuation in
-            submit({
-                do throws(DBusError) {
-                    continuation.resume(returning: .success(try body()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
+            submit(
+                {
+                    do throws(DBusError) {
+                        continuation.resume(returning: .success(try body()))
+                    } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }, abandoned: { continuation.resume(returning: .failure(.disconnected)) })
         }
         return try result.get()
     }
@@ -170,8 +181,9 @@ public final class DBusConnection: @unchecked Sendable {
     func onLoopAsync(_ body: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) async throws(DBusError) {
         guard isConnected else { throw .disconnected }
         let completed: Bool = await withCheckedContinuation { continuation in
-            submit({ body { continuation.resume(returning: true) } },
-                   abandoned: { continuation.resume(returning: false) })
+            submit(
+                { body { continuation.resume(returning: true) } },
+                abandoned: { continuation.resume(returning: false) })
         }
         guard completed else { throw .disconnected }
     }
@@ -219,7 +231,10 @@ public final class DBusConnection: @unchecked Sendable {
 
     private func connectionLost() {
         let (wasConnected, handlers) = state.withLock { state in
-            defer { state.isConnected = false; state.disconnectHandlers = [] }
+            defer {
+                state.isConnected = false
+                state.disconnectHandlers = []
+            }
             return (state.isConnected, state.disconnectHandlers)
         }
         guard wasConnected else { return }

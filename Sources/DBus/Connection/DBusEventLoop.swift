@@ -1,7 +1,8 @@
 import CDBus
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A thread that serves libdbus connections and runs Swift jobs, one at a time, in submission order.
@@ -45,13 +46,15 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
         self.name = name
         let context = Unmanaged.passRetained(self).toOpaque()  // released by the thread when it ends
         var created = pthread_t()
-        let result = pthread_create(&created, nil, { context in
-            guard let context else { return nil }
-            let loop = Unmanaged<DBusEventLoop>.fromOpaque(context).takeRetainedValue()
-            gattemu_name_this_thread(loop.name)  // the kernel keeps 15 bytes
-            loop.run()
-            return nil
-        }, context)
+        let result = pthread_create(
+            &created, nil,
+            { context in
+                guard let context else { return nil }
+                let loop = Unmanaged<DBusEventLoop>.fromOpaque(context).takeRetainedValue()
+                gattemu_name_this_thread(loop.name)  // the kernel keeps 15 bytes
+                loop.run()
+                return nil
+            }, context)
         guard result == 0 else {
             Unmanaged<DBusEventLoop>.fromOpaque(context).release()
             close(descriptor)
@@ -76,7 +79,10 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
             if !queue.closed { queue.jobs.append(Queued(job: job, abandoned: abandoned)) }
             return !queue.closed
         }
-        guard accepted else { abandoned?(); return }
+        guard accepted else {
+            abandoned?()
+            return
+        }
         wake()
     }
 
@@ -97,8 +103,9 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
         let preferred = asUnownedTaskExecutor()
         // A loop used as an actor's executor is never stopped (see the type's note); a task that only
         // prefers a stopped loop goes on on the global executor.
-        submit({ job.runSynchronously(isolatedTo: serial, taskExecutor: preferred) },
-               abandoned: { job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor()) })
+        submit(
+            { job.runSynchronously(isolatedTo: serial, taskExecutor: preferred) },
+            abandoned: { job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor()) })
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
@@ -115,35 +122,45 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     func attach(_ connection: OpaquePointer) {
         connections.append(connection)
         let context = Unmanaged.passUnretained(self).toOpaque()
-        dbus_connection_set_watch_functions(connection, { watch, data in
-            guard let watch, let data else { return 0 }
-            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().watches.append(watch)
-            return 1
-        }, { watch, data in
-            guard let watch, let data else { return }
-            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().watches.removeAll { $0 == watch }
-        }, { _, data in
-            // Enabled flags are read on every iteration; nothing to store.
-            _ = data
-        }, context, nil)
-        dbus_connection_set_timeout_functions(connection, { timeout, data in
-            guard let timeout, let data else { return 0 }
-            let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
-            loop.timeouts[timeout] = .now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
-            return 1
-        }, { timeout, data in
-            guard let timeout, let data else { return }
-            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().timeouts[timeout] = nil
-        }, { timeout, data in
-            guard let timeout, let data else { return }
-            let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
-            loop.timeouts[timeout] = .now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
-        }, context, nil)
-        dbus_connection_set_wakeup_main_function(connection, { data in
-            guard let data else { return }
-            // libdbus asks for this on every message it reads, mostly on the loop thread itself.
-            Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().wake()
-        }, context, nil)
+        dbus_connection_set_watch_functions(
+            connection,
+            { watch, data in
+                guard let watch, let data else { return 0 }
+                Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().watches.append(watch)
+                return 1
+            },
+            { watch, data in
+                guard let watch, let data else { return }
+                Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().watches.removeAll { $0 == watch }
+            },
+            { _, data in
+                // Enabled flags are read on every iteration; nothing to store.
+                _ = data
+            }, context, nil)
+        dbus_connection_set_timeout_functions(
+            connection,
+            { timeout, data in
+                guard let timeout, let data else { return 0 }
+                let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
+                loop.timeouts[timeout] = .now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+                return 1
+            },
+            { timeout, data in
+                guard let timeout, let data else { return }
+                Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().timeouts[timeout] = nil
+            },
+            { timeout, data in
+                guard let timeout, let data else { return }
+                let loop = Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue()
+                loop.timeouts[timeout] = .now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+            }, context, nil)
+        dbus_connection_set_wakeup_main_function(
+            connection,
+            { data in
+                guard let data else { return }
+                // libdbus asks for this on every message it reads, mostly on the loop thread itself.
+                Unmanaged<DBusEventLoop>.fromOpaque(data).takeUnretainedValue().wake()
+            }, context, nil)
     }
 
     /// Stops serving `connection` (closed and released by the caller just before); loop thread only.
@@ -158,16 +175,17 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     /// Stops the loop after the jobs already submitted; `then` runs last, on the loop thread. Jobs submitted
     /// after this call are abandoned; so is this one (`alreadyStopped` runs instead) if the loop had stopped.
     func stop(then finalJob: @escaping Job, alreadyStopped: Job? = nil) {
-        submit({ [self] in
-            let left = queue.withLock { queue in
-                queue.closed = true
-                defer { queue.jobs = [] }
-                return queue.jobs
-            }
-            finalJob()
-            stopped = true
-            for queued in left { queued.abandoned?() }
-        }, abandoned: alreadyStopped)
+        submit(
+            { [self] in
+                let left = queue.withLock { queue in
+                    queue.closed = true
+                    defer { queue.jobs = [] }
+                    return queue.jobs
+                }
+                finalJob()
+                stopped = true
+                for queued in left { queued.abandoned?() }
+            }, abandoned: alreadyStopped)
     }
 
     // MARK: The loop

@@ -101,8 +101,9 @@ extension DBusConnection {
         }
         let signature = message.signature
         guard signature == method.inputSignature else {
-            return replyError(to: message, DBusError.Name.invalidArgs,
-                              "\(member) takes (\(method.inputSignature)), got (\(signature))")
+            return replyError(
+                to: message, DBusError.Name.invalidArgs,
+                "\(member) takes (\(method.inputSignature)), got (\(signature))")
         }
         let previous = lastMethodCall
         let gate = DBusCallGate()

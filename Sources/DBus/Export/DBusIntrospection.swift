@@ -7,17 +7,19 @@ enum DBusIntrospection {
             #"  <interface name="org.freedesktop.DBus.Introspectable"><method name="Introspect"><arg name="xml" type="s" direction="out"/></method></interface>"#,
         ]
         if !interfaces.isEmpty {
-            lines.append(#"  <interface name="org.freedesktop.DBus.Properties">"#
-                + #"<method name="Get"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="out"/></method>"#
-                + #"<method name="GetAll"><arg type="s" direction="in"/><arg type="a{sv}" direction="out"/></method>"#
-                + #"<method name="Set"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="in"/></method>"#
-                + #"<signal name="PropertiesChanged"><arg type="s"/><arg type="a{sv}"/><arg type="as"/></signal></interface>"#)
+            lines.append(
+                #"  <interface name="org.freedesktop.DBus.Properties">"#
+                    + #"<method name="Get"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="out"/></method>"#
+                    + #"<method name="GetAll"><arg type="s" direction="in"/><arg type="a{sv}" direction="out"/></method>"#
+                    + #"<method name="Set"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="in"/></method>"#
+                    + #"<signal name="PropertiesChanged"><arg type="s"/><arg type="a{sv}"/><arg type="as"/></signal></interface>"#)
         }
         if isObjectManager {
-            lines.append(#"  <interface name="org.freedesktop.DBus.ObjectManager">"#
-                + #"<method name="GetManagedObjects"><arg type="a{oa{sa{sv}}}" direction="out"/></method>"#
-                + #"<signal name="InterfacesAdded"><arg type="o"/><arg type="a{sa{sv}}"/></signal>"#
-                + #"<signal name="InterfacesRemoved"><arg type="o"/><arg type="as"/></signal></interface>"#)
+            lines.append(
+                #"  <interface name="org.freedesktop.DBus.ObjectManager">"#
+                    + #"<method name="GetManagedObjects"><arg type="a{oa{sa{sv}}}" direction="out"/></method>"#
+                    + #"<signal name="InterfacesAdded"><arg type="o"/><arg type="a{sa{sv}}"/></signal>"#
+                    + #"<signal name="InterfacesRemoved"><arg type="o"/><arg type="as"/></signal></interface>"#)
         }
         for interface in interfaces {
             lines.append(#"  <interface name="\#(interface.name)">"#)
@@ -31,7 +33,9 @@ enum DBusIntrospection {
                 lines.append(#"    <property name="\#(property.name)" type="\#(property.signature)" access="\#(access)"/>"#)
             }
             for signal in interface.signals {
-                lines.append(#"    <signal name="\#(signal.name)">"# + arguments(signal.signature).map { #"<arg type="\#($0)"/>"# }.joined() + "</signal>")
+                lines.append(
+                    #"    <signal name="\#(signal.name)">"# + arguments(signal.signature).map { #"<arg type="\#($0)"/>"# }.joined()
+                        + "</signal>")
             }
             lines.append("  </interface>")
         }

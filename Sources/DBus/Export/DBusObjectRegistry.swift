@@ -24,9 +24,11 @@ struct DBusObjectRegistry {
     }
 
     static func interfacesAndProperties(_ interfaces: [DBusInterface]) -> DBusValue {
-        .dictionary(key: .string, value: .stringVariantDictionary, interfaces.map { interface in
-            DBusDictionaryEntry(key: .string(interface.name), value: .stringVariantDictionary(interface.propertyValues()))
-        })
+        .dictionary(
+            key: .string, value: .stringVariantDictionary,
+            interfaces.map { interface in
+                DBusDictionaryEntry(key: .string(interface.name), value: .stringVariantDictionary(interface.propertyValues()))
+            })
     }
 
     /// The names of the nodes directly below `path`, for introspection.

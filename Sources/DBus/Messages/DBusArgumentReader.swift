@@ -79,7 +79,9 @@ public struct DBusArgumentReader {
     /// with string keys (`a{sv}`, `a{ss}`, …); does nothing for other types.
     public mutating func forEachEntry(_ body: (String, inout DBusArgumentReader) -> Void) {
         _ = readCurrent { iterator, type -> Void? in
-            guard type == DBusTypeCode.array, dbus_message_iter_get_element_type(&iterator) == DBusTypeCode.dictionaryEntry else { return nil }
+            guard type == DBusTypeCode.array, dbus_message_iter_get_element_type(&iterator) == DBusTypeCode.dictionaryEntry else {
+                return nil
+            }
             var entries = DBusMessageIter()
             dbus_message_iter_recurse(&iterator, &entries)
             while dbus_message_iter_get_arg_type(&entries) == DBusTypeCode.dictionaryEntry {

@@ -9,7 +9,8 @@ public enum DBusMarshalling {
 
     /// Reads the arguments of a marshalled message with `body`, as method handlers read theirs with
     /// ``DBusMethodCall/readArguments(_:)``; throws for bytes libdbus does not accept as a message.
-    public static func readArguments<T>(ofMarshalledMessage bytes: [UInt8], _ body: (inout DBusArgumentReader) -> T) throws(DBusError) -> T {
+    public static func readArguments<T>(ofMarshalledMessage bytes: [UInt8], _ body: (inout DBusArgumentReader) -> T) throws(DBusError) -> T
+    {
         try message(demarshalling: bytes).readArguments(body)
     }
 

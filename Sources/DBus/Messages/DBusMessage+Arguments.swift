@@ -140,13 +140,15 @@ extension DBusMessage {
     /// a copy); nil for arrays and structures.
     private static func singleCodeSignature(_ type: Int32) -> DBusSignature? {
         guard type != DBusTypeCode.array, type != DBusTypeCode.structure, type != DBusTypeCode.dictionaryEntry,
-              type != DBusTypeCode.invalid, let code = UnicodeScalar(UInt32(type)) else { return nil }
+            type != DBusTypeCode.invalid, let code = UnicodeScalar(UInt32(type))
+        else { return nil }
         return DBusSignature(String(Character(code)))
     }
 
     /// The key and value signatures of the dictionary at `iterator` (`entries` is its content): read off the
     /// first entry when its value is one code (`a{sv}`, `a{qv}`, …), else from libdbus.
-    private static func dictionarySignatures(_ iterator: inout DBusMessageIter, entries: DBusMessageIter) -> (DBusSignature, DBusSignature) {
+    private static func dictionarySignatures(_ iterator: inout DBusMessageIter, entries: DBusMessageIter) -> (DBusSignature, DBusSignature)
+    {
         var entries = entries
         if dbus_message_iter_get_arg_type(&entries) == DBusTypeCode.dictionaryEntry {
             var entry = DBusMessageIter()
@@ -241,7 +243,9 @@ extension DBusMessage {
                 guard appended != 0 else { throw .invalidArgument("out of memory appending bytes") }
             }
         case .array(let element, let elements):
-            guard element.isValid, !element.rawValue.hasPrefix("{") else { throw .invalidArgument("bad array element signature \"\(element)\"") }
+            guard element.isValid, !element.rawValue.hasPrefix("{") else {
+                throw .invalidArgument("bad array element signature \"\(element)\"")
+            }
             try openContainer(DBusTypeCode.array, element, parent: &iterator) { (inner: inout DBusMessageIter) throws(DBusError) in
                 for item in elements {
                     guard item.signature == element else {
@@ -260,7 +264,8 @@ extension DBusMessage {
                     guard entry.key.signature == key, entry.value.signature == valueSignature else {
                         throw .invalidArgument("dictionary \(entrySignature) holds {\(entry.key.signature)\(entry.value.signature)}")
                     }
-                    try openContainer(DBusTypeCode.dictionaryEntry, nil, parent: &inner) { (pair: inout DBusMessageIter) throws(DBusError) in
+                    try openContainer(DBusTypeCode.dictionaryEntry, nil, parent: &inner) {
+                        (pair: inout DBusMessageIter) throws(DBusError) in
                         try append(entry.key, to: &pair)
                         try append(entry.value, to: &pair)
                     }
@@ -272,7 +277,8 @@ extension DBusMessage {
                 for field in fields { try append(field, to: &inner) }
             }
         case .variant(let inner):
-            try openContainer(DBusTypeCode.variant, inner.signature, parent: &iterator) { (content: inout DBusMessageIter) throws(DBusError) in
+            try openContainer(DBusTypeCode.variant, inner.signature, parent: &iterator) {
+                (content: inout DBusMessageIter) throws(DBusError) in
                 try append(inner, to: &content)
             }
         }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A Unix file descriptor carried in a D-Bus message (`h`); the instance owns it and closes it on deinit.
 ///

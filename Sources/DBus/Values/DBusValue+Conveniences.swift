@@ -22,9 +22,11 @@ extension DBusValue {
     public static func variantBytesDictionary<Key: Comparable>(
         _ values: [Key: [UInt8]], key signature: DBusSignature, _ key: (Key) -> DBusValue
     ) -> DBusValue {
-        .dictionary(key: signature, value: .variant, values.sorted { $0.key < $1.key }.map {
-            DBusDictionaryEntry(key: key($0.key), value: .variant(.bytes($0.value)))
-        })
+        .dictionary(
+            key: signature, value: .variant,
+            values.sorted { $0.key < $1.key }.map {
+                DBusDictionaryEntry(key: key($0.key), value: .variant(.bytes($0.value)))
+            })
     }
 
     /// The value inside any number of variant wrappers.

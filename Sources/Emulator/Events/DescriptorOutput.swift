@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import TextEscaping
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Unbuffered output to a file descriptor, for lines that must appear at once and whole (logs, streamed events).
 public enum DescriptorOutput {

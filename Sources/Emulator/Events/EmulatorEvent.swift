@@ -20,8 +20,10 @@ public struct EmulatorEvent: Sendable, Equatable {
     /// The ATT MTU of the central's link for a GATT operation, when known (JSON only: text lines have `mtu` events).
     public var mtu: Int?
 
-    public init(sequence: Int = 0, time: Double, kind: Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-                detail: String? = nil, mtu: Int? = nil) {
+    public init(
+        sequence: Int = 0, time: Double, kind: Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
+        detail: String? = nil, mtu: Int? = nil
+    ) {
         self.sequence = sequence
         self.time = time
         self.kind = kind
@@ -50,13 +52,22 @@ public struct EmulatorEvent: Sendable, Equatable {
         line += kind.rawValue.utf8
         let width = kind.rawValue.utf8.count
         if width < 12 { line += repeatElement(UInt8(ascii: " "), count: 12 - width) }
-        if let central { line.append(UInt8(ascii: " ")); Self.appendEscaped(central, to: &line) }
-        if let characteristic { line.append(UInt8(ascii: " ")); Self.appendEscaped(characteristic, to: &line) }
+        if let central {
+            line.append(UInt8(ascii: " "))
+            Self.appendEscaped(central, to: &line)
+        }
+        if let characteristic {
+            line.append(UInt8(ascii: " "))
+            Self.appendEscaped(characteristic, to: &line)
+        }
         if let value {
             line.append(UInt8(ascii: " "))
             if value.isEmpty { line += "(empty)".utf8 } else { value.appendHex(to: &line, uppercase: false) }
         }
-        if let detail { line.append(UInt8(ascii: " ")); Self.appendEscaped(detail, to: &line) }
+        if let detail {
+            line.append(UInt8(ascii: " "))
+            Self.appendEscaped(detail, to: &line)
+        }
     }
 
     /// Appends `text` with terminal control characters written out (``TerminalText/escaped(_:)``): text from
@@ -84,7 +95,10 @@ public struct EmulatorEvent: Sendable, Equatable {
         var rest = max(0, Int((time * 1000).rounded()))
         var digits = 1
         var power = 10
-        while power <= rest, digits < 19 { digits += 1; power &*= 10 }
+        while power <= rest, digits < 19 {
+            digits += 1
+            power &*= 10
+        }
         // At least "0.000"; the integer part's digits, the point, three decimals.
         let width = max(digits, 4) + 1
         line.append(contentsOf: repeatElement(UInt8(ascii: " "), count: max(width, 10)))
@@ -94,7 +108,10 @@ public struct EmulatorEvent: Sendable, Equatable {
                 buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
                 rest /= 10
                 index -= 1
-                if position == 2 { buffer[index] = UInt8(ascii: "."); index -= 1 }
+                if position == 2 {
+                    buffer[index] = UInt8(ascii: ".")
+                    index -= 1
+                }
             }
         }
     }

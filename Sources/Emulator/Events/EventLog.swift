@@ -1,8 +1,9 @@
 import DequeModule
 import Dispatch
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where events go: the console (text or JSON lines) and optionally a JSON-lines file.
@@ -94,7 +95,8 @@ public final class EventLog: Sendable {
         }
         let flags = fcntl(descriptor, F_GETFL)
         guard flags >= 0, fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) == 0, ftruncate(descriptor, 0) == 0,
-              fchmod(descriptor, 0o600) == 0 else {
+            fchmod(descriptor, 0o600) == 0
+        else {
             let code = errno
             Glibc.close(descriptor)
             throw failure(String(cString: strerror(code)).lowercased())
@@ -108,9 +110,12 @@ public final class EventLog: Sendable {
         return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
     }
 
-    public func record(_ kind: EmulatorEvent.Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-                       detail: String? = nil, mtu: Int? = nil) {
-        record(EmulatorEvent(time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu))
+    public func record(
+        _ kind: EmulatorEvent.Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
+        detail: String? = nil, mtu: Int? = nil
+    ) {
+        record(
+            EmulatorEvent(time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu))
     }
 
     public func record(_ event: EmulatorEvent) {
@@ -175,9 +180,12 @@ public final class EventLog: Sendable {
         if drops > 0 {
             output += "[gattemu: \(drops) log lines not shown: standard output was not being read]\n".utf8
         }
-        let unwritten = DescriptorOutput.writeAll(&output, to: self.console, giveUp: consoleMayStall ? { [self] in
-            recent.withLock { $0.closingSince }.map { .now - $0 >= Self.closeGrace } ?? false
-        } : nil)
+        let unwritten = DescriptorOutput.writeAll(
+            &output, to: self.console,
+            giveUp: consoleMayStall
+                ? { [self] in
+                    recent.withLock { $0.closingSince }.map { .now - $0 >= Self.closeGrace } ?? false
+                } : nil)
         if unwritten > 0 {
             let lines = console.suffix(unwritten).reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
             recent.withLock { $0.droppedConsoleLines += max(lines, 1) }
@@ -199,7 +207,9 @@ public final class EventLog: Sendable {
             recent.withLock { recent in
                 if recent.fileDescriptor >= 0 {
                     if recent.droppedFileLines > 0 {
-                        var note = Array("{\"event\":\"note\",\"detail\":\"\(recent.droppedFileLines) events not written: the file did not take them\"}\n".utf8)
+                        var note = Array(
+                            "{\"event\":\"note\",\"detail\":\"\(recent.droppedFileLines) events not written: the file did not take them\"}\n"
+                                .utf8)
                         _ = DescriptorOutput.writeAll(&note, to: recent.fileDescriptor)
                     }
                     fsync(recent.fileDescriptor)

@@ -176,7 +176,9 @@ public struct FaultEngine: Sendable, Equatable {
 
     /// Marks an `on: start` fault as fired (once); nil when it is gone or already fired.
     public mutating func fireStart(id: String) -> FiredFault? {
-        guard let index = faults.firstIndex(where: { $0.id == id }), faults[index].spec.on == .start, faults[index].fired == 0 else { return nil }
+        guard let index = faults.firstIndex(where: { $0.id == id }), faults[index].spec.on == .start, faults[index].fired == 0 else {
+            return nil
+        }
         faults[index].matched += 1
         faults[index].fired += 1
         var plan = FaultPlan()
@@ -225,11 +227,12 @@ public struct FaultEngine: Sendable, Equatable {
         case .error(let error):
             if plan.error == nil { plan.error = error }
         case .corrupt(let corruption):
-            let mutation: ValueMutation = switch corruption {
-            case .flipBits(let n): .flipBits((0..<n).map { _ in faults[index].generator.next() })
-            case .replace(let at, let bytes): .replace(at: at, bytes: bytes)
-            case .xor(let at, let mask): .xor(at: at, mask: mask)
-            }
+            let mutation: ValueMutation =
+                switch corruption {
+                case .flipBits(let n): .flipBits((0..<n).map { _ in faults[index].generator.next() })
+                case .replace(let at, let bytes): .replace(at: at, bytes: bytes)
+                case .xor(let at, let mask): .xor(at: at, mask: mask)
+                }
             fired.mutation = mutation
             plan.mutations.append(mutation)
         case .truncate(let keep):

@@ -9,7 +9,8 @@ extension Fault {
         self.init(
             id: fault.id, on: FaultTrigger(rawValue: fault.spec.on.rawValue) ?? .start, action: fault.spec.action.name,
             summary: fault.spec.action.summary, characteristic: fault.spec.scope.characteristic, central: fault.spec.scope.central,
-            nth: fault.spec.scope.nth, count: fault.spec.scope.count, probability: fault.spec.scope.probability, seed: fault.spec.scope.seed,
+            nth: fault.spec.scope.nth, count: fault.spec.scope.count, probability: fault.spec.scope.probability,
+            seed: fault.spec.scope.seed,
             matched: fault.matched, fired: fault.fired, exhausted: fault.exhausted, description: fault.spec.description)
     }
 }
@@ -17,25 +18,26 @@ extension Fault {
 extension FaultRequest {
     /// The request that installs `spec` again (a profile's faults, offered as presets).
     public init(_ spec: FaultSpec) {
-        let action: FaultActionBody = switch spec.action {
-        case .delay(let min, let max):
-            .delay(min == max ? .fixed(.milliseconds(min)) : .range(min: .milliseconds(min), max: .milliseconds(max)))
-        case .drop: .drop
-        case .error(let error): .error(.name(error.description))
-        case .corrupt(.flipBits(let count)): .corrupt(.flipBits(count))
-        case .corrupt(.replace(let at, let bytes)): .corrupt(.replace(at: at, hex: bytes.hexString(uppercase: false)))
-        case .corrupt(.xor(let at, let mask)): .corrupt(.xor(at: at, hex: mask.hexString(uppercase: false)))
-        case .truncate(let count): .truncate(count)
-        case .duplicate(let copies): .duplicate(copies == 1 ? nil : copies)
-        case .reorder: .reorder
-        case .disconnect: .disconnect
-        case .silence(let milliseconds): .silence(.milliseconds(milliseconds))
-        case .advertise(let variant): .advertise(variant)
-        case .powerCycle(let milliseconds): .powerCycle(.milliseconds(milliseconds))
-        case .refusePairing: .refuse
-        case .wrongPasskey: .wrongPasskey
-        case .forgetBonds: .forgetBonds
-        }
+        let action: FaultActionBody =
+            switch spec.action {
+            case .delay(let min, let max):
+                .delay(min == max ? .fixed(.milliseconds(min)) : .range(min: .milliseconds(min), max: .milliseconds(max)))
+            case .drop: .drop
+            case .error(let error): .error(.name(error.description))
+            case .corrupt(.flipBits(let count)): .corrupt(.flipBits(count))
+            case .corrupt(.replace(let at, let bytes)): .corrupt(.replace(at: at, hex: bytes.hexString(uppercase: false)))
+            case .corrupt(.xor(let at, let mask)): .corrupt(.xor(at: at, hex: mask.hexString(uppercase: false)))
+            case .truncate(let count): .truncate(count)
+            case .duplicate(let copies): .duplicate(copies == 1 ? nil : copies)
+            case .reorder: .reorder
+            case .disconnect: .disconnect
+            case .silence(let milliseconds): .silence(.milliseconds(milliseconds))
+            case .advertise(let variant): .advertise(variant)
+            case .powerCycle(let milliseconds): .powerCycle(.milliseconds(milliseconds))
+            case .refusePairing: .refuse
+            case .wrongPasskey: .wrongPasskey
+            case .forgetBonds: .forgetBonds
+            }
         self.init(on: FaultTrigger(rawValue: spec.on.rawValue), action: action)
         id = spec.id
         description = spec.description
@@ -52,8 +54,9 @@ extension FaultRequest {
 extension Event {
     /// A logged event in the contract's form (what ``EmulatorEvent/json`` writes).
     public init(_ event: EmulatorEvent) {
-        self.init(seq: event.sequence, t: (event.time * 1000).rounded() / 1000, event: event.kind, central: event.central,
-                  characteristic: event.characteristic, value: event.value?.hexString(uppercase: false), detail: event.detail)
+        self.init(
+            seq: event.sequence, t: (event.time * 1000).rounded() / 1000, event: event.kind, central: event.central,
+            characteristic: event.characteristic, value: event.value?.hexString(uppercase: false), detail: event.detail)
     }
 }
 
@@ -78,8 +81,10 @@ public enum AdvertisementBytes {
                 data.append(ADStructure(type: type, data: sized.flatMap { $0.littleEndian(compact: true) }))
             }
         }
-        uuidLists(advertisement.serviceUUIDs, types: [2: .completeServiceUUIDs16, 4: .completeServiceUUIDs32, 16: .completeServiceUUIDs128])
-        uuidLists(advertisement.solicitUUIDs, types: [2: .solicitedServiceUUIDs16, 4: .solicitedServiceUUIDs32, 16: .solicitedServiceUUIDs128])
+        uuidLists(
+            advertisement.serviceUUIDs, types: [2: .completeServiceUUIDs16, 4: .completeServiceUUIDs32, 16: .completeServiceUUIDs128])
+        uuidLists(
+            advertisement.solicitUUIDs, types: [2: .solicitedServiceUUIDs16, 4: .solicitedServiceUUIDs32, 16: .solicitedServiceUUIDs128])
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
             data.append(ADStructure(type: .manufacturerData, data: [UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))
         }
@@ -111,10 +116,16 @@ public enum AdvertisementBytes {
         }
         return AdvertisementInfo(
             localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs, solicitUUIDs: advertisement.solicitUUIDs,
-            manufacturerData: advertisement.manufacturerData.sorted { $0.key < $1.key }.map { CompanyData(company: Int($0.key), hex: $0.value.hexString(uppercase: false)) },
-            serviceData: advertisement.serviceData.sorted { $0.key < $1.key }.map { ServiceData(uuid: $0.key, hex: $0.value.hexString(uppercase: false)) },
+            manufacturerData: advertisement.manufacturerData.sorted { $0.key < $1.key }.map {
+                CompanyData(company: Int($0.key), hex: $0.value.hexString(uppercase: false))
+            },
+            serviceData: advertisement.serviceData.sorted { $0.key < $1.key }.map {
+                ServiceData(uuid: $0.key, hex: $0.value.hexString(uppercase: false))
+            },
             appearance: advertisement.appearance.map(Int.init), txPower: advertisement.txPower.map(Int.init),
-            otherStructures: advertisement.data.sorted { $0.key < $1.key }.map { ADField(ADStructure(type: ADType(rawValue: $0.key), data: $0.value)) },
+            otherStructures: advertisement.data.sorted { $0.key < $1.key }.map {
+                ADField(ADStructure(type: ADType(rawValue: $0.key), data: $0.value))
+            },
             advertisingData: payload(data), scanResponse: payload(scan))
     }
 }

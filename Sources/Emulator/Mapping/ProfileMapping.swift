@@ -9,18 +9,20 @@ public enum ProfileMapping {
         of profile: DeviceProfile, engine: BehaviourEngine, notifyPath: GattNotifyPath, absent: Set<String> = []
     ) -> [GattServiceDefinition] {
         profile.services.filter { !absent.contains($0.id) }.map { service in
-            GattServiceDefinition(id: service.id, uuid: service.uuid, primary: service.primary, includes: service.includes,
-                                  characteristics: service.characteristics.map { characteristic in
-                GattCharacteristicDefinition(
-                    id: characteristic.id, uuid: characteristic.uuid, flags: characteristic.flags.map(\.rawValue),
-                    initialValue: engine.value(of: characteristic.id),
-                    notifyPath: characteristic.has(.notify) ? notifyPath : .propertiesChanged,
-                    descriptors: characteristic.descriptors.map { descriptor in
-                        GattDescriptorDefinition(id: descriptor.id, uuid: descriptor.uuid, flags: descriptor.flags.map(\.rawValue),
-                                                 initialValue: profile.descriptorValue(descriptor, environment: engine.environment),
-                                                 handle: descriptor.handle)
-                    }, handle: characteristic.handle)
-            }, handle: service.handle)
+            GattServiceDefinition(
+                id: service.id, uuid: service.uuid, primary: service.primary, includes: service.includes,
+                characteristics: service.characteristics.map { characteristic in
+                    GattCharacteristicDefinition(
+                        id: characteristic.id, uuid: characteristic.uuid, flags: characteristic.flags.map(\.rawValue),
+                        initialValue: engine.value(of: characteristic.id),
+                        notifyPath: characteristic.has(.notify) ? notifyPath : .propertiesChanged,
+                        descriptors: characteristic.descriptors.map { descriptor in
+                            GattDescriptorDefinition(
+                                id: descriptor.id, uuid: descriptor.uuid, flags: descriptor.flags.map(\.rawValue),
+                                initialValue: profile.descriptorValue(descriptor, environment: engine.environment),
+                                handle: descriptor.handle)
+                        }, handle: characteristic.handle)
+                }, handle: service.handle)
         }
     }
 
@@ -66,9 +68,12 @@ public enum ProfileMapping {
                 let budget = AdvertisementBudget(advertisement(spec))
                 guard !budget.fits else { continue }
                 let path = "advertisements[\(index)]"
-                diagnostics.append(profile.diagnostic(
-                    at: path, message: (variant.map { "variant \"\($0)\": " } ?? "") + budget.description,
-                    hint: "legacy advertising carries 31 bytes; BlueZ puts only the local name in the scan response: shorten the name or drop fields"))
+                diagnostics.append(
+                    profile.diagnostic(
+                        at: path, message: (variant.map { "variant \"\($0)\": " } ?? "") + budget.description,
+                        hint:
+                            "legacy advertising carries 31 bytes; BlueZ puts only the local name in the scan response: shorten the name or drop fields"
+                    ))
             }
         }
         return diagnostics

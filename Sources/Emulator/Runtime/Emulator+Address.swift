@@ -29,10 +29,14 @@ extension Emulator {
         } catch {
             throw ControlFailure(.unavailable, error.description)
         }
-        guard information.supportsPrivacy else { throw ControlFailure(.conflict, "\(adapter.name) does not support LE privacy: its address cannot change") }
+        guard information.supportsPrivacy else {
+            throw ControlFailure(.conflict, "\(adapter.name) does not support LE privacy: its address cannot change")
+        }
         if address.key == nil, information.privacy {
-            throw ControlFailure(.conflict, "\(adapter.name) already uses resolvable private addresses (bluetoothd's Privacy setting): "
-                                 + "its address changes on its own; turn Privacy off in main.conf to have gattemu change it")
+            throw ControlFailure(
+                .conflict,
+                "\(adapter.name) already uses resolvable private addresses (bluetoothd's Privacy setting): "
+                    + "its address changes on its own; turn Privacy off in main.conf to have gattemu change it")
         }
         let key: [UInt8]?
         switch requested {
@@ -41,7 +45,9 @@ extension Emulator {
             key = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         case .original:
             key = nil
-            if address.key == nil { return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: nil, changes: address.changes) }
+            if address.key == nil {
+                return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: nil, changes: address.changes)
+            }
         }
         // The key itself is a secret (whoever has it can follow the device): only the answer to the request carries it.
         let now = key == nil ? "its own address \(adapter.address)" : "resolvable private addresses of a new key"

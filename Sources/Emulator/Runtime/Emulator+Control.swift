@@ -28,9 +28,13 @@ extension Emulator {
         let initial = profile.initialState
         let centrals = connectedCentrals.map { address in
             let id = CentralID(address: address)
-            let own = profile.connectionState.isEmpty ? nil : Dictionary(uniqueKeysWithValues: profile.connectionState.map { name in
-                (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
-            })
+            let own =
+                profile.connectionState.isEmpty
+                ? nil
+                : Dictionary(
+                    uniqueKeysWithValues: profile.connectionState.map { name in
+                        (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
+                    })
             return CentralInfo(
                 address: address, mtu: faultState.mtus[address].map(Int.init),
                 subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
@@ -40,7 +44,9 @@ extension Emulator {
             profile: profile.file,
             deviceName: engine.deviceName(),
             adapter: adapter.map {
-                AdapterInfo(name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias, privateAddresses: address.key == nil ? nil : true)
+                AdapterInfo(
+                    name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias,
+                    privateAddresses: address.key == nil ? nil : true)
             },
             advertising: AdvertisingInfo(
                 advertised: !advertisements.isEmpty, wanted: engine.isAdvertising, variant: engine.advertisementVariant,
@@ -54,8 +60,9 @@ extension Emulator {
             values: namedValues(),
             timers: engine.activeTimers.sorted(),
             triggers: profile.triggers.map(\.name),
-            triggerDescriptions: Dictionary(profile.triggers.compactMap { trigger in trigger.description.map { (trigger.name, $0) } },
-                                            uniquingKeysWith: { first, _ in first }),
+            triggerDescriptions: Dictionary(
+                profile.triggers.compactMap { trigger in trigger.description.map { (trigger.name, $0) } },
+                uniquingKeysWith: { first, _ in first }),
             faults: faults(),
             faultPresets: profile.faults.map(FaultRequest.init),
             lastEvent: log.lastSequence)
@@ -75,7 +82,8 @@ extension Emulator {
                         maxLength: characteristic.maxLength ?? ValueBody.maximumLength,
                         descriptors: characteristic.descriptors.map { descriptor in
                             DescriptorInfo(
-                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid, name: BluetoothUUID(descriptor.uuid)?.name,
+                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid,
+                                name: BluetoothUUID(descriptor.uuid)?.name,
                                 flags: descriptor.flags.map(\.rawValue),
                                 value: profile.descriptorValue(descriptor, environment: engine.environment).hexString(uppercase: false))
                         })
@@ -86,12 +94,14 @@ extension Emulator {
     /// Every variable and state value with its kind and type.
     func namedValues() -> [NamedValueInfo] {
         let variables = profile.variables.map { named in
-            NamedValueInfo(name: named.name, kind: .variable, type: named.value.contractType,
-                           value: (engine.variables[named.name] ?? named.value).statusText, perCentral: false)
+            NamedValueInfo(
+                name: named.name, kind: .variable, type: named.value.contractType,
+                value: (engine.variables[named.name] ?? named.value).statusText, perCentral: false)
         }
         let state = profile.state.map { named in
-            NamedValueInfo(name: named.name, kind: .state, type: named.value.contractType,
-                           value: (engine.state[named.name] ?? named.value).statusText, perCentral: profile.connectionState.contains(named.name))
+            NamedValueInfo(
+                name: named.name, kind: .state, type: named.value.contractType,
+                value: (engine.state[named.name] ?? named.value).statusText, perCentral: profile.connectionState.contains(named.name))
         }
         return variables + state
     }
@@ -100,8 +110,9 @@ extension Emulator {
     /// depend on it are re-registered. Returns the value as the status shows it.
     public func setVariable(_ name: String, to value: NamedValueBody) async throws(ControlFailure) -> String {
         guard let declared = (profile.variables + profile.state).first(where: { $0.name == name }) else {
-            throw ControlFailure(.notFound, "unknown variable or state value \"\(name)\"",
-                                 details: ["known": (profile.variables + profile.state).map(\.name)])
+            throw ControlFailure(
+                .notFound, "unknown variable or state value \"\(name)\"",
+                details: ["known": (profile.variables + profile.state).map(\.name)])
         }
         let newValue: ProfileValue
         switch (declared.value, value) {
@@ -118,8 +129,10 @@ extension Emulator {
         case (.string, .integer(let number)): newValue = .string(String(number))
         case (.string, .bool(let flag)): newValue = .string(String(flag))
         default:
-            throw ControlFailure(.conflict, "\"\(name)\" is a \(declared.value.contractType.rawValue) value"
-                                 + (declared.value.kind == .bytes ? ": give {\"hex\": \"…\"}" : ""))
+            throw ControlFailure(
+                .conflict,
+                "\"\(name)\" is a \(declared.value.contractType.rawValue) value"
+                    + (declared.value.kind == .bytes ? ": give {\"hex\": \"…\"}" : ""))
         }
         log.record(.note, detail: "control: \(name) = \(newValue.statusText)")
         for effect in engine.setNamedValue(name, to: newValue) {
@@ -137,8 +150,9 @@ extension Emulator {
         }
         log.record(.note, characteristic: id, detail: "control: \(indicate ? "indicate" : "notify")")
         engine.store(value, for: id)
-        await perform(.notify(characteristic: id, value: value, target: .allSubscribers, indicate: indicate),
-                      central: latestCentral)
+        await perform(
+            .notify(characteristic: id, value: value, target: .allSubscribers, indicate: indicate),
+            central: latestCentral)
     }
 
     /// Replaces a characteristic's stored value without notifying.
@@ -250,7 +264,8 @@ extension Emulator {
     private func characteristic(_ id: String) throws(ControlFailure) -> CharacteristicDefinition {
         guard let definition = profile.characteristic(id) else {
             let hint = profile.idHint(forUUID: id).map { " (\($0))" } ?? ""
-            throw ControlFailure(.notFound, "unknown characteristic \"\(id)\"\(hint)", details: ["known": profile.characteristics.map(\.id)])
+            throw ControlFailure(
+                .notFound, "unknown characteristic \"\(id)\"\(hint)", details: ["known": profile.characteristics.map(\.id)])
         }
         return definition
     }
@@ -313,9 +328,11 @@ extension Emulator {
             log.record(.error, detail: "service \(id) not \(change): \(reason)")
             throw ControlFailure(.unavailable, reason)
         }
-        log.record(.note, detail: application == nil
-            ? "service \(id) \(change): no service left, so no GATT application registered"
-            : "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
+        log.record(
+            .note,
+            detail: application == nil
+                ? "service \(id) \(change): no service left, so no GATT application registered"
+                : "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
         return true
     }
 }

@@ -27,8 +27,10 @@ extension Emulator {
         let rest = Array(effects)
         guard !rest.isEmpty else { return reply }
         guard pendingEffectChains < Self.maximumPendingEffectChains else {
-            log.record(.error, central: central.logged, detail: "dropped \(rest.count) effect\(rest.count == 1 ? "" : "s") after the answer "
-                + "(\(Self.describe(rest))): the effects of \(pendingEffectChains) earlier events are still waiting")
+            log.record(
+                .error, central: central.logged,
+                detail: "dropped \(rest.count) effect\(rest.count == 1 ? "" : "s") after the answer "
+                    + "(\(Self.describe(rest))): the effects of \(pendingEffectChains) earlier events are still waiting")
             return reply
         }
         let previous = effectTail

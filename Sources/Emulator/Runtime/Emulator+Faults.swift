@@ -34,8 +34,10 @@ extension Emulator {
     ///
     /// `answerable` is false for writes bluetoothd already acknowledged: a drop then only means the
     /// behaviour engine does not see the write, and an error cannot reach the central.
-    func applyFaults(_ kind: FaultOperationKind, _ id: GattAttributeID, _ central: CentralID,
-                     answerable: Bool = true) async throws(GattError) -> FaultPlan {
+    func applyFaults(
+        _ kind: FaultOperationKind, _ id: GattAttributeID, _ central: CentralID,
+        answerable: Bool = true
+    ) async throws(GattError) -> FaultPlan {
         guard id.descriptor == nil else { return FaultPlan() }
         let plan = faultState.engine.plan(for: FaultOperation(kind, characteristic: id.characteristic, centrals: [central.address]))
         guard !plan.isEmpty else { return plan }
@@ -54,8 +56,9 @@ extension Emulator {
         if let error = plan.error {
             let gattError = ProfileMapping.gattError(error)
             if !answerable {
-                log.record(.note, central: central.address, characteristic: id.description,
-                           detail: "error \(gattError) not delivered: bluetoothd already acknowledged this write")
+                log.record(
+                    .note, central: central.address, characteristic: id.description,
+                    detail: "error \(gattError) not delivered: bluetoothd already acknowledged this write")
             } else {
                 recordOperation(.answer, central: central.address, characteristic: id.description, detail: "error \(gattError)")
             }
@@ -76,9 +79,11 @@ extension Emulator {
     /// truncated, duplicated or held back for reordering as the faults say, each send logged.
     func sendNotification(_ characteristic: String, value: [UInt8], target: NotificationTarget, indicate: Bool) async {
         let address: String? = if case .central(let id) = target { id.address } else { nil }
-        let recipients = address.map { [$0] }
+        let recipients =
+            address.map { [$0] }
             ?? engine.subscribers[characteristic]?.map(\.address) ?? connectedCentrals
-        let plan = faultState.engine.plan(for: FaultOperation(indicate ? .indicate : .notify, characteristic: characteristic, centrals: recipients))
+        let plan = faultState.engine.plan(
+            for: FaultOperation(indicate ? .indicate : .notify, characteristic: characteristic, centrals: recipients))
         if !plan.isEmpty {
             record(plan, central: address, characteristic: characteristic)
             if plan.disconnect { scheduleDisconnect(recipients) }
@@ -86,8 +91,11 @@ extension Emulator {
         }
         let values = faultState.engine.notificationValues(value, characteristic: characteristic, plan: plan)
         if values.isEmpty {
-            log.record(.note, central: address, characteristic: characteristic, value: value,
-                       detail: plan.drop ? "\(indicate ? "indication" : "notification") dropped" : "\(indicate ? "indication" : "notification") held back (reorder)")
+            log.record(
+                .note, central: address, characteristic: characteristic, value: value,
+                detail: plan.drop
+                    ? "\(indicate ? "indication" : "notification") dropped"
+                    : "\(indicate ? "indication" : "notification") held back (reorder)")
         }
         for bytes in values {
             for piece in pieces(bytes, characteristic: characteristic, recipients: recipients, indicate: indicate) {
@@ -108,14 +116,16 @@ extension Emulator {
         let what = indicate ? "indication" : "notification"
         if profile.characteristic(characteristic)?.fragment == true {
             let pieces = stride(from: 0, to: value.count, by: size).map { Array(value[$0..<min($0 + size, value.count)]) }
-            log.record(.note, characteristic: characteristic, value: value,
-                       detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (ATT MTU \(mtu))")
+            log.record(
+                .note, characteristic: characteristic, value: value,
+                detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (ATT MTU \(mtu))")
             return pieces
         }
         let who = recipients.filter { (faultState.mtus[$0] ?? .max) == mtu }.joined(separator: ",")
-        log.record(.note, central: recipients.count == 1 ? recipients[0] : nil, characteristic: characteristic, value: value,
-                   detail: "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(size) bytes"
-                       + " (\"fragment\": true sends it in pieces)")
+        log.record(
+            .note, central: recipients.count == 1 ? recipients[0] : nil, characteristic: characteristic, value: value,
+            detail: "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(size) bytes"
+                + " (\"fragment\": true sends it in pieces)")
         return [value]
     }
 
@@ -130,22 +140,26 @@ extension Emulator {
             let what = indicate ? "indication" : "notification"
             if case .sockets(_, let dropped)? = delivery {
                 for (socket, count) in dropped.sorted(by: { $0.key < $1.key }) {
-                    log.record(.note, central: Self.central(ofSocket: socket) ?? address, characteristic: characteristic, value: value,
-                               detail: "\(what) dropped: the central is not reading its notification socket (\(count) dropped on it so far)")
+                    log.record(
+                        .note, central: Self.central(ofSocket: socket) ?? address, characteristic: characteristic, value: value,
+                        detail: "\(what) dropped: the central is not reading its notification socket (\(count) dropped on it so far)")
                 }
             }
             if case .sockets(let centrals, let dropped)? = delivery, centrals.isEmpty {
                 if dropped.isEmpty {
-                    log.record(.note, central: address, characteristic: characteristic, value: value,
-                               detail: "\(what) not sent: no notification socket for this central")
+                    log.record(
+                        .note, central: address, characteristic: characteristic, value: value,
+                        detail: "\(what) not sent: no notification socket for this central")
                 }
                 return
             }
-            let how = switch delivery {
-            case .sockets(let centrals, _)?: "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
-            case .propertiesChanged?: "PropertiesChanged"
-            case nil: "not sent (no GATT application)"
-            }
+            let how =
+                switch delivery {
+                case .sockets(let centrals, _)?:
+                    "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
+                case .propertiesChanged?: "PropertiesChanged"
+                case nil: "not sent (no GATT application)"
+                }
             recordOperation(indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
         } catch {
             log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")

@@ -36,8 +36,10 @@ extension Emulator: PairingHandler {
     func registerAgent(stack: BlueZStack) async throws(BlueZError) {
         guard let security = profile.pairingSecurity, pairing.agent == nil else { return }
         pairing.agent = try await PairingAgent.register(capability: security.io, handler: self, stack: stack)
-        log.record(.note, detail: "pairing agent registered as bluetoothd's default: \(security.io), pairing \(security.pairing.rawValue)"
-                   + (security.passkey == nil ? "" : ", the profile's passkey") + ", confirm \(security.confirm.rawValue)")
+        log.record(
+            .note,
+            detail: "pairing agent registered as bluetoothd's default: \(security.io), pairing \(security.pairing.rawValue)"
+                + (security.passkey == nil ? "" : ", the profile's passkey") + ", confirm \(security.confirm.rawValue)")
     }
 
     /// Sets the controller's LE Secure Connections mode when the profile asks for `off` (through the kernel: needs
@@ -57,13 +59,16 @@ extension Emulator: PairingHandler {
         } catch {
             throw .controller(what, error)
         }
-        log.record(.note, detail: "LE Secure Connections \(mode.rawValue) on \(adapter.name)"
-                   + (mode == .off ? ": centrals pair the legacy way" : ""))
+        log.record(
+            .note,
+            detail: "LE Secure Connections \(mode.rawValue) on \(adapter.name)"
+                + (mode == .off ? ": centrals pair the legacy way" : ""))
     }
 
     /// At stop: the controller's Secure Connections setting as it was (on or off; the kernel does not report "only").
     func restoreSecureConnections() async {
-        guard let before = pairing.secureConnectionsBefore, let adapter, let controller = ControllerManagement(adapterName: adapter.name) else { return }
+        guard let before = pairing.secureConnectionsBefore, let adapter, let controller = ControllerManagement(adapterName: adapter.name)
+        else { return }
         pairing.secureConnectionsBefore = nil
         do throws(ManagementError) {
             try await controller.setSecureConnections(before ? .on : .off)
@@ -150,8 +155,9 @@ extension Emulator: PairingHandler {
         resolvePrompt(with: .cancel)
         pairing.nextPrompt += 1
         let id = pairing.nextPrompt
-        log.record(.pairing, central: request.central,
-                   detail: "\(request): prompt \(id) waiting for POST /v1/pairing (at most \(SecurityDefinition.promptSeconds) s)")
+        log.record(
+            .pairing, central: request.central,
+            detail: "\(request): prompt \(id) waiting for POST /v1/pairing (at most \(SecurityDefinition.promptSeconds) s)")
         Task(executorPreference: loop) { [weak self] in
             try? await Task.sleep(for: .seconds(SecurityDefinition.promptSeconds))
             await self?.promptTimedOut(id)
@@ -163,7 +169,9 @@ extension Emulator: PairingHandler {
 
     private func promptTimedOut(_ id: UInt64) {
         guard let prompt = pairing.prompt, prompt.id == id else { return }
-        log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): refused (no answer in \(SecurityDefinition.promptSeconds) s)")
+        log.record(
+            .pairing, central: prompt.request.central,
+            detail: "\(prompt.request): refused (no answer in \(SecurityDefinition.promptSeconds) s)")
         resolvePrompt(with: .reject)
     }
 
@@ -188,7 +196,8 @@ extension Emulator: PairingHandler {
     public func pairingStatus() -> PairingStatus {
         guard let security = profile.pairingSecurity else { return PairingStatus(agent: false) }
         return PairingStatus(
-            agent: pairing.agent?.isRegistered ?? false, io: security.io.name, pairing: security.pairing.rawValue, confirm: security.confirm.rawValue,
+            agent: pairing.agent?.isRegistered ?? false, io: security.io.name, pairing: security.pairing.rawValue,
+            confirm: security.confirm.rawValue,
             prompt: pairing.prompt?.contract, displayed: pairing.displayed)
     }
 
@@ -204,7 +213,10 @@ extension Emulator: PairingHandler {
             throw ControlFailure(.conflict, "no pairing prompt is waiting (GET /v1/pairing shows it when there is one)")
         }
         guard prompt.id == id else {
-            throw ControlFailure(.conflict, "prompt \(id) no longer waits: prompt \(prompt.id) (\(prompt.kind.rawValue) from \(prompt.request.central)) does; nothing was answered")
+            throw ControlFailure(
+                .conflict,
+                "prompt \(id) no longer waits: prompt \(prompt.id) (\(prompt.kind.rawValue) from \(prompt.request.central)) does; nothing was answered"
+            )
         }
         let answer: PairingAnswer
         switch (prompt.request, reply) {
@@ -217,11 +229,12 @@ extension Emulator: PairingHandler {
             throw ControlFailure(.conflict, "just works asks for no passkey: answer {\"accept\": true|false}")
         case (_, .accept(let accept)): answer = accept ? .accept : .reject
         }
-        let outcome: String = switch answer {
-        case .passkey(let passkey): "typed \(Passkey.digits(passkey))"
-        case .accept: "accepted"
-        default: "refused"
-        }
+        let outcome: String =
+            switch answer {
+            case .passkey(let passkey): "typed \(Passkey.digits(passkey))"
+            case .accept: "accepted"
+            default: "refused"
+            }
         log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): \(outcome) (control API)")
         resolvePrompt(with: answer)
         return PairingAnswered(central: prompt.request.central, kind: prompt.kind)

@@ -14,23 +14,33 @@ extension Emulator {
         }
         stack.onBluetoothdChange { owner in continuation.yield(owner == nil ? .bluetoothdLost : .bluetoothdBack) }
         do {
-            stackSubscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
-                sender: BlueZNames.service, path: adapter.path, interface: "org.freedesktop.DBus.Properties",
-                member: "PropertiesChanged", arg0: BlueZNames.adapter)) { signal in
-                guard let powered = signal.arguments.dropFirst().first?.stringKeyedDictionary?["Powered"]?.boolean else { return }
-                continuation.yield(powered ? .poweredOn : .poweredOff)
-            })
-            stackSubscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
-                sender: BlueZNames.service, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")) { signal in
-                guard signal.arguments.first?.objectPath == adapter.path else { return }
-                continuation.yield(.adapterAdded)
-            })
-            stackSubscriptions.append(try await stack.connection.subscribe(to: DBusMatchRule(
-                sender: BlueZNames.service, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved")) { signal in
-                guard signal.arguments.first?.objectPath == adapter.path,
-                      signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.adapter)) == true else { return }
-                continuation.yield(.adapterRemoved)
-            })
+            stackSubscriptions.append(
+                try await stack.connection.subscribe(
+                    to: DBusMatchRule(
+                        sender: BlueZNames.service, path: adapter.path, interface: "org.freedesktop.DBus.Properties",
+                        member: "PropertiesChanged", arg0: BlueZNames.adapter)
+                ) { signal in
+                    guard let powered = signal.arguments.dropFirst().first?.stringKeyedDictionary?["Powered"]?.boolean else { return }
+                    continuation.yield(powered ? .poweredOn : .poweredOff)
+                })
+            stackSubscriptions.append(
+                try await stack.connection.subscribe(
+                    to: DBusMatchRule(
+                        sender: BlueZNames.service, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")
+                ) { signal in
+                    guard signal.arguments.first?.objectPath == adapter.path else { return }
+                    continuation.yield(.adapterAdded)
+                })
+            stackSubscriptions.append(
+                try await stack.connection.subscribe(
+                    to: DBusMatchRule(
+                        sender: BlueZNames.service, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved")
+                ) { signal in
+                    guard signal.arguments.first?.objectPath == adapter.path,
+                        signal.arguments.dropFirst().first?.arrayElements?.contains(.string(BlueZNames.adapter)) == true
+                    else { return }
+                    continuation.yield(.adapterRemoved)
+                })
         } catch {
             throw .call("cannot watch bluetoothd", error)
         }
@@ -43,9 +53,14 @@ extension Emulator {
             guard !stackLost else { return }
             stackLost = true
             let what = change == .bluetoothdLost ? "org.bluez left the bus" : "the adapter was removed"
-            log.record(.bluetoothdLost, detail: what + ": registrations are gone" + (options.exitOnLoss ? "; exiting (--exit-on-loss)" : "; waiting for it to return"))
+            log.record(
+                .bluetoothdLost,
+                detail: what + ": registrations are gone"
+                    + (options.exitOnLoss ? "; exiting (--exit-on-loss)" : "; waiting for it to return"))
             await dropRegistrations()
-            if options.exitOnLoss { terminationRequests.yield(change == .bluetoothdLost ? "bluetoothd went away" : "the adapter was removed") }
+            if options.exitOnLoss {
+                terminationRequests.yield(change == .bluetoothdLost ? "bluetoothd went away" : "the adapter was removed")
+            }
         case .bluetoothdBack, .adapterAdded:
             guard stackLost else { return }
             await recover(reason: change == .bluetoothdBack ? "bluetoothd is back" : "adapter reappeared")
@@ -55,7 +70,8 @@ extension Emulator {
             if stackLost {
                 await recover(reason: "adapter powered on")
             } else if faultState.silencedUntilResume == 0, !startingAdvertising,
-                      advertisements.contains(where: { !$0.isRegistered }) || (advertisements.isEmpty && engine.isAdvertising) {
+                advertisements.contains(where: { !$0.isRegistered }) || (advertisements.isEmpty && engine.isAdvertising)
+            {
                 // While a power cycle of gattemu's own (a fault, an address change) is under way, it advertises
                 // again itself when done: two at once exported the same advertisement twice.
                 log.record(.note, detail: "adapter powered on: advertising again")

@@ -6,7 +6,8 @@ extension Emulator: GattRequestHandler {
         let central = centralID(request.context)
         noteMTU(request.context, central)
         let id = request.attribute
-        recordOperation(.read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
+        recordOperation(
+            .read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
         request.context.begin()
         if let descriptor = id.descriptor {
             // Descriptors are served from their declared value.
@@ -39,9 +40,10 @@ extension Emulator: GattRequestHandler {
         let central = centralID(request.context)
         noteMTU(request.context, central)
         let id = request.attribute
-        recordOperation(.write, central: central.address, characteristic: id.description, value: request.value,
-                   detail: (request.kind?.rawValue ?? "write") + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
-                       + (request.offset > 0 ? " offset \(request.offset)" : ""))
+        recordOperation(
+            .write, central: central.address, characteristic: id.description, value: request.value,
+            detail: (request.kind?.rawValue ?? "write") + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
+                + (request.offset > 0 ? " offset \(request.offset)" : ""))
         request.context.begin()
         if request.prepareAuthorize { return }
         guard id.descriptor == nil else { return }
@@ -59,12 +61,14 @@ extension Emulator: GattRequestHandler {
             stored.replaceSubrange(request.offset..<min(stored.count, request.offset + value.count), with: value)
             value = stored
         }
-        let outcome = engine.handle(.write(characteristic: id.characteristic, central: central, value: value, withResponse: request.kind != .command))
+        let outcome = engine.handle(
+            .write(characteristic: id.characteristic, central: central, value: value, withResponse: request.kind != .command))
         let reply = try await run(outcome, central: central)
         if case .error(let error)? = reply {
             if request.bluetoothdAnswered {
-                log.record(.note, central: central.address, characteristic: id.description,
-                           detail: "error \(ProfileMapping.gattError(error)) not delivered: bluetoothd already acknowledged this write")
+                log.record(
+                    .note, central: central.address, characteristic: id.description,
+                    detail: "error \(ProfileMapping.gattError(error)) not delivered: bluetoothd already acknowledged this write")
                 return
             }
             throw answer(ProfileMapping.gattError(error), central, id)
@@ -78,10 +82,12 @@ extension Emulator: GattRequestHandler {
         let central = centralID(change.context)
         let subscribed = change.kind == .started || change.kind == .acquired
         if subscribed { noteMTU(change.context, central) }
-        recordOperation(subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
-                   detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
+        recordOperation(
+            subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
+            detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
         change.context.begin()
-        let event: EngineEvent = subscribed
+        let event: EngineEvent =
+            subscribed
             ? .subscribe(characteristic: change.characteristic, central: central)
             : .unsubscribe(characteristic: change.characteristic, central: central)
         _ = try? await run(engine.handle(event), central: central)
@@ -103,9 +109,11 @@ extension Emulator: GattRequestHandler {
     }
 
     /// Logs a GATT operation of `central` with the ATT MTU of its link (when bluetoothd has told it).
-    func recordOperation(_ kind: EmulatorEvent.Kind, central: String?, characteristic: String, value: [UInt8]? = nil, detail: String? = nil) {
-        log.record(kind, central: central, characteristic: characteristic, value: value, detail: detail,
-                   mtu: central.flatMap { faultState.mtus[$0] }.map(Int.init))
+    func recordOperation(_ kind: EmulatorEvent.Kind, central: String?, characteristic: String, value: [UInt8]? = nil, detail: String? = nil)
+    {
+        log.record(
+            kind, central: central, characteristic: characteristic, value: value, detail: detail,
+            mtu: central.flatMap { faultState.mtus[$0] }.map(Int.init))
     }
 
     /// Logs a central's ATT MTU the first time a request reveals it and whenever it changes (BlueZ tells

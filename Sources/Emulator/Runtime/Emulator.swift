@@ -62,7 +62,8 @@ public actor Emulator {
         self.profile = profile
         self.options = options
         self.log = log
-        self.engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00", seed: options.seed))
+        self.engine = BehaviourEngine(
+            profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00", seed: options.seed))
         self.faultState = FaultState(seed: options.seed)
         self.absentServices = Set(profile.services.filter { !$0.present }.map(\.id))
         (terminations, terminationRequests) = AsyncStream.makeStream(of: String.self)
@@ -70,10 +71,11 @@ public actor Emulator {
 
     /// Connects to bluetoothd, prepares the adapter and registers the application and advertisements.
     public func start() async throws(BlueZError) {
-        let bus: DBusBus = switch options.bus {
-        case .system: .system
-        case .address(let address): .address(address)
-        }
+        let bus: DBusBus =
+            switch options.bus {
+            case .system: .system
+            case .address(let address): .address(address)
+            }
         let stack = try await BlueZStack.connect(bus: bus, on: loop)
         self.stack = stack
         let refusals = RefusalLog(log: log)
@@ -91,14 +93,19 @@ public actor Emulator {
         }
         try await register(on: adapter, stack: stack)
         try await watchStack(stack, adapter: adapter)
-        log.record(.started, detail: "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\", seed \(options.seed)")
+        log.record(
+            .started,
+            detail:
+                "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\", seed \(options.seed)"
+        )
     }
 
     /// Sets the alias, follows centrals, registers the application and (if the engine says so) advertises.
     func register(on adapter: Adapter, stack: BlueZStack) async throws(BlueZError) {
         if !adapter.powered { try await adapter.powerOn() }
         guard adapter.canAdvertise else {
-            throw .call("adapter \(adapter.name) cannot advertise", .named("org.bluez.Error.NotSupported", message: "no LEAdvertisingManager1"))
+            throw .call(
+                "adapter \(adapter.name) cannot advertise", .named("org.bluez.Error.NotSupported", message: "no LEAdvertisingManager1"))
         }
         // Following centrals takes round trips that nothing but advertising needs to wait for: they run
         // alongside setting the alias and registering the application.
@@ -144,7 +151,8 @@ public actor Emulator {
         } catch {
             // Handles a profile asks for (an imported device's) may collide with BlueZ's own services.
             guard services.contains(where: \.asksForHandles) else { throw error }
-            log.record(.note, detail: "bluetoothd refused the profile's handles (\(error.description)): registering with handles it chooses")
+            log.record(
+                .note, detail: "bluetoothd refused the profile's handles (\(error.description)): registering with handles it chooses")
             application = try await GattApplication.register(
                 services: services.map(\.withoutHandles), handler: self, adapter: adapter, stack: stack)
         }

@@ -3,7 +3,8 @@ extension BehaviourEngine {
     /// a characteristic with `frames` is handled as the whole frames it completes (``handleFrames``).
     public mutating func handle(_ event: EngineEvent) -> EngineOutcome {
         if case .write(let id, let central, let value, let withResponse) = event, !value.isEmpty,
-           let characteristic = profile.characteristic(id), let format = characteristic.frames {
+            let characteristic = profile.characteristic(id), let format = characteristic.frames
+        {
             let limit = characteristic.maxLength ?? TemplateBuiltins.maximumLength
             if value.count <= limit {
                 return handleFrames(format, characteristic: id, central: central, value: value, withResponse: withResponse, limit: limit)
@@ -71,8 +72,9 @@ extension BehaviourEngine {
         var best: (index: Int, distance: Int)?
         for (index, rule) in profile.rules.enumerated() where rule.otherwise == pass {
             guard case .write(_, let matcher) = rule.trigger, let reference = matcher.closestTo,
-                  matches(rule.trigger, event, arguments: arguments),
-                  rule.conditions.allSatisfy({ holds($0, arguments: arguments) }) else { continue }
+                matches(rule.trigger, event, arguments: arguments),
+                rule.conditions.allSatisfy({ holds($0, arguments: arguments) })
+            else { continue }
             let distance = WriteMatcher.distance(value, reference)
             if best.map({ distance < $0.distance }) ?? true { best = (index, distance) }
         }
@@ -169,8 +171,10 @@ extension BehaviourEngine {
 
     mutating func publishAdvertisementChanges(into outcome: inout EngineOutcome) {
         // The advertisements depend only on these; most events change none of them (nothing to render).
-        guard advertisementVariant != publishedInputs.variant || state != publishedInputs.state
-            || variables != publishedInputs.variables else { return }
+        guard
+            advertisementVariant != publishedInputs.variant || state != publishedInputs.state
+                || variables != publishedInputs.variables
+        else { return }
         let current = advertisements()
         publishedInputs = (advertisementVariant, state, variables)
         guard current != publishedAdvertisements else { return }
@@ -190,12 +194,16 @@ extension BehaviourEngine {
         _ rendered: (bytes: [UInt8], capped: Bool), to characteristic: String, what: String, into effects: inout [Effect]
     ) -> [UInt8] {
         if rendered.capped {
-            effects.append(.log("\(what): a template value reached a limit and was cut (values at \(ProfileLimits.valueLength) bytes, counts at \(TemplateBuiltins.maximumLength))"))
+            effects.append(
+                .log(
+                    "\(what): a template value reached a limit and was cut (values at \(ProfileLimits.valueLength) bytes, counts at \(TemplateBuiltins.maximumLength))"
+                ))
         }
         guard rendered.bytes.count > smallestValueLimit else { return rendered.bytes }
         let limit = valueLimits[characteristic] ?? ProfileLimits.attributeValueLength
         guard rendered.bytes.count > limit else { return rendered.bytes }
-        effects.append(.log("\(what): the value for \"\(characteristic)\" is \(rendered.bytes.count) bytes, cut to its maximum of \(limit)"))
+        effects.append(
+            .log("\(what): the value for \"\(characteristic)\" is \(rendered.bytes.count) bytes, cut to its maximum of \(limit)"))
         return Array(rendered.bytes.prefix(limit))
     }
 
@@ -241,7 +249,10 @@ extension BehaviourEngine {
                 // without bound (`{buf}{buf}`) stays at the limit.
                 let rendered = renderChecked(template, event: event, arguments: arguments)
                 if rendered.capped {
-                    outcome.effects.append(.log("\(action.path): the value for \"\(name)\" reached a limit and was cut (values at \(ProfileLimits.valueLength) bytes, counts at \(TemplateBuiltins.maximumLength))"))
+                    outcome.effects.append(
+                        .log(
+                            "\(action.path): the value for \"\(name)\" reached a limit and was cut (values at \(ProfileLimits.valueLength) bytes, counts at \(TemplateBuiltins.maximumLength))"
+                        ))
                 }
                 new = .bytes(rendered.bytes)
             case .increment(let amount):

@@ -7,26 +7,34 @@ extension DeviceProfile {
                 let hint = (idHint(forUUID: id) ?? Suggestions.hint(for: id, in: characteristics.map(\.id))).map { " (\($0))" } ?? ""
                 return FaultSpecError(path: "characteristic", message: "unknown characteristic \"\(id)\"\(hint)", kind: .notFound)
             }
-            let needed: [CharacteristicFlag] = switch spec.on {
-            case .read: [.read]
-            case .write: [.write, .writeWithoutResponse]
-            case .notify: [.notify]
-            case .indicate: [.indicate]
-            case .connect, .pair, .start: []
-            }
+            let needed: [CharacteristicFlag] =
+                switch spec.on {
+                case .read: [.read]
+                case .write: [.write, .writeWithoutResponse]
+                case .notify: [.notify]
+                case .indicate: [.indicate]
+                case .connect, .pair, .start: []
+                }
             if !needed.isEmpty, !needed.contains(where: characteristic.has) {
-                return FaultSpecError(path: "on", message: "characteristic \"\(id)\" has no \(needed.map(\.rawValue).joined(separator: " or ")) flag", kind: .conflict)
+                return FaultSpecError(
+                    path: "on", message: "characteristic \"\(id)\" has no \(needed.map(\.rawValue).joined(separator: " or ")) flag",
+                    kind: .conflict)
             }
         }
         if spec.on == .pair, pairingSecurity == nil {
-            return FaultSpecError(path: "on", message: "this profile does not pair: give it a \"security\" section (or a characteristic that needs encryption)", kind: .conflict)
+            return FaultSpecError(
+                path: "on",
+                message: "this profile does not pair: give it a \"security\" section (or a characteristic that needs encryption)",
+                kind: .conflict)
         }
         if case .advertise(let variant?) = spec.action,
             !advertisements.contains(where: { $0.variants[variant] != nil })
         {
             let known = Set(advertisements.flatMap(\.variants.keys)).sorted()
-            return FaultSpecError(path: "advertise", message: "unknown advertisement variant \"\(variant)\""
-                + (known.isEmpty ? " (this profile has none)" : " (known: \(known.joined(separator: ", ")))"), kind: .notFound)
+            return FaultSpecError(
+                path: "advertise",
+                message: "unknown advertisement variant \"\(variant)\""
+                    + (known.isEmpty ? " (this profile has none)" : " (known: \(known.joined(separator: ", ")))"), kind: .notFound)
         }
         return nil
     }

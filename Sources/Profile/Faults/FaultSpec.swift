@@ -11,7 +11,9 @@ public struct FaultSpec: Sendable, Equatable {
     /// Human text shown in listings.
     public var description: String?
 
-    public init(id: String? = nil, on: FaultOperationKind, scope: FaultScope = FaultScope(), action: FaultAction, description: String? = nil) {
+    public init(
+        id: String? = nil, on: FaultOperationKind, scope: FaultScope = FaultScope(), action: FaultAction, description: String? = nil
+    ) {
         self.id = id
         self.on = on
         self.scope = scope
@@ -59,8 +61,10 @@ public struct FaultScope: Sendable, Equatable {
     /// For `on: start`: milliseconds to wait before firing.
     public var afterMilliseconds: Int
 
-    public init(characteristic: String? = nil, central: String? = nil, nth: Int = 1, count: Int? = nil,
-                probability: Double = 1, seed: UInt64? = nil, afterMilliseconds: Int = 0) {
+    public init(
+        characteristic: String? = nil, central: String? = nil, nth: Int = 1, count: Int? = nil,
+        probability: Double = 1, seed: UInt64? = nil, afterMilliseconds: Int = 0
+    ) {
         self.characteristic = characteristic
         self.central = central
         self.nth = nth

@@ -23,16 +23,22 @@ public struct FaultSpecError: Error, Sendable, Equatable, CustomStringConvertibl
 
 /// Decodes fault specs from JSON (profile `faults`, scenario files and control API bodies share it).
 public enum FaultSpecDecoder {
-    static let scopeKeys = ["id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "description", "$comment"]
-    public static let actionKeys = ["delay", "drop", "error", "corrupt", "truncate", "duplicate", "reorder", "disconnect", "silence", "advertise", "powerCycle", "refuse",
-                                    "wrongPasskey", "forgetBonds"]
+    static let scopeKeys = [
+        "id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "description", "$comment",
+    ]
+    public static let actionKeys = [
+        "delay", "drop", "error", "corrupt", "truncate", "duplicate", "reorder", "disconnect", "silence", "advertise", "powerCycle",
+        "refuse",
+        "wrongPasskey", "forgetBonds",
+    ]
 
     /// Decodes a scenario: either an array of specs or `{"faults": [...]}`.
     public static func scenario(_ node: JSONNode, path: String = "") throws(FaultSpecError) -> [FaultSpec] {
         var list = node
         if case .object = node.value {
             guard let faults = node["faults"] else {
-                throw FaultSpecError(path: path, message: "a scenario is an array of faults or an object with \"faults\"", location: node.location)
+                throw FaultSpecError(
+                    path: path, message: "a scenario is an array of faults or an object with \"faults\"", location: node.location)
             }
             list = faults
         }
@@ -58,9 +64,11 @@ public enum FaultSpecDecoder {
         }
         let actions = members.filter { actionKeys.contains($0.key) }
         guard actions.count == 1, let actionMember = actions.first else {
-            throw fail(node, nil, actions.isEmpty
-                ? "a fault needs one action: " + actionKeys.joined(separator: ", ")
-                : "a fault takes one action, found " + actions.map(\.key).joined(separator: " and "))
+            throw fail(
+                node, nil,
+                actions.isEmpty
+                    ? "a fault needs one action: " + actionKeys.joined(separator: ", ")
+                    : "a fault takes one action, found " + actions.map(\.key).joined(separator: " and "))
         }
         let action = try self.action(actionMember.key, actionMember.value, fail: { fail(actionMember.value, actionMember.key, $0) })
 
@@ -88,16 +96,22 @@ public enum FaultSpecDecoder {
             scope.characteristic = text
         }
         if let value = node["central"] {
-            guard let text = value.stringValue, isAddress(text) else { throw fail(value, "central", "expected an address like AA:BB:CC:DD:EE:FF") }
+            guard let text = value.stringValue, isAddress(text) else {
+                throw fail(value, "central", "expected an address like AA:BB:CC:DD:EE:FF")
+            }
             scope.central = text.uppercased()
         }
         if let value = node["nth"] {
-            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else { throw fail(value, "nth", "expected a whole number from 1 to 2147483647") }
+            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else {
+                throw fail(value, "nth", "expected a whole number from 1 to 2147483647")
+            }
             scope.nth = number
             scope.count = 1
         }
         if let value = node["count"] {
-            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else { throw fail(value, "count", "expected a whole number from 1 to 2147483647") }
+            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else {
+                throw fail(value, "count", "expected a whole number from 1 to 2147483647")
+            }
             scope.count = number
         }
         if let value = node["probability"] {
@@ -117,7 +131,7 @@ public enum FaultSpecDecoder {
             guard let ms = milliseconds(value) else { throw fail(value, "after", durationHint) }
             scope.afterMilliseconds = ms
         }
-        if (on == .start || on == .connect || on == .pair), scope.characteristic != nil {
+        if on == .start || on == .connect || on == .pair, scope.characteristic != nil {
             throw fail(node, "characteristic", "\"\(on.rawValue)\" faults are not about a characteristic")
         }
         var id: String?
@@ -146,7 +160,8 @@ public enum FaultSpecDecoder {
         case "delay":
             if case .object(let members) = node.value {
                 guard members.allSatisfy({ $0.key == "min" || $0.key == "max" }),
-                      let min = node["min"].flatMap(milliseconds), let max = node["max"].flatMap(milliseconds) else {
+                    let min = node["min"].flatMap(milliseconds), let max = node["max"].flatMap(milliseconds)
+                else {
                     throw fail("expected {\"min\": duration, \"max\": duration}")
                 }
                 return .delay(minMilliseconds: Swift.min(min, max), maxMilliseconds: Swift.max(min, max))
@@ -158,7 +173,9 @@ public enum FaultSpecDecoder {
             return .drop
         case "error":
             guard let error = attError(node) else {
-                throw fail("expected an ATT error: " + ATTError.namesInProfiles.keys.sorted().joined(separator: ", ") + ", or an application code 0x80–0x9F")
+                throw fail(
+                    "expected an ATT error: " + ATTError.namesInProfiles.keys.sorted().joined(separator: ", ")
+                        + ", or an application code 0x80–0x9F")
             }
             return .error(error)
         case "corrupt":
@@ -167,7 +184,9 @@ public enum FaultSpecDecoder {
             }
             let keys = Set(members.map(\.key))
             guard keys == ["flipBits"] || keys == ["hex"] || keys == ["xor"] || keys == ["at", "hex"] || keys == ["at", "xor"] else {
-                throw fail("expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}, found keys " + members.map(\.key).joined(separator: ", "))
+                throw fail(
+                    "expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}, found keys "
+                        + members.map(\.key).joined(separator: ", "))
             }
             if let flips = node["flipBits"] {
                 guard let n = flips.intValue, n >= 1, n <= 4096 else { throw fail("flipBits: expected a whole number from 1 to 4096") }
@@ -179,11 +198,15 @@ public enum FaultSpecDecoder {
                 at = offset
             }
             if let hex = node["hex"] {
-                guard let text = hex.stringValue, let bytes = parseHex(text), !bytes.isEmpty else { throw fail("hex: expected hex bytes, e.g. \"ff 00\"") }
+                guard let text = hex.stringValue, let bytes = parseHex(text), !bytes.isEmpty else {
+                    throw fail("hex: expected hex bytes, e.g. \"ff 00\"")
+                }
                 return .corrupt(.replace(at: at, bytes: bytes))
             }
             if let xor = node["xor"] {
-                guard let text = xor.stringValue, let bytes = parseHex(text), !bytes.isEmpty else { throw fail("xor: expected a hex mask, e.g. \"01\"") }
+                guard let text = xor.stringValue, let bytes = parseHex(text), !bytes.isEmpty else {
+                    throw fail("xor: expected a hex mask, e.g. \"01\"")
+                }
                 return .corrupt(.xor(at: at, mask: bytes))
             }
             throw fail("expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}")
@@ -250,7 +273,8 @@ public enum FaultSpecDecoder {
         if let named = ATTError.namesInProfiles[text] { return named }
         let bytes = Array(text.utf8)
         guard bytes.count == 4, bytes[0] == 0x30, bytes[1] == 0x78 || bytes[1] == 0x58,
-              let code = StrictParse.hex(String(decoding: bytes[2...], as: UTF8.self))?.first, (0x80...0x9F).contains(code) else { return nil }
+            let code = StrictParse.hex(String(decoding: bytes[2...], as: UTF8.self))?.first, (0x80...0x9F).contains(code)
+        else { return nil }
         return .application(code)
     }
 

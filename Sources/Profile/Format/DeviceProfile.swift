@@ -36,10 +36,11 @@ public struct DeviceProfile: Sendable {
         var node = tree
         var matched = 0
         for component in components {
-            let next: JSONNode? = switch component {
-            case .key(let key): node[key]
-            case .index(let index): node.arrayItems.flatMap { $0.indices.contains(index) ? $0[index] : nil }
-            }
+            let next: JSONNode? =
+                switch component {
+                case .key(let key): node[key]
+                case .index(let index): node.arrayItems.flatMap { $0.indices.contains(index) ? $0[index] : nil }
+                }
             guard let next else { break }
             node = next
             matched += 1

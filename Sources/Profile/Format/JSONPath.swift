@@ -10,8 +10,10 @@ public enum JSONPath {
 
     /// `path.key`, or `path["key"]` when the key needs quoting.
     static func appending(_ key: String, to path: String) -> String {
-        let plain = !key.isEmpty && (key.utf8.allSatisfy(isPlainASCII)
-            || key.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "$" })
+        let plain =
+            !key.isEmpty
+            && (key.utf8.allSatisfy(isPlainASCII)
+                || key.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "$" })
         if plain {
             if path.isEmpty { return key }
             var joined = path
@@ -29,7 +31,8 @@ public enum JSONPath {
     private static func isPlainASCII(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "$"): true
+            UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "$"):
+            true
         default: false
         }
     }

@@ -17,7 +17,8 @@ public enum RuleTrigger: Sendable, Equatable {
     case connect, disconnect
     case read(String)
     case write(String, WriteMatcher)
-    case subscribe(String), unsubscribe(String)
+    case subscribe(String)
+    case unsubscribe(String)
     case timer(String)
     case trigger(String)
 
@@ -71,7 +72,9 @@ public struct JSONFieldMatcher: Sendable, Equatable {
 
     /// What the field must be. Invalid JSON or a missing field never matches (except `.absent`).
     public enum Condition: Sendable, Equatable {
-        case equals(PlainJSON), notEquals(PlainJSON), exists, absent
+        case equals(PlainJSON)
+        case notEquals(PlainJSON)
+        case exists, absent
     }
 }
 

@@ -79,9 +79,15 @@ public struct JSONParser {
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return JSONNode(.string(try parseString()), at: start)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
-        case UInt8(ascii: "t"): try expectWord("true"); return JSONNode(.bool(true), at: start)
-        case UInt8(ascii: "f"): try expectWord("false"); return JSONNode(.bool(false), at: start)
-        case UInt8(ascii: "n"): try expectWord("null"); return JSONNode(.null, at: start)
+        case UInt8(ascii: "t"):
+            try expectWord("true")
+            return JSONNode(.bool(true), at: start)
+        case UInt8(ascii: "f"):
+            try expectWord("false")
+            return JSONNode(.bool(false), at: start)
+        case UInt8(ascii: "n"):
+            try expectWord("null")
+            return JSONNode(.null, at: start)
         default: throw error("unexpected \(describeCurrent()), expected a value")
         }
     }

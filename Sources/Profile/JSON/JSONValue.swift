@@ -68,7 +68,8 @@ public struct JSONNumber: Sendable, Equatable {
     public var int: Int? {
         if let exact = Int(text) { return exact }
         guard double.isFinite, double.rounded() == double,
-              double >= -9.2e18, double <= 9.2e18 else { return nil }
+            double >= -9.2e18, double <= 9.2e18
+        else { return nil }
         return Int(double)
     }
 }

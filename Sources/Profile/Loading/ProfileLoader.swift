@@ -123,8 +123,9 @@ struct ExtendsResolver {
             return nil
         }
         guard case .string(let relative) = extends.value else {
-            diagnostics.append(Diagnostic(
-                at: extends.location, path: "extends", message: "expected a string, found \(extends.value.kindName)"))
+            diagnostics.append(
+                Diagnostic(
+                    at: extends.location, path: "extends", message: "expected a string, found \(extends.value.kindName)"))
             return nil
         }
         let outsideHint = "a base must be in the profile's folder unless allowed (--allow-extends-outside)"

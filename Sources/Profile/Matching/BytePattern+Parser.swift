@@ -120,9 +120,15 @@ struct BytePatternParser {
     /// `* + ? {m} {m,} {m,n} {,n}` at the current position, or nil (a `{` that is not a quantifier is a literal).
     mutating func parseQuantifier() throws(BytePatternError) -> (Int, Int?)? {
         switch current {
-        case "*": index += 1; return (0, nil)
-        case "+": index += 1; return (1, nil)
-        case "?": index += 1; return (0, 1)
+        case "*":
+            index += 1
+            return (0, nil)
+        case "+":
+            index += 1
+            return (1, nil)
+        case "?":
+            index += 1
+            return (0, 1)
         case "{" where isQuantifierBrace():
             let start = index
             index += 1
@@ -222,8 +228,9 @@ struct BytePatternParser {
             case "#":
                 throw error("comments \"(?#\" are not supported", at: start)
             default:
-                throw error("inline options and other \"(?\" groups are not supported", at: start,
-                            hint: "only (…), (?:…) and (?<name>…) groups are")
+                throw error(
+                    "inline options and other \"(?\" groups are not supported", at: start,
+                    hint: "only (…), (?:…) and (?<name>…) groups are")
             }
         }
         depth += 1
@@ -244,13 +251,27 @@ struct BytePatternParser {
         let start = index - 1
         guard let scalar = current else { throw error("the pattern ends with a backslash", at: start) }
         switch scalar {
-        case "n": index += 1; return 0x0A
-        case "t": index += 1; return 0x09
-        case "r": index += 1; return 0x0D
-        case "f": index += 1; return 0x0C
-        case "e": index += 1; return 0x1B
-        case "a": index += 1; return 0x07
-        case "b" where inClass: index += 1; return 0x08
+        case "n":
+            index += 1
+            return 0x0A
+        case "t":
+            index += 1
+            return 0x09
+        case "r":
+            index += 1
+            return 0x0D
+        case "f":
+            index += 1
+            return 0x0C
+        case "e":
+            index += 1
+            return 0x1B
+        case "a":
+            index += 1
+            return 0x07
+        case "b" where inClass:
+            index += 1
+            return 0x08
         case "0":
             index += 1
             if let next = current, ("0"..."9").contains(next) {
@@ -295,8 +316,9 @@ struct BytePatternParser {
                 index += 1
             }
             guard digits == wanted else {
-                throw error("\\\(kind) needs \(wanted) hex digits", at: start,
-                            hint: kind == "x" ? "write \\x0A, or \\x{A}" : "write \\u000A, or \\u{A}")
+                throw error(
+                    "\\\(kind) needs \(wanted) hex digits", at: start,
+                    hint: kind == "x" ? "write \\x0A, or \\x{A}" : "write \\u000A, or \\u{A}")
             }
         }
         guard Unicode.Scalar(value) != nil else {
@@ -376,7 +398,8 @@ struct BytePatternParser {
             case "[":
                 throw error("nested and POSIX classes are not supported", hint: "write \\[ for a literal '['")
             case "&" where peek(1) == "&", "~" where peek(1) == "~", "-" where peek(1) == "-":
-                throw error("class set operations (\(scalar)\(scalar)) are not supported", hint: "write \\\(scalar) for a literal '\(scalar)'")
+                throw error(
+                    "class set operations (\(scalar)\(scalar)) are not supported", hint: "write \\\(scalar) for a literal '\(scalar)'")
             case "-" where rangeStart != nil && peek(1) != nil && peek(1) != "]":
                 index += 1
                 let upper: UInt32
@@ -394,7 +417,9 @@ struct BytePatternParser {
                 }
                 let lower = rangeStart!
                 guard lower <= upper else {
-                    throw error("the range is reversed (U+\(String(lower, radix: 16, uppercase: true)) > U+\(String(upper, radix: 16, uppercase: true)))", at: memberStart)
+                    throw error(
+                        "the range is reversed (U+\(String(lower, radix: 16, uppercase: true)) > U+\(String(upper, radix: 16, uppercase: true)))",
+                        at: memberStart)
                 }
                 ranges[ranges.count - 1] = lower...upper
                 rangeStart = nil

@@ -136,11 +136,12 @@ private struct PikeMachine {
             for index in 0..<currentCount {
                 let pc = current[index]
                 steps += 1
-                let consumed: Bool = switch program[Int(pc)] {
-                case .scalar(let expected): scalar == expected
-                case .set(let set): sets[Int(set)].contains(scalar)
-                default: false
-                }
+                let consumed: Bool =
+                    switch program[Int(pc)] {
+                    case .scalar(let expected): scalar == expected
+                    case .set(let set): sets[Int(set)].contains(scalar)
+                    default: false
+                    }
                 if consumed, addClosure(pc + 1, at: nextPosition) { return true }
             }
             // The search is unanchored: a match may also start at the next position.

@@ -83,11 +83,21 @@ enum Base64 {
         var padding = 0
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): guard padding == 0 else { return nil }; values.append(byte - 65)
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): guard padding == 0 else { return nil }; values.append(byte - 97 + 26)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): guard padding == 0 else { return nil }; values.append(byte - 48 + 52)
-            case UInt8(ascii: "+"): guard padding == 0 else { return nil }; values.append(62)
-            case UInt8(ascii: "/"): guard padding == 0 else { return nil }; values.append(63)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                guard padding == 0 else { return nil }
+                values.append(byte - 65)
+            case UInt8(ascii: "a")...UInt8(ascii: "z"):
+                guard padding == 0 else { return nil }
+                values.append(byte - 97 + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                guard padding == 0 else { return nil }
+                values.append(byte - 48 + 52)
+            case UInt8(ascii: "+"):
+                guard padding == 0 else { return nil }
+                values.append(62)
+            case UInt8(ascii: "/"):
+                guard padding == 0 else { return nil }
+                values.append(63)
             case UInt8(ascii: "="): padding += 1
             case 0x20, 0x0A, 0x0D, 0x09: continue
             default: return nil

@@ -36,13 +36,15 @@ struct TemplateChecker {
             guard template.kind == .bytes else { continue }
             switch expression {
             case .integer(let n, let offset) where n > 255:
-                issues.append(TemplateIssue(
-                    offset: offset, message: "\(n) does not fit in one byte",
-                    hint: "write u16le(\(n)) or u16be(\(n)) for a wider integer"))
+                issues.append(
+                    TemplateIssue(
+                        offset: offset, message: "\(n) does not fit in one byte",
+                        hint: "write u16le(\(n)) or u16be(\(n)) for a wider integer"))
             case .call("crc16", _, let offset):
-                issues.append(TemplateIssue(
-                    offset: offset, message: "crc16() is 16 bits and would be cut to one byte",
-                    hint: "write u16be(crc16(…)) or u16le(crc16(…))"))
+                issues.append(
+                    TemplateIssue(
+                        offset: offset, message: "crc16() is 16 bits and would be cut to one byte",
+                        hint: "write u16be(crc16(…)) or u16le(crc16(…))"))
             default: break
             }
         }
@@ -66,9 +68,10 @@ struct TemplateChecker {
         if TemplateBuiltins.names[name] != nil {
             issues.append(TemplateIssue(offset: offset, message: "\(name) cannot be used here", hint: usageHint))
         } else {
-            issues.append(TemplateIssue(
-                offset: offset, message: "unknown name \"\(name)\"",
-                hint: Suggestions.hint(for: name, in: { knownNames }, budget: suggestions)))
+            issues.append(
+                TemplateIssue(
+                    offset: offset, message: "unknown name \"\(name)\"",
+                    hint: Suggestions.hint(for: name, in: { knownNames }, budget: suggestions)))
         }
     }
 
@@ -86,8 +89,9 @@ struct TemplateChecker {
             return
         }
         if case .integer(let n, let argumentOffset) = arguments[0], n > TemplateBuiltins.maximumLength {
-            issues.append(TemplateIssue(
-                offset: argumentOffset, message: "pad length \(n) exceeds \(TemplateBuiltins.maximumLength)"))
+            issues.append(
+                TemplateIssue(
+                    offset: argumentOffset, message: "pad length \(n) exceeds \(TemplateBuiltins.maximumLength)"))
         }
         for argument in arguments { check(argument, into: &issues) }
     }
@@ -116,8 +120,10 @@ struct TemplateChecker {
         }
         guard arity.contains(arguments.count) else {
             let expected = arity.count == 1 ? "\(arity.lowerBound)" : "\(arity.lowerBound) to \(arity.upperBound)"
-            issues.append(TemplateIssue(
-                offset: offset, message: "\(name)() takes \(expected) argument\(arity.upperBound == 1 ? "" : "s"), not \(arguments.count)"))
+            issues.append(
+                TemplateIssue(
+                    offset: offset,
+                    message: "\(name)() takes \(expected) argument\(arity.upperBound == 1 ? "" : "s"), not \(arguments.count)"))
             return
         }
         if usage == .advertisement, ["random", "counter", "value"].contains(name) {
@@ -126,34 +132,40 @@ struct TemplateChecker {
         }
         switch name {
         case "pad":
-            issues.append(TemplateIssue(
-                offset: offset, message: "pad() can only stand on its own in a byte template",
-                hint: "it pads everything before it, e.g. \"51 60 {pad(20)}\""))
+            issues.append(
+                TemplateIssue(
+                    offset: offset, message: "pad() can only stand on its own in a byte template",
+                    hint: "it pads everything before it, e.g. \"51 60 {pad(20)}\""))
         case "arg" where usage != .rule:
             issues.append(TemplateIssue(offset: offset, message: "arg() can only be used in rules"))
         case "random":
             guard case .integer(let n, _) = arguments[0], n <= TemplateBuiltins.maximumLength else {
-                issues.append(TemplateIssue(
-                    offset: arguments[0].offset,
-                    message: "random() needs a byte count from 0 to \(TemplateBuiltins.maximumLength)"))
+                issues.append(
+                    TemplateIssue(
+                        offset: arguments[0].offset,
+                        message: "random() needs a byte count from 0 to \(TemplateBuiltins.maximumLength)"))
                 return
             }
         case "counter":
-            if case .name = arguments[0] {} else {
-                issues.append(TemplateIssue(
-                    offset: arguments[0].offset, message: "counter() takes a counter name, e.g. counter(sequence)"))
+            if case .name = arguments[0] {
+            } else {
+                issues.append(
+                    TemplateIssue(
+                        offset: arguments[0].offset, message: "counter() takes a counter name, e.g. counter(sequence)"))
             }
             return
         case "value":
             guard case .name(let id, let argumentOffset) = arguments[0] else {
-                issues.append(TemplateIssue(
-                    offset: arguments[0].offset, message: "value() takes a characteristic id, e.g. value(tx)"))
+                issues.append(
+                    TemplateIssue(
+                        offset: arguments[0].offset, message: "value() takes a characteristic id, e.g. value(tx)"))
                 return
             }
             if !characteristics.contains(id) {
-                issues.append(TemplateIssue(
-                    offset: argumentOffset, message: "unknown characteristic \"\(id)\"",
-                    hint: Suggestions.hint(for: id, in: { characteristics.sorted() }, budget: suggestions)))
+                issues.append(
+                    TemplateIssue(
+                        offset: argumentOffset, message: "unknown characteristic \"\(id)\"",
+                        hint: Suggestions.hint(for: id, in: { characteristics.sorted() }, budget: suggestions)))
             }
             return
         case "arg":
@@ -171,8 +183,9 @@ struct TemplateChecker {
             }
         case "fill":
             if case .integer(let n, let argumentOffset) = arguments[1], n > TemplateBuiltins.maximumLength {
-                issues.append(TemplateIssue(
-                    offset: argumentOffset, message: "fill count \(n) exceeds \(TemplateBuiltins.maximumLength)"))
+                issues.append(
+                    TemplateIssue(
+                        offset: argumentOffset, message: "fill count \(n) exceeds \(TemplateBuiltins.maximumLength)"))
             }
         default:
             break

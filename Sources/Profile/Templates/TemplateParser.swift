@@ -54,7 +54,10 @@ private struct TemplateParser {
         var parts: [TemplatePart] = []
         var literal: [UInt8] = []
         func flush() {
-            if !literal.isEmpty { parts.append(.literal(literal)); literal = [] }
+            if !literal.isEmpty {
+                parts.append(.literal(literal))
+                literal = []
+            }
         }
         while let character = current {
             if character == "{" {
@@ -105,7 +108,8 @@ private struct TemplateParser {
         while let character = current, !Self.isSpace(character), character != "{" {
             guard let ascii = character.asciiValue, let digit = hexDigitValue(ascii) else {
                 throw error(
-                    "'\(character)' is not a hex digit", hint: character.isLetter
+                    "'\(character)' is not a hex digit",
+                    hint: character.isLetter
                         ? "put names and functions in braces, e.g. {\(identifierAt(index))}" : nil)
             }
             nibbles.append(digit)
@@ -229,8 +233,9 @@ private struct TemplateParser {
             guard current == "]" else { throw error("expected ']'") }
             index += 1
             guard upper >= lower else {
-                throw error("slice end \(upper) is before its start \(lower)", at: upperOffset,
-                            hint: "ranges are inclusive: request[4..19] is 16 bytes")
+                throw error(
+                    "slice end \(upper) is before its start \(lower)", at: upperOffset,
+                    hint: "ranges are inclusive: request[4..19] is 16 bytes")
             }
             return .slice(name, lower, upper, offset: start)
         }

@@ -5,15 +5,19 @@ extension ProfileDecoder {
         let kinds = members.filter { Self.actionKinds.contains($0.key) }
         if kinds.isEmpty, members.contains(where: { $0.key != "$comment" && !Self.actionKeys.contains($0.key) }) { return [] }
         guard kinds.count == 1, let kind = kinds.first else {
-            error(node, path, kinds.isEmpty
-                ? "an action needs one of \(Self.actionKinds.map { "\"\($0)\"" }.joined(separator: ", "))"
-                : "an action takes only one of \(kinds.map { "\"\($0.key)\"" }.joined(separator: ", "))")
+            error(
+                node, path,
+                kinds.isEmpty
+                    ? "an action needs one of \(Self.actionKinds.map { "\"\($0)\"" }.joined(separator: ", "))"
+                    : "an action takes only one of \(kinds.map { "\"\($0.key)\"" }.joined(separator: ", "))")
             return []
         }
         let kindPath = JSONPath.appending(kind.key, to: path)
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
-        for member in members where Self.actionOptions.contains(member.key)
-            && !(Self.actionOptionsByKind[kind.key] ?? []).contains(member.key) {
+        for member in members
+        where Self.actionOptions.contains(member.key)
+            && !(Self.actionOptionsByKind[kind.key] ?? []).contains(member.key)
+        {
             error(at: member.keyLocation, sub(member.key), "\"\(member.key)\" does not apply to a \"\(kind.key)\" action")
         }
         func make(_ kind: Action.Kind) -> [Action] { [Action(kind: kind, path: kindPath)] }

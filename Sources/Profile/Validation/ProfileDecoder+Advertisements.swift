@@ -59,8 +59,9 @@ extension ProfileDecoder {
             if let type = AdvertisementType(rawValue: text) {
                 fields.type = type
             } else {
-                error(value, sub("type"), "unknown advertisement type \"\(text)\"",
-                      hint: Suggestions.hint(for: text, in: AdvertisementType.allCases.map(\.rawValue))
+                error(
+                    value, sub("type"), "unknown advertisement type \"\(text)\"",
+                    hint: Suggestions.hint(for: text, in: AdvertisementType.allCases.map(\.rawValue))
                         ?? "use \"peripheral\" or \"broadcast\"")
             }
         }
@@ -95,14 +96,17 @@ extension ProfileDecoder {
                     let keyNode = JSONNode(.string(member.key), at: member.keyLocation)
                     guard let type = flexibleInteger(keyNode, memberPath, in: 1...0xFF) else { continue }
                     if Self.advertisementTypesOfOtherFields.contains(type) {
-                        error(at: member.keyLocation, memberPath, "AD type \(member.key) is built from another field",
-                              hint: "use localName, serviceUUIDs, solicitUUIDs, serviceData, manufacturerData, appearance or includes")
+                        error(
+                            at: member.keyLocation, memberPath, "AD type \(member.key) is built from another field",
+                            hint: "use localName, serviceUUIDs, solicitUUIDs, serviceData, manufacturerData, appearance or includes")
                         continue
                     }
                     if AdvertisingData.typesBlueZRefusesInData.contains(UInt8(type)) {
-                        error(at: member.keyLocation, memberPath,
-                              "AD type \(member.key) (\(ADType(rawValue: UInt8(type)))) is one bluetoothd does not let an application advertise",
-                              hint: "bluetoothd refuses the whole advertisement with it (its own AD types: link, pairing, mesh); leave it out")
+                        error(
+                            at: member.keyLocation, memberPath,
+                            "AD type \(member.key) (\(ADType(rawValue: UInt8(type)))) is one bluetoothd does not let an application advertise",
+                            hint: "bluetoothd refuses the whole advertisement with it (its own AD types: link, pairing, mesh); leave it out"
+                        )
                         continue
                     }
                     if let source = valueSource(member.value, memberPath, usage: .advertisement) {
@@ -142,8 +146,9 @@ extension ProfileDecoder {
                 if Self.advertisementIncludes.contains(text) {
                     includes.append(text)
                 } else {
-                    error(item, itemPath, "unknown include \"\(text)\"",
-                          hint: Suggestions.hint(for: text, in: Self.advertisementIncludes))
+                    error(
+                        item, itemPath, "unknown include \"\(text)\"",
+                        hint: Suggestions.hint(for: text, in: Self.advertisementIncludes))
                 }
             }
             fields.includes = includes

@@ -66,8 +66,9 @@ extension ProfileDecoder {
         for member in members {
             let memberPath = JSONPath.appending(member.key, to: path)
             guard Self.isIdentifier(member.key) else {
-                error(at: member.keyLocation, memberPath, "\"\(member.key)\" is not a valid name",
-                      hint: "use letters, digits and '_', starting with a letter")
+                error(
+                    at: member.keyLocation, memberPath, "\"\(member.key)\" is not a valid name",
+                    hint: "use letters, digits and '_', starting with a letter")
                 continue
             }
             if TemplateBuiltins.names[member.key] != nil || TemplateBuiltins.functions[member.key] != nil {
@@ -122,15 +123,17 @@ extension ProfileDecoder {
             case "connect": startOnConnect = true
             case "manual": startOnConnect = false
             default:
-                error(start, sub("start"), "unknown timer start \"\(text)\"",
-                      hint: "use \"connect\" or \"manual\" (started by a startTimer action)")
+                error(
+                    start, sub("start"), "unknown timer start \"\(text)\"",
+                    hint: "use \"connect\" or \"manual\" (started by a startTimer action)")
             }
         }
         let cancelOnDisconnect = node["cancelOnDisconnect"].flatMap { bool($0, sub("cancelOnDisconnect")) } ?? startOnConnect
         guard let id else { return nil }
         // A timer whose duration is wrong (already reported) is kept, so rules naming it get no second error.
         return TimerDefinition(
-            id: id, after: duration ?? .milliseconds(ProfileLimits.minimumTimerMilliseconds), repeats: repeats, startOnConnect: startOnConnect,
+            id: id, after: duration ?? .milliseconds(ProfileLimits.minimumTimerMilliseconds), repeats: repeats,
+            startOnConnect: startOnConnect,
             cancelOnDisconnect: cancelOnDisconnect, path: path)
     }
 
@@ -139,8 +142,9 @@ extension ProfileDecoder {
     mutating func timerDuration(_ node: JSONNode, _ path: String) -> DurationSpec? {
         guard let duration = duration(node, path) else { return nil }
         if case .milliseconds(let value) = duration, value < ProfileLimits.minimumTimerMilliseconds {
-            error(node, path, "a timer needs at least \(ProfileLimits.minimumTimerMilliseconds) ms, not \(value)",
-                  hint: "timers fire at most every \(ProfileLimits.minimumTimerMilliseconds) ms")
+            error(
+                node, path, "a timer needs at least \(ProfileLimits.minimumTimerMilliseconds) ms, not \(value)",
+                hint: "timers fire at most every \(ProfileLimits.minimumTimerMilliseconds) ms")
             return nil
         }
         return duration

@@ -52,8 +52,9 @@ extension ProfileDecoder {
             case "connect": return .connect
             case "disconnect": return .disconnect
             default:
-                error(node, path, "unknown trigger \"\(text)\"",
-                      hint: Suggestions.hint(for: text, in: ["connect", "disconnect"])
+                error(
+                    node, path, "unknown trigger \"\(text)\"",
+                    hint: Suggestions.hint(for: text, in: ["connect", "disconnect"])
                         ?? "write \"connect\", \"disconnect\" or an object such as {\"write\": \"rx\"}")
                 return nil
             }
@@ -64,16 +65,19 @@ extension ProfileDecoder {
         // An unknown key (already reported, with a suggestion) is most likely the misspelt trigger.
         if kinds.isEmpty, members.contains(where: { !allowed.contains($0.key) }) { return nil }
         guard kinds.count == 1, let kind = kinds.first else {
-            error(node, path, kinds.isEmpty
-                ? "a trigger needs one of \(Self.triggerKinds.map { "\"\($0)\"" }.joined(separator: ", "))"
-                : "a trigger takes only one of \(kinds.map { "\"\($0.key)\"" }.joined(separator: ", "))")
+            error(
+                node, path,
+                kinds.isEmpty
+                    ? "a trigger needs one of \(Self.triggerKinds.map { "\"\($0)\"" }.joined(separator: ", "))"
+                    : "a trigger takes only one of \(kinds.map { "\"\($0.key)\"" }.joined(separator: ", "))")
             return nil
         }
         let kindPath = JSONPath.appending(kind.key, to: path)
         if kind.key != "write" {
             for member in members where Self.writeMatcherKeys.contains(member.key) {
-                error(at: member.keyLocation, JSONPath.appending(member.key, to: path),
-                      "\"\(member.key)\" only applies to write triggers")
+                error(
+                    at: member.keyLocation, JSONPath.appending(member.key, to: path),
+                    "\"\(member.key)\" only applies to write triggers")
             }
         }
         switch kind.key {
@@ -142,8 +146,9 @@ extension ProfileDecoder {
             do {
                 matcher.regex = try BytePattern(pattern)
             } catch {
-                self.error(at: Self.location(in: value, scalarOffset: error.offset), sub("regex"),
-                           "invalid regular expression: \(error.message)", hint: error.hint)
+                self.error(
+                    at: Self.location(in: value, scalarOffset: error.offset), sub("regex"),
+                    "invalid regular expression: \(error.message)", hint: error.hint)
             }
         }
         if let value = node["json"] { matcher.json = jsonMatcher(value, sub("json")) }

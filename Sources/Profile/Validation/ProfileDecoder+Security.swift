@@ -4,7 +4,9 @@ import ControlContract
 extension ProfileDecoder {
     /// The `"security"` section: `io`, `pairing`, `passkey`, `confirm`, `secureConnections`.
     mutating func security(_ node: JSONNode, _ path: String) -> SecurityDefinition? {
-        guard members(node, path, allowed: ["io", "pairing", "passkey", "confirm", "secureConnections", "description"]) != nil else { return nil }
+        guard members(node, path, allowed: ["io", "pairing", "passkey", "confirm", "secureConnections", "description"]) != nil else {
+            return nil
+        }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         var security = SecurityDefinition()
         security.path = path
@@ -12,8 +14,9 @@ extension ProfileDecoder {
             if let capability = IOCapability(name: text) {
                 security.io = capability
             } else {
-                error(io, sub("io"), "unknown IO capability \"\(text)\"",
-                      hint: "use one of " + IOCapability.all.compactMap(\.name).joined(separator: ", "))
+                error(
+                    io, sub("io"), "unknown IO capability \"\(text)\"",
+                    hint: "use one of " + IOCapability.all.compactMap(\.name).joined(separator: ", "))
             }
         }
         if let pairing = node["pairing"], let text = string(pairing, sub("pairing")) {
@@ -27,30 +30,35 @@ extension ProfileDecoder {
             if let value = SecurityDefinition.Confirmation(rawValue: text) {
                 security.confirm = value
             } else {
-                error(confirm, sub("confirm"), "unknown confirm \"\(text)\"",
-                      hint: "use \"auto\" (gattemu confirms) or \"api\" (POST /v1/pairing confirms)")
+                error(
+                    confirm, sub("confirm"), "unknown confirm \"\(text)\"",
+                    hint: "use \"auto\" (gattemu confirms) or \"api\" (POST /v1/pairing confirms)")
             }
         }
         if let mode = node["secureConnections"], let text = string(mode, sub("secureConnections")) {
             if text == SecureConnectionsMode.only.rawValue {
-                error(mode, sub("secureConnections"), "\"only\" is not possible on Linux: in the kernel's Secure Connections Only "
-                      + "mode every LE link is dropped once it is encrypted (the check wants a BR/EDR P-256 link key), so no "
-                      + "central could ever use the device",
-                      hint: "flag the characteristics that need it \"secure-read\"/\"secure-write\" (Level 4: authenticated "
-                          + "Secure Connections), and see docs/pairing.md")
+                error(
+                    mode, sub("secureConnections"),
+                    "\"only\" is not possible on Linux: in the kernel's Secure Connections Only "
+                        + "mode every LE link is dropped once it is encrypted (the check wants a BR/EDR P-256 link key), so no "
+                        + "central could ever use the device",
+                    hint: "flag the characteristics that need it \"secure-read\"/\"secure-write\" (Level 4: authenticated "
+                        + "Secure Connections), and see docs/pairing.md")
             } else if let value = SecureConnectionsMode(rawValue: text) {
                 security.secureConnections = value
             } else {
-                error(mode, sub("secureConnections"), "unknown secureConnections \"\(text)\"",
-                      hint: "use \"on\" (legacy pairing when the central lacks it) or \"off\" (legacy pairing only)")
+                error(
+                    mode, sub("secureConnections"), "unknown secureConnections \"\(text)\"",
+                    hint: "use \"on\" (legacy pairing when the central lacks it) or \"off\" (legacy pairing only)")
             }
         }
         if let passkey = node["passkey"] {
             security.passkey = self.passkey(passkey, sub("passkey"))
             if security.passkey != nil, !security.io.canType {
-                error(passkey, sub("passkey"), "a passkey is typed only by a device that has a keyboard",
-                      hint: "set \"io\" to \"KeyboardOnly\" or \"KeyboardDisplay\"; a device that displays its passkey "
-                          + "shows the one the kernel draws at random (docs/pairing.md)")
+                error(
+                    passkey, sub("passkey"), "a passkey is typed only by a device that has a keyboard",
+                    hint: "set \"io\" to \"KeyboardOnly\" or \"KeyboardDisplay\"; a device that displays its passkey "
+                        + "shows the one the kernel draws at random (docs/pairing.md)")
             }
         }
         if let description = node["description"] { _ = string(description, sub("description")) }

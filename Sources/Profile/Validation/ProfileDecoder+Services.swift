@@ -1,6 +1,8 @@
 extension ProfileDecoder {
     mutating func service(_ node: JSONNode, _ path: String) -> ServiceDefinition? {
-        guard members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description", "handle", "present"]) != nil
+        guard
+            members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description", "handle", "present"])
+                != nil
         else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
@@ -23,10 +25,14 @@ extension ProfileDecoder {
     }
 
     mutating func characteristic(_ node: JSONNode, _ path: String) -> CharacteristicDefinition? {
-        guard members(node, path, allowed: [
-            "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description", "handle", "fragment",
-            "frames",
-        ]) != nil else { return nil }
+        guard
+            members(
+                node, path,
+                allowed: [
+                    "id", "uuid", "flags", "value", "maxLength", "storeWrites", "descriptors", "description", "handle", "fragment",
+                    "frames",
+                ]) != nil
+        else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
         let uuidValue = required(node, "uuid", path).flatMap { self.uuid($0, sub("uuid")) }
@@ -37,8 +43,9 @@ extension ProfileDecoder {
                 let itemPath = JSONPath.appending(index, to: sub("flags"))
                 guard let text = string(item, itemPath) else { continue }
                 guard let flag = CharacteristicFlag(rawValue: text) else {
-                    error(item, itemPath, "unknown flag \"\(text)\"",
-                          hint: Suggestions.hint(for: text, in: CharacteristicFlag.allCases.map(\.rawValue)))
+                    error(
+                        item, itemPath, "unknown flag \"\(text)\"",
+                        hint: Suggestions.hint(for: text, in: CharacteristicFlag.allCases.map(\.rawValue)))
                     continue
                 }
                 if flags.contains(flag) {
@@ -61,15 +68,17 @@ extension ProfileDecoder {
         if let fragment = node["fragment"], let value = bool(fragment, sub("fragment")) {
             definition.fragment = value
             if value, !flags.contains(.notify), !flags.contains(.indicate) {
-                error(fragment, sub("fragment"), "\"fragment\" is about notifications and indications",
-                      hint: "give the characteristic the notify or indicate flag, or leave \"fragment\" out")
+                error(
+                    fragment, sub("fragment"), "\"fragment\" is about notifications and indications",
+                    hint: "give the characteristic the notify or indicate flag, or leave \"fragment\" out")
             }
         }
         if let frames = node["frames"] {
             definition.frames = frameFormat(frames, sub("frames"))
             if !flags.contains(.write), !flags.contains(.writeWithoutResponse) {
-                error(frames, sub("frames"), "\"frames\" is about writes",
-                      hint: "give the characteristic the write or write-without-response flag, or leave \"frames\" out")
+                error(
+                    frames, sub("frames"), "\"frames\" is about writes",
+                    hint: "give the characteristic the write or write-without-response flag, or leave \"frames\" out")
             }
         }
         if let handle = node["handle"] { definition.handle = attributeHandle(handle, sub("handle")) }
@@ -92,11 +101,15 @@ extension ProfileDecoder {
         let header = required(node, "headerSize", path).flatMap { integer($0, sub("headerSize"), in: 1...64) }
         var start: [UInt8] = []
         if let startNode = node["start"], let items = array(startNode, sub("start")) {
-            start = items.enumerated().compactMap { flexibleInteger($1, JSONPath.appending($0, to: sub("start")), in: 0...255).map(UInt8.init) }
+            start = items.enumerated().compactMap {
+                flexibleInteger($1, JSONPath.appending($0, to: sub("start")), in: 0...255).map(UInt8.init)
+            }
         }
         guard let offset, let size, let header else { return nil }
         if offset + size > header, let headerNode = node["headerSize"] {
-            error(headerNode, sub("headerSize"), "the header (\(header) bytes) must hold the length field (bytes \(offset)..<\(offset + size))")
+            error(
+                headerNode, sub("headerSize"),
+                "the header (\(header) bytes) must hold the length field (bytes \(offset)..<\(offset + size))")
             return nil
         }
         return FrameFormat(lengthOffset: offset, lengthSize: size, headerSize: header, start: start)
@@ -107,9 +120,13 @@ extension ProfileDecoder {
     /// A custom descriptor (`uuid`, `flags`, `value`) or a typed one: `user-description` with `text`,
     /// `presentation-format` with `format`, `exponent`, `unit`, `namespace`, `description`.
     mutating func descriptor(_ node: JSONNode, _ path: String, owner: String, index: Int) -> DescriptorDefinition? {
-        guard members(node, path, allowed: [
-            "id", "uuid", "type", "flags", "value", "text", "format", "exponent", "unit", "namespace", "description", "handle",
-        ]) != nil else { return nil }
+        guard
+            members(
+                node, path,
+                allowed: [
+                    "id", "uuid", "type", "flags", "value", "text", "format", "exponent", "unit", "namespace", "description", "handle",
+                ]) != nil
+        else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         var definition = DescriptorDefinition(
             id: "\(owner)-descriptor\(index)", uuid: "", flags: [.read], value: .empty, handle: nil, path: path)
@@ -123,8 +140,9 @@ extension ProfileDecoder {
                 if let flag = DescriptorFlag(rawValue: text) {
                     definition.flags.append(flag)
                 } else {
-                    error(item, itemPath, "unknown descriptor flag \"\(text)\"",
-                          hint: Suggestions.hint(for: text, in: DescriptorFlag.allCases.map(\.rawValue)))
+                    error(
+                        item, itemPath, "unknown descriptor flag \"\(text)\"",
+                        hint: Suggestions.hint(for: text, in: DescriptorFlag.allCases.map(\.rawValue)))
                 }
             }
         }
@@ -152,8 +170,9 @@ extension ProfileDecoder {
                 definition.value = ValueSource(template: .literal(bytes))
                 reportMisplaced(node, path, keys: ["uuid", "value", "text"], context: "a presentation-format")
             default:
-                error(typeNode, sub("type"), "unknown descriptor type \"\(type)\"",
-                      hint: Suggestions.hint(for: type, in: Self.descriptorTypes)
+                error(
+                    typeNode, sub("type"), "unknown descriptor type \"\(type)\"",
+                    hint: Suggestions.hint(for: type, in: Self.descriptorTypes)
                         ?? "use \"user-description\", \"presentation-format\" or give a uuid")
                 return nil
             }
@@ -176,8 +195,9 @@ extension ProfileDecoder {
     private mutating func reportMisplaced(_ node: JSONNode, _ path: String, keys: [String], context: String) {
         guard case .object(let members) = node.value else { return }
         for member in members where keys.contains(member.key) {
-            error(at: member.keyLocation, JSONPath.appending(member.key, to: path),
-                  "\"\(member.key)\" does not apply to \(context)")
+            error(
+                at: member.keyLocation, JSONPath.appending(member.key, to: path),
+                "\"\(member.key)\" does not apply to \(context)")
         }
     }
 }

@@ -18,8 +18,11 @@ extension ProfileDecoder {
             guard let members = members(node, path, allowed: Self.valueForms + ["regenerate"]) else { return nil }
             let forms = members.filter { Self.valueForms.contains($0.key) }
             guard forms.count == 1, let form = forms.first else {
-                error(node, path, forms.isEmpty ? "a value object needs one of \(Self.valueForms.filter { $0 != "bytes" }.map { "\"\($0)\"" }.joined(separator: ", "))"
-                    : "a value object takes only one of \(forms.map { "\"\($0.key)\"" }.joined(separator: ", "))")
+                error(
+                    node, path,
+                    forms.isEmpty
+                        ? "a value object needs one of \(Self.valueForms.filter { $0 != "bytes" }.map { "\"\($0)\"" }.joined(separator: ", "))"
+                        : "a value object takes only one of \(forms.map { "\"\($0.key)\"" }.joined(separator: ", "))")
                 return nil
             }
             let formPath = JSONPath.appending(form.key, to: path)
@@ -36,8 +39,9 @@ extension ProfileDecoder {
                 }
                 guard let text = string(regenerateNode, regeneratePath) else { return nil }
                 guard let value = Regeneration(rawValue: text) else {
-                    error(regenerateNode, regeneratePath, "unknown regeneration \"\(text)\"",
-                          hint: Suggestions.hint(for: text, in: Regeneration.allCases.map(\.rawValue))
+                    error(
+                        regenerateNode, regeneratePath, "unknown regeneration \"\(text)\"",
+                        hint: Suggestions.hint(for: text, in: Regeneration.allCases.map(\.rawValue))
                             ?? "use \"never\", \"connection\" or \"read\"")
                     return nil
                 }
@@ -101,11 +105,12 @@ extension ProfileDecoder {
     /// strings and bytes of at most ``ProfileLimits/valueLength`` bytes.
     mutating func profileValue(_ node: JSONNode, _ path: String) -> ProfileValue? {
         guard let value = unboundedProfileValue(node, path) else { return nil }
-        let length: Int = switch value {
-        case .string(let text): text.utf8.count
-        case .bytes(let bytes): bytes.count
-        case .number, .bool: 0
-        }
+        let length: Int =
+            switch value {
+            case .string(let text): text.utf8.count
+            case .bytes(let bytes): bytes.count
+            case .number, .bool: 0
+            }
         guard length <= ProfileLimits.valueLength else {
             error(node, path, "value is \(length) bytes, over the \(ProfileLimits.valueLength)-byte limit for values")
             return nil
@@ -145,8 +150,9 @@ extension ProfileDecoder {
     mutating func attError(_ node: JSONNode, _ path: String) -> ATTError? {
         if case .string(let text) = node.value, let named = ATTError.namesInProfiles[text] { return named }
         if case .string(let text) = node.value, !text.lowercased().hasPrefix("0x"), Int(text) == nil {
-            error(node, path, "unknown ATT error \"\(text)\"",
-                  hint: Suggestions.hint(for: text, in: ATTError.namesInProfiles.keys.sorted())
+            error(
+                node, path, "unknown ATT error \"\(text)\"",
+                hint: Suggestions.hint(for: text, in: ATTError.namesInProfiles.keys.sorted())
                     ?? "use a name such as \"not-permitted\" or an application code 0x80...0x9F")
             return nil
         }

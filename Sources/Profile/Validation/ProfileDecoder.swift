@@ -53,7 +53,8 @@ struct ProfileDecoder {
         // Objects here have a handful of keys: comparing with the earlier ones beats hashing every key.
         var seen: Set<String>? = members.count > 16 ? [] : nil
         for (position, member) in members.enumerated() {
-            let duplicate = seen == nil
+            let duplicate =
+                seen == nil
                 ? members[..<position].contains { $0.key == member.key }
                 : seen?.insert(member.key).inserted == false
             if duplicate {
@@ -61,8 +62,9 @@ struct ProfileDecoder {
             }
             if member.key == "$comment" { continue }
             if !allowed.contains(member.key) {
-                error(at: member.keyLocation, JSONPath.appending(member.key, to: path), "unknown key \"\(member.key)\"",
-                      hint: Suggestions.hint(for: member.key, in: { allowed }, budget: suggestions))
+                error(
+                    at: member.keyLocation, JSONPath.appending(member.key, to: path), "unknown key \"\(member.key)\"",
+                    hint: Suggestions.hint(for: member.key, in: { allowed }, budget: suggestions))
             }
         }
         return members
@@ -134,8 +136,9 @@ struct ProfileDecoder {
     mutating func identifier(_ node: JSONNode, _ path: String) -> String? {
         guard let text = string(node, path) else { return nil }
         guard Self.isIdentifier(text) else {
-            error(node, path, "\"\(text)\" is not a valid name",
-                  hint: "use letters, digits, '_' and '-', starting with a letter")
+            error(
+                node, path, "\"\(text)\" is not a valid name",
+                hint: "use letters, digits, '_' and '-', starting with a letter")
             return nil
         }
         return text
@@ -155,7 +158,9 @@ struct ProfileDecoder {
     static func isIdentifier(_ text: String) -> Bool {
         let utf8 = text.utf8
         guard let first = utf8.first, isASCIILetter(first) || first == UInt8(ascii: "_") else { return false }
-        return utf8.allSatisfy { isASCIILetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+        return utf8.allSatisfy {
+            isASCIILetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+        }
     }
 
     private static func isASCIILetter(_ byte: UInt8) -> Bool {
@@ -165,8 +170,9 @@ struct ProfileDecoder {
     mutating func uuid(_ node: JSONNode, _ path: String) -> String? {
         guard let text = string(node, path) else { return nil }
         guard let normalized = BluetoothUUID.normalize(text) else {
-            error(node, path, "\"\(text)\" is not a UUID",
-                  hint: "use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form")
+            error(
+                node, path, "\"\(text)\" is not a UUID",
+                hint: "use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form")
             return nil
         }
         return normalized
@@ -255,8 +261,9 @@ struct ProfileDecoder {
                 return .variable(text)
             }
             guard let milliseconds else {
-                error(node, path, "\"\(text)\" is not a duration",
-                      hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")
+                error(
+                    node, path, "\"\(text)\" is not a duration",
+                    hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")
                 return nil
             }
             guard milliseconds <= maximum else {

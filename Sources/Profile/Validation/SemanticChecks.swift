@@ -62,15 +62,17 @@ struct SemanticChecks {
         var characteristicIDs: [String: String] = [:]
         for service in profile.services {
             if let first = serviceIDs[service.id] {
-                report(JSONPath.appending("id", to: service.path), "duplicate service id \"\(service.id)\"",
-                       hint: "first used at \(first)")
+                report(
+                    JSONPath.appending("id", to: service.path), "duplicate service id \"\(service.id)\"",
+                    hint: "first used at \(first)")
             } else {
                 serviceIDs[service.id] = service.path
             }
             for characteristic in service.characteristics {
                 if let first = characteristicIDs[characteristic.id] {
-                    report(JSONPath.appending("id", to: characteristic.path),
-                           "duplicate characteristic id \"\(characteristic.id)\"", hint: "first used at \(first)")
+                    report(
+                        JSONPath.appending("id", to: characteristic.path),
+                        "duplicate characteristic id \"\(characteristic.id)\"", hint: "first used at \(first)")
                 } else {
                     characteristicIDs[characteristic.id] = characteristic.path
                 }
@@ -89,13 +91,15 @@ struct SemanticChecks {
             report(JSONPath.appending("id", to: timer.path), "duplicate timer id \"\(timer.id)\"")
         }
         for value in profile.state where variablesByName[value.name] != nil {
-            diagnostics.append(Diagnostic(
-                at: value.keyLocation ?? profile.location(of: value.path) ?? SourceLocation(file: profile.file, line: 1, column: 1),
-                path: value.path, message: "\"\(value.name)\" is both a variable and a state value", hint: "rename one of them"))
+            diagnostics.append(
+                Diagnostic(
+                    at: value.keyLocation ?? profile.location(of: value.path) ?? SourceLocation(file: profile.file, line: 1, column: 1),
+                    path: value.path, message: "\"\(value.name)\" is both a variable and a state value", hint: "rename one of them"))
         }
         for (index, name) in profile.connectionState.enumerated() where stateByName[name] == nil {
-            report(JSONPath.appending(index, to: "connectionState"), "\"\(name)\" is not a state value",
-                   hint: hint(for: name, in: { profile.state.map(\.name) }) ?? "declare it under \"state\" with its initial value")
+            report(
+                JSONPath.appending(index, to: "connectionState"), "\"\(name)\" is not a state value",
+                hint: hint(for: name, in: { profile.state.map(\.name) }) ?? "declare it under \"state\" with its initial value")
         }
     }
 
@@ -115,13 +119,16 @@ struct SemanticChecks {
                 let limit = characteristic.maxLength ?? ProfileLimits.attributeValueLength
                 let length = staticLength(of: characteristic.value.template)
                 if length > limit {
-                    report(JSONPath.appending("value", to: characteristic.path),
-                           "initial value is \(length) bytes, longer than maxLength \(limit)")
+                    report(
+                        JSONPath.appending("value", to: characteristic.path),
+                        "initial value is \(length) bytes, longer than maxLength \(limit)")
                 }
                 for descriptor in characteristic.descriptors {
                     let length = staticLength(of: descriptor.value.template)
                     if length > ProfileLimits.attributeValueLength {
-                        report(descriptor.path, "descriptor value is \(length) bytes, over the \(ProfileLimits.attributeValueLength)-byte attribute limit")
+                        report(
+                            descriptor.path,
+                            "descriptor value is \(length) bytes, over the \(ProfileLimits.attributeValueLength)-byte attribute limit")
                     }
                 }
             }
@@ -149,9 +156,10 @@ struct SemanticChecks {
                     claim(handle - 1 == 0 ? nil : handle - 1, characteristic.path + " (declaration)")
                     claim(handle, characteristic.path)
                     if let previous, handle <= previous + 1 {
-                        report(JSONPath.appending("handle", to: characteristic.path),
-                               "handle \(handle) must leave room after \(previous) for the characteristic's declaration",
-                               hint: "a characteristic's declaration takes the handle before its value")
+                        report(
+                            JSONPath.appending("handle", to: characteristic.path),
+                            "handle \(handle) must leave room after \(previous) for the characteristic's declaration",
+                            hint: "a characteristic's declaration takes the handle before its value")
                     }
                     previous = handle
                 }
@@ -201,40 +209,49 @@ struct SemanticChecks {
         let triggerPath = JSONPath.appending("on", to: rule.path)
         switch rule.trigger {
         case .read(let id):
-            requireCharacteristic(id, at: JSONPath.appending("read", to: triggerPath), flags: [
-                .read, .encryptRead, .encryptAuthenticatedRead, .secureRead,
-            ], purpose: "a read trigger", flagName: "read")
+            requireCharacteristic(
+                id, at: JSONPath.appending("read", to: triggerPath),
+                flags: [
+                    .read, .encryptRead, .encryptAuthenticatedRead, .secureRead,
+                ], purpose: "a read trigger", flagName: "read")
         case .write(let id, let matcher):
-            requireCharacteristic(id, at: JSONPath.appending("write", to: triggerPath), flags: [
-                .write, .writeWithoutResponse, .reliableWrite, .authenticatedSignedWrites, .encryptWrite,
-                .encryptAuthenticatedWrite, .secureWrite,
-            ], purpose: "a write trigger", flagName: "write")
+            requireCharacteristic(
+                id, at: JSONPath.appending("write", to: triggerPath),
+                flags: [
+                    .write, .writeWithoutResponse, .reliableWrite, .authenticatedSignedWrites, .encryptWrite,
+                    .encryptAuthenticatedWrite, .secureWrite,
+                ], purpose: "a write trigger", flagName: "write")
             if let characteristic = characteristicsByID[id] {
                 let limit = characteristic.maxLength ?? ProfileLimits.attributeValueLength
                 for (key, template) in [("equals", matcher.equals), ("prefix", matcher.prefix)] {
                     guard let template else { continue }
                     let length = staticLength(of: template)
                     if length > limit {
-                        report(JSONPath.appending(key, to: triggerPath),
-                               "\(key) is at least \(length) bytes but writes to \"\(id)\" are at most \(limit): it can never match")
+                        report(
+                            JSONPath.appending(key, to: triggerPath),
+                            "\(key) is at least \(length) bytes but writes to \"\(id)\" are at most \(limit): it can never match")
                     }
                 }
             }
         case .subscribe(let id), .unsubscribe(let id):
             let key = if case .subscribe = rule.trigger { "subscribe" } else { "unsubscribe" }
-            requireCharacteristic(id, at: JSONPath.appending(key, to: triggerPath), flags: [
-                .notify, .indicate, .encryptNotify, .encryptIndicate, .encryptAuthenticatedNotify,
-                .encryptAuthenticatedIndicate, .secureNotify, .secureIndicate,
-            ], purpose: "a \(key) trigger", flagName: "notify")
+            requireCharacteristic(
+                id, at: JSONPath.appending(key, to: triggerPath),
+                flags: [
+                    .notify, .indicate, .encryptNotify, .encryptIndicate, .encryptAuthenticatedNotify,
+                    .encryptAuthenticatedIndicate, .secureNotify, .secureIndicate,
+                ], purpose: "a \(key) trigger", flagName: "notify")
         case .timer(let id):
             if !timerIDs.contains(id) {
-                report(JSONPath.appending("timer", to: triggerPath), "unknown timer \"\(id)\"",
-                       hint: hint(for: id, in: { profile.timers.map(\.id) }) ?? "declare it under \"timers\"")
+                report(
+                    JSONPath.appending("timer", to: triggerPath), "unknown timer \"\(id)\"",
+                    hint: hint(for: id, in: { profile.timers.map(\.id) }) ?? "declare it under \"timers\"")
             }
         case .trigger(let name):
             if !triggerNames.contains(name) {
-                report(JSONPath.appending("trigger", to: triggerPath), "unknown trigger \"\(name)\"",
-                       hint: hint(for: name, in: { profile.triggers.map(\.name) }) ?? "declare it under \"triggers\"")
+                report(
+                    JSONPath.appending("trigger", to: triggerPath), "unknown trigger \"\(name)\"",
+                    hint: hint(for: name, in: { profile.triggers.map(\.name) }) ?? "declare it under \"triggers\"")
             }
         case .connect, .disconnect:
             break
@@ -274,16 +291,20 @@ struct SemanticChecks {
             let isState = condition.scope == .state
             guard let declared = (isState ? stateByName : variablesByName)[condition.name] else {
                 let inOther = (isState ? variablesByName : stateByName)[condition.name] != nil
-                let hint = inOther
+                let hint =
+                    inOther
                     ? "\"\(condition.name)\" is a \(isState ? "variable" : "state value")"
                     : self.hint(for: condition.name, in: { (isState ? profile.state : profile.variables).map(\.name) })
                 report(namePath, "unknown \(isState ? "state value" : "variable") \"\(condition.name)\"", hint: hint)
                 return
             }
             if declared.value.kind != condition.value.kind {
-                report(valuePath, "\"\(condition.name)\" is \(declared.value.kind.rawValue) but this compares with \(condition.value.kind.rawValue)")
+                report(
+                    valuePath,
+                    "\"\(condition.name)\" is \(declared.value.kind.rawValue) but this compares with \(condition.value.kind.rawValue)")
             } else if numeric.contains(condition.comparison), declared.value.kind != .number {
-                report(valuePath, "\(condition.comparison.rawValue) needs numbers; \"\(condition.name)\" is \(declared.value.kind.rawValue)")
+                report(
+                    valuePath, "\(condition.comparison.rawValue) needs numbers; \"\(condition.name)\" is \(declared.value.kind.rawValue)")
             }
         }
     }
@@ -310,14 +331,17 @@ struct SemanticChecks {
                 report(action.path, "unknown characteristic \"\(id)\"", hint: characteristicHint(id))
                 return
             }
-            let flags: [CharacteristicFlag] = indicate
+            let flags: [CharacteristicFlag] =
+                indicate
                 ? [.indicate, .encryptIndicate, .encryptAuthenticatedIndicate, .secureIndicate]
                 : [.notify, .encryptNotify, .encryptAuthenticatedNotify, .secureNotify]
             if !flags.contains(where: characteristic.has) {
                 let word = indicate ? "indicate" : "notify"
                 let other = indicate ? "notify" : "indicate"
-                report(action.path, "\"\(id)\" has no \(word) flag",
-                       hint: characteristic.has(indicate ? .notify : .indicate) ? "it has \(other); did you mean \"\(other)\"?" : "add \"\(word)\" to its flags")
+                report(
+                    action.path, "\"\(id)\" has no \(word) flag",
+                    hint: characteristic.has(indicate ? .notify : .indicate)
+                        ? "it has \(other); did you mean \"\(other)\"?" : "add \"\(word)\" to its flags")
             }
             checkLength(of: template, for: characteristic, at: action.path)
         case .setValue(let id, let template):
@@ -328,15 +352,17 @@ struct SemanticChecks {
             checkLength(of: template, for: characteristic, at: action.path)
         case .set(let name, let assignment):
             guard let declared = declaredValue(name) else {
-                report(action.path, "unknown variable or state value \"\(name)\"",
-                       hint: hint(for: name, in: { allValueNames }) ?? "declare it under \"state\"")
+                report(
+                    action.path, "unknown variable or state value \"\(name)\"",
+                    hint: hint(for: name, in: { allValueNames }) ?? "declare it under \"state\"")
                 return
             }
-            let kind: ProfileValue.Kind = switch assignment {
-            case .literal(let value): value.kind
-            case .template: .bytes
-            case .increment: .number
-            }
+            let kind: ProfileValue.Kind =
+                switch assignment {
+                case .literal(let value): value.kind
+                case .template: .bytes
+                case .increment: .number
+                }
             if kind != declared.value.kind {
                 report(action.path, "\"\(name)\" is \(declared.value.kind.rawValue) but is set to \(kind.rawValue)")
             }
@@ -344,8 +370,9 @@ struct SemanticChecks {
             check(duration, at: action.path)
         case .advertise(let variant?):
             if !variantNames.contains(variant) {
-                report(action.path, "unknown advertisement variant \"\(variant)\"",
-                       hint: hint(for: variant, in: { profile.variantNames }) ?? "declare it under an advertisement's \"variants\"")
+                report(
+                    action.path, "unknown advertisement variant \"\(variant)\"",
+                    hint: hint(for: variant, in: { profile.variantNames }) ?? "declare it under an advertisement's \"variants\"")
             }
         case .startTimer(let id, let after):
             checkTimer(id, at: action.path)
@@ -365,15 +392,18 @@ struct SemanticChecks {
         let limit = characteristic.maxLength ?? ProfileLimits.attributeValueLength
         let length = staticLength(of: template)
         if length > limit {
-            report(valuePath ?? path.replacingLastComponent(with: "value"),
-                   "value is at least \(length) bytes, longer than \(characteristic.maxLength == nil ? "the \(limit)-byte attribute limit" : "maxLength \(limit)") of \"\(characteristic.id)\"")
+            report(
+                valuePath ?? path.replacingLastComponent(with: "value"),
+                "value is at least \(length) bytes, longer than \(characteristic.maxLength == nil ? "the \(limit)-byte attribute limit" : "maxLength \(limit)") of \"\(characteristic.id)\""
+            )
         }
     }
 
     private mutating func checkTimer(_ id: String, at path: String) {
         if !timerIDs.contains(id) {
-            report(path, "unknown timer \"\(id)\"",
-                   hint: hint(for: id, in: { profile.timers.map(\.id) }) ?? "declare it under \"timers\"")
+            report(
+                path, "unknown timer \"\(id)\"",
+                hint: hint(for: id, in: { profile.timers.map(\.id) }) ?? "declare it under \"timers\"")
         }
     }
 
@@ -389,9 +419,10 @@ struct SemanticChecks {
                 suggestions: suggestions)
             for issue in checker.check(pending.template) {
                 let node = JSONNode(.string(pending.template.source), at: pending.location)
-                diagnostics.append(Diagnostic(
-                    at: ProfileDecoder.location(in: node, offset: issue.offset), path: pending.path, message: issue.message,
-                    hint: issue.hint))
+                diagnostics.append(
+                    Diagnostic(
+                        at: ProfileDecoder.location(in: node, offset: issue.offset), path: pending.path, message: issue.message,
+                        hint: issue.hint))
             }
         }
     }

@@ -11,7 +11,9 @@ enum AdversarialCapture {
         let file = BTSnoopStream(path: path, datalink: 1002)
         let device = BluetoothAddress("C0:00:00:00:00:00")!
         func att(_ opcode: ATTOpcode, _ parameters: [UInt8], _ direction: HCIDirection) {
-            for packet in SyntheticHCI.acl(handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(opcode, parameters)), fragment: 1021) {
+            for packet in SyntheticHCI.acl(
+                handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(opcode, parameters)), fragment: 1021)
+            {
                 file.emit(.acl, packet, direction)
             }
         }
@@ -42,15 +44,21 @@ enum AdversarialCapture {
         let device = BluetoothAddress("C0:00:00:00:00:00")!
         file.emit(.command, SyntheticHCI.leCreateConnection(peer: device))
         file.emit(.event, SyntheticHCI.leConnectionComplete(handle: 0x40, peer: device))
-        for (opcode, parameters, direction) in [(ATTOpcode.writeRequest, [9, 0, 1] as [UInt8], HCIDirection.hostToController), (.writeResponse, [], .controllerToHost)] {
-            file.emit(.acl, SyntheticHCI.acl(handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(opcode, parameters)))[0], direction)
+        for (opcode, parameters, direction) in [
+            (ATTOpcode.writeRequest, [9, 0, 1] as [UInt8], HCIDirection.hostToController), (.writeResponse, [], .controllerToHost),
+        ] {
+            file.emit(
+                .acl, SyntheticHCI.acl(handle: 0x40, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(opcode, parameters)))[0], direction)
         }
         var index = 0
         while file.size < size {
             // Handles 0x0100-0x0DFF: not the connection's, and not the vendor diagnostics' (0x0EDC, above 0x0EFF).
-            let handle = UInt16(0x0100 + index % 0x0D00), controller = UInt16(truncatingIfNeeded: index / 0x0D00)
+            let handle = UInt16(0x0100 + index % 0x0D00)
+            let controller = UInt16(truncatingIfNeeded: index / 0x0D00)
             let fragment = [0xFF, 0xFF, 0x04, 0x00] + [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 16)
-            file.emit(.acl, [UInt8(handle & 0xFF), UInt8(handle >> 8) | 0x20, UInt8(fragment.count), 0] + fragment, .controllerToHost, controller: controller)
+            file.emit(
+                .acl, [UInt8(handle & 0xFF), UInt8(handle >> 8) | 0x20, UInt8(fragment.count), 0] + fragment, .controllerToHost,
+                controller: controller)
             index += 1
         }
         file.close()

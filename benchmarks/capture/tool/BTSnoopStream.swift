@@ -18,15 +18,19 @@ final class BTSnoopStream {
         }
         self.file = file
         self.datalink = datalink
-        out = Array("btsnoop\0".utf8) + [0, 0, 0, 1] + [UInt8(datalink >> 24), UInt8(datalink >> 16 & 0xFF), UInt8(datalink >> 8 & 0xFF), UInt8(datalink & 0xFF)]
+        out =
+            Array("btsnoop\0".utf8) + [0, 0, 0, 1] + [
+                UInt8(datalink >> 24), UInt8(datalink >> 16 & 0xFF), UInt8(datalink >> 8 & 0xFF), UInt8(datalink & 0xFF),
+            ]
     }
 
     /// Bytes of the file so far.
     var size: Int { written + out.count }
 
     func emit(_ kind: CapturePacket.Kind, _ bytes: [UInt8], _ direction: HCIDirection = .unknown, controller: UInt16 = 0) {
-        CaptureWriter.appendBTSnoopRecord(CapturePacket(kind: kind, direction: direction, controller: controller, timestamp: time, bytes: bytes),
-                                          datalink: datalink, to: &out)
+        CaptureWriter.appendBTSnoopRecord(
+            CapturePacket(kind: kind, direction: direction, controller: controller, timestamp: time, bytes: bytes),
+            datalink: datalink, to: &out)
         time += 250
         if out.count >= 1 << 20 { flush() }
     }

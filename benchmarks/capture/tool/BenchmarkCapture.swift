@@ -10,17 +10,21 @@ import Foundation
 enum BenchmarkCapture {
     static func write(path: String, size: Int) {
         let file = BTSnoopStream(path: path, datalink: 1002)
-                var session = 0
+        var session = 0
         func emit(_ kind: CapturePacket.Kind, _ bytes: [UInt8], _ direction: HCIDirection = .unknown) { file.emit(kind, bytes, direction) }
         func att(_ handle: UInt16, _ opcode: ATTOpcode, _ parameters: [UInt8], _ direction: HCIDirection, fragment: Int = 251) {
-            for packet in SyntheticHCI.acl(handle: handle, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(opcode, parameters)), fragment: fragment) {
+            for packet in SyntheticHCI.acl(
+                handle: handle, SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(opcode, parameters)), fragment: fragment)
+            {
                 emit(.acl, packet, direction)
             }
         }
         emit(.event, SyntheticHCI.readBDAddrComplete(BluetoothAddress("00:AA:01:01:00:01")!))
         while file.size < size {
             let handles: [UInt16] = (0..<4).map { 0x0040 + UInt16(($0 + session) % 6) }
-            let peers = handles.indices.map { BluetoothAddress(bytes: [0xC0, 0, 0, UInt8(session >> 8 & 0xFF), UInt8(session & 0xFF), UInt8($0)])! }
+            let peers = handles.indices.map {
+                BluetoothAddress(bytes: [0xC0, 0, 0, UInt8(session >> 8 & 0xFF), UInt8(session & 0xFF), UInt8($0)])!
+            }
             for (index, peer) in peers.enumerated() {
                 let name = Array("Bench-\(session)-\(index)".utf8)
                 emit(.event, SyntheticHCI.legacyAdvertisingReports([(0x00, 1, peer, [2, 1, 6, UInt8(name.count + 1), 9] + name, -50)]))
@@ -47,7 +51,8 @@ enum BenchmarkCapture {
                 }
                 for fragmentIndex in 0..<4 {
                     for handle in handles {
-                        let l2cap = SyntheticHCI.l2cap(channel: 4, SyntheticHCI.att(.handleValueNotification, [8, 0] + [UInt8](repeating: UInt8(round), count: 98)))
+                        let l2cap = SyntheticHCI.l2cap(
+                            channel: 4, SyntheticHCI.att(.handleValueNotification, [8, 0] + [UInt8](repeating: UInt8(round), count: 98)))
                         let fragments = SyntheticHCI.acl(handle: handle, l2cap, fragment: 27)
                         if fragmentIndex < fragments.count { emit(.acl, fragments[fragmentIndex], .controllerToHost) }
                     }

@@ -66,7 +66,12 @@ enum CaptureTool {
         let reader: CaptureReader
         do { reader = try CaptureReader(path: path) } catch { return fail(path, error) }
         var att: [UInt8: Int] = [:]
-        var advertising = 0, connections = 0, madeUp = 0, problems = 0, transactions = 0, smp = 0
+        var advertising = 0
+        var connections = 0
+        var madeUp = 0
+        var problems = 0
+        var transactions = 0
+        var smp = 0
         var decoder = CaptureDecoder()
         let handle: (CaptureEvent) -> Void = { event in
             switch event {
@@ -94,25 +99,30 @@ enum CaptureTool {
         }
         decoder.finish(handle)
         let opcodes = att.keys.sorted().map { "\"0x\(String(format: "%02x", $0))\": \(att[$0]!)" }.joined(separator: ", ")
-        print("{\"file\": \"\(path)\", \"format\": \"\(reader.format)\", \"frames\": \(reader.frames), \"att\": {\(opcodes)}, "
-              + "\"adv\": \(advertising), \"conn\": \(connections), \"conn_from_acl\": \(madeUp), \"transactions\": \(transactions), "
-              + "\"smp\": \(smp), \"problems\": \(problems + reader.problemCount)}")
+        print(
+            "{\"file\": \"\(path)\", \"format\": \"\(reader.format)\", \"frames\": \(reader.frames), \"att\": {\(opcodes)}, "
+                + "\"adv\": \(advertising), \"conn\": \(connections), \"conn_from_acl\": \(madeUp), \"transactions\": \(transactions), "
+                + "\"smp\": \(smp), \"problems\": \(problems + reader.problemCount)}")
     }
 
     static func summary(_ path: String) {
         let summary: CaptureSummary
         do { summary = try CaptureSummary.read(path: path) } catch { return print("\(path): \(error)") }
-        print("\(path): \(summary.format), \(summary.frames) frames, \(summary.statistics.records) HCI records"
-              + (summary.duration.map { String(format: ", %.1f s", Double($0) / 1e6) } ?? ""))
+        print(
+            "\(path): \(summary.format), \(summary.frames) frames, \(summary.statistics.records) HCI records"
+                + (summary.duration.map { String(format: ", %.1f s", Double($0) / 1e6) } ?? ""))
         for controller in summary.controllers {
-            print("  controller \(controller.index): \(controller.publicAddress?.description ?? "?") \(controller.localName ?? controller.kernelName ?? "")")
+            print(
+                "  controller \(controller.index): \(controller.publicAddress?.description ?? "?") \(controller.localName ?? controller.kernelName ?? "")"
+            )
         }
         for device in summary.devices where device.connections.count > 0 || device.attPDUs > 0 || !device.names.isEmpty {
             let roles = device.roles.map(\.description).sorted().joined(separator: "/")
             let operations = device.attOperations.sorted { $0.key.rawValue < $1.key.rawValue }
                 .map { "\($0.key.description) \($0.value)" }.joined(separator: ", ")
-            print("  \(device.identity) \(device.names.map { "\"\($0)\"" }.joined(separator: " ")): \(device.advertisingReports) adv "
-                  + "(\(device.scanResponses) scan rsp), \(device.connections.count) connections \(roles), \(device.attPDUs) ATT PDUs")
+            print(
+                "  \(device.identity) \(device.names.map { "\"\($0)\"" }.joined(separator: " ")): \(device.advertisingReports) adv "
+                    + "(\(device.scanResponses) scan rsp), \(device.connections.count) connections \(roles), \(device.attPDUs) ATT PDUs")
             if !operations.isEmpty { print("    \(operations)") }
         }
         let quiet = summary.devices.filter { $0.connections.isEmpty && $0.attPDUs == 0 && $0.names.isEmpty }.count
@@ -132,9 +142,13 @@ enum CaptureTool {
             case .att(let pdu):
                 print("#\(pdu.frame) conn \(pdu.connection) \(pdu.direction) \(pdu.opcode): \(pdu.message)")
             case .attTransaction(let transaction):
-                print("#\(transaction.response?.frame ?? transaction.request.frame) transaction \(transaction.request.opcode) #\(transaction.request.frame) → \(transaction.outcome)")
+                print(
+                    "#\(transaction.response?.frame ?? transaction.request.frame) transaction \(transaction.request.opcode) #\(transaction.request.frame) → \(transaction.outcome)"
+                )
             case .advertisingReport(let report):
-                print("#\(report.frame) adv \(report.address) \(report.properties.rawValue) rssi \(report.rssi.map(String.init) ?? "-") \(report.advertisingData.localName ?? "")")
+                print(
+                    "#\(report.frame) adv \(report.address) \(report.properties.rawValue) rssi \(report.rssi.map(String.init) ?? "-") \(report.advertisingData.localName ?? "")"
+                )
             default:
                 print("\(event)")
             }
@@ -150,13 +164,18 @@ enum CaptureTool {
             if keepTrace {
                 let trace = try CaptureTrace.read(path: path)
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                print(String(format: "trace: %.2f s, %d frames, %d ATT PDUs, %d transactions, %d connections, %d problems",
-                             seconds, trace.frames, trace.attPDUs.count, trace.attTransactions.count, trace.connections.count, trace.problemCount))
+                print(
+                    String(
+                        format: "trace: %.2f s, %d frames, %d ATT PDUs, %d transactions, %d connections, %d problems",
+                        seconds, trace.frames, trace.attPDUs.count, trace.attTransactions.count, trace.connections.count, trace.problemCount
+                    ))
             } else {
                 let summary = try CaptureSummary.read(path: path)
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                print(String(format: "summary: %.2f s, %d frames, %d ATT PDUs, %d devices, %d problems",
-                             seconds, summary.frames, summary.statistics.attPDUs, summary.devices.count, summary.problemCount))
+                print(
+                    String(
+                        format: "summary: %.2f s, %d frames, %d ATT PDUs, %d devices, %d problems",
+                        seconds, summary.frames, summary.statistics.attPDUs, summary.devices.count, summary.problemCount))
             }
         } catch {
             print("\(path): \(error)")

@@ -44,7 +44,10 @@ enum FuzzSeeds {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let packets = session()
         var monitor = packets
-        monitor.insert(CapturePacket(kind: .monitor(opcode: 0), bytes: [0, 0] + BluetoothAddress("00:AA:01:01:00:01")!.littleEndian + Array("hci0\0\0\0\0".utf8)), at: 0)
+        monitor.insert(
+            CapturePacket(
+                kind: .monitor(opcode: 0), bytes: [0, 0] + BluetoothAddress("00:AA:01:01:00:01")!.littleEndian + Array("hci0\0\0\0\0".utf8)),
+            at: 0)
         let files: [(String, [UInt8])] = [
             ("session.btsnoop", CaptureWriter.btsnoop(packets, datalink: 1002)),
             ("session-h1.btsnoop", CaptureWriter.btsnoop(packets, datalink: 1001)),
