@@ -11,6 +11,7 @@ struct Gattemu: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gattemu",
         abstract: "Make a BlueZ machine be a Bluetooth LE peripheral described by a JSON profile.",
+        version: Version.current,
         subcommands: [Run.self, Validate.self, Import.self, Clone.self, Adapters.self, Ctl.self, Report.self]
     )
 
