@@ -188,6 +188,8 @@ enum LockSession {
             ("pcap 201", CaptureWriter.pcap(script.packets, linktype: 201)),
             ("pcap 254", CaptureWriter.pcap(script.packets, linktype: 254)),
             ("pcapng 201", CaptureWriter.pcapng(script.packets)),
+            ("PacketLogger", script.packetLogger()),
+            ("PacketLogger big-endian", script.packetLogger(bigEndian: true)),
         ]
         for (name, bytes) in containers {
             let replica = try importOnly(try trace(bytes))
