@@ -53,16 +53,15 @@ final class PacketLoggerReader: RecordSource {
     /// type. Nil when they do not.
     static func sniff(_ input: ByteInput) -> Bool? {
         guard let first = input.peek(4) else { return nil }
-        let word =
-            UInt32(first[first.startIndex]) | UInt32(first[first.startIndex + 1]) << 8
-            | UInt32(first[first.startIndex + 2]) << 16 | UInt32(first[first.startIndex + 3]) << 24
+        var firstCursor = ByteCursor(first)
+        let word = firstCursor.u32(bigEndian: false)!
         // A big-endian length below 65,536 read as little-endian has its low 16 bits clear and not its high ones.
         let bigEndian = word & 0xFFFF == 0 && word >> 16 != 0
         var offset = 0
         for index in 0..<recordsChecked {
             guard let bytes = input.peek(offset + 12) else {
-                // The input ends after a whole first record: a short file, or one cut short (reported where it
-                // ends when read; Wireshark refuses a cut inside the headers of records 2 to 5, we read up to it).
+                // The input ends after the first record's header: a short file, or one cut short (reported where
+                // it ends when read; Wireshark refuses a cut inside the headers of records 2 to 5, we read up to it).
                 return index > 0 ? bigEndian : nil
             }
             var cursor = ByteCursor(bytes.dropFirst(offset))
