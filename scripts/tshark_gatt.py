@@ -25,18 +25,66 @@ def as_list(x):
     return x if isinstance(x, list) else [] if x is None else [x]
 
 
-def discovered_table(path, address):
-    """[(service uuid, [(characteristic uuid, properties, value handle)])] in handle order, from the discovery
-    responses `address` sent (all devices' when None). A table that changed between connections counts as last
-    discovered."""
-    out = subprocess.run(["tshark", "-r", str(path), "-Y", "btatt.opcode==0x11 || btatt.opcode==0x09", "-T", "json",
-                          "--no-duplicate-keys", "-J", "btatt bthci_acl"], capture_output=True, text=True,
+def unknown(address):
+    """Whether tshark gave no address for a link's end (it has none before the link's connection event, or for an
+    event it does not dissect)."""
+    return not address or address == "00:00:00:00:00:00"
+
+
+def peers_by_handle(path):
+    """{handle: [(frame, address or None)]}: which peer each connection handle linked to from which frame on, read
+    from the LE (Enhanced) Connection Complete events' own bytes (status, handle, role, peer address type, peer
+    address: the same in subevents 0x01, 0x0A and 0x29, which an iPhone sends and tshark 4.0 does not dissect);
+    a Disconnection Complete ends the link (None)."""
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", "bthci_evt.code == 0x3e || bthci_evt.code == 0x05", "-T", "json",
+                          "-x", "--no-duplicate-keys", "-J", "frame bthci_evt"], capture_output=True, text=True,
                          timeout=300, stdin=subprocess.DEVNULL).stdout
-    services, characteristics = {}, {}
+    links = {}
     for packet in json.loads(out or "[]"):
         layers = packet["_source"]["layers"]
-        source = as_list(layers.get("bthci_acl", {}).get("bthci_acl.src.bd_addr"))
-        if address and source and source[0].lower() != address.lower():
+        raw = layers.get("bthci_evt_raw")
+        while isinstance(raw, list):
+            raw = raw[0] if raw else ""
+        event = bytes.fromhex(raw or "")
+        frame = int(as_list(layers.get("frame", {}).get("frame.number"))[0])
+        if len(event) >= 14 and event[0] == 0x3E and event[2] in (0x01, 0x0A, 0x29) and event[3] == 0:
+            address = ":".join(f"{b:02x}" for b in reversed(event[8:14]))
+            links.setdefault(int.from_bytes(event[4:6], "little") & 0x0FFF, []).append((frame, address))
+        elif len(event) >= 6 and event[0] == 0x05 and event[2] == 0:
+            links.setdefault(int.from_bytes(event[3:5], "little") & 0x0FFF, []).append((frame, None))
+    return links
+
+
+def peer_at(links, handle, frame):
+    """The peer `handle` linked to at `frame` (None when no connection event before it says)."""
+    peer = None
+    for start, address in links.get(handle, []):
+        if start > frame:
+            break
+        peer = address
+    return peer
+
+
+def discovered_table(path, address):
+    """[(service uuid, [(characteristic uuid, properties, value handle)])] in handle order, from the discovery
+    responses `address` sent (all devices' when None; on a link tshark gives no address for, the one its connection
+    event names). A table that changed between connections counts as last discovered."""
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", "btatt.opcode==0x11 || btatt.opcode==0x09", "-T", "json",
+                          "--no-duplicate-keys", "-J", "frame btatt bthci_acl"], capture_output=True, text=True,
+                         timeout=300, stdin=subprocess.DEVNULL).stdout
+    services, characteristics = {}, {}
+    links = None
+    for packet in json.loads(out or "[]"):
+        layers = packet["_source"]["layers"]
+        acl = layers.get("bthci_acl", {})
+        source = (as_list(acl.get("bthci_acl.src.bd_addr")) or [""])[0]
+        if address and unknown(source) and acl.get("bthci_acl.chandle"):
+            links = peers_by_handle(path) if links is None else links
+            frame = int(as_list(layers.get("frame", {}).get("frame.number"))[0])
+            source = peer_at(links, int(as_list(acl["bthci_acl.chandle"])[0], 16), frame) or ""
+            if not source:
+                continue  # a link tshark cannot attribute, nor a connection event: not the device's
+        if address and source and source.lower() != address.lower():
             continue
         att = layers.get("btatt", {})
         for opcode in as_list(att.get("btatt.opcode")):

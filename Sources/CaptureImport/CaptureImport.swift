@@ -40,7 +40,7 @@ public enum CaptureImport {
             case .noPeripheral:
                 "the capture has no connection to a peripheral and no advertising: nothing to import"
             case .ambiguous(let choices):
-                "the capture talks to \(choices.count) peripherals; pick one with --device ADDRESS|NAME:\n"
+                "the capture talks to \(choices.count) peripherals; pick one with --device ADDRESS|NAME|'connection N':\n"
                     + choices.map { "  " + $0.description }.joined(separator: "\n")
             case .noMatch(let wanted, let choices):
                 "no device \"\(wanted)\" in the capture"
@@ -91,8 +91,8 @@ public enum CaptureImport {
         return order.compactMap { byPeer[$0] } + unknown
     }
 
-    /// The device to import: the one matching `wanted` (an address, or a name or name prefix, any case), or
-    /// without it the only peripheral the capture connected to.
+    /// The device to import: the one matching `wanted` (an address, a name or name prefix, any case, or
+    /// `connection N` for a peer with no address), or without it the only peripheral the capture connected to.
     public static func select(_ wanted: String?, in trace: CaptureTrace) throws(SelectionError) -> Choice {
         let all = choices(in: trace)
         guard let wanted else {
@@ -101,6 +101,11 @@ public enum CaptureImport {
             if connected.isEmpty, all.count == 1 { return all[0] }
             if connected.isEmpty && all.isEmpty { throw .noPeripheral }
             throw .ambiguous(connected.isEmpty ? all : connected)
+        }
+        if let id = connectionNumber(wanted) {
+            // A peer with no address (a link open before the capture began) is named by its connection, as listed.
+            if let match = all.first(where: { $0.connections.contains(id) }) { return match }
+            throw .noMatch(wanted, all)
         }
         if let address = BluetoothAddress(wanted) {
             let matches = all.filter { $0.address?.address == address }
@@ -115,6 +120,13 @@ public enum CaptureImport {
         if prefixed.count == 1 { return prefixed[0] }
         if prefixed.isEmpty { throw .noMatch(wanted, all) }
         throw .ambiguous(prefixed)
+    }
+
+    /// N of `connection N` (any case), the form the list of choices names a peer with no address by.
+    static func connectionNumber(_ wanted: String) -> Int? {
+        let words = wanted.split(separator: " ")
+        guard words.count == 2, words[0].lowercased() == "connection", words[1].allSatisfy(\.isASCII) else { return nil }
+        return Int(words[1]).flatMap { $0 >= 0 ? $0 : nil }
     }
 
     /// The scope of a trace that holds everything ``replica(of:in:source:)`` needs for `choice` (chosen in

@@ -17,8 +17,8 @@ struct Import: ParsableCommand {
         commandName: "import",
         abstract: "Turn an HCI capture of a phone (or any central) talking to a device into a profile that emulates the device.",
         discussion: """
-            CAPTURE is Android's btsnoop_hci.log, a `btmon -w` file, or pcap/pcapng with Bluetooth HCI H4 (187, 201) or \
-            Linux monitor (254) packets. The profile holds the advertisement, the GATT table (handles pinned where BlueZ \
+            CAPTURE is Android's btsnoop_hci.log, an iPhone's or Mac's PacketLogger .pklg, a `btmon -w` file, or \
+            pcap/pcapng with Bluetooth HCI H4 (187, 201) or Linux monitor (254) packets. The profile holds the advertisement, the GATT table (handles pinned where BlueZ \
             can reproduce them), the values read, and rules that replay what the device answered to each write. The \
             report (what was reconstructed, what was missing) goes to standard output, or to standard error when the \
             profile does. Exit 0 when the profile was written, 1 when it could not be, 2 for bad input (an unreadable \
@@ -33,8 +33,8 @@ struct Import: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The device to import: its address, or a name (or the start of one) it advertised or had read. Needed when the capture talks to several.",
-            valueName: "address|name"))
+            "The device to import: its address, a name (or the start of one) it advertised or had read, or 'connection N' for a peer --list shows with no address. Needed when the capture talks to several.",
+            valueName: "address|name|connection N"))
     var device: String?
 
     @Flag(help: "List the devices in the capture (addresses, names, advertising reports, connections, ATT operations) and stop.")

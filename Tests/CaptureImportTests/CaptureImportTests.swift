@@ -188,6 +188,8 @@ enum LockSession {
             ("pcap 201", CaptureWriter.pcap(script.packets, linktype: 201)),
             ("pcap 254", CaptureWriter.pcap(script.packets, linktype: 254)),
             ("pcapng 201", CaptureWriter.pcapng(script.packets)),
+            ("PacketLogger", script.packetLogger()),
+            ("PacketLogger big-endian", script.packetLogger(bigEndian: true)),
         ]
         for (name, bytes) in containers {
             let replica = try importOnly(try trace(bytes))
@@ -233,6 +235,40 @@ enum LockSession {
         let replica = CaptureImport.replica(of: try CaptureImport.select("OtherLock", in: trace), in: trace, source: "two")
         #expect(replica.name == "OtherLock")
         #expect(replica.conversation.allSatisfy { $0.connection == 1 })
+    }
+
+    /// An iPhone's log often starts with links already open (no connection event, no address): such a peer is
+    /// chosen by its connection, as the list names it.
+    @Test func aPeerWithNoAddressIsChosenByItsConnection() throws {
+        var script = CaptureScript()
+        for handle: UInt16 in [0x40, 0x41] {
+            script.att(handle: handle, .writeCommand, [0x12, 0, UInt8(handle)], from: .hostToController)
+            script.att(handle: handle, .handleValueNotification, [0x14, 0, UInt8(handle)], from: .controllerToHost)
+        }
+        let trace = try trace(script.packetLogger())
+        let choices = CaptureImport.choices(in: trace)
+        #expect(choices.map(\.address) == [nil, nil])
+        #expect(
+            choices.map(\.description)
+                == (0..<2).map { "an unknown peer (connection \($0)): 1 connection, 2 ATT PDUs, 0 advertising reports" })
+        do {
+            _ = try CaptureImport.select(nil, in: trace)
+            Issue.record("two peers and no choice: must be refused")
+        } catch {
+            #expect("\(error)".contains("--device ADDRESS|NAME|'connection N'"))
+        }
+        for id in 0..<2 {
+            let choice = try CaptureImport.select("connection \(id)", in: trace)
+            #expect(choice.connections == [id])
+            let replica = CaptureImport.replica(of: choice, in: trace, source: "iphone.pklg")
+            // Frames 1-2 are the first link's write and notification, 3-4 the second's.
+            let frames = Set(replica.conversation.compactMap(\.frame))
+            #expect(!frames.isEmpty && frames.isSubset(of: [2 * id + 1, 2 * id + 2]), "\(frames)")
+        }
+        #expect(try CaptureImport.select("Connection 1", in: trace).connections == [1])
+        for wanted in ["connection 2", "connection", "connection -1", "connection 99999999999999999999"] {
+            #expect(throws: CaptureImport.SelectionError.self, "\(wanted)") { try CaptureImport.select(wanted, in: trace) }
+        }
     }
 
     /// A device's name is the device's text: in the list of choices it cannot start a line of its own or carry a

@@ -6,6 +6,8 @@ public struct CapturePacket: Sendable {
         case command, event, acl, sco, iso
         /// A Linux-monitor record that is not an HCI packet (0 New Index, 12 System Note, …).
         case monitor(opcode: UInt16)
+        /// A PacketLogger record that is not an HCI packet (0xFC note, 0xFB power, 0xF7 syslog, …), by its type byte.
+        case packetLogger(type: UInt8)
     }
 
     public var kind: Kind
@@ -41,7 +43,20 @@ public struct CapturePacket: Sendable {
         case .sco: 0x03
         case .event: 0x04
         case .iso: 0x05
-        case .monitor: 0xFF
+        case .monitor, .packetLogger: 0xFF
+        }
+    }
+
+    /// The PacketLogger record type; nil for ISO, which PacketLogger has none for.
+    public var packetLoggerType: UInt8? {
+        let received = direction == .controllerToHost
+        switch kind {
+        case .command: return 0x00
+        case .event: return 0x01
+        case .acl: return received ? 0x03 : 0x02
+        case .sco: return received ? 0x09 : 0x08
+        case .iso, .monitor: return nil
+        case .packetLogger(let type): return type
         }
     }
 
@@ -55,6 +70,7 @@ public struct CapturePacket: Sendable {
         case .sco: return received ? 7 : 6
         case .iso: return received ? 19 : 18
         case .monitor(let opcode): return opcode
+        case .packetLogger: return 0xFFFF
         }
     }
 }

@@ -1,6 +1,6 @@
 import Capture
 
-/// Writes synthetic capture files, byte for byte as btsnoop, pcap and pcapng writers do, for tests,
+/// Writes synthetic capture files, byte for byte as btsnoop, pcap, pcapng and PacketLogger writers do, for tests,
 /// fuzz seeds and the benchmark.
 public enum CaptureWriter {
     /// btsnoop's year-0 epoch, in microseconds before the Unix epoch.
@@ -100,6 +100,33 @@ public enum CaptureWriter {
                 captured: packet.keep)
         }
         return builder.bytes
+    }
+}
+
+extension CaptureWriter {
+    /// An Apple PacketLogger file: per packet a record of its length (of what follows it), seconds and
+    /// microseconds, type byte (``CapturePacket/packetLoggerType``) and bytes; big-endian as macOS's PacketLogger
+    /// wrote them, little-endian as iPhones do. ISO packets, which PacketLogger has no type for, are left out;
+    /// `keep` is ignored (PacketLogger keeps no original length).
+    public static func packetLogger(_ packets: [CapturePacket], bigEndian: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        for packet in packets {
+            guard let type = packet.packetLoggerType else { continue }
+            appendPacketLoggerRecord(type: type, bytes: packet.bytes, timestamp: packet.timestamp, bigEndian: bigEndian, to: &out)
+        }
+        return out
+    }
+
+    /// Appends one PacketLogger record; `length` overrides the length field (to write a damaged one).
+    public static func appendPacketLoggerRecord(
+        type: UInt8, bytes: [UInt8], timestamp: Int64, bigEndian: Bool, length: UInt32? = nil, to out: inout [UInt8]
+    ) {
+        let put32: (inout [UInt8], UInt32) -> Void = { bigEndian ? $0.appendBE32($1) : $0.appendLE32($1) }
+        put32(&out, length ?? UInt32(8 + 1 + bytes.count))
+        put32(&out, UInt32(timestamp / 1_000_000))
+        put32(&out, UInt32(timestamp % 1_000_000))
+        out.append(type)
+        out += bytes
     }
 }
 

@@ -121,4 +121,5 @@ public struct CaptureScript: Sendable {
     }
 
     public func btsnoop(datalink: UInt32 = 1002) -> [UInt8] { CaptureWriter.btsnoop(packets, datalink: datalink) }
+    public func packetLogger(bigEndian: Bool = false) -> [UInt8] { CaptureWriter.packetLogger(packets, bigEndian: bigEndian) }
 }

@@ -135,6 +135,7 @@ import Testing
         for bytes in [
             btsnoop, CaptureWriter.pcap(packets, bigEndian: true),
             CaptureWriter.pcapng(packets, interfaces: [.init(linktype: 201, resolution: 9)]),
+            CaptureWriter.packetLogger(packets, bigEndian: true), CaptureWriter.packetLogger(packets),
         ] {
             for length in 0...bytes.count {
                 guard let reader = try? CaptureReader(bytes: Array(bytes.prefix(length))) else { continue }

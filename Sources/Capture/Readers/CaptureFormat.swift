@@ -6,6 +6,8 @@ public enum CaptureFormat: Sendable, Hashable, CustomStringConvertible {
     case pcap(linktype: UInt32, nanoseconds: Bool, bigEndian: Bool)
     /// pcapng; each interface has its own linktype (``CaptureReader/linktypes``).
     case pcapng
+    /// Apple PacketLogger (`.pklg`): no magic, told by its first records; older files big-endian, iOS's little-endian.
+    case packetLogger(bigEndian: Bool)
 
     /// The most a record can hold (Wireshark's limit too): longer claims are corruption.
     public static let maximumRecordLength = 262_144
@@ -16,10 +18,12 @@ public enum CaptureFormat: Sendable, Hashable, CustomStringConvertible {
         case .pcap(let linktype, let nanoseconds, let bigEndian):
             "pcap (linktype \(linktype), \(nanoseconds ? "ns" : "µs"), \(bigEndian ? "big" : "little")-endian)"
         case .pcapng: "pcapng"
+        case .packetLogger(let bigEndian): "PacketLogger (\(bigEndian ? "big" : "little")-endian)"
         }
     }
 
-    /// The format `bytes` (the file's first bytes, 8 are enough) start with; nil when none.
+    /// The format `bytes` (the file's first bytes, 8 are enough) start with by their magic; nil when none
+    /// (PacketLogger files have none: ``PacketLoggerReader/sniff(_:)``).
     static func sniff(_ bytes: ArraySlice<UInt8>) -> Sniffed? {
         if bytes.count >= 8, bytes.prefix(8).elementsEqual("btsnoop\0".utf8) {
             return .btsnoop

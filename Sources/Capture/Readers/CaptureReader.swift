@@ -1,4 +1,4 @@
-/// Reads the HCI records of a capture file (btsnoop, pcap or pcapng, told by its first bytes) one at a
+/// Reads the HCI records of a capture file (btsnoop, pcap, pcapng or PacketLogger, told by its first bytes) one at a
 /// time, with memory bounded by the longest record, whatever the file's size.
 ///
 /// Damage never traps: ``next()`` returns nil at the first damage that stops reading, after every record
@@ -23,13 +23,17 @@ public final class CaptureReader: IteratorProtocol, Sequence {
         case .btsnoop?: source = try BTSnoopReader(input)
         case .pcap(let bigEndian, let nanoseconds)?: source = try PcapReader(input, bigEndian: bigEndian, nanoseconds: nanoseconds)
         case .pcapng?: source = try PcapngReader(input)
-        case nil: throw CaptureProblem(.unknownFormat(firstBytes: Array(start)), offset: 0)
+        case nil:
+            guard let bigEndian = PacketLoggerReader.sniff(input) else {
+                throw CaptureProblem(.unknownFormat(firstBytes: Array(start)), offset: 0)
+            }
+            source = PacketLoggerReader(input, bigEndian: bigEndian)
         }
     }
 
     public var format: CaptureFormat { source.format }
 
-    /// The btsnoop datalink, or the linktypes of pcap and of the pcapng interfaces met so far.
+    /// The btsnoop datalink, or the linktypes of pcap and of the pcapng interfaces met so far (none for PacketLogger).
     public var linktypes: [UInt32] { source.linktypes }
 
     /// Problems met so far, located (the first 1000; ``problemCount`` counts them all).

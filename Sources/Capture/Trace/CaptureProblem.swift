@@ -29,6 +29,8 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
         case truncatedRecord(needed: Int, available: Int)
         case absurdLength(what: String, length: UInt64, limit: Int)
         case badBlock(String)
+        /// A record whose length field is less than the part of its header it counts (PacketLogger's timestamp).
+        case recordTooShort(length: Int, minimum: Int)
         case readFailed(String)
 
         // One record or block: skipped, reading goes on.
@@ -58,7 +60,7 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
         public var endsReading: Bool {
             switch self {
             case .cannotOpen, .empty, .unknownFormat, .unsupportedVersion, .unsupportedDatalink, .unsupportedLinktype,
-                .truncatedHeader, .truncatedRecord, .absurdLength, .badBlock, .readFailed:
+                .truncatedHeader, .truncatedRecord, .absurdLength, .badBlock, .recordTooShort, .readFailed:
                 true
             default:
                 false
@@ -70,7 +72,7 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
             case .cannotOpen(let path, let reason): "cannot open \(path): \(reason)"
             case .empty: "the file is empty"
             case .unknownFormat(let bytes):
-                "not a btsnoop, pcap or pcapng file (starts with \(bytes.isEmpty ? "nothing" : Hex.string(bytes, separator: " ")))"
+                "not a btsnoop, pcap, pcapng or PacketLogger file (starts with \(bytes.isEmpty ? "nothing" : Hex.string(bytes, separator: " ")))"
             case .unsupportedVersion(let format, let version): "\(format) version \(version) is not supported"
             case .unsupportedDatalink(let datalink):
                 "btsnoop datalink \(datalink) is not supported (only 1001 HCI, 1002 H4 and 2001 Linux monitor)"
@@ -82,6 +84,8 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
             case .absurdLength(let what, let length, let limit):
                 "\(what) claims \(length) bytes (more than the \(limit) a record can hold)"
             case .badBlock(let reason): "bad block: \(reason)"
+            case .recordTooShort(let length, let minimum):
+                "record length \(length) is less than the \(minimum) bytes it must count"
             case .readFailed(let reason): "read failed: \(reason)"
             case .unknownInterface(let interface): "packet names interface \(interface), which no interface block described"
             case .interfaceNotHCI(let interface, let linktype):

@@ -40,6 +40,15 @@ enum FuzzSeeds {
         return script.packets
     }
 
+    /// The session as an iPhone logs it: a note first, power and configuration records between the packets.
+    static func packetLoggerSession(_ packets: [CapturePacket]) -> [CapturePacket] {
+        var logged = packets
+        logged.insert(CapturePacket(kind: .packetLogger(type: 0xFC), bytes: Array("Product: iPhone17,2".utf8)), at: 0)
+        logged.insert(CapturePacket(kind: .packetLogger(type: 0xFD), bytes: [0, 1, 2, 3]), at: 4)
+        logged.insert(CapturePacket(kind: .packetLogger(type: 0xFB), bytes: Array("power".utf8)), at: 8)
+        return logged
+    }
+
     static func write(to directory: String) {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let packets = session()
@@ -57,6 +66,8 @@ enum FuzzSeeds {
             ("session-254.pcap", CaptureWriter.pcap(monitor, linktype: 254)),
             ("session.pcapng", CaptureWriter.pcapng(packets, interfaces: [.init(linktype: 201, resolution: 9, name: "bt")])),
             ("session-be.pcapng", CaptureWriter.pcapng(monitor, interfaces: [.init(linktype: 254)], bigEndian: true)),
+            ("session.pklg", CaptureWriter.packetLogger(packetLoggerSession(packets))),
+            ("session-be.pklg", CaptureWriter.packetLogger(packetLoggerSession(packets), bigEndian: true)),
             ("hid-keyboard.btsnoop", HIDSession.script().btsnoop()),
         ]
         for (name, bytes) in files {
