@@ -13,7 +13,10 @@ MAX_LINE = 1024 * 1024
 
 class Event(dict):
     """One event: the JSON object as a dict (`seq`, `t`, `event`, and where they apply `central`, `characteristic`,
-    `value` (hex), `detail`, `mtu`), with attribute access to the common fields."""
+    `value` (hex), `detail`, `mtu`), with attribute access to the common fields. From the event stream,
+    `stream_id` is the stream's `id:` for it (None otherwise)."""
+
+    stream_id: Optional[str] = None
 
     @property
     def seq(self) -> int:
@@ -87,7 +90,9 @@ class SSEParser:
                 return None
             data = b"\n".join(self._data)
             self._data, self._size = [], 0
-            return parse_event(data)
+            event = parse_event(data)
+            event.stream_id = self.last_id
+            return event
         if line.startswith(b":"):
             return None  # a comment: keep-alive
         field, _, value = line.partition(b":")

@@ -32,7 +32,7 @@ def test_sse_parser_frames_events_and_skips_comments():
     results = [parser.feed(line) for line in lines]
     assert results[:-1] == [None] * 5
     event = results[-1]
-    assert event.seq == 7 and event.kind == "write" and event.value == b"\x01\x02" and parser.last_id == "7"
+    assert event.seq == 7 and event.kind == "write" and event.value == b"\x01\x02" and event.stream_id == "7"
     not_an_event = SSEParser()
     assert not_an_event.feed(b"data: [1, 2]\n") is None
     with pytest.raises(gattemu.ProtocolError, match="not an event"):
