@@ -76,6 +76,15 @@ def _value_body(data: bytes | None, hex: str | None, utf8: str | None, base64: s
     return {key: value}
 
 
+def _error(status: int, content: bytes, operation: str) -> Exception:
+    """The `ApiError` for an error answer: its JSON body, or its text when it is not JSON (a proxy's page)."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = content.decode("utf-8", "replace")
+    return api_error(status, body, operation)
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -185,11 +194,7 @@ class Client:
             path += "?" + urllib.parse.urlencode(query)
         answer = self.raw(op.method, path, body)
         if answer.status >= 400:
-            try:
-                error_body = json.loads(answer.body)
-            except ValueError:
-                error_body = answer.body.decode("utf-8", "replace")
-            raise api_error(answer.status, error_body, op.id)
+            raise _error(answer.status, answer.body, op.id)
         if text:
             return answer.body.decode("utf-8", "replace")
         return answer.json()
@@ -351,12 +356,7 @@ class Client:
             connection, response, sock = self._open("GET", path, None, headers, self._remaining(deadline, read_timeout))
             try:
                 if response.status != 200:
-                    content = self._read_all(response, "event stream")
-                    try:
-                        error_body = json.loads(content)
-                    except ValueError:
-                        error_body = content.decode("utf-8", "replace")
-                    raise api_error(response.status, error_body, "streamEvents")
+                    raise _error(response.status, self._read_all(response, "event stream"), "streamEvents")
                 parser = SSEParser()
                 while True:
                     if sock is not None:
@@ -428,11 +428,7 @@ class Client:
                 status, chunked, length = await lines.head()
                 if status != 200:
                     content = b"".join([c async for c in lines.body(chunked, length, MAX_ANSWER)])
-                    try:
-                        error_body = json.loads(content)
-                    except ValueError:
-                        error_body = content.decode("utf-8", "replace")
-                    raise api_error(status, error_body, "streamEvents")
+                    raise _error(status, content, "streamEvents")
                 parser = SSEParser()
                 async for line in lines.lines(chunked, length):
                     event = parser.feed(line)
