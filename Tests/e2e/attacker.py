@@ -114,29 +114,24 @@ def hold_connections(port: int, count: int, hold: float, request: bytes | None) 
 def routes(port: int, operations: list[list[str]], token_file: str) -> dict:
     """Each (method, path) of the control API, read or write, as this user: no token, a guessed one, and the token
     file's (which this user must not be able to read). Returns the statuses seen."""
-    import urllib.error
-    import urllib.request
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+    import gattemu
     try:
         stolen = open(token_file).read().strip()
         read = "read"
     except OSError as error:
         stolen, read = None, type(error).__name__
-    opener = urllib.request.build_opener()  # no token handler: only what this user has
     seen = []
     for method, path in operations:
         for token in (None, "0" * 64, stolen):
-            headers = {"Authorization": f"Bearer {token}"} if token else {}
-            body = None
-            if method in ("POST", "PUT"):
-                body, headers["Content-Type"] = b'{"on": "read", "drop": true}', "application/json"
-            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers)
+            # Only what this user has: "" sends no token (the client would otherwise look for this user's file).
+            api = gattemu.Client(f"http://127.0.0.1:{port}", token or "", environ={})
+            headers = {"Content-Type": "application/json"} if method in ("POST", "PUT") else {}
+            body = b'{"on": "read", "drop": true}' if method in ("POST", "PUT") else None
             try:
-                with opener.open(request, timeout=10) as answer:
-                    status = answer.status
-            except urllib.error.HTTPError as error:
-                status = error.code
-            except OSError as error:
-                status = f"{type(error).__name__}"
+                status = api.raw(method, path, body, headers=headers).status
+            except gattemu.ConnectionFailed as error:
+                status = type(error.__cause__ or error).__name__
             seen.append([method, path, "none" if token is None else "guessed" if token != stolen else "file", status])
     return {"uid": os.getuid(), "token_file": read, "answers": seen}
 

@@ -39,12 +39,11 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# The Python client of this tree (clients/python), whatever copy the venv has installed; pytest.ini blocks the
+# installed copy's plugin (`-p no:gattemu`): the suite drives gattemu through controlapi.py.
+sys.path.insert(0, str(HERE.parents[1] / "clients" / "python"))
 
 from central import Central, open_central, stack_name  # noqa: E402
-import controlapi  # noqa: E402
-
-# gattemu's control API wants the token its run made: every urllib request of the tests carries it (controlapi.py).
-controlapi.install_token_opener()
 
 FIXTURE_CMD = f"{sys.executable} {HERE}/fixtures/peripheral.py --adapter {{adapter}} --name {{name}}"
 GATTEMU_CMD = "{root}/.build/debug/gattemu run {profile} --adapter {adapter}"

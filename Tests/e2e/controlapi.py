@@ -1,10 +1,10 @@
-"""gattemu's control API from an e2e test: JSON in, (status, JSON) out; 4xx/5xx answers are returned, not raised.
+"""gattemu's control API from an e2e test, through the Python client (clients/python, which conftest puts first on
+sys.path): JSON in, (status, JSON) out; 4xx/5xx answers are returned, not raised.
 
 `gattemu run` requires a token by default and keeps the one it makes where `gattemu ctl` finds it
 (`$XDG_RUNTIME_DIR/gattemu/control-PORT.token`, else `/tmp/gattemu-UID/control-PORT.token`; docs/security.md).
-The tests find it the same way: `install_token_opener()` (conftest calls it) makes every `urllib` request to
-127.0.0.1 carry the token of the gattemu on that port, unless the request has its own `Authorization` header.
-A test that means to send no token uses `urllib.request.build_opener()`, which has no such handler.
+`token(port)` finds it with the client's rule, and as root also in the folders of other users' runs
+(test_nonroot). A test that means to send no token uses `gattemu.Client(url, "")`.
 """
 from __future__ import annotations
 
@@ -12,29 +12,28 @@ import asyncio
 import json
 import os
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
+
+import gattemu
+from gattemu.token import find_token, token_path as _token_path
 
 PORT = 8765
 
 
 def token_path(port: int, uid: int | None = None) -> Path:
     """Where the gattemu of user `uid` (default: this process's) on `port` keeps its token: the rule gattemu ctl uses."""
-    me = os.geteuid()
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "") if uid in (None, me) else ""
-    folder = Path(runtime) / "gattemu" if runtime.startswith("/") else Path(f"/tmp/gattemu-{me if uid is None else uid}")
-    return folder / f"control-{port}.token"
+    return _token_path(port, uid)
 
 
 def token(port: int, uid: int | None = None) -> str | None:
     """The token of the gattemu of user `uid` on `port`, None when it has no token file."""
     for owner in ([uid] if uid is not None else [None, *_other_owners(port)]):
         try:
-            return token_path(port, owner).read_text().splitlines()[0]
-        except (FileNotFoundError, IndexError):
+            found = find_token(port, owner)
+        except gattemu.TokenError:
             continue
+        if found:
+            return found
     return None
 
 
@@ -49,29 +48,15 @@ def _other_owners(port: int) -> list[int]:
     return found
 
 
-class _TokenHandler(urllib.request.BaseHandler):
-    def http_request(self, request):
-        url = urllib.parse.urlsplit(request.full_url)
-        if url.hostname in ("127.0.0.1", "localhost", "::1") and not request.has_header("Authorization"):
-            found = token(url.port or 80)
-            if found:
-                request.add_unredirected_header("Authorization", f"Bearer {found}")
-        return request
-
-
-def install_token_opener() -> None:
-    urllib.request.install_opener(urllib.request.build_opener(_TokenHandler()))
+def client(port: int = PORT) -> gattemu.Client:
+    """A client of the gattemu on 127.0.0.1:`port` with its token (none when it has no token file yet)."""
+    return gattemu.Client(f"http://127.0.0.1:{port}", token(port) or "")
 
 
 def call(method: str, path: str, body=None, port: int = PORT) -> tuple[int, dict]:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
+    answer = client(port).raw(method, path, data, headers={"Content-Type": "application/json"})
+    return answer.status, answer.json()
 
 
 async def api(method: str, path: str, body=None, port: int = PORT) -> tuple[int, dict]:
@@ -89,7 +74,7 @@ async def wait_for_api(peripheral, timeout: float = 30, port: int = PORT) -> dic
             status, body = await api("GET", "/v1/status", port=port)
             if status == 200 and body.get("advertising", {}).get("advertised"):
                 return body
-        except (urllib.error.URLError, ConnectionError):
+        except gattemu.ConnectionFailed:
             pass
         await asyncio.sleep(0.3)
     raise AssertionError("control API did not come up:\n" + peripheral.output())

@@ -16,10 +16,10 @@ import os
 import re
 import subprocess
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from pathlib import Path
 
+import gattemu
 import pytest
 
 from conftest import report
@@ -31,15 +31,10 @@ PROFILES = sorted(p.name for p in (ROOT / "profiles").glob("*.json") if p.name !
 
 
 def call(method: str, url: str, token: str, body: bytes | None = None) -> tuple[int, bytes]:
-    headers = {"Authorization": f"Bearer {token}"}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=20) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    answer = gattemu.Client(f"{parts.scheme}://{parts.netloc}", token, environ={}).raw(method, path, body, timeout=20)
+    return answer.status, answer.body
 
 
 async def api(method: str, url: str, token: str, body: dict | None = None) -> tuple[int, bytes]:
@@ -61,7 +56,7 @@ async def wait_serving(p, url: str, token: str, timeout: float = 60.0) -> dict:
                 state = json.loads(answer)
                 if state["advertising"].get("advertised"):
                     return state
-        except OSError as e:
+        except gattemu.ConnectionFailed as e:
             last = str(e)
         await asyncio.sleep(0.5)
     raise AssertionError(f"gattemu not serving an advertising device within {timeout}s (last: {last}):\n{p.tail()}")

@@ -17,11 +17,10 @@ import json
 import os
 import re
 import subprocess
-import urllib.request
 from pathlib import Path
 
 from conftest import report
-from controlapi import token
+from controlapi import client, token
 from flows import LEAF_SERVICE
 
 PORT = 8773
@@ -63,6 +62,5 @@ async def test_schemathesis_finds_nothing_in_the_live_api(central, start_gattemu
 
 
 def call(method: str, url: str, body: bytes | None) -> tuple[int, bytes]:
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    with urllib.request.urlopen(urllib.request.Request(url, data=body, method=method, headers=headers), timeout=20) as answer:
-        return answer.status, answer.read()
+    answer = client(PORT).raw(method, url.removeprefix(f"http://127.0.0.1:{PORT}"), body, timeout=20)
+    return answer.status, answer.body

@@ -9,18 +9,18 @@ import asyncio
 import json
 import subprocess
 import threading
-import urllib.request
 
 import pytest
 
 from conftest import profile_path, report
+from controlapi import client
 from flows import FLOWS, quiet
 from recording import RecordingCentral, log_operations, read_events
 from test_gattemu_faults import API, PORT, wait_for_api
 
 
 class SSEReader(threading.Thread):
-    """Reads /v1/events/stream until the server closes it; `events` are the
+    """Reads /v1/events/stream (the Python client's stream_events) until the server closes it; `events` are the
     parsed `data:` payloads, `ids` the `id:` fields."""
 
     def __init__(self):
@@ -31,15 +31,9 @@ class SSEReader(threading.Thread):
 
     def run(self):
         try:
-            request = urllib.request.Request(API + "/v1/events/stream?since=0", headers={"Accept": "text/event-stream"})
-            with urllib.request.urlopen(request, timeout=120) as response:
-                assert response.headers.get("Content-Type", "").startswith("text/event-stream"), response.headers
-                for raw in response:
-                    line = raw.decode().rstrip("\n")
-                    if line.startswith("id: "):
-                        self.ids.append(int(line[4:]))
-                    elif line.startswith("data: "):
-                        self.events.append(json.loads(line[6:]))
+            for event in client(PORT).stream_events(since=0, reconnect=False, read_timeout=120):
+                self.ids.append(int(event.stream_id))
+                self.events.append(event)
         except Exception as error:  # noqa: BLE001 - reported by the test
             self.error = error
 

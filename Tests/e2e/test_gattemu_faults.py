@@ -8,10 +8,9 @@ import asyncio
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+import gattemu
 import pytest
 
 from conftest import report
@@ -253,16 +252,10 @@ async def test_dropped_read_is_answered_by_bluetoothd_after_its_timeout(central,
 
 
 def raw_call(method: str, path: str, data: bytes | None = None, token: str | None = None) -> tuple[int, dict]:
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(API + path, data=data, method=method, headers=headers)
-    try:
-        # A plain opener: only the token given here is sent (not the one controlapi finds for the port).
-        with urllib.request.build_opener().open(request, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
+    # Only the token given here is sent ("": none), not the one controlapi finds for the port.
+    answer = gattemu.Client(API, token or "", environ={}).raw(method, path, data,
+                                                              headers={"Content-Type": "application/json"})
+    return answer.status, answer.json()
 
 
 async def test_control_api_off_loopback_needs_the_token_and_rejects_bad_requests(start_peripheral):
@@ -281,7 +274,7 @@ async def test_control_api_off_loopback_needs_the_token_and_rejects_bad_requests
             status, _ = await asyncio.to_thread(raw_call, "GET", "/v1/status", None, "s3cret")
             if status == 200:
                 break
-        except (urllib.error.URLError, ConnectionError):
+        except gattemu.ConnectionFailed:
             pass
         await asyncio.sleep(0.3)
     cases = [

@@ -4,10 +4,12 @@ placeholder)."""
 import os
 import secrets
 
+import gattemu
 import pytest
 
 from captures import advertising_reports
 from conftest import report
+from controlapi import api
 from flows import (LEAF_DATA, LEAF_READER_UID, LEAF_SERVICE, LEAF_TOUCH_SERVICE, Inbox, leaf_flow,
                    leaf_frame, leaf_parse)
 
@@ -120,14 +122,6 @@ async def test_leaf_two_writes_and_unauthenticated_credential(central, start_gat
         await conn.disconnect()
 
 
-def _post(url: str) -> int:
-    import urllib.request
-    req = urllib.request.Request(url, data=b"{}", method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return r.status
-
-
 async def test_leaf_touch_advertises_touch_service(central, start_gattemu):
     """The `touch` trigger, fired through the control API, advertises the touch
     service UUID for touchDuration ms; before and after, it is not advertised."""
@@ -138,15 +132,17 @@ async def test_leaf_touch_advertises_touch_service(central, start_gattemu):
     adv = await p.advertising(central, name=leaf_name())
     assert LEAF_TOUCH_SERVICE not in adv.service_uuids, adv.service_uuids
     end = time.monotonic() + 30
-    while True:  # the API comes up with gattemu; retry setup only
+    while True:  # the API comes up with gattemu (503 until it has started); retry setup only
         try:
-            status = await asyncio.to_thread(_post, f"http://127.0.0.1:{port}/v1/triggers/touch")
-            break
-        except OSError as e:
-            if time.monotonic() > end or not p.running:
-                raise AssertionError(f"control API not reachable: {e}; output:\n{p.tail()}")
-            await asyncio.sleep(0.5)
-    assert status in (200, 201, 202, 204), status
+            status, answer = await api("POST", "/v1/triggers/touch", {}, port=port)
+            if status == 200:
+                break
+            problem = f"{status} {answer}"
+        except gattemu.ConnectionFailed as e:
+            problem = str(e)
+        if time.monotonic() > end or not p.running:
+            raise AssertionError(f"control API not reachable: {problem}; output:\n{p.tail()}")
+        await asyncio.sleep(0.5)
     t0 = time.monotonic()
     touched = await p.advertising(central, timeout=12, service_uuid=LEAF_TOUCH_SERVICE)
     assert touched.address == adv.address

@@ -15,13 +15,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from conftest import report
-from controlapi import token_path
+from controlapi import client, token_path
 from flows import NOKE_RX, NOKE_TX, Inbox
 
 HERE = Path(__file__).resolve().parent
@@ -37,12 +35,9 @@ def noke_name() -> str:
 
 def http(method: str, path: str, body: bytes | None = None, headers: dict | None = None,
          timeout: float = 10) -> tuple[int, bytes]:
-    request = urllib.request.Request(API + path, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
+    """Root's request with the token of gattemu's run (headers may replace `Host` or add an `Origin`)."""
+    answer = client(PORT).raw(method, path, body, headers=headers, timeout=timeout)
+    return answer.status, answer.body
 
 
 async def status() -> dict:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from conftest import report
+from controlapi import api
 from flows import (BLEPROOF_OK, LEAF_ANDROID_MTU, LEAF_DATA, NOKE_UNLOCK, Inbox, bleproof_config, bleproof_flow, leaf_flow, leaf_frame,
                    leaf_parse, noke_flow)
 from test_pairing import PORT, forget_everywhere
@@ -97,11 +97,8 @@ async def test_leaf_certificate_at_mtu_23_comes_in_pieces(central, start_gattemu
         await asyncio.sleep(0.5)
         certificate = leaf_frame(5, 9, bytes(range(98)))
         assert len(certificate) == 103
-        body = json.dumps({"hex": certificate.hex()}).encode()
-        request = urllib.request.Request("http://127.0.0.1:8765/v1/characteristics/data/notify", data=body, method="POST",
-                                         headers={"Content-Type": "application/json"})
-        with await asyncio.to_thread(urllib.request.urlopen, request, timeout=10) as response:
-            assert response.status == 200
+        status, answer = await api("POST", "/v1/characteristics/data/notify", {"hex": certificate.hex()})
+        assert status == 200, answer
         pieces = [await inbox.get()]
         while len(b"".join(pieces)) < 4 + int.from_bytes(pieces[0][2:4], "big"):
             pieces.append(await inbox.get())
