@@ -3,6 +3,7 @@ import ControlContract
 import Emulator
 import FoundationEssentials
 import Hummingbird
+import Lexical
 import Profile
 
 /// The routes of ``ControlContract/operations``, each answered by the handler of its operation id. Every

@@ -79,7 +79,7 @@ extension Emulator {
                         id: characteristic.id, uuid: characteristic.uuid, name: BluetoothUUID(characteristic.uuid)?.name,
                         flags: characteristic.flags.map(\.rawValue), handle: application?.handle(characteristic.id).map(Int.init),
                         value: engine.value(of: characteristic.id).hexString(uppercase: false),
-                        maxLength: characteristic.maxLength ?? ValueBody.maximumLength,
+                        maxLength: characteristic.maxLength ?? ATTMTU.maximumValueLength,
                         descriptors: characteristic.descriptors.map { descriptor in
                             DescriptorInfo(
                                 id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid,
@@ -121,8 +121,8 @@ extension Emulator {
         case (.bool, .bool(let flag)): newValue = .bool(flag)
         case (.bytes, .hex(let text)):
             guard let bytes = FaultSpecDecoder.parseHex(text) else { throw ControlFailure(.invalid, "bad hex: \"\(text.prefix(80))\"") }
-            guard bytes.count <= ValueBody.maximumLength else {
-                throw ControlFailure(.conflict, "value too long: \(bytes.count) bytes (at most \(ValueBody.maximumLength))")
+            guard bytes.count <= ATTMTU.maximumValueLength else {
+                throw ControlFailure(.conflict, "value too long: \(bytes.count) bytes (at most \(ATTMTU.maximumValueLength))")
             }
             newValue = .bytes(bytes)
         case (.number, .string(let text)) where Int(text) != nil: newValue = .number(Int(text) ?? 0)
