@@ -36,7 +36,7 @@ let package = Package(
         // base64 and UTF-8 value grammar, durations, addresses and passkeys as text, and the size limits; below
         // both Profile and ControlContract.
         .target(name: "Lexical", dependencies: ["Bluetooth"]),
-        // The one terminal-text escaper and the one HTML escaper, deciding by Unicode scalar or UTF-8 byte;
+        // The one terminal-text escaper, the one HTML escaper and the one JSON string quoter, deciding by Unicode scalar or UTF-8 byte;
         // no dependencies, so every layer (BlueZ included) uses the same.
         .target(name: "TextEscaping"),
         // A device as recorded from outside (capture or live clone) and the profile that replays it.
@@ -55,14 +55,14 @@ let package = Package(
         .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
         // The control API's contract: its operations and the Codable types they take and answer, each with its
         // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). Its patterns are Lexical's.
-        .target(name: "ControlContract", dependencies: ["Bluetooth", "Lexical"]),
+        .target(name: "ControlContract", dependencies: ["Bluetooth", "Lexical", "TextEscaping"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
         .target(name: "Profile", dependencies: ["Bluetooth", "Lexical", "TextEscaping"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(
             name: "Emulator",
             dependencies: [
-                "BlueZ", "Profile", "Bluetooth", "ControlContract", "TextEscaping",
+                "BlueZ", "Profile", "Bluetooth", "TextEscaping",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
