@@ -124,7 +124,9 @@ public enum ControlBody {
         let hint = "value: expected a string, a whole number, a boolean or {\"hex\": \"…\"}"
         switch value.value {
         case .string(let text):
-            guard text.unicodeScalars.count <= 512 else { throw BodyError("value: at most 512 characters", details: ["field": "value"]) }
+            guard text.unicodeScalars.count <= ValueForm.utf8.textLimit else {
+                throw BodyError("value: at most \(ValueForm.utf8.textLimit) characters", details: ["field": "value"])
+            }
             return .string(text)
         case .bool(let flag): return .bool(flag)
         case .number(let number):

@@ -77,7 +77,7 @@ public enum NamedValueBody: Codable, Sendable, Equatable {
 
     public static var schema: Schema {
         .oneOf([
-            .string(maxLength: 512),
+            .string(maxLength: ValueForm.utf8.textLimit),
             .integer(minimum: Int64.min, maximum: UInt64(Int64.max)),
             .boolean,
             .object([required("hex", .string(pattern: Patterns.hex, maxLength: ValueForm.hex.textLimit))]),
