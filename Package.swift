@@ -32,7 +32,11 @@ let package = Package(
         // Bluetooth's own types (addresses, UUIDs, AD structures, ATT opcodes and errors, characteristic
         // properties), shared by every layer; no dependencies.
         .target(name: "Bluetooth"),
-        // The one terminal-text escaper and the one HTML escaper, deciding by Unicode scalar or UTF-8 byte;
+        // How values are written wherever they are written (profiles, fault specs, control API bodies): the hex,
+        // base64 and UTF-8 value grammar, durations, addresses and passkeys as text, and the size limits; below
+        // both Profile and ControlContract.
+        .target(name: "Lexical", dependencies: ["Bluetooth"]),
+        // The one terminal-text escaper, the one HTML escaper and the one JSON string quoter, deciding by Unicode scalar or UTF-8 byte;
         // no dependencies, so every layer (BlueZ included) uses the same.
         .target(name: "TextEscaping"),
         // A device as recorded from outside (capture or live clone) and the profile that replays it.
@@ -50,24 +54,24 @@ let package = Package(
         // What `gattemu clone` recorded as a central, as a ``DeviceReplica``.
         .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
         // The control API's contract: its operations and the Codable types they take and answer, each with its
-        // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). No dependencies.
-        .target(name: "ControlContract"),
+        // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). Its patterns are Lexical's.
+        .target(name: "ControlContract", dependencies: ["Bluetooth", "Lexical", "TextEscaping"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile", dependencies: ["Bluetooth", "ControlContract", "TextEscaping"]),
+        .target(name: "Profile", dependencies: ["Bluetooth", "Lexical", "TextEscaping"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(
             name: "Emulator",
             dependencies: [
-                "BlueZ", "Profile", "Bluetooth", "ControlContract", "TextEscaping",
+                "BlueZ", "Profile", "Bluetooth", "TextEscaping",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
-        .target(name: "ControlBodies", dependencies: ["Bluetooth", "Profile", "ControlContract"]),
+        .target(name: "ControlBodies", dependencies: ["Bluetooth", "Lexical", "Profile", "ControlContract"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
         .target(
             name: "Control",
             dependencies: [
-                "Emulator", "Profile", "ControlBodies", "ControlContract",
+                "Emulator", "Profile", "ControlBodies", "ControlContract", "Lexical", "Bluetooth",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -108,6 +112,9 @@ let package = Package(
         .executableTarget(
             name: "gattemu-capturetool", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"], path: "benchmarks/capture/tool"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+        .testTarget(name: "LexicalTests", dependencies: ["Lexical", "Bluetooth"]),
+        // Reads Package.swift and the sources: the modules' arrows point one way (no dependencies).
+        .testTarget(name: "LayeringTests"),
         .testTarget(name: "TextEscapingTests", dependencies: ["TextEscaping"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
@@ -122,7 +129,7 @@ let package = Package(
             dependencies: [
                 "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
             ]),
-        .testTarget(name: "ProfileTests", dependencies: ["Profile", "TextEscaping"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ProfileTests", dependencies: ["Profile", "Lexical", "TextEscaping"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.

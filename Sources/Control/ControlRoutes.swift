@@ -3,6 +3,7 @@ import ControlContract
 import Emulator
 import FoundationEssentials
 import Hummingbird
+import Lexical
 import Profile
 
 /// The routes of ``ControlContract/operations``, each answered by the handler of its operation id. Every
@@ -34,7 +35,7 @@ struct ControlRoutes: Sendable {
     /// The handler of each operation id.
     var handlers: [String: Handler] {
         [
-            "getStatus": { _, _ in JSONResponse.make(await target.status()) },
+            "getStatus": { _, _ in JSONResponse.make(Status(await target.status())) },
             "getEvents": { request, _ in try events(request) },
             "streamEvents": { request, _ in try stream(request) },
             "notify": { request, context in try await notify(request, context, indicate: false) },
@@ -42,7 +43,7 @@ struct ControlRoutes: Sendable {
             "setValue": { request, context in try await setValue(request, context) },
             "fireTrigger": { request, context in try await trigger(request, context) },
             "setVariable": { request, context in try await setVariable(request, context) },
-            "listFaults": { _, _ in JSONResponse.make(FaultList(faults: await target.faults())) },
+            "listFaults": { _, _ in JSONResponse.make(FaultList(faults: await target.faults().map(Fault.init))) },
             "addFaults": { request, _ in try await addFaults(request) },
             "clearFaults": { _, _ in JSONResponse.make(FaultsCleared(removed: await target.clearFaults())) },
             "removeFault": { _, context in try await removeFault(context) },
@@ -50,7 +51,7 @@ struct ControlRoutes: Sendable {
             "setAdvertisement": { request, _ in try await advertisement(request) },
             "setService": { request, context in try await setService(request, context) },
             "changeAddress": { request, _ in try await changeAddress(request) },
-            "getPairing": { _, _ in JSONResponse.make(await target.pairingStatus()) },
+            "getPairing": { _, _ in JSONResponse.make(PairingStatus(await target.pairingStatus())) },
             "answerPairing": { request, _ in try await answerPairing(request) },
             "listBonds": { _, _ in try await listBonds() },
             "forgetBond": { _, context in try await forgetBond(context) },
@@ -142,7 +143,7 @@ struct ControlRoutes: Sendable {
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
         let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.variable(node) }
         do {
-            let shown = try await target.setVariable(name, to: value)
+            let shown = try await target.setVariable(name, to: VariableValue(value))
             return JSONResponse.make(VariableResult(name: name, value: shown))
         } catch {
             throw ControlError(error)
@@ -200,7 +201,7 @@ struct ControlRoutes: Sendable {
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
         let wanted = try Bodies.decoding { () throws(BodyError) in try ControlBody.addressRequest(node) }
         do {
-            return JSONResponse.make(try await target.changeAddress(wanted))
+            return JSONResponse.make(AddressChanged(try await target.changeAddress(AddressChoice(wanted))))
         } catch {
             throw ControlError(error)
         }
@@ -211,7 +212,7 @@ struct ControlRoutes: Sendable {
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
         let answer = try Bodies.decoding { () throws(BodyError) in try ControlBody.pairingAnswer(node) }
         do {
-            return JSONResponse.make(try await target.answerPairing(prompt: answer.prompt, answer.reply))
+            return JSONResponse.make(PairingAnswered(try await target.answerPairing(prompt: answer.prompt, PromptReply(answer.reply))))
         } catch {
             throw ControlError(error)
         }
@@ -219,7 +220,7 @@ struct ControlRoutes: Sendable {
 
     func listBonds() async throws(ControlError) -> Response {
         do {
-            return JSONResponse.make(BondList(bonds: try await target.bonds()))
+            return JSONResponse.make(BondList(bonds: try await target.bonds().map(Bond.init)))
         } catch {
             throw ControlError(error)
         }
@@ -251,7 +252,7 @@ struct ControlRoutes: Sendable {
         var added: [Fault] = []
         for spec in specs {
             do {
-                added.append(try await target.addFault(spec))
+                added.append(Fault(try await target.addFault(spec)))
             } catch {
                 for fault in added { _ = await target.removeFault(id: fault.id) }
                 throw ControlError(error)

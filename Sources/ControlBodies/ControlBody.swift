@@ -1,6 +1,7 @@
 import Bluetooth
 import ControlContract
 import FoundationEssentials
+import Lexical
 import Profile
 
 /// A request body the control API cannot use: the message (and extra fields) of its 400 answer, or 409 when
@@ -25,7 +26,7 @@ public struct BodyError: Error, Sendable, Equatable, CustomStringConvertible {
 /// the contract (module ControlContract) allows, with line:column and field in its errors.
 public enum ControlBody {
     /// Largest value a body may carry (the ATT limit).
-    public static let maximumValueLength = ValueBody.maximumLength
+    public static let maximumValueLength = ATTMTU.maximumValueLength
     /// Most faults one request may add.
     public static let maximumFaults = 64
 
@@ -56,20 +57,17 @@ public enum ControlBody {
         if let unknown = members.first(where: { !known.contains($0.key) }) {
             throw BodyError("unknown key \"\(unknown.key)\": give one of hex, utf8, base64")
         }
-        guard members.count == 1, let member = members.first, let text = member.value.stringValue else {
+        guard members.count == 1, let member = members.first, let form = ValueForm(rawValue: member.key),
+            let text = member.value.stringValue
+        else {
             throw BodyError("give exactly one of {\"hex\": \"…\"}, {\"utf8\": \"…\"}, {\"base64\": \"…\"} as a string")
         }
-        let bytes: [UInt8]?
-        let limit: Int
-        switch member.key {
-        case "hex": (bytes, limit) = (StrictParse.hex(text), 4096)
-        case "utf8": (bytes, limit) = (Array(text.utf8), maximumValueLength)
-        default: (bytes, limit) = (StrictParse.base64(text), 684)
+        guard text.unicodeScalars.count <= form.textLimit else {
+            throw BodyError("\(member.key): at most \(form.textLimit) characters", details: ["field": member.key])
         }
-        guard text.unicodeScalars.count <= limit else {
-            throw BodyError("\(member.key): at most \(limit) characters", details: ["field": member.key])
+        guard let bytes = form.bytes(text) else {
+            throw BodyError("bad \(member.key): \"\(text.prefix(80))\"", details: ["field": member.key])
         }
-        guard let bytes else { throw BodyError("bad \(member.key): \"\(text.prefix(80))\"", details: ["field": member.key]) }
         guard bytes.count <= maximumValueLength else {
             throw BodyError(
                 "value too long: \(bytes.count) bytes (at most \(maximumValueLength))", details: ["field": member.key], conflict: true)
@@ -126,14 +124,17 @@ public enum ControlBody {
         let hint = "value: expected a string, a whole number, a boolean or {\"hex\": \"…\"}"
         switch value.value {
         case .string(let text):
-            guard text.unicodeScalars.count <= 512 else { throw BodyError("value: at most 512 characters", details: ["field": "value"]) }
+            guard text.unicodeScalars.count <= ValueForm.utf8.textLimit else {
+                throw BodyError("value: at most \(ValueForm.utf8.textLimit) characters", details: ["field": "value"])
+            }
             return .string(text)
         case .bool(let flag): return .bool(flag)
         case .number(let number):
             guard let int = number.int else { throw BodyError(hint, details: ["field": "value"]) }
             return .integer(int)
         case .object(let inner):
-            guard inner.count == 1, let hex = value["hex"]?.stringValue, hex.unicodeScalars.count <= 4096, StrictParse.hex(hex) != nil
+            guard inner.count == 1, let hex = value["hex"]?.stringValue, hex.unicodeScalars.count <= ValueForm.hex.textLimit,
+                ValueForm.hex.bytes(hex) != nil
             else {
                 throw BodyError(hint, details: ["field": "value"])
             }

@@ -1,3 +1,5 @@
+import Lexical
+
 /// What `PUT /v1/adapter/address` asks for, as decoded from ``AddressBody``.
 public enum AddressRequest: Sendable, Equatable {
     /// A new address: resolvable private addresses of a fresh key, which no earlier central can resolve.

@@ -1,3 +1,5 @@
+import Lexical
+
 /// The control API's contract: every operation, and every type they take and answer.
 public enum ControlContract {
     static let characteristicID = Operation.Parameter(

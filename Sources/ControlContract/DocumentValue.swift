@@ -1,3 +1,5 @@
+import TextEscaping
+
 /// A JSON value with object members in a fixed order, printed the same way every time (two-space
 /// indentation), so that the committed `openapi.json` is exactly what the types produce.
 public indirect enum DocumentValue: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import Lexical
+
 /// A duration in a request: milliseconds as a number, or text (`"250ms"`, `"5s"`).
 public enum DurationValue: Codable, Sendable, Equatable {
     case milliseconds(Int)
@@ -5,7 +7,7 @@ public enum DurationValue: Codable, Sendable, Equatable {
 
     public static var schema: Schema {
         .oneOf([
-            .described("milliseconds", .integer(minimum: 0, maximum: UInt64(Patterns.maximumMilliseconds))),
+            .described("milliseconds", .integer(minimum: 0, maximum: UInt64(ValueLimits.maximumMilliseconds))),
             .string(pattern: Patterns.duration),
         ])
     }

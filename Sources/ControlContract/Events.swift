@@ -1,4 +1,4 @@
-/// What an event is about (`event` in the JSON). The event log's own kind (`EmulatorEvent.Kind`) is this type.
+/// What an event is about (`event` in the JSON): the event log's own kinds (`EmulatorEventKind`), the same list.
 public enum EventKind: String, Codable, Sendable, CaseIterable {
     case started, stopped, advertising
     case advertisingStopped = "advertising-stopped"

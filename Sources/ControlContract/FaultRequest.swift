@@ -1,3 +1,5 @@
+import Lexical
+
 /// The operation a fault watches.
 public enum FaultTrigger: String, Codable, Sendable, CaseIterable {
     case read, write, notify, indicate, connect, pair, start

@@ -1,3 +1,5 @@
+import Lexical
+
 /// An installed fault with its counters (`GET /v1/faults`, status).
 public struct Fault: ContractType, Equatable {
     public var id: String

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// A service of the GATT table, with its characteristics and their current values.
 public struct ServiceInfo: Codable, Sendable, Equatable {
     public var id: String
@@ -81,7 +83,7 @@ public struct CharacteristicInfo: Codable, Sendable, Equatable {
             required("flags", .array(.string)),
             optional("handle", .integer(minimum: 1, maximum: 0xFFFF)),
             required("value", .described("hex", .string(pattern: "^([0-9a-f]{2})*$"))),
-            required("maxLength", .integer(minimum: 0, maximum: 512)),
+            required("maxLength", .integer(minimum: 0, maximum: UInt64(ATTMTU.maximumValueLength))),
             required("descriptors", .array(DescriptorInfo.schema)),
         ])
     }

@@ -1,3 +1,5 @@
+import Lexical
+
 /// `GET /v1/pairing`: how the device pairs (its profile's `security`) and what bluetoothd is asking now.
 public struct PairingStatus: ContractType, Equatable {
     /// gattemu's pairing agent is registered with bluetoothd (the profile has a `security` section or a

@@ -1,3 +1,5 @@
+import Lexical
+
 /// A trigger argument: text, a number or a boolean (numbers and booleans reach the profile as text).
 public enum ArgumentValue: Codable, Sendable, Equatable {
     case string(String)
@@ -75,10 +77,10 @@ public enum NamedValueBody: Codable, Sendable, Equatable {
 
     public static var schema: Schema {
         .oneOf([
-            .string(maxLength: 512),
+            .string(maxLength: ValueForm.utf8.textLimit),
             .integer(minimum: Int64.min, maximum: UInt64(Int64.max)),
             .boolean,
-            .object([required("hex", .string(pattern: Patterns.hex, maxLength: 4096))]),
+            .object([required("hex", .string(pattern: Patterns.hex, maxLength: ValueForm.hex.textLimit))]),
         ])
     }
 

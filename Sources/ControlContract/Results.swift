@@ -1,3 +1,5 @@
+import Lexical
+
 /// `POST /v1/reset`: done.
 public struct OkResult: ContractType, Equatable {
     public var ok: Bool

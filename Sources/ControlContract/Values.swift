@@ -1,11 +1,10 @@
+import Lexical
+
 /// A characteristic value in a request: exactly one of hex, UTF-8 text or base64.
 public enum ValueBody: ContractType, Equatable {
     case hex(String)
     case utf8(String)
     case base64(String)
-
-    /// The most bytes a value may have (ATT); longer ones are refused with 409.
-    public static let maximumLength = 512
 
     public static let schemaName = "Value"
     public static var schema: Schema {
@@ -14,10 +13,11 @@ public enum ValueBody: ContractType, Equatable {
                 required(
                     "hex",
                     .described(
-                        "hex bytes; spaces, tabs, ':' and '-' allowed between digits", .string(pattern: Patterns.hex, maxLength: 4096)))
+                        "hex bytes, optionally after 0x; spaces, tabs, ':' and '-' allowed between digits",
+                        .string(pattern: Patterns.hex, maxLength: ValueForm.hex.textLimit)))
             ]),
-            .object([required("utf8", .string(maxLength: maximumLength))]),
-            .object([required("base64", .string(pattern: Patterns.base64, format: "byte", maxLength: 684))]),
+            .object([required("utf8", .string(maxLength: ValueForm.utf8.textLimit))]),
+            .object([required("base64", .string(pattern: Patterns.base64, format: "byte", maxLength: ValueForm.base64.textLimit))]),
         ])
     }
     public static var examples: [ValueBody] { [.hex("51 60 0a"), .utf8("hi"), .base64("UWA=")] }
@@ -50,9 +50,9 @@ public enum ValueBody: ContractType, Equatable {
     /// The bytes; nil when the text is not valid for its form.
     public var bytes: [UInt8]? {
         switch self {
-        case .hex(let text): StrictParse.hex(text)
-        case .utf8(let text): Array(text.utf8)
-        case .base64(let text): StrictParse.base64(text)
+        case .hex(let text): ValueForm.hex.bytes(text)
+        case .utf8(let text): ValueForm.utf8.bytes(text)
+        case .base64(let text): ValueForm.base64.bytes(text)
         }
     }
 }

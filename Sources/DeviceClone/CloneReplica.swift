@@ -173,7 +173,7 @@ private struct Builder {
                 replica.notes.append("descriptor \(read.path.rawValue.split(separator: "/").last ?? ""): read failed (\(error))")
             }
         }
-        if truncated > 0 { replica.notes.append("\(truncated) values longer than 512 bytes were cut") }
+        if truncated > 0 { replica.notes.append("\(truncated) values longer than \(ATTMTU.maximumValueLength) bytes were cut") }
     }
 
     mutating func setDescriptor(_ path: DBusObjectPath, _ value: [UInt8]) {

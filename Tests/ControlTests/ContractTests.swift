@@ -26,6 +26,15 @@ import Testing
             "Sources/Control/openapi.json differs from the contract: run scripts/embed-assets --openapi")
     }
 
+    /// The runtime's kinds of events, of pairing prompts and of values are the ones the contract names (ContractMapping.swift
+    /// maps them by name).
+    @Test func theRuntimesKindsAreTheContracts() {
+        #expect(EventKind.allCases.map(\.rawValue) == EmulatorEventKind.allCases.map(\.rawValue))
+        #expect(PairingPromptKind.allCases.map(\.rawValue) == PairingSnapshot.PromptKind.allCases.map(\.rawValue))
+        #expect(EmulatorEventKind.allCases.allSatisfy { EventKind($0).rawValue == $0.rawValue })
+        #expect(PairingSnapshot.PromptKind.allCases.allSatisfy { PairingPromptKind($0).rawValue == $0.rawValue })
+    }
+
     /// Each type's examples encode to JSON its schema accepts, and together use every property it declares:
     /// a property added to the type but not the schema (or the other way round) fails here.
     @Test(arguments: ControlContract.types.map { String(describing: $0) })
@@ -124,7 +133,7 @@ import Testing
     @Test func liveAnswersMatchTheirSchemas() async throws {
         for profile in ["noke-lock", "leaf-reader", "bleproof"] {
             let emulator = try makeEmulator(profile)
-            let status = await emulator.status()
+            let status = Status(await emulator.status())
             var validator = SchemaValidator()
             #expect(validator.problems(try Self.encode(status), Status.schema) == [], "\(profile)")
         }

@@ -54,7 +54,7 @@ import Testing
             (status, _) = try await client.call(.put, "/v1/variables/lockState", json: #"{"value": 1, "x": 2}"#)
             #expect(status == .badRequest)
         }
-        let status = await emulator.status()
+        let status = Status(await emulator.status())
         #expect(status.state["lockState"] == "0")
         #expect(status.variables["hardwareCode"] == "2P")
         #expect(status.values.contains { $0.name == "lockState" && $0.kind == .state && $0.type == .number })
@@ -78,7 +78,7 @@ import Testing
 
     @Test func statusHasTheGattTableAndAdvertisingBytes() async throws {
         let emulator = try makeEmulator("leaf-reader")
-        let status = await emulator.status()
+        let status = Status(await emulator.status())
         let data = try #require(status.services.flatMap(\.characteristics).first { $0.id == "data" })
         #expect(data.flags == ["write-without-response", "notify"])
         #expect(data.handle == nil, "no handle before bluetoothd assigns one")
@@ -90,7 +90,7 @@ import Testing
         #expect(status.triggerDescriptions["touch"]?.isEmpty == false)
         // The touch trigger switches to the variant whose service UUID the advertisement then carries.
         try await emulator.fireTrigger("touch", arguments: [:])
-        let touched = await emulator.status()
+        let touched = Status(await emulator.status())
         #expect(touched.advertising.variant == "touched")
         #expect(touched.advertising.data.first?.serviceUUIDs != advertisement.serviceUUIDs)
         // With nobody connected, the rule the trigger fired names no central (no made-up lane in the timeline).
@@ -102,7 +102,7 @@ import Testing
     @Test func faultsFromTheProfileAreOfferedAsPresets() async throws {
         let emulator = try makeEmulator()
         _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"on": "write", "drop": true}"#, file: "x")))
-        let status = await emulator.status()
+        let status = Status(await emulator.status())
         #expect(status.faultPresets.isEmpty, "noke-lock declares no faults")
         #expect(status.faults.count == 1)
     }

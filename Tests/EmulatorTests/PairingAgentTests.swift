@@ -1,6 +1,6 @@
 import BlueZ
 import BlueZTestSupport
-import ControlContract
+import Bluetooth
 import DBus
 import DBusTestSupport
 import Foundation
@@ -73,7 +73,7 @@ import Testing
     }
 
     /// The pairing status once a prompt waits (or after 2 s).
-    static func prompted(_ emulator: Emulator) async throws -> PairingStatus {
+    static func prompted(_ emulator: Emulator) async throws -> PairingSnapshot {
         var status = await emulator.pairingStatus()
         for _ in 0..<100 where status.prompt == nil {
             try await Task.sleep(for: .milliseconds(20))
@@ -98,7 +98,7 @@ import Testing
         await emulator.stop()
         let (bus2, plain, other, _) = try await Self.started(Self.profile(security: nil))
         #expect(plain.agents.isEmpty, "a profile that never needs pairing leaves the desktop's agent alone")
-        #expect(await other.pairingStatus() == PairingStatus(agent: false))
+        #expect(await other.pairingStatus() == PairingSnapshot(agent: false))
         await other.stop()
         _ = (bus, bus2)
     }
@@ -133,7 +133,9 @@ import Testing
         let (bus, bluetoothd, emulator, log) = try await Self.started(Self.profile(security: #"{"io": "DisplayYesNo", "confirm": "api"}"#))
         let answered = Self.ask(bluetoothd, "RequestConfirmation", [Self.device, .uint32(42)])
         let status = try await Self.prompted(emulator)
-        #expect(status.prompt == PairingPrompt(id: 1, central: "F0:E0:D0:00:00:01", kind: .numericComparison, passkey: "000042"))
+        #expect(
+            status.prompt
+                == PairingSnapshot.Prompt(id: 1, central: BluetoothAddress("F0:E0:D0:00:00:01"), kind: .numericComparison, passkey: 42))
         // bluetoothd may call the application while a prompt waits.
         let application = try #require(bluetoothd.applications.first)
         let objects = try await bluetoothd.managedObjects(application.owner, application.path)
@@ -143,7 +145,7 @@ import Testing
 
         // Numeric comparison wants a yes/no or the number: a passkey that differs refuses it.
         let done = try await emulator.answerPairing(prompt: 1, .passkey(43))
-        #expect(done == PairingAnswered(central: "F0:E0:D0:00:00:01", kind: .numericComparison))
+        #expect(done.central == BluetoothAddress("F0:E0:D0:00:00:01") && done.kind == .numericComparison)
         #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
         #expect(await emulator.pairingStatus().prompt == nil)
         do {
@@ -200,7 +202,7 @@ import Testing
         let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"confirm": "api"}"#))
         let answered = Self.ask(bluetoothd, "RequestAuthorization", [Self.device])
         let status = try await Self.prompted(emulator)
-        #expect(status.prompt == PairingPrompt(id: 1, central: "F0:E0:D0:00:00:01", kind: .justWorks))
+        #expect(status.prompt == PairingSnapshot.Prompt(id: 1, central: BluetoothAddress("F0:E0:D0:00:00:01"), kind: .justWorks))
         _ = try await emulator.answerPairing(prompt: 1, .accept(false))
         #expect(await answered.wait(for: 1) == ["org.bluez.Error.Rejected"])
         await emulator.stop()
@@ -222,16 +224,16 @@ import Testing
             current = await emulator.pairingStatus().prompt
         }
         let waiting = try #require(current)
-        #expect(waiting.id != seen.id && waiting.central == "F0:E0:D0:00:00:02")
+        #expect(waiting.id != seen.id && waiting.central == BluetoothAddress("F0:E0:D0:00:00:02"))
         do {
-            _ = try await emulator.answerPairing(prompt: UInt64(seen.id), .accept(true))
+            _ = try await emulator.answerPairing(prompt: seen.id, .accept(true))
             Issue.record("an answer for a replaced prompt was taken")
         } catch {
             #expect(error.kind == .conflict && error.message.contains("prompt \(seen.id)"), "\(error.message)")
         }
         #expect(await emulator.pairingStatus().prompt == waiting, "the newer prompt still waits")
         #expect(second.values.isEmpty)
-        _ = try await emulator.answerPairing(prompt: UInt64(waiting.id), .accept(true))
+        _ = try await emulator.answerPairing(prompt: waiting.id, .accept(true))
         #expect(await second.wait(for: 1) == ["accepted"])
         await emulator.stop()
         _ = bus
@@ -242,7 +244,9 @@ import Testing
         let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"io": "DisplayOnly"}"#))
         for end in [CentralEvent.paired(address: "F0:E0:D0:00:00:01"), .disconnected(address: "F0:E0:D0:00:00:01"), nil] {
             _ = try await bluetoothd.askAgent("DisplayPasskey", [Self.device, .uint32(123_456), .uint16(0)])
-            #expect(await emulator.pairingStatus().displayed == DisplayedPasskey(central: "F0:E0:D0:00:00:01", passkey: "123456"))
+            #expect(
+                await emulator.pairingStatus().displayed
+                    == PairingSnapshot.Displayed(central: BluetoothAddress("F0:E0:D0:00:00:01"), passkey: 123_456))
             // Another central's pairing ending leaves it.
             await emulator.centralEvent(.disconnected(address: "F0:E0:D0:00:00:09"))
             #expect(await emulator.pairingStatus().displayed != nil)

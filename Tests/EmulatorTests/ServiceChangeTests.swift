@@ -1,6 +1,5 @@
 import BlueZ
 import BlueZTestSupport
-import ControlContract
 import DBus
 import DBusTestSupport
 import Emulator

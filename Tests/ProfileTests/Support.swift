@@ -1,4 +1,5 @@
 import Foundation
+import Lexical
 import Testing
 
 @testable import Profile
@@ -35,7 +36,7 @@ func problems(_ json: String, file: String = "test.json", overrides: [(path: Str
 }
 
 func hex(_ text: String) -> [UInt8] {
-    HexBytes.parse(text) ?? []
+    ValueForm.hex.bytes(text) ?? []
 }
 
 let phone = CentralID(address: "11:22:33:44:55:66")

@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 
 /// Where a GATT request came from: the central's device object and what BlueZ said of the link.
@@ -58,7 +59,7 @@ struct GattRequestOptions {
     var problem: GattError?
 
     /// The longest attribute value ATT allows, and so the largest meaningful offset.
-    static let maximumValueLength = 512
+    static let maximumValueLength = ATTMTU.maximumValueLength
     /// The ATT MTUs a link can have (Core spec: LE minimum 23; BlueZ's maximum 517).
     static let validMTUs: ClosedRange<UInt16> = 23...517
 

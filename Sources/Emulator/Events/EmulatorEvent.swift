@@ -1,12 +1,11 @@
-import ControlContract
 import FoundationEssentials
 import Profile
 import TextEscaping
 
 /// One entry of the event log: something that happened between gattemu, bluetoothd and a central.
 public struct EmulatorEvent: Sendable, Equatable {
-    /// The contract's event kinds (`event` in the JSON).
-    public typealias Kind = EventKind
+    /// What the event is about (`event` in the JSON).
+    public typealias Kind = EmulatorEventKind
 
     /// Position in the log, from 1; assigned by `EventLog` (0 until recorded).
     public var sequence: Int

@@ -1,6 +1,5 @@
 import BlueZ
 import Bluetooth
-import ControlContract
 
 /// The address centrals see: gattemu can have the adapter show a new address, as a device that comes back from a
 /// factory reset under another one (docs/pairing.md, "Address change").
@@ -17,7 +16,7 @@ extension Emulator {
     /// own again (`.original`). The adapter is powered off for the change (connected centrals are disconnected) and
     /// on again. Needs root (CAP_NET_ADMIN). Why not a new random static address: bluetoothd serves GATT only on the
     /// identity address it read when the adapter appeared, so a central at a new static address gets no answers.
-    public func changeAddress(_ requested: AddressRequest) async throws(ControlFailure) -> AddressChanged {
+    public func changeAddress(_ requested: AddressChoice) async throws(ControlFailure) -> AddressChange {
         guard let adapter, stack != nil else { throw ControlFailure(.conflict, "no adapter to change: gattemu has not reached bluetoothd") }
         guard !stackLost else { throw ControlFailure(.unavailable, "bluetoothd is gone: the adapter cannot be changed until it is back") }
         let controller: ControllerManagement
@@ -46,7 +45,7 @@ extension Emulator {
         case .original:
             key = nil
             if address.key == nil {
-                return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: nil, changes: address.changes)
+                return AddressChange(adapter: adapter.name, identity: BluetoothAddress(adapter.address), irk: nil, changes: address.changes)
             }
         }
         // The key itself is a secret (whoever has it can follow the device): only the answer to the request carries it.
@@ -76,7 +75,7 @@ extension Emulator {
             throw ControlFailure(.unavailable, "address change failed: \(failure)")
         }
         log.record(.note, detail: "address of \(adapter.name) changed: centrals now find the device at \(now)")
-        return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: key.map(Self.hex), changes: address.changes)
+        return AddressChange(adapter: adapter.name, identity: BluetoothAddress(adapter.address), irk: key, changes: address.changes)
     }
 
     /// At stop: the adapter shows its own address again (best effort, logged).
@@ -89,7 +88,4 @@ extension Emulator {
         }
     }
 
-    private static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
 }

@@ -1,6 +1,5 @@
 import BlueZ
 import Bluetooth
-import ControlContract
 import Profile
 
 /// Why a control request could not be carried out; `kind` maps to an HTTP status.
@@ -24,9 +23,11 @@ extension Emulator {
     /// The event log this emulator writes to.
     public nonisolated var events: EventLog { log }
 
-    public func status() -> Status {
+    /// The emulator now: adapter, advertising, centrals, GATT table with values, variables, timers, faults.
+    public func status() -> EmulatorStatus {
         let initial = profile.initialState
-        let centrals = connectedCentrals.map { address in
+        let centrals = connectedCentrals.compactMap { address -> EmulatorStatus.Central? in
+            guard let typed = BluetoothAddress(address) else { return nil }
             let id = CentralID(address: address)
             let own =
                 profile.connectionState.isEmpty
@@ -35,28 +36,27 @@ extension Emulator {
                     uniqueKeysWithValues: profile.connectionState.map { name in
                         (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
                     })
-            return CentralInfo(
-                address: address, mtu: faultState.mtus[address].map(Int.init),
+            return EmulatorStatus.Central(
+                address: typed, mtu: faultState.mtus[address],
                 subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
         }
-        let specs = engine.advertisements()
-        return Status(
+        let advertisements = engine.advertisements().map(ProfileMapping.advertisement)
+        return EmulatorStatus(
             profile: profile.file,
             deviceName: engine.deviceName(),
             adapter: adapter.map {
-                AdapterInfo(
-                    name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias,
-                    privateAddresses: address.key == nil ? nil : true)
+                EmulatorStatus.Adapter(
+                    name: $0.name, address: BluetoothAddress($0.address), alias: engine.deviceName() ?? $0.alias,
+                    privateAddresses: address.key != nil)
             },
-            advertising: AdvertisingInfo(
-                advertised: !advertisements.isEmpty, wanted: engine.isAdvertising, variant: engine.advertisementVariant,
+            advertising: EmulatorStatus.Advertising(
+                advertised: !self.advertisements.isEmpty, wanted: engine.isAdvertising, variant: engine.advertisementVariant,
                 variants: Set(profile.advertisements.flatMap(\.variants.keys)).sorted(),
-                advertisements: specs.map { Self.describe(ProfileMapping.advertisement($0)) },
-                data: specs.map { AdvertisementBytes.info(ProfileMapping.advertisement($0)) }),
+                advertisements: advertisements, descriptions: advertisements.map(Self.describe)),
             centrals: centrals,
             services: gattTable(),
-            variables: engine.variables.mapValues(\.statusText),
-            state: engine.state.mapValues(\.statusText),
+            variables: engine.variables,
+            state: engine.state,
             values: namedValues(),
             timers: engine.activeTimers.sorted(),
             triggers: profile.triggers.map(\.name),
@@ -64,51 +64,49 @@ extension Emulator {
                 profile.triggers.compactMap { trigger in trigger.description.map { (trigger.name, $0) } },
                 uniquingKeysWith: { first, _ in first }),
             faults: faults(),
-            faultPresets: profile.faults.map(FaultRequest.init),
+            faultPresets: profile.faults,
             lastEvent: log.lastSequence)
     }
 
     /// The GATT table with current values and the handles bluetoothd assigned.
-    func gattTable() -> [ServiceInfo] {
-        profile.services.filter { !absentServices.contains($0.id) }.map { service in
-            ServiceInfo(
-                id: service.id, uuid: service.uuid, name: BluetoothUUID(service.uuid)?.name, primary: service.primary,
-                handle: application?.serviceHandle(service.id).map(Int.init),
-                characteristics: service.characteristics.map { characteristic in
-                    CharacteristicInfo(
-                        id: characteristic.id, uuid: characteristic.uuid, name: BluetoothUUID(characteristic.uuid)?.name,
-                        flags: characteristic.flags.map(\.rawValue), handle: application?.handle(characteristic.id).map(Int.init),
-                        value: engine.value(of: characteristic.id).hexString(uppercase: false),
-                        maxLength: characteristic.maxLength ?? ValueBody.maximumLength,
-                        descriptors: characteristic.descriptors.map { descriptor in
-                            DescriptorInfo(
-                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid,
-                                name: BluetoothUUID(descriptor.uuid)?.name,
-                                flags: descriptor.flags.map(\.rawValue),
-                                value: profile.descriptorValue(descriptor, environment: engine.environment).hexString(uppercase: false))
+    func gattTable() -> [EmulatorStatus.Service] {
+        profile.services.filter { !absentServices.contains($0.id) }.compactMap { service in
+            guard let uuid = Bluetooth.BluetoothUUID(service.uuid) else { return nil }
+            return EmulatorStatus.Service(
+                id: service.id, uuid: uuid, primary: service.primary, handle: application?.serviceHandle(service.id),
+                characteristics: service.characteristics.compactMap { characteristic in
+                    guard let uuid = Bluetooth.BluetoothUUID(characteristic.uuid) else { return nil }
+                    return EmulatorStatus.Characteristic(
+                        id: characteristic.id, uuid: uuid, flags: characteristic.flags, handle: application?.handle(characteristic.id),
+                        value: engine.value(of: characteristic.id),
+                        maxLength: characteristic.maxLength ?? ATTMTU.maximumValueLength,
+                        descriptors: characteristic.descriptors.compactMap { descriptor in
+                            guard let uuid = Bluetooth.BluetoothUUID(descriptor.uuid) else { return nil }
+                            return EmulatorStatus.Descriptor(
+                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: uuid, flags: descriptor.flags,
+                                value: profile.descriptorValue(descriptor, environment: engine.environment))
                         })
                 })
         }
     }
 
     /// Every variable and state value with its kind and type.
-    func namedValues() -> [NamedValueInfo] {
+    func namedValues() -> [EmulatorStatus.NamedValue] {
         let variables = profile.variables.map { named in
-            NamedValueInfo(
-                name: named.name, kind: .variable, type: named.value.contractType,
-                value: (engine.variables[named.name] ?? named.value).statusText, perCentral: false)
+            EmulatorStatus.NamedValue(
+                name: named.name, isState: false, value: engine.variables[named.name] ?? named.value, perCentral: false)
         }
         let state = profile.state.map { named in
-            NamedValueInfo(
-                name: named.name, kind: .state, type: named.value.contractType,
-                value: (engine.state[named.name] ?? named.value).statusText, perCentral: profile.connectionState.contains(named.name))
+            EmulatorStatus.NamedValue(
+                name: named.name, isState: true, value: engine.state[named.name] ?? named.value,
+                perCentral: profile.connectionState.contains(named.name))
         }
         return variables + state
     }
 
     /// Sets a variable or state value; its type must be the profile's (409 otherwise). Advertisements that
     /// depend on it are re-registered. Returns the value as the status shows it.
-    public func setVariable(_ name: String, to value: NamedValueBody) async throws(ControlFailure) -> String {
+    public func setVariable(_ name: String, to value: VariableValue) async throws(ControlFailure) -> String {
         guard let declared = (profile.variables + profile.state).first(where: { $0.name == name }) else {
             throw ControlFailure(
                 .notFound, "unknown variable or state value \"\(name)\"",
@@ -119,10 +117,9 @@ extension Emulator {
         case (.number, .integer(let number)): newValue = .number(number)
         case (.string, .string(let text)): newValue = .string(text)
         case (.bool, .bool(let flag)): newValue = .bool(flag)
-        case (.bytes, .hex(let text)):
-            guard let bytes = FaultSpecDecoder.parseHex(text) else { throw ControlFailure(.invalid, "bad hex: \"\(text.prefix(80))\"") }
-            guard bytes.count <= ValueBody.maximumLength else {
-                throw ControlFailure(.conflict, "value too long: \(bytes.count) bytes (at most \(ValueBody.maximumLength))")
+        case (.bytes, .bytes(let bytes)):
+            guard bytes.count <= ATTMTU.maximumValueLength else {
+                throw ControlFailure(.conflict, "value too long: \(bytes.count) bytes (at most \(ATTMTU.maximumValueLength))")
             }
             newValue = .bytes(bytes)
         case (.number, .string(let text)) where Int(text) != nil: newValue = .number(Int(text) ?? 0)
@@ -131,7 +128,7 @@ extension Emulator {
         default:
             throw ControlFailure(
                 .conflict,
-                "\"\(name)\" is a \(declared.value.contractType.rawValue) value"
+                "\"\(name)\" is a \(declared.value.kind.rawValue) value"
                     + (declared.value.kind == .bytes ? ": give {\"hex\": \"…\"}" : ""))
         }
         log.record(.note, detail: "control: \(name) = \(newValue.statusText)")
@@ -173,7 +170,7 @@ extension Emulator {
 
     /// Installs a fault after checking it against the profile; `on: start` faults are scheduled at once.
     @discardableResult
-    public func addFault(_ spec: FaultSpec) throws(FaultSpecError) -> Fault {
+    public func addFault(_ spec: FaultSpec) throws(FaultSpecError) -> ActiveFault {
         if let problem = profile.problem(with: spec) { throw problem }
         let fault = try faultState.engine.add(spec)
         log.record(.note, detail: "fault \(fault.id) installed: on \(spec.on.rawValue) \(spec.action.summary)")
@@ -185,7 +182,7 @@ extension Emulator {
                 await self?.fireStartFault(id)
             }
         }
-        return Fault(fault)
+        return fault
     }
 
     func fireStartFault(_ id: String) async {
@@ -195,7 +192,7 @@ extension Emulator {
         await performAdapterAction(fired.action)
     }
 
-    public func faults() -> [Fault] { faultState.engine.faults.map(Fault.init) }
+    public func faults() -> [ActiveFault] { faultState.engine.faults }
 
     /// Removes one fault; false when there is none with that id.
     public func removeFault(id: String) -> Bool {
@@ -273,23 +270,12 @@ extension Emulator {
 
 extension ProfileValue {
     /// Numbers and booleans as JSON-ish text, strings as themselves, bytes as hex.
-    var statusText: String {
+    public var statusText: String {
         switch self {
         case .number(let n): String(n)
         case .bool(let b): String(b)
         case .string(let s): s
         case .bytes(let b): b.hexString()
-        }
-    }
-}
-
-extension ProfileValue {
-    var contractType: NamedValueInfo.ValueType {
-        switch self {
-        case .number: .number
-        case .string: .string
-        case .bool: .bool
-        case .bytes: .bytes
         }
     }
 }

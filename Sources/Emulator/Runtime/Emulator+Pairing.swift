@@ -1,6 +1,5 @@
 import BlueZ
 import Bluetooth
-import ControlContract
 import Profile
 
 /// The pairing agent's side of the emulator: what bluetoothd asks while a central pairs, answered from the
@@ -10,7 +9,7 @@ struct PairingState {
     /// The question waiting for `POST /v1/pairing`; bluetoothd asks one at a time.
     var prompt: PendingPairingPrompt?
     /// The passkey shown last (`DisplayPasskey`).
-    var displayed: DisplayedPasskey?
+    var displayed: PairingSnapshot.Displayed?
     var nextPrompt: UInt64 = 0
     /// Whether the controller had Secure Connections on before gattemu set the profile's mode; nil: not changed.
     var secureConnectionsBefore: Bool?
@@ -20,14 +19,13 @@ struct PendingPairingPrompt {
     let id: UInt64
     let request: PairingRequest
     /// What the prompt asks; only just works, numeric comparison and passkey entry wait for the control API.
-    let kind: PairingPromptKind
+    let kind: PairingSnapshot.PromptKind
     let reply: CheckedContinuation<PairingAnswer, Never>
 
-    var contract: PairingPrompt {
-        if case .confirmation(_, let passkey) = request {
-            return PairingPrompt(id: Int(clamping: id), central: request.central, kind: kind, passkey: Passkey.digits(passkey))
-        }
-        return PairingPrompt(id: Int(clamping: id), central: request.central, kind: kind)
+    var snapshot: PairingSnapshot.Prompt {
+        var passkey: UInt32?
+        if case .confirmation(_, let shown) = request { passkey = shown }
+        return PairingSnapshot.Prompt(id: id, central: BluetoothAddress(request.central), kind: kind, passkey: passkey)
     }
 }
 
@@ -100,7 +98,7 @@ extension Emulator: PairingHandler {
             return .accept
         case .passkeyDisplay(_, let passkey, _):
             // Shown (GET /v1/pairing) until this pairing ends: ``pairingEnded(with:)``.
-            pairing.displayed = DisplayedPasskey(central: central, passkey: Passkey.digits(passkey))
+            pairing.displayed = PairingSnapshot.Displayed(central: BluetoothAddress(central), passkey: passkey)
             log.record(.pairing, central: central, detail: "\(request): the central's user types it")
             return .accept
         case .authorization, .confirmation, .passkeyEntry:
@@ -151,7 +149,7 @@ extension Emulator: PairingHandler {
     }
 
     /// Waits for `POST /v1/pairing`, at most ``SecurityDefinition/promptSeconds``; a newer question replaces (cancels) an older one.
-    private func ask(_ request: PairingRequest, _ kind: PairingPromptKind) async -> PairingAnswer {
+    private func ask(_ request: PairingRequest, _ kind: PairingSnapshot.PromptKind) async -> PairingAnswer {
         resolvePrompt(with: .cancel)
         pairing.nextPrompt += 1
         let id = pairing.nextPrompt
@@ -193,22 +191,21 @@ extension Emulator: PairingHandler {
 
     // MARK: Control API
 
-    public func pairingStatus() -> PairingStatus {
-        guard let security = profile.pairingSecurity else { return PairingStatus(agent: false) }
-        return PairingStatus(
-            agent: pairing.agent?.isRegistered ?? false, io: security.io.name, pairing: security.pairing.rawValue,
-            confirm: security.confirm.rawValue,
-            prompt: pairing.prompt?.contract, displayed: pairing.displayed)
+    public func pairingStatus() -> PairingSnapshot {
+        guard let security = profile.pairingSecurity else { return PairingSnapshot(agent: false) }
+        return PairingSnapshot(
+            agent: pairing.agent?.isRegistered ?? false, security: security, prompt: pairing.prompt?.snapshot,
+            displayed: pairing.displayed)
     }
 
     /// The pairing with `central` ended (it paired, or went away): the passkey displayed for it is no longer shown.
     func pairingEnded(with central: String) {
-        if pairing.displayed?.central == central { pairing.displayed = nil }
+        if let displayed = pairing.displayed, displayed.central == BluetoothAddress(central) { pairing.displayed = nil }
     }
 
     /// Answers the waiting prompt, if it is still `id` (a newer question gets no answer meant for an older one): a
     /// passkey for passkey entry; accept/refuse (or the number shown, for numeric comparison) otherwise.
-    public func answerPairing(prompt id: UInt64, _ reply: PairingReply) throws(ControlFailure) -> PairingAnswered {
+    public func answerPairing(prompt id: UInt64, _ reply: PromptReply) throws(ControlFailure) -> PairingSnapshot.Prompt {
         guard let prompt = pairing.prompt else {
             throw ControlFailure(.conflict, "no pairing prompt is waiting (GET /v1/pairing shows it when there is one)")
         }
@@ -237,17 +234,15 @@ extension Emulator: PairingHandler {
             }
         log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): \(outcome) (control API)")
         resolvePrompt(with: answer)
-        return PairingAnswered(central: prompt.request.central, kind: prompt.kind)
+        return prompt.snapshot
     }
 
     /// The centrals paired with the adapter; none before gattemu has an adapter, 503 while bluetoothd is gone.
-    public func bonds() async throws(ControlFailure) -> [Bond] {
+    public func bonds() async throws(ControlFailure) -> [PairedCentral] {
         guard let adapter else { return [] }
         guard !stackLost else { throw ControlFailure(.unavailable, "bluetoothd is gone: its bonds cannot be read") }
         do {
-            return try await adapter.pairedCentrals().map {
-                Bond(central: $0.address, bonded: $0.bonded, connected: $0.connected, addressType: $0.addressType)
-            }
+            return try await adapter.pairedCentrals()
         } catch {
             throw ControlFailure(.unavailable, error.description)
         }
@@ -271,8 +266,8 @@ extension Emulator: PairingHandler {
     public func forgetBond(_ address: String) async throws(ControlFailure) {
         guard let typed = BluetoothAddress(address) else { throw ControlFailure(.invalid, "bad central address") }
         let known = try await bonds()
-        guard known.contains(where: { $0.central == typed.description }) else {
-            throw ControlFailure(.notFound, "no central \(typed) is paired", details: ["known": known.map(\.central)])
+        guard known.contains(where: { $0.address == typed.description }) else {
+            throw ControlFailure(.notFound, "no central \(typed) is paired", details: ["known": known.map(\.address)])
         }
         guard let adapter else { throw ControlFailure(.unavailable, "not registered with bluetoothd") }
         do {

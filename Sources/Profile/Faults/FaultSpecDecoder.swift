@@ -1,4 +1,5 @@
-import ControlContract
+import Bluetooth
+import Lexical
 
 /// A problem with a fault spec: where (JSON path and source location) and what.
 public struct FaultSpecError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -194,7 +195,9 @@ public enum FaultSpecDecoder {
             }
             var at = 0
             if let atNode = node["at"] {
-                guard let offset = atNode.intValue, offset >= 0, offset <= 512 else { throw fail("at: expected an offset from 0 to 512") }
+                guard let offset = atNode.intValue, offset >= 0, offset <= ATTMTU.maximumValueLength else {
+                    throw fail("at: expected an offset from 0 to \(ATTMTU.maximumValueLength)")
+                }
                 at = offset
             }
             if let hex = node["hex"] {
@@ -211,7 +214,9 @@ public enum FaultSpecDecoder {
             }
             throw fail("expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}")
         case "truncate":
-            guard let n = node.intValue, n >= 0, n <= 512 else { throw fail("expected the number of bytes to keep (0–512)") }
+            guard let n = node.intValue, n >= 0, n <= ATTMTU.maximumValueLength else {
+                throw fail("expected the number of bytes to keep (0–\(ATTMTU.maximumValueLength))")
+            }
             return .truncate(n)
         case "duplicate":
             if node.boolValue == true { return .duplicate(copies: 1) }
@@ -247,11 +252,11 @@ public enum FaultSpecDecoder {
     }
 
     /// `500`, `"500ms"`, `"5s"`, `"1.5s"` → milliseconds (≤ 100,000,000, about 27.8 hours); exactly what
-    /// the contract's `Duration` schema allows (`Patterns.duration`).
+    /// the contract's `Duration` schema allows (``Patterns/duration``).
     public static func milliseconds(_ node: JSONNode) -> Int? {
         if case .number = node.value {
             guard let int = node.intValue else { return nil }
-            return (0...Patterns.maximumMilliseconds).contains(int) ? int : nil
+            return (0...ValueLimits.maximumMilliseconds).contains(int) ? int : nil
         }
         guard let text = node.stringValue else { return nil }
         return milliseconds(text)
@@ -271,15 +276,11 @@ public enum FaultSpecDecoder {
 
     public static func attError(_ text: String) -> ATTError? {
         if let named = ATTError.namesInProfiles[text] { return named }
-        let bytes = Array(text.utf8)
-        guard bytes.count == 4, bytes[0] == 0x30, bytes[1] == 0x78 || bytes[1] == 0x58,
-            let code = StrictParse.hex(String(decoding: bytes[2...], as: UTF8.self))?.first, (0x80...0x9F).contains(code)
-        else { return nil }
-        return .application(code)
+        return StrictParse.applicationError(text).map { .application($0) }
     }
 
-    /// Hex bytes; spaces, `:` and `-` between bytes are allowed. Nil for anything else (odd digits, non-hex).
-    public static func parseHex(_ text: String) -> [UInt8]? { StrictParse.hex(text) }
+    /// Hex bytes, written as in a profile's `{"hex": …}` value (``ValueForm/hex``). Nil for anything else.
+    public static func parseHex(_ text: String) -> [UInt8]? { ValueForm.hex.bytes(text) }
 
     static func isAddress(_ text: String) -> Bool { StrictParse.isAddress(text) }
 

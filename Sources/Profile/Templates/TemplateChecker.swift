@@ -1,3 +1,5 @@
+import Lexical
+
 /// Where a template is used, which limits what it may refer to.
 public enum TemplateUsage: Sendable, Equatable {
     /// Device and advertisement fields: variables, state and the adapter address only.
@@ -178,7 +180,7 @@ struct TemplateChecker {
                 issues.append(TemplateIssue(offset: arguments[0].offset, message: "hex() takes a quoted hex string"))
                 return
             }
-            if HexBytes.parse(text) == nil {
+            if ValueForm.hex.bytes(text) == nil {
                 issues.append(TemplateIssue(offset: argumentOffset, message: "\"\(text)\" is not valid hex"))
             }
         case "fill":

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Everything a template can refer to while rendering, plus the mutable parts (counters, randomness).
 ///
 /// Names resolve in this order: built-ins (`request`, `address`, …), then state, then variables.
@@ -59,5 +61,5 @@ public enum TemplateBuiltins {
     ]
 
     /// Longest byte string `random`, `pad` and `fill` produce (the ATT maximum attribute length).
-    public static let maximumLength = 512
+    public static let maximumLength = ATTMTU.maximumValueLength
 }

@@ -1,3 +1,5 @@
+import Lexical
+
 /// A value while evaluating an expression.
 enum TemplateValue: Equatable {
     case int(Int)
@@ -149,10 +151,10 @@ extension Template {
         case "request": return .bytes(context.request)
         case "address": return .text(compactAddress(context.adapterAddress))
         case "addressWithColons": return .text(context.adapterAddress.uppercased())
-        case "addressBytes": return .bytes(HexBytes.parse(context.adapterAddress) ?? [])
+        case "addressBytes": return .bytes(ValueForm.hex.bytes(context.adapterAddress) ?? [])
         case "central": return .text(compactAddress(context.centralAddress ?? ""))
         case "centralWithColons": return .text((context.centralAddress ?? "").uppercased())
-        case "centralBytes": return .bytes(HexBytes.parse(context.centralAddress ?? "") ?? [])
+        case "centralBytes": return .bytes(ValueForm.hex.bytes(context.centralAddress ?? "") ?? [])
         default:
             if let value = context.state[name] ?? context.variables[name] { return TemplateValue(value) }
             return .bytes([])
@@ -209,7 +211,7 @@ extension Template {
             var crc: UInt16 = 0xFFFF
             forEachArgument { crc = Checksum.crc16CCITTFalse($0, continuing: crc) }
             return .int(Int(crc))
-        case "hex": return .bytes(HexBytes.parse(argument(0).text) ?? [])
+        case "hex": return .bytes(ValueForm.hex.bytes(argument(0).text) ?? [])
         case "utf8": return .bytes(Array(argument(0).text.utf8))
         case "reverse": return .bytes(argument(0).bytes.reversed())
         case "fill":

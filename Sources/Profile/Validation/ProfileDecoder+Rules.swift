@@ -1,3 +1,5 @@
+import Bluetooth
+
 extension ProfileDecoder {
     static let triggerKinds = ["read", "write", "subscribe", "unsubscribe", "connect", "disconnect", "timer", "trigger"]
     static let writeMatcherKeys = ["equals", "prefix", "mask", "length", "regex", "json", "closestTo"]
@@ -130,15 +132,19 @@ extension ProfileDecoder {
             let lengthPath = sub("length")
             if case .object = value.value {
                 if members(value, lengthPath, allowed: ["min", "max"]) != nil {
-                    let low = value["min"].flatMap { integer($0, JSONPath.appending("min", to: lengthPath), in: 0...512) } ?? 0
-                    let high = value["max"].flatMap { integer($0, JSONPath.appending("max", to: lengthPath), in: 0...512) } ?? 512
+                    let low =
+                        value["min"].flatMap { integer($0, JSONPath.appending("min", to: lengthPath), in: 0...ATTMTU.maximumValueLength) }
+                        ?? 0
+                    let high =
+                        value["max"].flatMap { integer($0, JSONPath.appending("max", to: lengthPath), in: 0...ATTMTU.maximumValueLength) }
+                        ?? ATTMTU.maximumValueLength
                     if low <= high {
                         matcher.length = low...high
                     } else {
                         error(value, lengthPath, "length min \(low) is greater than max \(high)")
                     }
                 }
-            } else if let exact = integer(value, lengthPath, in: 0...512) {
+            } else if let exact = integer(value, lengthPath, in: 0...ATTMTU.maximumValueLength) {
                 matcher.length = exact...exact
             }
         }

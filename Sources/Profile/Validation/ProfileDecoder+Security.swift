@@ -1,5 +1,5 @@
 import Bluetooth
-import ControlContract
+import Lexical
 
 extension ProfileDecoder {
     /// The `"security"` section: `io`, `pairing`, `passkey`, `confirm`, `secureConnections`.

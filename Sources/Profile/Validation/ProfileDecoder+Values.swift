@@ -1,3 +1,6 @@
+import Bluetooth
+import Lexical
+
 extension ProfileDecoder {
     static let valueForms = ["hex", "utf8", "base64", "random", "template", "bytes"]
 
@@ -71,33 +74,34 @@ extension ProfileDecoder {
         }
     }
 
-    /// `bytes` when they fit in an attribute (``ProfileLimits/attributeValueLength``); else reported, nil.
+    /// `bytes` when they fit in an attribute (``ATTMTU/maximumValueLength``); else reported, nil.
     mutating func attributeSized(_ bytes: [UInt8], _ node: JSONNode, _ path: String) -> [UInt8]? {
-        guard bytes.count <= ProfileLimits.attributeValueLength else {
-            error(node, path, "value is \(bytes.count) bytes, over the \(ProfileLimits.attributeValueLength)-byte attribute limit")
+        guard bytes.count <= ATTMTU.maximumValueLength else {
+            error(node, path, "value is \(bytes.count) bytes, over the \(ATTMTU.maximumValueLength)-byte attribute limit")
             return nil
         }
         return bytes
     }
 
-    /// The bytes of a `hex`, `utf8` or `base64` literal.
+    /// The bytes of a `hex`, `utf8` or `base64` literal: ``ValueForm``, the grammar fault specs and the control
+    /// API share.
     mutating func literalBytes(_ form: String, _ node: JSONNode, _ path: String) -> [UInt8]? {
         guard let text = string(node, path) else { return nil }
         switch form {
         case "hex", "bytes":
-            guard let bytes = HexBytes.parse(text) else {
+            guard let bytes = ValueForm.hex.bytes(text) else {
                 error(node, path, "\"\(text)\" is not valid hex", hint: "write bytes as pairs of hex digits, e.g. \"51 60 0a\"")
                 return nil
             }
             return bytes
         case "base64":
-            guard let bytes = Base64.decode(text) else {
+            guard let bytes = ValueForm.base64.bytes(text) else {
                 error(node, path, "\"\(text)\" is not valid base64")
                 return nil
             }
             return bytes
         default:
-            return Array(text.utf8)
+            return ValueForm.utf8.bytes(text)
         }
     }
 

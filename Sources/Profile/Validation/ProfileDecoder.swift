@@ -1,3 +1,5 @@
+import Lexical
+
 /// Turns a merged JSON tree into a `DeviceProfile`, collecting every problem as a `Diagnostic`.
 ///
 /// Decoding checks shapes, types, keys and local values; `SemanticChecks` then checks references.
@@ -247,20 +249,20 @@ struct ProfileDecoder {
         return location
     }
 
-    /// A duration: milliseconds as a number, `"250ms"`/`"5s"`, or the name of a number variable; at most
-    /// ``ProfileLimits/maximumDurationMilliseconds``.
+    /// A duration: milliseconds as a number, text as fault specs write it (``Patterns/duration``: `"250ms"`,
+    /// `"1.5s"`), or the name of a number variable; at most ``ProfileLimits/maximumDurationMilliseconds``.
     mutating func duration(_ node: JSONNode, _ path: String) -> DurationSpec? {
         let maximum = ProfileLimits.maximumDurationMilliseconds
         if case .string(let text) = node.value {
-            var milliseconds: Int?
-            if text.hasSuffix("ms"), let value = Int(text.dropLast(2)), value >= 0 {
-                milliseconds = value
-            } else if text.hasSuffix("s"), let value = Int(text.dropLast(1)), value >= 0 {
-                milliseconds = value > maximum ? value : value * 1000
-            } else if Self.isIdentifier(text) {
-                return .variable(text)
-            }
+            let milliseconds = StrictParse.milliseconds(text)
+            if milliseconds == nil, Self.isIdentifier(text) { return .variable(text) }
             guard let milliseconds else {
+                // Whole milliseconds or seconds with more digits than the grammar allows: too long, not malformed.
+                let number = text.hasSuffix("ms") ? text.dropLast(2) : text.hasSuffix("s") ? text.dropLast() : Substring(text)
+                if !number.isEmpty, number.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                    error(node, path, "\"\(text)\" is longer than 24 hours (\(maximum) ms)")
+                    return nil
+                }
                 error(
                     node, path, "\"\(text)\" is not a duration",
                     hint: "write milliseconds (500), \"500ms\", \"5s\" or the name of a number variable")

@@ -1,0 +1,17 @@
+/// What a logged event is about (`event` in its JSON and the control API's `EventKind`, which lists the same).
+public enum EmulatorEventKind: String, Sendable, CaseIterable {
+    case started, stopped, advertising
+    case advertisingStopped = "advertising-stopped"
+    case advertisementChanged = "advertisement-changed"
+    case connected, disconnected, mtu, subscribed, unsubscribed
+    case read, write, answer, notify, indicate, confirmed
+    case rule, fault, note, error
+    case bluetoothdLost = "bluetoothd-lost"
+    case bluetoothdBack = "bluetoothd-back"
+    /// A D-Bus message gattemu refused: a spoofed signal, a call from someone other than bluetoothd.
+    case refused
+    /// bluetoothd asked gattemu's pairing agent (just works, numeric comparison, passkey) and how it was answered.
+    case pairing
+    /// A central finished pairing; `unpaired`: gattemu made bluetoothd forget it.
+    case paired, unpaired
+}
