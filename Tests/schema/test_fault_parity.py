@@ -334,3 +334,31 @@ def test_schema_json_accepts_every_profile_gattemu_accepts(binaries):
           f"{len(extending)} extending another not checked alone")
     assert len(accepted) - len(extending) >= 4
     assert not refused, "\n".join(refused)
+
+
+# The `gattemu ctl fault add` options of each kind; a kind added to the catalog fails here until ctl has one.
+CTL_OPTIONS = {
+    "delay": ["--delay", "100ms-300ms"], "drop": ["--drop"], "error": ["--error", "0x80"], "corrupt": ["--flip-bits", "2"],
+    "truncate": ["--truncate", "3"], "duplicate": ["--duplicate"], "reorder": ["--reorder"], "disconnect": ["--disconnect"],
+    "silence": ["--silence", "1s"], "advertise": ["--advertise", "touched"], "powerCycle": ["--power-cycle", "2s"],
+    "refuse": ["--refuse-pairing"], "wrongPasskey": ["--wrong-passkey"], "forgetBonds": ["--forget-bonds"],
+}
+
+
+def test_ctl_installs_every_kind(binaries, tmp_path):
+    """Every kind of the catalog can be installed with `gattemu ctl fault add` and its defaults (`on` left out)."""
+    assert set(CTL_OPTIONS) == set(KINDS), "a kind of the catalog has no `gattemu ctl fault add` option"
+    profile = tmp_path / "parity.json"
+    profile.write_text(json.dumps(BASE))
+    server = Fixture(binaries["fixture"], profile)
+    try:
+        for name, options in CTL_OPTIONS.items():
+            result = subprocess.run([binaries["gattemu"], "ctl", "fault", "add", "--control", server.url, "--json", "--id", f"ctl-{name}",
+                                     *options], capture_output=True, text=True, timeout=30, env={**os.environ, "GATTEMU_CONTROL_TOKEN": ""})
+            assert result.returncode == 0, f"{name}: {result.stderr}"
+            added = json.loads(result.stdout)
+            assert added["action"] == name and added["on"] == (KINDS[name]["suggestedOn"] or KINDS[name]["implicitOn"]), added
+        help_text = subprocess.run([binaries["gattemu"], "ctl", "fault", "add", "--help"], capture_output=True, text=True).stdout
+        assert all(f"  {name}: " in help_text for name in KINDS), "ctl's help lists every kind"
+    finally:
+        server.stop()
