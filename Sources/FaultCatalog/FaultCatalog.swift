@@ -1,6 +1,6 @@
 /// Every fault kind gattemu can inject, each declared once: the profile's fault decoder, the control API's
 /// schema (the OpenAPI document, from which `profiles/schema.json`'s fault definition is made), `gattemu ctl
-/// fault add`, the dashboard's "New fault" form and docs/control.md's table are made from it or checked
+/// fault add` and docs/control.md's table are made from it or checked
 /// against it by tests (docs/control.md, "Faults").
 public enum FaultCatalog {
     /// Largest `nth` and `count`.

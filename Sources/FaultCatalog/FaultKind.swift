@@ -7,7 +7,7 @@ public struct FaultKind: Sendable, Equatable {
     public var parameter: FaultParameter
     /// The operations (`on`) it may watch, in ``FaultOperation`` order.
     public var operations: [FaultOperation]
-    /// The operation `gattemu ctl` and the dashboard's form choose when none is given (nil: the spec's own
+    /// The operation `gattemu ctl` chooses when none is given (nil: the spec's own
     /// default, ``implicitOperation``).
     public var suggestedOperation: FaultOperation?
     /// What it does, in one sentence.

@@ -1,7 +1,7 @@
 /// The grammar of a fault kind's value (the JSON value of its action key), with its bounds.
 ///
 /// The profile's fault decoder, the control contract's schema (and so the OpenAPI document and
-/// `profiles/schema.json`), `gattemu ctl` and the dashboard read it from ``FaultCatalog``.
+/// `profiles/schema.json`) and `gattemu ctl` read it from ``FaultCatalog``.
 public indirect enum FaultParameter: Sendable, Equatable {
     /// `true`, nothing else.
     case flag

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import time
-import urllib.request
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
@@ -73,68 +72,6 @@ def test_status_trigger_and_fault_form(server_factory, browser):
     wait_for(lambda: browser.execute_script(
         "return window.gattemuTimeline.events.some(e => e.detail === 'control: touchDuration = 1234')"), what="the variable set")
     screenshot(browser, "dashboard")
-    assert console_errors(browser) == []
-
-
-# A profile every fault kind fits: characteristics with every flag, an advertisement variant, and pairing.
-EVERY_FAULT_PROFILE = {
-    "format": 1,
-    "device": {"name": "Faults"},
-    "security": {"io": "NoInputNoOutput"},
-    "advertisements": [{"type": "peripheral", "localName": "Faults", "variants": {"touched": {"localName": "Touched"}}}],
-    "services": [{"id": "battery", "uuid": "180f", "characteristics": [
-        {"id": "tx", "uuid": "2a19", "flags": ["read", "write", "notify", "indicate"]},
-        {"id": "config", "uuid": "2a1a", "flags": ["read", "write", "notify", "indicate"]}]}],
-}
-
-
-def test_fault_form_installs_every_kind_of_the_catalog(server_factory, browser, tmp_path):
-    """The "New fault" form offers every kind of the server's fault catalog (x-fault-catalog in the OpenAPI
-    document) and installs each one, with its example's value by default and with values typed in."""
-    profile = tmp_path / "faults.json"
-    profile.write_text(json.dumps(EVERY_FAULT_PROFILE))
-    server = server_factory("--profile", str(profile))
-    with urllib.request.urlopen(server.url + "/v1/openapi.json", timeout=10) as answer:
-        catalog = json.load(answer)["x-fault-catalog"]
-    assert len(catalog) >= 14
-    browser.get(server.url + "/")
-    wait_for(lambda: status_rendered(browser), what="the GATT table")
-    form = browser.find_element(By.ID, "fault-form")
-    wait_for(lambda: len(Select(form.find_element(By.NAME, "action")).options) == len(catalog), what="the catalog's kinds")
-    offered = [option.get_attribute("value") for option in Select(form.find_element(By.NAME, "action")).options]
-    assert offered == [kind["name"] for kind in catalog]
-    operations = [option.get_attribute("value") for option in Select(form.find_element(By.NAME, "on")).options]
-    assert set(operations) == {""} | {operation for kind in catalog for operation in kind["operations"]}
-
-    def install(action: str, fault_id: str, value: str = "", on: str = "") -> None:
-        def fill_and_submit():
-            form = browser.find_element(By.ID, "fault-form")
-            Select(form.find_element(By.NAME, "action")).select_by_value(action)
-            Select(form.find_element(By.NAME, "on")).select_by_value(on)
-            for name, text in (("value", value), ("id", fault_id)):
-                field = form.find_element(By.NAME, name)
-                field.clear()
-                if text:
-                    field.send_keys(text)
-            form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-            return True
-
-        wait_for(fill_and_submit, what=f"the form filled in for {action}")
-        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, f"#faults tr[data-fault={fault_id}]"),
-                 what=f"{action} installed from the form ({browser.find_element(By.ID, 'message').text})")
-
-    for kind in catalog:
-        install(kind["name"], "form-" + kind["name"])
-    # Values typed in, read against the kind's schema: a code, a range, a bare number for an object's member.
-    for action, value, on, summary in (("error", "0x80", "read", "error 0x80"), ("delay", "100ms-300ms", "", "delay"),
-                                       ("corrupt", "2", "", "corrupt"), ("corrupt", "0x01 ff", "indicate", "corrupt"),
-                                       ("advertise", "touched", "connect", "advertise touched")):
-        fault_id = f"typed-{action}-{len(value)}"
-        install(action, fault_id, value, on)
-        assert summary in browser.find_element(By.CSS_SELECTOR, f"#faults tr[data-fault={fault_id}]").text
-    listed = json.load(urllib.request.urlopen(server.url + "/v1/faults", timeout=10))["faults"]
-    assert {fault["action"] for fault in listed} == {kind["name"] for kind in catalog}
-    screenshot(browser, "fault-form-every-kind")
     assert console_errors(browser) == []
 
 

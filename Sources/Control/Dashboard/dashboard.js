@@ -423,92 +423,31 @@
 
   // MARK: Fault form
 
-  // The fault kinds come from the server's fault catalog (`x-fault-catalog` in /v1/openapi.json): every kind
-  // it accepts is offered, with its example's value as the default and its suggested operation.
-  const faultKinds = new Map();
-
-  async function loadFaultCatalog() {
-    try {
-      const openapi = await api("GET", "/v1/openapi.json");
-      const form = $("fault-form");
-      const actions = form.querySelector("select[name=action]");
-      const on = form.querySelector("select[name=on]");
-      actions.replaceChildren();
-      on.replaceChildren(new Option("(default)", ""));
-      const operations = [];
-      for (const kind of openapi["x-fault-catalog"] || []) {
-        faultKinds.set(kind.name, kind);
-        actions.append(new Option(kind.name, kind.name));
-        for (const operation of kind.operations) if (!operations.includes(operation)) operations.push(operation);
-      }
-      for (const operation of operations) on.append(new Option(operation, operation));
-      actions.addEventListener("change", () => describeFaultKind(form));
-      describeFaultKind(form);
-    } catch (error) {
-      if (error.status !== 401) show("fault catalog: " + error.message);
-    }
-  }
-
-  function describeFaultKind(form) {
-    const kind = faultKinds.get(form.querySelector("select[name=action]").value);
-    if (!kind) return;
-    const value = form.querySelector("input[name=value]");
-    value.placeholder = JSON.stringify(exampleValue(kind));
-    value.title = kind.summary + " On: " + kind.operations.join(", ") + ".";
-  }
-
-  function exampleValue(kind) { return JSON.parse(kind.example)[kind.name]; }
-
-  // The schema's alternatives (nested oneOf flattened).
-  const forms = (schema) => (schema.oneOf ? schema.oneOf.flatMap(forms) : [schema]);
-
-  function fits(value, schema) {
-    if (value === null) return schema.nullable === true;
-    switch (schema.type) {
-      case "boolean": return typeof value === "boolean" && (!schema.enum || schema.enum.includes(value));
-      case "integer": return Number.isInteger(value);
-      case "string":
-        return typeof value === "string" && (!schema.enum || schema.enum.includes(value))
-          && (!schema.pattern || new RegExp(schema.pattern).test(value));
-      case "object": return typeof value === "object" && !Array.isArray(value);
-      default: return false;
-    }
-  }
-
-  // The text typed as the value, read against the kind's schema: JSON (200, true, {"flipBits": 2}) or a bare
-  // word ("not-authorized", "200ms"); "A-B" for an object of min and max; a value of an object's one required
-  // member as that object (2 → {"flipBits": 2}, "ff" → {"hex": "ff"}); "base" for null where null is allowed.
-  function faultValue(text, schema) {
-    let value;
-    try { value = JSON.parse(text); } catch (_) { value = text; }
-    const alternatives = forms(schema);
-    if (text === "base" && alternatives.some((form) => form.nullable)) return null;
-    if (alternatives.some((form) => fits(value, form))) return value;
-    for (const form of alternatives.filter((f) => f.type === "object")) {
-      const required = form.required || [];
-      const range = String(text).split("-");
-      if (required.length === 2 && required.includes("min") && required.includes("max") && range.length === 2) {
-        return { min: faultValue(range[0], form.properties.min), max: faultValue(range[1], form.properties.max) };
-      }
-      if (required.length === 1) {
-        const member = faultValue(text, form.properties[required[0]]);
-        if (forms(form.properties[required[0]]).some((f) => fits(member, f))) return { [required[0]]: member };
-      }
-    }
-    return value;
-  }
-
   function faultFromForm(form) {
     const data = new FormData(form);
-    const text = String(data.get("value") || "").trim();
-    const kind = faultKinds.get(String(data.get("action")));
-    if (!kind) return {};
-    const spec = { [kind.name]: text ? faultValue(text, kind.schema) : exampleValue(kind) };
-    const characteristic = String(data.get("characteristic") || "");
-    const fallback = kind.suggestedOn || (characteristic && kind.operations.includes("write") ? "write" : "");
-    const on = String(data.get("on") || "") || fallback;
+    const value = String(data.get("value") || "").trim();
+    const action = String(data.get("action"));
+    const spec = {};
+    const number = (text) => (/^[0-9]+$/.test(text) ? Number.parseInt(text, 10) : text);
+    switch (action) {
+      case "drop": case "reorder": case "disconnect": spec[action] = true; break;
+      case "error": spec.error = value || "not-authorized"; break;
+      case "delay": {
+        const range = value.split("-");
+        spec.delay = range.length === 2 ? { min: number(range[0]), max: number(range[1]) } : number(value || "200ms");
+        break;
+      }
+      case "corrupt": spec.corrupt = /^[0-9]+$/.test(value) ? { flipBits: Number.parseInt(value, 10) } : { hex: value || "ff" }; break;
+      case "truncate": spec.truncate = Number.parseInt(value || "0", 10); break;
+      case "duplicate": spec.duplicate = value ? Number.parseInt(value, 10) : true; break;
+      case "silence": spec.silence = number(value || "5s"); break;
+      case "advertise": spec.advertise = value && value !== "base" ? value : null; break;
+      case "powerCycle": spec.powerCycle = value ? number(value) : true; break;
+    }
+    const defaults = { error: "write", drop: "write", delay: "write", corrupt: "notify", truncate: "notify", duplicate: "notify", reorder: "notify" };
+    const on = String(data.get("on") || "") || defaults[action] || "";
     if (on) spec.on = on;
-    if (characteristic) spec.characteristic = characteristic;
+    if (data.get("characteristic")) spec.characteristic = String(data.get("characteristic"));
     for (const key of ["nth", "count"]) if (data.get(key)) spec[key] = Number.parseInt(String(data.get(key)), 10);
     if (data.get("probability")) spec.probability = Number.parseFloat(String(data.get("probability")));
     if (data.get("id")) spec.id = String(data.get("id"));
@@ -657,7 +596,6 @@
       $("token-input").value = "";
       $("token-form").hidden = true;
       refresh();
-      if (!faultKinds.size) loadFaultCatalog();
       loadEvents();
       if (state.streamAbort) state.streamAbort.abort();
       stream();
@@ -678,7 +616,6 @@
     $("follow").addEventListener("click", () => timeline.scrollToEnd());
     $("download").addEventListener("click", download);
     refresh();
-    loadFaultCatalog();
     loadEvents().then(stream);
     setInterval(refresh, 5000);
   }
