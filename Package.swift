@@ -53,11 +53,15 @@ let package = Package(
         .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", "TextEscaping"]),
         // What `gattemu clone` recorded as a central, as a ``DeviceReplica``.
         .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
+        // Every fault kind, declared once (name, value grammar and bounds, operations, summary, example); below
+        // Profile and ControlContract, which both read it. Bluetooth's limits only.
+        .target(name: "FaultCatalog", dependencies: ["Bluetooth"]),
         // The control API's contract: its operations and the Codable types they take and answer, each with its
-        // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). Its patterns are Lexical's.
-        .target(name: "ControlContract", dependencies: ["Bluetooth", "Lexical", "TextEscaping"]),
+        // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). Its patterns are Lexical's,
+        // its fault kinds the catalog's.
+        .target(name: "ControlContract", dependencies: ["Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile", dependencies: ["Bluetooth", "Lexical", "TextEscaping"]),
+        .target(name: "Profile", dependencies: ["Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(
             name: "Emulator",
@@ -89,7 +93,7 @@ let package = Package(
             name: "gattemu",
             dependencies: [
                 "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
-                "DeviceClone", "TextEscaping",
+                "DeviceClone", "TextEscaping", "FaultCatalog",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -129,7 +133,8 @@ let package = Package(
             dependencies: [
                 "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
             ]),
-        .testTarget(name: "ProfileTests", dependencies: ["Profile", "Lexical", "TextEscaping"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "ProfileTests", dependencies: ["Profile", "FaultCatalog", "Lexical", "TextEscaping"], resources: [.copy("Fixtures")]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
@@ -137,7 +142,7 @@ let package = Package(
         .testTarget(
             name: "ControlTests",
             dependencies: [
-                "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "DBus",
+                "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "DBus", "FaultCatalog",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,9 +1,8 @@
+import FaultCatalog
 import Lexical
 
-/// The operation a fault watches.
-public enum FaultTrigger: String, Codable, Sendable, CaseIterable {
-    case read, write, notify, indicate, connect, pair, start
-}
+/// The operation a fault watches (declared with the fault kinds in ``FaultCatalog``).
+public typealias FaultTrigger = FaultOperation
 
 /// A fault to install (`POST /v1/faults`, a profile's `faults`, `--scenario`): scope keys and exactly one
 /// action. The server decodes it with the profile's fault decoder (`FaultSpecDecoder`), which this schema
@@ -29,28 +28,23 @@ public struct FaultRequest: ContractType, Equatable {
         self.action = action
     }
 
-    /// `on` when a command line gives none: errors, drops and delays apply to writes, byte changes to
-    /// notifications, adapter-level actions at once (to writes when a characteristic or `nth` is given).
+    /// `on` when a command line gives none: the kind's ``FaultKind/suggestedOperation`` (writes for errors,
+    /// drops and delays, notifications for byte changes, pair for pairing faults); else the spec's own default
+    /// (nil: at once), or writes when a characteristic or `nth` is given and the kind can watch them.
     public static func defaultTrigger(for action: FaultActionBody, characteristic: Bool, nth: Bool) -> FaultTrigger? {
-        switch action {
-        case .delay, .drop, .error: .write
-        case .corrupt, .truncate, .duplicate, .reorder: .notify
-        case .disconnect, .silence, .advertise, .powerCycle: characteristic || nth ? .write : nil
-        case .refuse, .wrongPasskey: .pair
-        case .forgetBonds: nil
-        }
+        let kind = action.name.kind
+        if let suggested = kind.suggestedOperation { return suggested }
+        return (characteristic || nth) && kind.operations.contains(.write) ? .write : nil
     }
 
     // MARK: Schema
 
     public static let schemaName = "FaultSpec"
-    static let operations: [FaultTrigger] = [.read, .write, .notify, .indicate]
-
     public static var schema: Schema {
         var branches: [Schema] = []
         for action in FaultActionBody.Name.allCases {
             let allowed = action.allowedOn
-            let onOperations = operations.filter(allowed.contains)
+            let onOperations = FaultTrigger.allCases.filter { $0.isAboutCharacteristic && allowed.contains($0) }
             if !onOperations.isEmpty {
                 branches.append(
                     .object(
@@ -69,13 +63,13 @@ public struct FaultRequest: ContractType, Equatable {
                 // `on` may be left out only where it defaults to pair.
                 branches.append(
                     .object(
-                        scope(on: [.pair], onRequired: allowed != [.pair], characteristic: false, after: false)
+                        scope(on: [.pair], onRequired: action.kind.implicitOperation != .pair, characteristic: false, after: false)
                             + [required(action.rawValue, action.schema)]))
             }
             if allowed.contains(.start) {
                 branches.append(
                     .object(
-                        scope(on: [.start], onRequired: false, characteristic: false, after: true) + [
+                        scope(on: [.start], onRequired: action.kind.implicitOperation != .start, characteristic: false, after: true) + [
                             required(action.rawValue, action.schema)
                         ]))
             }
@@ -97,8 +91,8 @@ public struct FaultRequest: ContractType, Equatable {
                 "nth",
                 .described(
                     "Fire from the nth matching operation; implies count 1 unless count is given",
-                    .integer(minimum: 1, maximum: UInt64(Int32.max)))),
-            optional("count", .integer(minimum: 1, maximum: UInt64(Int32.max))),
+                    .integer(minimum: 1, maximum: UInt64(FaultCatalog.maximumCount)))),
+            optional("count", .integer(minimum: 1, maximum: UInt64(FaultCatalog.maximumCount))),
             optional("probability", .number(minimum: 0, maximum: 1)),
             optional("seed", .integer(minimum: 0, maximum: UInt64.max)),
         ]
@@ -196,49 +190,16 @@ public enum FaultActionBody: Sendable, Equatable {
         case delay, drop, error, corrupt, truncate, duplicate, reorder, disconnect, silence, advertise, powerCycle
         case refuse, wrongPasskey, forgetBonds
 
-        /// The operations this action may watch.
-        public var allowedOn: Set<FaultTrigger> {
-            switch self {
-            case .delay, .drop: [.read, .write, .notify, .indicate]
-            case .error: [.read, .write]
-            case .corrupt, .truncate: [.read, .notify, .indicate]
-            case .duplicate, .reorder: [.notify, .indicate]
-            case .disconnect, .silence, .advertise, .powerCycle: Set(FaultTrigger.allCases)
-            case .refuse, .wrongPasskey: [.pair]
-            case .forgetBonds: [.start]
-            }
+        /// Its declaration in ``FaultCatalog`` (a test checks every case has one and every kind a case).
+        public var kind: FaultKind {
+            guard let kind = FaultCatalog.kind(named: rawValue) else { preconditionFailure("\(rawValue) is not in FaultCatalog") }
+            return kind
         }
 
-        var schema: Schema {
-            switch self {
-            case .delay:
-                .oneOf([DurationValue.schema, .object([required("min", DurationValue.schema), required("max", DurationValue.schema)])])
-            case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds: .trueFlag
-            case .error:
-                .oneOf([
-                    .string(enumeration: ATTErrorValue.names),
-                    .string(pattern: Patterns.applicationError),
-                    .integer(minimum: 0x80, maximum: 0x9F),
-                ])
-            case .corrupt:
-                .oneOf([
-                    .object([required("flipBits", .integer(minimum: 1, maximum: 4096))]),
-                    .object([
-                        optional("at", .integer(minimum: 0, maximum: 512)),
-                        required("hex", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096)),
-                    ]),
-                    .object([
-                        optional("at", .integer(minimum: 0, maximum: 512)),
-                        required("xor", .string(pattern: Patterns.nonEmptyHex, maxLength: 4096)),
-                    ]),
-                ])
-            case .truncate: .integer(minimum: 0, maximum: 512)
-            case .duplicate: .oneOf([.trueFlag, .integer(minimum: 1, maximum: 100)])
-            case .silence: DurationValue.schema
-            case .advertise: .described("a variant name, or null for the base advertisement", .nullable(.string(minLength: 1)))
-            case .powerCycle: .oneOf([.trueFlag, DurationValue.schema])
-            }
-        }
+        /// The operations this action may watch.
+        public var allowedOn: Set<FaultTrigger> { Set(kind.operations) }
+
+        var schema: Schema { kind.parameter.schema }
     }
 
     public var name: Name {

@@ -72,6 +72,7 @@ extension ControlContract {
                     ("schemas", .object(schemas)),
                 ])
             ),
+            ("x-fault-catalog", faultCatalogDocument),
         ])
     }
 

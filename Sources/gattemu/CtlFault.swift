@@ -1,6 +1,7 @@
 import ArgumentParser
 import Control
 import ControlContract
+import FaultCatalog
 import FoundationEssentials
 import Profile
 
@@ -13,18 +14,36 @@ struct CtlFault: AsyncParsableCommand {
 struct CtlFaultAdd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add", abstract: "Inject a fault (one action option, or --spec JSON / --file).",
-        discussion: """
-            Without --on, error/drop/delay apply to writes, corrupt/truncate/duplicate/reorder to notifications,
-            and silence/advertise/power-cycle/disconnect happen at once.
+        discussion: discussion)
+
+    /// The kinds of ``FaultCatalog``, each with its operations and the one chosen without --on, then examples.
+    static var discussion: String {
+        let kinds = FaultCatalog.kinds.map { kind in
+            let byWrite = kind.operations.contains(.write) ? " (write with --char or --nth)" : ""
+            let on = kind.suggestedOperation?.rawValue ?? kind.implicitOperation.map { $0.rawValue + byWrite } ?? "required"
+            return
+                "  \(kind.name): \(kind.summary)\n      on \(kind.operations.map(\.rawValue).joined(separator: ", ")); without --on: \(on)"
+        }
+        return """
+            Fault kinds (docs/control.md, "Faults"):
+            \(kinds.joined(separator: "\n"))
             Examples:
               gattemu ctl fault add --char config --error not-authorized --count 1
               gattemu ctl fault add --on notify --char tx --drop --nth 2
               gattemu ctl fault add --on read --delay 100ms-300ms --probability 0.5 --seed 7
               gattemu ctl fault add --silence 10s
-            """)
+              gattemu ctl fault add --spec '{"on": "notify", "corrupt": {"at": 1, "xor": "80"}}'
+            """
+    }
+
+    /// The option's help: the kind's summary from ``FaultCatalog`` and how the option writes its value.
+    static func help(_ name: String, _ form: String = "", valueName: String? = nil) -> ArgumentHelp {
+        ArgumentHelp((FaultCatalog.kind(named: name)?.summary ?? name) + (form.isEmpty ? "" : " " + form), valueName: valueName)
+    }
+
     @OptionGroup var options: CtlOptions
 
-    @Option(help: "read, write, notify, indicate, connect, pair or start.") var on: String?
+    @Option(help: ArgumentHelp(FaultOperation.allCases.map(\.rawValue).joined(separator: ", ") + ".")) var on: String?
     @Option(name: [.customLong("char"), .customLong("characteristic")], help: "Only this characteristic.") var characteristic: String?
     @Option(help: "Only this central (AA:BB:CC:DD:EE:FF).") var central: String?
     @Option(help: "Fire from the nth matching operation on (then once, unless --count).") var nth: Int?
@@ -34,24 +53,21 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: "For --on start: wait this long first (e.g. 5s).") var after: String?
     @Option(help: "Name of the fault.") var id: String?
 
-    @Option(help: "Delay: 200ms, 2s, or a range 100ms-300ms.") var delay: String?
-    @Flag(help: "Don't answer / don't send.") var drop = false
-    @Option(
-        help:
-            "ATT error: not-permitted, not-authorized, not-supported, invalid-offset, invalid-value-length, in-progress, failed, or 0x80–0x9F."
-    ) var error: String?
-    @Option(help: "Corrupt by flipping this many random bits.") var flipBits: Int?
-    @Option(help: ArgumentHelp("Corrupt by replacing bytes: OFFSET:HEX.", valueName: "offset:hex")) var replace: String?
-    @Option(help: "Keep only this many bytes.") var truncate: Int?
-    @Flag(help: "Send notifications twice.") var duplicate = false
-    @Flag(help: "Hold a notification and send it after the next one.") var reorder = false
-    @Flag(help: "Disconnect the central.") var disconnect = false
-    @Option(help: "Stop advertising for this long (e.g. 10s).") var silence: String?
-    @Option(help: "Switch to this advertisement variant ('base' for the base one).") var advertise: String?
-    @Option(help: "Power the adapter off for this long, then on (e.g. 2s).") var powerCycle: String?
-    @Flag(help: "Refuse pairing (on pair).") var refusePairing = false
-    @Flag(help: "Answer pairing with a wrong passkey, or say the numbers differ (on pair).") var wrongPasskey = false
-    @Flag(help: "Make bluetoothd forget every paired central's keys without telling them (a factory reset).") var forgetBonds = false
+    @Option(help: CtlFaultAdd.help("delay", "E.g. 200ms, 2s, or a range 100ms-300ms.")) var delay: String?
+    @Flag(help: CtlFaultAdd.help("drop")) var drop = false
+    @Option(help: CtlFaultAdd.help("error", "E.g. not-authorized, or 0x80–0x9F.")) var error: String?
+    @Option(help: CtlFaultAdd.help("corrupt", "This many bits.")) var flipBits: Int?
+    @Option(help: CtlFaultAdd.help("corrupt", "OFFSET:HEX replaces bytes.", valueName: "offset:hex")) var replace: String?
+    @Option(help: CtlFaultAdd.help("truncate")) var truncate: Int?
+    @Flag(help: CtlFaultAdd.help("duplicate", "(One copy.)")) var duplicate = false
+    @Flag(help: CtlFaultAdd.help("reorder")) var reorder = false
+    @Flag(help: CtlFaultAdd.help("disconnect")) var disconnect = false
+    @Option(help: CtlFaultAdd.help("silence", "E.g. 10s.")) var silence: String?
+    @Option(help: CtlFaultAdd.help("advertise", "('base' for the base one.)")) var advertise: String?
+    @Option(help: CtlFaultAdd.help("powerCycle", "E.g. 2s.")) var powerCycle: String?
+    @Flag(help: CtlFaultAdd.help("refuse")) var refusePairing = false
+    @Flag(help: CtlFaultAdd.help("wrongPasskey")) var wrongPasskey = false
+    @Flag(help: CtlFaultAdd.help("forgetBonds")) var forgetBonds = false
 
     @Option(help: "The whole spec as JSON (see docs/control.md).") var spec: String?
     @Option(help: "A JSON file with a spec, an array of specs or {\"faults\": [...]}.") var file: String?

@@ -1,3 +1,5 @@
+import FaultCatalog
+
 /// One fault to inject: which operations it watches (scope), when it fires, and what it does.
 ///
 /// Declared in a profile's `"faults"` array, in a scenario file (`gattemu run --scenario`), or added
@@ -22,24 +24,10 @@ public struct FaultSpec: Sendable, Equatable {
     }
 }
 
-/// The kind of operation a fault watches.
-public enum FaultOperationKind: String, Sendable, Equatable, CaseIterable {
-    /// A read from a central (answer).
-    case read
-    /// A write from a central (answer; write-with-response only can carry an error).
-    case write
-    /// An outgoing notification.
-    case notify
-    /// An outgoing indication.
-    case indicate
-    /// A connection of a central.
-    case connect
-    /// A central pairing: bluetoothd asks gattemu's pairing agent (just works, numeric comparison, passkey entry).
-    case pair
-    /// Once, when the fault is installed (at start for profile/scenario faults, at once from the API),
-    /// optionally `after` a time: adapter-level faults (silence, power-cycle, advertise, disconnect all).
-    case start
+/// The kind of operation a fault watches (declared with the fault kinds in ``FaultCatalog``).
+public typealias FaultOperationKind = FaultOperation
 
+extension FaultOperation {
     var carriesAnswer: Bool { self == .read || self == .write }
     var isNotification: Bool { self == .notify || self == .indicate }
 }
@@ -126,19 +114,14 @@ public enum FaultAction: Sendable, Equatable {
         }
     }
 
-    /// The operations this action makes sense for.
-    var allowedOn: Set<FaultOperationKind> {
-        switch self {
-        case .delay: [.read, .write, .notify, .indicate]
-        case .drop: [.read, .write, .notify, .indicate]
-        case .error: [.read, .write]
-        case .corrupt, .truncate: [.read, .notify, .indicate]
-        case .duplicate, .reorder: [.notify, .indicate]
-        case .disconnect, .silence, .advertise, .powerCycle: Set(FaultOperationKind.allCases)
-        case .refusePairing, .wrongPasskey: [.pair]
-        case .forgetBonds: [.start]
-        }
+    /// Its declaration in ``FaultCatalog``.
+    public var kind: FaultKind {
+        guard let kind = FaultCatalog.kind(named: name) else { preconditionFailure("fault action \(name) is not in FaultCatalog") }
+        return kind
     }
+
+    /// The operations this action makes sense for.
+    var allowedOn: Set<FaultOperationKind> { Set(kind.operations) }
 }
 
 /// How `corrupt` changes bytes.

@@ -1,4 +1,5 @@
 import Bluetooth
+import FaultCatalog
 import Lexical
 
 /// A problem with a fault spec: where (JSON path and source location) and what.
@@ -27,11 +28,8 @@ public enum FaultSpecDecoder {
     static let scopeKeys = [
         "id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "description", "$comment",
     ]
-    public static let actionKeys = [
-        "delay", "drop", "error", "corrupt", "truncate", "duplicate", "reorder", "disconnect", "silence", "advertise", "powerCycle",
-        "refuse",
-        "wrongPasskey", "forgetBonds",
-    ]
+    /// The action keys: the kinds of ``FaultCatalog``.
+    public static var actionKeys: [String] { FaultCatalog.names }
 
     /// Decodes a scenario: either an array of specs or `{"faults": [...]}`.
     public static func scenario(_ node: JSONNode, path: String = "") throws(FaultSpecError) -> [FaultSpec] {
@@ -79,10 +77,8 @@ public enum FaultSpecDecoder {
                 throw fail(node, "on", "expected one of " + FaultOperationKind.allCases.map(\.rawValue).joined(separator: ", "))
             }
             on = kind
-        } else if action.allowedOn.contains(.start) {
-            on = .start
-        } else if action.allowedOn == [.pair] {
-            on = .pair
+        } else if let implicit = action.kind.implicitOperation {
+            on = implicit
         } else {
             throw fail(node, "on", "missing \"on\": which operation (read, write, notify, indicate, connect, pair)")
         }
@@ -103,15 +99,15 @@ public enum FaultSpecDecoder {
             scope.central = text.uppercased()
         }
         if let value = node["nth"] {
-            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else {
-                throw fail(value, "nth", "expected a whole number from 1 to 2147483647")
+            guard let number = value.intValue, number >= 1, number <= FaultCatalog.maximumCount else {
+                throw fail(value, "nth", "expected a whole number from 1 to \(FaultCatalog.maximumCount)")
             }
             scope.nth = number
             scope.count = 1
         }
         if let value = node["count"] {
-            guard let number = value.intValue, number >= 1, number <= Int(Int32.max) else {
-                throw fail(value, "count", "expected a whole number from 1 to 2147483647")
+            guard let number = value.intValue, number >= 1, number <= FaultCatalog.maximumCount else {
+                throw fail(value, "count", "expected a whole number from 1 to \(FaultCatalog.maximumCount)")
             }
             scope.count = number
         }
@@ -132,7 +128,7 @@ public enum FaultSpecDecoder {
             guard let ms = milliseconds(value) else { throw fail(value, "after", durationHint) }
             scope.afterMilliseconds = ms
         }
-        if on == .start || on == .connect || on == .pair, scope.characteristic != nil {
+        if !on.isAboutCharacteristic, scope.characteristic != nil {
             throw fail(node, "characteristic", "\"\(on.rawValue)\" faults are not about a characteristic")
         }
         var id: String?
@@ -153,102 +149,48 @@ public enum FaultSpecDecoder {
 
     static let durationHint = "expected a duration: milliseconds (500), \"500ms\" or \"5s\""
 
+    /// The action of `key`: its value checked against the kind's grammar in ``FaultCatalog``, then read.
     static func action(_ key: String, _ node: JSONNode, fail: (String) -> FaultSpecError) throws(FaultSpecError) -> FaultAction {
-        func flag() throws(FaultSpecError) {
-            guard node.boolValue == true else { throw fail("expected true") }
-        }
+        guard let kind = FaultCatalog.kind(named: key) else { throw fail("unknown action \"\(key)\"") }
+        if let problem = kind.parameter.problem(node) { throw fail(problem) }
+        // Checked: each value below is present and in bounds.
+        func int(_ node: JSONNode?) -> Int { node?.intValue ?? 0 }
+        func ms(_ node: JSONNode?) -> Int { node.flatMap(milliseconds) ?? 0 }
         switch key {
         case "delay":
-            if case .object(let members) = node.value {
-                guard members.allSatisfy({ $0.key == "min" || $0.key == "max" }),
-                    let min = node["min"].flatMap(milliseconds), let max = node["max"].flatMap(milliseconds)
-                else {
-                    throw fail("expected {\"min\": duration, \"max\": duration}")
-                }
+            if case .object = node.value {
+                let (min, max) = (ms(node["min"]), ms(node["max"]))
                 return .delay(minMilliseconds: Swift.min(min, max), maxMilliseconds: Swift.max(min, max))
             }
-            guard let ms = milliseconds(node) else { throw fail(durationHint + ", or {\"min\": …, \"max\": …}") }
-            return .delay(minMilliseconds: ms, maxMilliseconds: ms)
-        case "drop":
-            try flag()
-            return .drop
-        case "error":
-            guard let error = attError(node) else {
-                throw fail(
-                    "expected an ATT error: " + ATTError.namesInProfiles.keys.sorted().joined(separator: ", ")
-                        + ", or an application code 0x80–0x9F")
-            }
-            return .error(error)
+            return .delay(minMilliseconds: ms(node), maxMilliseconds: ms(node))
+        case "drop": return .drop
+        case "error": return .error(attError(node) ?? .failed)
         case "corrupt":
-            guard case .object(let members) = node.value else {
-                throw fail("expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}")
-            }
-            let keys = Set(members.map(\.key))
-            guard keys == ["flipBits"] || keys == ["hex"] || keys == ["xor"] || keys == ["at", "hex"] || keys == ["at", "xor"] else {
-                throw fail(
-                    "expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}, found keys "
-                        + members.map(\.key).joined(separator: ", "))
-            }
-            if let flips = node["flipBits"] {
-                guard let n = flips.intValue, n >= 1, n <= 4096 else { throw fail("flipBits: expected a whole number from 1 to 4096") }
-                return .corrupt(.flipBits(n))
-            }
-            var at = 0
-            if let atNode = node["at"] {
-                guard let offset = atNode.intValue, offset >= 0, offset <= ATTMTU.maximumValueLength else {
-                    throw fail("at: expected an offset from 0 to \(ATTMTU.maximumValueLength)")
-                }
-                at = offset
-            }
-            if let hex = node["hex"] {
-                guard let text = hex.stringValue, let bytes = parseHex(text), !bytes.isEmpty else {
-                    throw fail("hex: expected hex bytes, e.g. \"ff 00\"")
-                }
-                return .corrupt(.replace(at: at, bytes: bytes))
-            }
-            if let xor = node["xor"] {
-                guard let text = xor.stringValue, let bytes = parseHex(text), !bytes.isEmpty else {
-                    throw fail("xor: expected a hex mask, e.g. \"01\"")
-                }
-                return .corrupt(.xor(at: at, mask: bytes))
-            }
-            throw fail("expected {\"flipBits\": n}, {\"at\": offset, \"hex\": bytes} or {\"at\": offset, \"xor\": mask}")
-        case "truncate":
-            guard let n = node.intValue, n >= 0, n <= ATTMTU.maximumValueLength else {
-                throw fail("expected the number of bytes to keep (0–\(ATTMTU.maximumValueLength))")
-            }
-            return .truncate(n)
-        case "duplicate":
-            if node.boolValue == true { return .duplicate(copies: 1) }
-            guard let n = node.intValue, n >= 1, n <= 100 else { throw fail("expected true or a number of extra copies (1–100)") }
-            return .duplicate(copies: n)
-        case "reorder":
-            try flag()
-            return .reorder
-        case "disconnect":
-            try flag()
-            return .disconnect
-        case "silence":
-            guard let ms = milliseconds(node) else { throw fail(durationHint) }
-            return .silence(milliseconds: ms)
-        case "refuse":
-            try flag()
-            return .refusePairing
-        case "wrongPasskey":
-            try flag()
-            return .wrongPasskey
-        case "forgetBonds":
-            try flag()
-            return .forgetBonds
-        case "advertise":
-            if case .null = node.value { return .advertise(variant: nil) }
-            guard let text = node.stringValue, !text.isEmpty else { throw fail("expected a variant name or null") }
-            return .advertise(variant: text)
-        default:  // powerCycle
-            if node.boolValue == true { return .powerCycle(offMilliseconds: 1000) }
-            guard let ms = milliseconds(node) else { throw fail("expected true or how long to stay off: " + durationHint) }
-            return .powerCycle(offMilliseconds: ms)
+            if let flips = node["flipBits"] { return .corrupt(.flipBits(int(flips))) }
+            if let hex = node["hex"] { return .corrupt(.replace(at: int(node["at"]), bytes: hexBytes(hex) ?? [])) }
+            return .corrupt(.xor(at: int(node["at"]), mask: node["xor"].flatMap(hexBytes) ?? []))
+        case "truncate": return .truncate(int(node))
+        case "duplicate": return .duplicate(copies: node.boolValue == true ? 1 : int(node))
+        case "reorder": return .reorder
+        case "disconnect": return .disconnect
+        case "silence": return .silence(milliseconds: ms(node))
+        case "refuse": return .refusePairing
+        case "wrongPasskey": return .wrongPasskey
+        case "forgetBonds": return .forgetBonds
+        case "advertise": return .advertise(variant: node.stringValue)
+        case "powerCycle":
+            return .powerCycle(offMilliseconds: node.boolValue == true ? FaultCatalog.defaultPowerOffMilliseconds : ms(node))
+        default: throw fail("\"\(key)\" is in the fault catalog but not decoded")
         }
+    }
+
+    /// A byte parameter (`corrupt`'s `hex` and `xor`): the profile's hex grammar (``ValueForm/hex``, so `"0x01"` as in a
+    /// profile value), at least one byte, at most ``FaultCatalog/maximumHexCharacters`` characters.
+    static func hexBytes(_ node: JSONNode) -> [UInt8]? {
+        guard let text = node.stringValue, text.unicodeScalars.count <= FaultCatalog.maximumHexCharacters,
+            let bytes = parseHex(text), !bytes.isEmpty
+        else { return nil }
+        return bytes
     }
 
     /// `500`, `"500ms"`, `"5s"`, `"1.5s"` → milliseconds (≤ 100,000,000, about 27.8 hours); exactly what

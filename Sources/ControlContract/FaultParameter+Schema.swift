@@ -1,0 +1,24 @@
+import FaultCatalog
+import Lexical
+
+extension FaultParameter {
+    /// The JSON Schema of a fault kind's value (``FaultCatalog``), as `FaultSpec` in the OpenAPI document shows it.
+    var schema: Schema {
+        switch self {
+        case .flag: .trueFlag
+        case .integer(let range): .integer(minimum: Int64(range.lowerBound), maximum: UInt64(range.upperBound))
+        case .duration: DurationValue.schema
+        case .attError:
+            .oneOf([
+                .string(enumeration: ATTErrorValue.names),
+                .string(pattern: Patterns.applicationError),
+                .integer(minimum: 0x80, maximum: 0x9F),
+            ])
+        case .hexBytes: .string(pattern: Patterns.nonEmptyHex, maxLength: FaultCatalog.maximumHexCharacters)
+        case .variant: .described("a variant name, or null for the base advertisement", .nullable(.string(minLength: 1)))
+        case .object(let fields): .object(fields.map { Schema.Property($0.name, $0.parameter.schema, required: $0.required) })
+        case .oneOf(let forms): .oneOf(forms.map(\.schema))
+        }
+    }
+
+}
