@@ -122,15 +122,17 @@ let package = Package(
             dependencies: [
                 "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
             ]),
-        .testTarget(name: "ProfileTests", dependencies: ["Profile", "TextEscaping"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
+        .testTarget(name: "ProfileTests", dependencies: ["Profile", "Bluetooth", "TextEscaping"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "EmulatorTests",
+            dependencies: ["Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
         .executableTarget(name: "gattemu-control-fixture", dependencies: ["Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),
         .testTarget(
             name: "ControlTests",
             dependencies: [
-                "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "DBus",
+                "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "Bluetooth", "DBus",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

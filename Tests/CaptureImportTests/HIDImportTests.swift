@@ -27,7 +27,7 @@ import Testing
 
     @Test func theTableComesBackTheSameDuplicatesIncluded() throws {
         let profile = try imported().profile
-        let engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"))
+        let engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: .zero))
         var got: [Row] = []
         for service in profile.services {
             got.append(Row(kind: "service", uuid: Bluetooth.BluetoothUUID(service.uuid), handle: service.handle, value: []))
@@ -77,8 +77,8 @@ import Testing
     @Test func theReplayAddressesEachReportByID() throws {
         let (text, profile) = try imported()
         #expect(text.contains("\"write\": \"report_3\""), "\(text)")
-        var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"))
-        let phone = CentralID(address: "11:22:33:44:55:66")
+        var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: .zero))
+        let phone = CentralID(address: BluetoothAddress("11:22:33:44:55:66")!)
         _ = engine.handle(.connect(phone))
         _ = engine.handle(.subscribe(characteristic: "report", central: phone))
         _ = engine.handle(.subscribe(characteristic: "report_2", central: phone))

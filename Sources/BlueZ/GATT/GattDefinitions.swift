@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// A GATT service to export, with its characteristics.
 public struct GattServiceDefinition: Sendable, Equatable {
     public var id: String
@@ -52,11 +54,11 @@ public enum GattNotifyPath: String, Sendable, Equatable {
     case acquireNotify
 }
 
-/// A GATT characteristic to export; `flags` are BlueZ's flag strings (`read`, `notify`, `encrypt-write`, …).
+/// A GATT characteristic to export.
 public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var id: String
     public var uuid: String
-    public var flags: [String]
+    public var flags: CharacteristicFlags
     /// The value `Value` reports before any read or write.
     public var initialValue: [UInt8]
     public var notifyPath: GattNotifyPath
@@ -68,7 +70,7 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var handle: UInt16?
 
     public init(
-        id: String, uuid: String, flags: [String], initialValue: [UInt8] = [],
+        id: String, uuid: String, flags: CharacteristicFlags, initialValue: [UInt8] = [],
         notifyPath: GattNotifyPath = .propertiesChanged, acquireWrite: Bool = false,
         descriptors: [GattDescriptorDefinition] = [], handle: UInt16? = nil
     ) {
@@ -81,20 +83,22 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
         self.acquireWrite = acquireWrite
         self.descriptors = descriptors
     }
-
-    var canNotify: Bool { flags.contains { $0.hasSuffix("notify") || $0.hasSuffix("indicate") } }
 }
 
 /// A descriptor to export; BlueZ owns the CCCD (0x2902), so it is never declared here.
 public struct GattDescriptorDefinition: Sendable, Equatable {
     public var id: String
     public var uuid: String
-    public var flags: [String]
+    /// Only `read`, `write`, their security and `authorize` apply to a descriptor.
+    public var flags: CharacteristicFlags
     public var initialValue: [UInt8]
     /// The handle to ask BlueZ for; nil: BlueZ chooses.
     public var handle: UInt16?
 
-    public init(id: String, uuid: String, flags: [String] = ["read"], initialValue: [UInt8] = [], handle: UInt16? = nil) {
+    public init(
+        id: String, uuid: String, flags: CharacteristicFlags = CharacteristicFlags(properties: .read), initialValue: [UInt8] = [],
+        handle: UInt16? = nil
+    ) {
         self.handle = handle
         self.id = id
         self.uuid = uuid
@@ -106,8 +110,8 @@ public struct GattDescriptorDefinition: Sendable, Equatable {
 /// Answers the requests bluetoothd forwards from centrals; every method may suspend (e.g. for a delay).
 public protocol GattRequestHandler: Sendable {
     /// The value to return from `request.offset` on (the handler applies the offset).
-    func read(_ request: GattReadRequest) async throws(GattError) -> [UInt8]
-    func write(_ request: GattWriteRequest) async throws(GattError)
+    func read(_ request: GattReadRequest) async throws(ATTError) -> [UInt8]
+    func write(_ request: GattWriteRequest) async throws(ATTError)
     func subscriptionChanged(_ change: GattSubscriptionChange) async
     /// A central confirmed an indication of `characteristic`.
     func indicationConfirmed(characteristic: String) async

@@ -46,7 +46,7 @@ extension Emulator {
         case .original:
             key = nil
             if address.key == nil {
-                return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: nil, changes: address.changes)
+                return AddressChanged(adapter: adapter.name, identity: adapter.address.description, irk: nil, changes: address.changes)
             }
         }
         // The key itself is a secret (whoever has it can follow the device): only the answer to the request carries it.
@@ -76,7 +76,8 @@ extension Emulator {
             throw ControlFailure(.unavailable, "address change failed: \(failure)")
         }
         log.record(.note, detail: "address of \(adapter.name) changed: centrals now find the device at \(now)")
-        return AddressChanged(adapter: adapter.name, identity: adapter.address, irk: key.map(Self.hex), changes: address.changes)
+        return AddressChanged(
+            adapter: adapter.name, identity: adapter.address.description, irk: key.map(Self.hex), changes: address.changes)
     }
 
     /// At stop: the adapter shows its own address again (best effort, logged).

@@ -36,7 +36,7 @@ extension Emulator {
                         (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
                     })
             return CentralInfo(
-                address: address, mtu: faultState.mtus[address].map(Int.init),
+                address: address.description, mtu: faultState.mtus[address].map { Int($0.rawValue) },
                 subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
         }
         let specs = engine.advertisements()
@@ -45,7 +45,7 @@ extension Emulator {
             deviceName: engine.deviceName(),
             adapter: adapter.map {
                 AdapterInfo(
-                    name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias,
+                    name: $0.name, address: $0.address.description, alias: engine.deviceName() ?? $0.alias,
                     privateAddresses: address.key == nil ? nil : true)
             },
             advertising: AdvertisingInfo(
@@ -224,8 +224,9 @@ extension Emulator {
 
     /// Disconnects a connected central.
     public func disconnect(central address: String) async throws(ControlFailure) {
-        guard let connected = connectedCentrals.first(where: { $0.equalsIgnoringCase(address) }) else {
-            throw ControlFailure(.notFound, "central \(address) is not connected", details: ["connected": connectedCentrals])
+        guard let connected = connectedCentrals.first(where: { BluetoothAddress(address) == $0 }) else {
+            throw ControlFailure(
+                .notFound, "central \(address) is not connected", details: ["connected": connectedCentrals.map(\.description)])
         }
         log.record(.note, central: connected, detail: "control: disconnect")
         do {

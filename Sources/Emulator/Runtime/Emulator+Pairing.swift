@@ -25,9 +25,9 @@ struct PendingPairingPrompt {
 
     var contract: PairingPrompt {
         if case .confirmation(_, let passkey) = request {
-            return PairingPrompt(id: Int(clamping: id), central: request.central, kind: kind, passkey: Passkey.digits(passkey))
+            return PairingPrompt(id: Int(clamping: id), central: request.central.description, kind: kind, passkey: Passkey.digits(passkey))
         }
-        return PairingPrompt(id: Int(clamping: id), central: request.central, kind: kind)
+        return PairingPrompt(id: Int(clamping: id), central: request.central.description, kind: kind)
     }
 }
 
@@ -100,14 +100,14 @@ extension Emulator: PairingHandler {
             return .accept
         case .passkeyDisplay(_, let passkey, _):
             // Shown (GET /v1/pairing) until this pairing ends: ``pairingEnded(with:)``.
-            pairing.displayed = DisplayedPasskey(central: central, passkey: Passkey.digits(passkey))
+            pairing.displayed = DisplayedPasskey(central: central.description, passkey: Passkey.digits(passkey))
             log.record(.pairing, central: central, detail: "\(request): the central's user types it")
             return .accept
         case .authorization, .confirmation, .passkeyEntry:
             break
         }
         // Pairing faults: refuse, answer wrongly, or anything that applies to any operation (disconnect, …).
-        let plan = faultState.engine.plan(for: FaultOperation(.pair, centrals: [central]))
+        let plan = faultState.engine.plan(for: FaultOperation(.pair, centrals: [central.description]))
         if !plan.isEmpty {
             record(plan, central: central, characteristic: nil)
             if plan.disconnect { scheduleDisconnect([central]) }
@@ -202,8 +202,8 @@ extension Emulator: PairingHandler {
     }
 
     /// The pairing with `central` ended (it paired, or went away): the passkey displayed for it is no longer shown.
-    func pairingEnded(with central: String) {
-        if pairing.displayed?.central == central { pairing.displayed = nil }
+    func pairingEnded(with central: BluetoothAddress) {
+        if pairing.displayed?.central == central.description { pairing.displayed = nil }
     }
 
     /// Answers the waiting prompt, if it is still `id` (a newer question gets no answer meant for an older one): a
@@ -237,7 +237,7 @@ extension Emulator: PairingHandler {
             }
         log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): \(outcome) (control API)")
         resolvePrompt(with: answer)
-        return PairingAnswered(central: prompt.request.central, kind: prompt.kind)
+        return PairingAnswered(central: prompt.request.central.description, kind: prompt.kind)
     }
 
     /// The centrals paired with the adapter; none before gattemu has an adapter, 503 while bluetoothd is gone.
@@ -246,7 +246,8 @@ extension Emulator: PairingHandler {
         guard !stackLost else { throw ControlFailure(.unavailable, "bluetoothd is gone: its bonds cannot be read") }
         do {
             return try await adapter.pairedCentrals().map {
-                Bond(central: $0.address, bonded: $0.bonded, connected: $0.connected, addressType: $0.addressType)
+                Bond(
+                    central: $0.address.description, bonded: $0.bonded, connected: $0.connected, addressType: $0.addressType.description)
             }
         } catch {
             throw ControlFailure(.unavailable, error.description)
@@ -258,8 +259,7 @@ extension Emulator: PairingHandler {
         guard let adapter else { return }
         do {
             for paired in try await adapter.pairedCentrals() {
-                guard let address = BluetoothAddress(paired.address) else { continue }
-                try await adapter.forget(central: address)
+                try await adapter.forget(central: paired.address)
                 log.record(.unpaired, central: paired.address, detail: "keys forgotten (fault); the central was not told")
             }
         } catch {

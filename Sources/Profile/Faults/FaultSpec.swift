@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// One fault to inject: which operations it watches (scope), when it fires, and what it does.
 ///
 /// Declared in a profile's `"faults"` array, in a scenario file (`gattemu run --scenario`), or added

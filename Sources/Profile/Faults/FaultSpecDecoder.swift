@@ -1,3 +1,4 @@
+import Bluetooth
 import ControlContract
 
 /// A problem with a fault spec: where (JSON path and source location) and what.

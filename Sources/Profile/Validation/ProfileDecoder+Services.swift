@@ -1,3 +1,5 @@
+import Bluetooth
+
 extension ProfileDecoder {
     mutating func service(_ node: JSONNode, _ path: String) -> ServiceDefinition? {
         guard
@@ -151,13 +153,13 @@ extension ProfileDecoder {
             guard let type = string(typeNode, sub("type")) else { return nil }
             switch type {
             case "user-description":
-                definition.uuid = "00002901" + BluetoothUUID.baseSuffix
+                definition.uuid = BluetoothUUID.userDescription.description
                 if let text = required(node, "text", path).flatMap({ string($0, sub("text")) }) {
                     definition.value = ValueSource(template: .literal(Array(text.utf8)))
                 }
                 reportMisplaced(node, path, keys: ["uuid", "value"] + typed.filter { $0 != "text" }, context: "a user-description")
             case "presentation-format":
-                definition.uuid = "00002904" + BluetoothUUID.baseSuffix
+                definition.uuid = BluetoothUUID.presentationFormat.description
                 let format = node["format"].flatMap { flexibleInteger($0, sub("format"), in: 0...255) } ?? 0
                 let exponent = node["exponent"].flatMap { integer($0, sub("exponent"), in: -128...127) } ?? 0
                 let unit = node["unit"].flatMap { flexibleInteger($0, sub("unit"), in: 0...0xFFFF) } ?? 0x2700

@@ -1,3 +1,5 @@
+import Bluetooth
+
 extension ProfileDecoder {
     static let valueForms = ["hex", "utf8", "base64", "random", "template", "bytes"]
 

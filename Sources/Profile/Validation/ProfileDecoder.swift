@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Turns a merged JSON tree into a `DeviceProfile`, collecting every problem as a `Diagnostic`.
 ///
 /// Decoding checks shapes, types, keys and local values; `SemanticChecks` then checks references.
@@ -169,7 +171,7 @@ struct ProfileDecoder {
 
     mutating func uuid(_ node: JSONNode, _ path: String) -> String? {
         guard let text = string(node, path) else { return nil }
-        guard let normalized = BluetoothUUID.normalize(text) else {
+        guard let normalized = BluetoothUUID(text)?.description else {
             error(
                 node, path, "\"\(text)\" is not a UUID",
                 hint: "use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form")
@@ -183,7 +185,7 @@ struct ProfileDecoder {
         guard let items = array(node, path) else { return nil }
         var seen: Set<String> = []
         return items.enumerated().compactMap { index, item -> String? in
-            if case .string(let text) = item.value, BluetoothUUID.normalize(text) == nil,
+            if case .string(let text) = item.value, BluetoothUUID(text) == nil,
                 let uuid = serviceUUIDsByID[text]
             {
                 return uuid
