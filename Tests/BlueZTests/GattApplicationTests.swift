@@ -21,21 +21,23 @@ func socketOwner(_ path: DBusObjectPath) -> NotificationSocketOwner {
 @Suite struct GattApplicationTests {
     static let services = [
         GattServiceDefinition(
-            id: "battery", uuid: "0000180f-0000-1000-8000-00805f9b34fb",
+            id: "battery", uuid: BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fb")!,
             characteristics: [
                 GattCharacteristicDefinition(
-                    id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: CharacteristicFlags(properties: [.read, .notify]),
+                    id: "level", uuid: BluetoothUUID("00002a19-0000-1000-8000-00805f9b34fb")!,
+                    flags: CharacteristicFlags(properties: [.read, .notify]),
                     initialValue: [99], notifyPath: .acquireNotify,
                     descriptors: [
                         GattDescriptorDefinition(
-                            id: "label", uuid: "00002901-0000-1000-8000-00805f9b34fb", initialValue: Array("Level".utf8))
+                            id: "label", uuid: BluetoothUUID("00002901-0000-1000-8000-00805f9b34fb")!, initialValue: Array("Level".utf8))
                     ]),
                 GattCharacteristicDefinition(
-                    id: "control", uuid: "12345678-0000-4000-8000-000000000001",
+                    id: "control", uuid: BluetoothUUID("12345678-0000-4000-8000-000000000001")!,
                     flags: CharacteristicFlags(properties: [.write, .indicate])),
             ]),
         GattServiceDefinition(
-            id: "extra", uuid: "12345678-0000-4000-8000-000000000000", primary: false, includes: ["battery"], characteristics: []),
+            id: "extra", uuid: BluetoothUUID("12345678-0000-4000-8000-000000000000")!, primary: false, includes: ["battery"],
+            characteristics: []),
     ]
 
     struct Setup {
@@ -384,15 +386,17 @@ func socketOwner(_ path: DBusObjectPath) -> NotificationSocketOwner {
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
         let services = [
             GattServiceDefinition(
-                id: "s", uuid: "0000180f-0000-1000-8000-00805f9b34fb",
+                id: "s", uuid: BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fb")!,
                 characteristics: [
                     GattCharacteristicDefinition(
-                        id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: CharacteristicFlags(properties: .read),
+                        id: "level", uuid: BluetoothUUID("00002a19-0000-1000-8000-00805f9b34fb")!,
+                        flags: CharacteristicFlags(properties: .read),
                         descriptors: [
-                            GattDescriptorDefinition(id: "d", uuid: "00002901-0000-1000-8000-00805f9b34fb", handle: 0x0023)
+                            GattDescriptorDefinition(id: "d", uuid: BluetoothUUID("00002901-0000-1000-8000-00805f9b34fb")!, handle: 0x0023)
                         ], handle: 0x0022),
                     GattCharacteristicDefinition(
-                        id: "free", uuid: "00002a1a-0000-1000-8000-00805f9b34fb", flags: CharacteristicFlags(properties: .read)),
+                        id: "free", uuid: BluetoothUUID("00002a1a-0000-1000-8000-00805f9b34fb")!,
+                        flags: CharacteristicFlags(properties: .read)),
                 ], handle: 0x0020)
         ]
         _ = try await GattApplication.register(

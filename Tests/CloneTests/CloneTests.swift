@@ -40,14 +40,14 @@ import Testing
         #expect(advertisement.data == [0x24: [0xAB]])
 
         // GATT table with the device's handles (value handles), properties and descriptors.
-        #expect(profile.services.map { $0.uuid.lowercased() } == [Lock.service])
+        #expect(profile.services.map { $0.uuid.description } == [Lock.service])
         #expect(profile.services.first?.handle == 0x0010)
         let characteristics = profile.characteristics
-        #expect(characteristics.map { $0.uuid.lowercased() } == [Lock.rx, Lock.tx, Lock.session, Lock.secret, Lock.status, Lock.broken])
+        #expect(characteristics.map(\.uuid.description) == [Lock.rx, Lock.tx, Lock.session, Lock.secret, Lock.status, Lock.broken])
         #expect(characteristics.map(\.handle) == Lock.valueHandles.map(Optional.some), "\(result.text)")
         #expect(characteristics[0].flags.map(\.rawValue) == ["write-without-response", "write"])
         #expect(characteristics[1].flags.contains(.notify) && characteristics[4].flags.contains(.indicate))
-        #expect(characteristics[2].descriptors.map { $0.uuid.lowercased() }.contains { $0.hasPrefix("00002901") })
+        #expect(characteristics[2].descriptors.map(\.uuid.description).contains { $0.hasPrefix("00002901") })
         #expect(characteristics[2].descriptors.first?.handle == 0x0018)
         #expect(result.text.contains("\"text\": \"Session\""), "the user description's value")
 

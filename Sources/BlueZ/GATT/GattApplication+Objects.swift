@@ -86,7 +86,7 @@ extension GattApplication {
         let id = definition.id
         let connection = stack.connection
         var properties: [DBusProperty] = [
-            .constant("UUID", .string(definition.uuid)),
+            .constant("UUID", .string(definition.uuid.description)),
             .constant("Service", .objectPath(object.servicePath)),
             .constant("Flags", .strings(definition.flags.bluezFlags)),
             DBusProperty("Value", signature: .bytes, get: { .bytes(object.value.withLock { $0 }) }),
@@ -213,7 +213,7 @@ extension GattApplication {
                     stored: { written in value.withLock { $0 = written } }),
             ],
             properties: [
-                .constant("UUID", .string(descriptor.uuid)),
+                .constant("UUID", .string(descriptor.uuid.description)),
                 .constant("Characteristic", .objectPath(parent)),
                 .constant("Flags", .strings(descriptor.flags.bluezFlags)),
                 DBusProperty("Value", signature: .bytes, get: { .bytes(value.value) }),

@@ -72,7 +72,7 @@ public final class GattApplication: Sendable {
                         DBusInterface(
                             name: BlueZNames.gattService,
                             properties: [
-                                .constant("UUID", .string(service.uuid)),
+                                .constant("UUID", .string(service.uuid.description)),
                                 .constant("Primary", .boolean(service.primary)),
                                 .constant("Includes", .objectPaths(includes)),
                                 Self.handleProperty(handle),

@@ -3,8 +3,7 @@ import Bluetooth
 /// A GATT service to export, with its characteristics.
 public struct GattServiceDefinition: Sendable, Equatable {
     public var id: String
-    /// The UUID in 128-bit string form or any form BlueZ accepts.
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var primary: Bool
     /// Ids of other services of the same application this one includes.
     public var includes: [String]
@@ -13,7 +12,7 @@ public struct GattServiceDefinition: Sendable, Equatable {
     public var handle: UInt16?
 
     public init(
-        id: String, uuid: String, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
+        id: String, uuid: BluetoothUUID, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
         handle: UInt16? = nil
     ) {
         self.id = id
@@ -57,7 +56,7 @@ public enum GattNotifyPath: String, Sendable, Equatable {
 /// A GATT characteristic to export.
 public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var flags: CharacteristicFlags
     /// The value `Value` reports before any read or write.
     public var initialValue: [UInt8]
@@ -70,7 +69,7 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var handle: UInt16?
 
     public init(
-        id: String, uuid: String, flags: CharacteristicFlags, initialValue: [UInt8] = [],
+        id: String, uuid: BluetoothUUID, flags: CharacteristicFlags, initialValue: [UInt8] = [],
         notifyPath: GattNotifyPath = .propertiesChanged, acquireWrite: Bool = false,
         descriptors: [GattDescriptorDefinition] = [], handle: UInt16? = nil
     ) {
@@ -88,7 +87,7 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
 /// A descriptor to export; BlueZ owns the CCCD (0x2902), so it is never declared here.
 public struct GattDescriptorDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
+    public var uuid: BluetoothUUID
     /// Only `read`, `write`, their security and `authorize` apply to a descriptor.
     public var flags: CharacteristicFlags
     public var initialValue: [UInt8]
@@ -96,7 +95,7 @@ public struct GattDescriptorDefinition: Sendable, Equatable {
     public var handle: UInt16?
 
     public init(
-        id: String, uuid: String, flags: CharacteristicFlags = CharacteristicFlags(properties: .read), initialValue: [UInt8] = [],
+        id: String, uuid: BluetoothUUID, flags: CharacteristicFlags = CharacteristicFlags(properties: .read), initialValue: [UInt8] = [],
         handle: UInt16? = nil
     ) {
         self.handle = handle

@@ -72,18 +72,18 @@ extension Emulator {
     func gattTable() -> [ServiceInfo] {
         profile.services.filter { !absentServices.contains($0.id) }.map { service in
             ServiceInfo(
-                id: service.id, uuid: service.uuid, name: BluetoothUUID(service.uuid)?.name, primary: service.primary,
+                id: service.id, uuid: service.uuid.description, name: service.uuid.name, primary: service.primary,
                 handle: application?.serviceHandle(service.id).map(Int.init),
                 characteristics: service.characteristics.map { characteristic in
                     CharacteristicInfo(
-                        id: characteristic.id, uuid: characteristic.uuid, name: BluetoothUUID(characteristic.uuid)?.name,
+                        id: characteristic.id, uuid: characteristic.uuid.description, name: characteristic.uuid.name,
                         flags: characteristic.flags.map(\.rawValue), handle: application?.handle(characteristic.id).map(Int.init),
                         value: engine.value(of: characteristic.id).hexString(uppercase: false),
                         maxLength: characteristic.maxLength ?? ValueBody.maximumLength,
                         descriptors: characteristic.descriptors.map { descriptor in
                             DescriptorInfo(
-                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid,
-                                name: BluetoothUUID(descriptor.uuid)?.name,
+                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid.description,
+                                name: descriptor.uuid.name,
                                 flags: descriptor.flags.map(\.rawValue),
                                 value: profile.descriptorValue(descriptor, environment: engine.environment).hexString(uppercase: false))
                         })

@@ -3,8 +3,7 @@ import Bluetooth
 /// A GATT service: id for rules, normalised UUID, characteristics.
 public struct ServiceDefinition: Sendable, Equatable {
     public var id: String
-    /// Lowercase 128-bit form.
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var primary: Bool
     /// Ids of included services.
     public var includes: [String]
@@ -21,7 +20,7 @@ public struct ServiceDefinition: Sendable, Equatable {
 /// A GATT characteristic. Its `id` is the name rules and engine events use.
 public struct CharacteristicDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var flags: [CharacteristicFlag]
     /// The initial value; `regenerate` says when the engine renders it again.
     public var value: ValueSource
@@ -52,7 +51,7 @@ public struct CharacteristicDefinition: Sendable, Equatable {
 /// A GATT descriptor (e.g. 0x2901 user description, 0x2904 presentation format).
 public struct DescriptorDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var flags: [DescriptorFlag]
     public var value: ValueSource
     /// The ATT handle asked of BlueZ; nil lets BlueZ choose.

@@ -20,7 +20,7 @@ struct ProfileDecoder {
     /// Service UUIDs by service id, so advertisements can name services by id.
     var serviceUUIDsByID: [String: String] = [:]
     /// The ids of the characteristics decoded so far by UUID, for the hint when a rule names one by UUID.
-    var characteristicIDsByUUID: [String: [String]] = [:]
+    var characteristicIDsByUUID: [BluetoothUUID: [String]] = [:]
     let file: String
     /// Bounds the work of "did you mean" hints for the whole profile (shared with ``SemanticChecks``).
     let suggestions = SuggestionBudget()
@@ -169,9 +169,9 @@ struct ProfileDecoder {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
     }
 
-    mutating func uuid(_ node: JSONNode, _ path: String) -> String? {
+    mutating func uuid(_ node: JSONNode, _ path: String) -> BluetoothUUID? {
         guard let text = string(node, path) else { return nil }
-        guard let normalized = BluetoothUUID(text)?.description else {
+        guard let normalized = BluetoothUUID(text) else {
             error(
                 node, path, "\"\(text)\" is not a UUID",
                 hint: "use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form")
@@ -190,7 +190,7 @@ struct ProfileDecoder {
             {
                 return uuid
             }
-            return uuid(item, JSONPath.appending(index, to: path))
+            return uuid(item, JSONPath.appending(index, to: path))?.description
         }.filter { seen.insert($0).inserted }  // two services that share a UUID, named by id: advertised once
     }
 

@@ -11,7 +11,7 @@ struct SemanticChecks {
     /// The first characteristic with each id.
     let characteristicsByID: [String: CharacteristicDefinition]
     /// Characteristic ids by UUID, for the hint when a rule names a characteristic by UUID.
-    let characteristicIDsByUUID: [String: [String]]
+    let characteristicIDsByUUID: [BluetoothUUID: [String]]
     let variablesByName: [String: NamedValue]
     let stateByName: [String: NamedValue]
     let timerIDs: Set<String>
