@@ -134,15 +134,18 @@ let package = Package(
                 "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
             ]),
         .testTarget(
-            name: "ProfileTests", dependencies: ["Profile", "FaultCatalog", "Lexical", "TextEscaping"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Profile", "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
+            name: "ProfileTests", dependencies: ["Profile", "Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"],
+            resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "EmulatorTests",
+            dependencies: ["Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
         .executableTarget(name: "gattemu-control-fixture", dependencies: ["Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),
         .testTarget(
             name: "ControlTests",
             dependencies: [
-                "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "DBus", "FaultCatalog",
+                "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "FaultCatalog",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

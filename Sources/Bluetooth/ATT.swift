@@ -123,12 +123,37 @@ public struct ATTErrorCode: RawRepresentable, Sendable, Hashable, CustomStringCo
     }
 }
 
-/// The well-known ATT MTUs.
-public enum ATTMTU {
-    /// Every LE link starts with this (Core spec minimum).
-    public static let minimum: UInt16 = 23
-    /// The largest an ATT MTU can be (BlueZ's and the phones' maximum).
-    public static let maximum: UInt16 = 517
+/// The ATT MTU of a link: the largest ATT PDU it carries, always within ``valid`` (23…517).
+public struct ATTMTU: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt16
+
+    /// nil outside ``valid``.
+    public init?(rawValue: UInt16) {
+        guard Self.valid.contains(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// nil for a number that is not a valid MTU (negative, too small, too large).
+    public init?<Number: BinaryInteger>(exactly number: Number) {
+        guard let value = UInt16(exactly: number) else { return nil }
+        self.init(rawValue: value)
+    }
+
+    private init(unchecked value: UInt16) { rawValue = value }
+
+    /// The MTUs a link can have: the LE minimum (Core spec) to BlueZ's and the phones' maximum.
+    public static let valid: ClosedRange<UInt16> = 23...517
+    /// Every LE link starts with this.
+    public static let minimum = ATTMTU(unchecked: 23)
+    /// The largest an ATT MTU can be.
+    public static let maximum = ATTMTU(unchecked: 517)
     /// The longest attribute value.
     public static let maximumValueLength = 512
+
+    /// The longest value one notification, indication or read response carries: MTU − 3.
+    public var payload: Int { Int(rawValue) - 3 }
+
+    public var description: String { String(rawValue) }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

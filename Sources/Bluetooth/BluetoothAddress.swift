@@ -44,6 +44,27 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
         self.bytes = bytes
     }
 
+    /// Six pairs of hex digits, each but the last followed by `separator` (`AA_BB_CC_DD_EE_FF` in BlueZ's
+    /// object paths), as UTF-8; nil for anything else.
+    public init?<Text: Collection>(utf8 text: Text, separator: UInt8) where Text.Element == UInt8 {
+        guard text.count == 17 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(6)
+        var index = text.startIndex
+        for pair in 0..<6 {
+            guard let high = HexDigits.value(text[index]) else { return nil }
+            index = text.index(after: index)
+            guard let low = HexDigits.value(text[index]) else { return nil }
+            index = text.index(after: index)
+            bytes.append(high << 4 | low)
+            if pair < 5 {
+                guard text[index] == separator else { return nil }
+                index = text.index(after: index)
+            }
+        }
+        self.bytes = bytes
+    }
+
     /// The bytes least significant first, as HCI and ATT carry them.
     public var littleEndian: [UInt8] { bytes.reversed() }
 

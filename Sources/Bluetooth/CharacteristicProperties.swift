@@ -95,3 +95,60 @@ public struct CharacteristicSecurity: Sendable, Hashable {
         }
     }
 }
+
+/// Everything BlueZ's `Flags` of a characteristic (or descriptor) say: the properties, the security each
+/// operation asks for, and the flags that are neither (`reliable-write`, `writable-auxiliaries`, `authorize`).
+///
+/// BlueZ's strings are made only by ``bluezFlags`` (when the `Flags` property is written to D-Bus) and read
+/// only by ``init(bluezFlags:)`` (when a remote device's `Flags` are read); unknown strings are ignored. A
+/// descriptor uses only `read`, `write`, their security and `authorize`.
+public struct CharacteristicFlags: Sendable, Hashable, CustomStringConvertible {
+    public var properties: CharacteristicProperties
+    public var security: CharacteristicSecurity
+    /// `reliable-write`: queued writes, executed together (an extended property).
+    public var reliableWrite: Bool
+    /// `writable-auxiliaries`: the user description descriptor may be written (an extended property).
+    public var writableAuxiliaries: Bool
+    /// `authorize`: bluetoothd asks the application before each read or write (`prepare-authorize`).
+    public var authorize: Bool
+
+    public init(
+        properties: CharacteristicProperties = [], security: CharacteristicSecurity = CharacteristicSecurity(), reliableWrite: Bool = false,
+        writableAuxiliaries: Bool = false, authorize: Bool = false
+    ) {
+        self.properties = properties
+        self.security = security
+        self.reliableWrite = reliableWrite
+        self.writableAuxiliaries = writableAuxiliaries
+        self.authorize = authorize
+    }
+
+    /// Parses BlueZ `Flags`.
+    public init<Flags: Sequence>(bluezFlags: Flags) where Flags.Element == String {
+        let flags = Array(bluezFlags)
+        self.init(
+            properties: CharacteristicProperties(bluezFlags: flags), security: CharacteristicSecurity(bluezFlags: flags),
+            reliableWrite: flags.contains("reliable-write"), writableAuxiliaries: flags.contains("writable-auxiliaries"),
+            authorize: flags.contains("authorize"))
+    }
+
+    /// BlueZ `Flags`: properties in bit order, then the extended ones, the security ones and `authorize`.
+    public var bluezFlags: [String] {
+        var flags = properties.bluezFlags
+        if reliableWrite { flags.append("reliable-write") }
+        if writableAuxiliaries { flags.append("writable-auxiliaries") }
+        flags += security.bluezFlags
+        if authorize { flags.append("authorize") }
+        return flags
+    }
+
+    /// Centrals may subscribe: notify or indicate, plain or secured.
+    public var canNotify: Bool {
+        !properties.isDisjoint(with: [.notify, .indicate]) || security.notify != .none || security.indicate != .none
+    }
+
+    /// Centrals may write with response, plain or secured.
+    public var canWriteWithResponse: Bool { properties.contains(.write) || security.write != .none }
+
+    public var description: String { bluezFlags.joined(separator: ",") }
+}

@@ -285,7 +285,7 @@ struct ReplicaBuilder {
             switch message {
             case .exchangeMTURequest(let client):
                 if case .exchangeMTUResponse(let server)? = transaction?.response?.message {
-                    replica.mtu = min(max(min(client, server), ATTMTU.minimum), ATTMTU.maximum)
+                    replica.mtu = min(max(min(client, server), ATTMTU.minimum.rawValue), ATTMTU.maximum.rawValue)
                 }
             case .readRequest(let handle) where central:
                 guard case .readResponse(let value)? = transaction?.response?.message else { continue }

@@ -224,7 +224,9 @@ extension PairingAnswered {
 
 extension Bond {
     init(_ central: PairedCentral) {
-        self.init(central: central.address, bonded: central.bonded, connected: central.connected, addressType: central.addressType)
+        self.init(
+            central: central.address.description, bonded: central.bonded, connected: central.connected,
+            addressType: central.addressType.description)
     }
 }
 

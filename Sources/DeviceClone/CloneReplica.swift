@@ -106,7 +106,7 @@ private struct Builder {
                 var item = DeviceReplica.Characteristic(
                     uuid: characteristic.uuid, properties: characteristic.properties,
                     declarationHandle: characteristic.handle, valueHandle: valueHandle)
-                item.security = CharacteristicSecurity(bluezFlags: characteristic.flags)
+                item.security = characteristic.flags.security
                 item.descriptors = characteristic.descriptors.map { DeviceReplica.Descriptor(uuid: $0.uuid, handle: $0.handle) }
                 if let valueHandle { valueHandles[characteristic.path] = valueHandle }
                 for descriptor in characteristic.descriptors {

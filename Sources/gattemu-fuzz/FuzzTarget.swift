@@ -74,8 +74,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             }
         case .engine:
             for profile in ShippedProfiles.all {
-                var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:AA:01:01:00:01", seed: 1))
-                let central = CentralID(address: "00:AA:01:02:00:02")
+                var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: Self.adapter, seed: 1))
+                let central = CentralID(address: Self.central)
                 _ = engine.handle(.connect(central))
                 for characteristic in profile.characteristics where characteristic.has(.write) || characteristic.has(.writeWithoutResponse)
                 {
@@ -107,6 +107,10 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             EscapeFuzzing.run(data)
         }
     }
+
+    /// The engine target's adapter and central.
+    static let adapter = BluetoothAddress("00:AA:01:01:00:01") ?? .zero
+    static let central = BluetoothAddress("00:AA:01:02:00:02") ?? .zero
 }
 
 /// The capture targets' checks.

@@ -111,7 +111,12 @@ import Testing
     }
 
     @Test func devicePathsGiveAddresses() {
-        #expect(BlueZDevicePath.address(of: "/org/bluez/hci0/dev_00_AA_01_02_00_02") == "00:AA:01:02:00:02")
+        #expect(BlueZDevicePath.address(of: "/org/bluez/hci0/dev_00_AA_01_02_00_02") == address("00:AA:01:02:00:02"))
+        #expect(BlueZDevicePath.address(of: "/org/bluez/hci0/dev_00_AA_01_02_00_02", on: "/org/bluez/hci0") == address("00:AA:01:02:00:02"))
+        #expect(BlueZDevicePath.address(of: "/org/bluez/hci1/dev_00_AA_01_02_00_02", on: "/org/bluez/hci0") == nil)
+        #expect(BlueZDevicePath.address(of: "/org/bluez/hci0/x/dev_00_AA_01_02_00_02", on: "/org/bluez/hci0") == nil)
+        #expect(BlueZDevicePath.address(of: "/org/bluez/hci0/dev_00_AA_01_02_00_0G") == nil)
+        #expect(BlueZDevicePath.address(of: "/org/bluez/hci0/dev_00_AA_01_02_00:02") == nil)
         #expect(BlueZDevicePath.address(of: "/org/bluez/hci0") == nil)
         #expect(BlueZDevicePath.address(of: "/org/bluez/hci0/dev_00_AA") == nil)
     }

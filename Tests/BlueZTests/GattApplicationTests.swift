@@ -1,27 +1,43 @@
 import BlueZ
 import BlueZTestSupport
+import Bluetooth
 import DBus
 import DBusTestSupport
 import Foundation
 import Testing
 
+/// A central's address in a test.
+func address(_ text: String) -> BluetoothAddress {
+    guard let address = BluetoothAddress(text) else { preconditionFailure("not an address: \(text)") }
+    return address
+}
+
+/// The owner of the notification socket acquired for the device object at `path`.
+func socketOwner(_ path: DBusObjectPath) -> NotificationSocketOwner {
+    NotificationSocketOwner(device: path, central: BlueZDevicePath.address(of: path))
+}
+
 /// The GATT application as bluetoothd sees it on a real (private) bus.
 @Suite struct GattApplicationTests {
     static let services = [
         GattServiceDefinition(
-            id: "battery", uuid: "0000180f-0000-1000-8000-00805f9b34fb",
+            id: "battery", uuid: BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fb")!,
             characteristics: [
                 GattCharacteristicDefinition(
-                    id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read", "notify"],
+                    id: "level", uuid: BluetoothUUID("00002a19-0000-1000-8000-00805f9b34fb")!,
+                    flags: CharacteristicFlags(properties: [.read, .notify]),
                     initialValue: [99], notifyPath: .acquireNotify,
                     descriptors: [
                         GattDescriptorDefinition(
-                            id: "label", uuid: "00002901-0000-1000-8000-00805f9b34fb", initialValue: Array("Level".utf8))
+                            id: "label", uuid: BluetoothUUID("00002901-0000-1000-8000-00805f9b34fb")!, initialValue: Array("Level".utf8))
                     ]),
-                GattCharacteristicDefinition(id: "control", uuid: "12345678-0000-4000-8000-000000000001", flags: ["write", "indicate"]),
+                GattCharacteristicDefinition(
+                    id: "control", uuid: BluetoothUUID("12345678-0000-4000-8000-000000000001")!,
+                    flags: CharacteristicFlags(properties: [.write, .indicate])),
             ]),
         GattServiceDefinition(
-            id: "extra", uuid: "12345678-0000-4000-8000-000000000000", primary: false, includes: ["battery"], characteristics: []),
+            id: "extra", uuid: BluetoothUUID("12345678-0000-4000-8000-000000000000")!, primary: false, includes: ["battery"],
+            characteristics: []),
     ]
 
     struct Setup {
@@ -100,8 +116,9 @@ import Testing
         #expect(long == [.bytes(Array(40..<100))])
         let read = try #require(setup.handler.reads.withLock { $0.first })
         #expect(read.offset == 40)
-        #expect(read.context.mtu == 185)
-        #expect(read.context.centralAddress == "00:AA:01:02:00:02")
+        #expect(read.context.mtu == ATTMTU(rawValue: 185))
+        #expect(read.context.central == address("00:AA:01:02:00:02"))
+        #expect(read.context.link == .le)
         #expect(read.attribute == GattAttributeID(characteristic: "level"))
 
         _ = try await setup.bluetoothd.call(
@@ -119,12 +136,12 @@ import Testing
     }
 
     @Test(arguments: [
-        (GattError.notPermitted, "org.bluez.Error.NotPermitted", "Not permitted"),
-        (GattError.invalidValueLength, "org.bluez.Error.InvalidValueLength", "Invalid value length"),
-        (GattError.application(0x80), "org.bluez.Error.Failed", "0x80"),
-        (GattError.application(0x9F), "org.bluez.Error.Failed", "0x9F"),
+        (ATTError.notPermitted, "org.bluez.Error.NotPermitted", "Not permitted"),
+        (ATTError.invalidValueLength, "org.bluez.Error.InvalidValueLength", "Invalid value length"),
+        (ATTError.application(0x80), "org.bluez.Error.Failed", "0x80"),
+        (ATTError.application(0x9F), "org.bluez.Error.Failed", "0x9F"),
     ])
-    func handlerErrorsBecomeBlueZErrors(error: GattError, name: String, message: String) async throws {
+    func handlerErrorsBecomeBlueZErrors(error: ATTError, name: String, message: String) async throws {
         let setup = try await Self.setUp(handler: RecordingHandler(writeError: error))
         await #expect(throws: DBusError.named(name, message: message)) {
             try await setup.bluetoothd.call(
@@ -167,8 +184,8 @@ import Testing
         #expect(reply.last == .uint16(247))
         let socket = try #require(reply.first?.unixFD)
         #expect(setup.handler.subscriptions.withLock { $0.map(\.kind) } == [.acquired])
-        let delivery = try await setup.application.notify("level", value: [1, 2, 3], central: "00:AA:01:02:00:02")
-        #expect(delivery == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
+        let delivery = try await setup.application.notify("level", value: [1, 2, 3], central: address("00:AA:01:02:00:02"))
+        #expect(delivery == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_02_00_02")]))
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = recv(socket.rawValue, &buffer, buffer.count, 0)
         #expect(Array(buffer.prefix(max(count, 0))) == [1, 2, 3])
@@ -212,19 +229,19 @@ import Testing
         let second = try await Self.acquire(setup, "dev_00_AA_01_03_00_03")
         defer { close(first) }
         #expect(
-            try await setup.application.notify("level", value: [3], central: "00:AA:01:03:00:03")
-                == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
+            try await setup.application.notify("level", value: [3], central: address("00:AA:01:03:00:03"))
+                == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_03_00_03")]))
         #expect(Self.pending(second) == [[3]])
         #expect(Self.pending(first) == [])
         // A central with no socket of its own is not subscribed: nothing goes to the others.
-        #expect(try await setup.application.notify("level", value: [6], central: "00:AA:01:04:00:04") == .sockets([]))
+        #expect(try await setup.application.notify("level", value: [6], central: address("00:AA:01:04:00:04")) == .sockets([]))
         // bluetoothd closes the second central's socket (BlueZ closes a wrong one when another central
         // disconnects): its notifications go nowhere instead of to the first central.
         close(second)
         try await Self.waitUntil { setup.application.acquiredNotificationCentrals("level").count == 1 }
-        #expect(try await setup.application.notify("level", value: [4], central: "00:AA:01:03:00:03") == .sockets([]))
+        #expect(try await setup.application.notify("level", value: [4], central: address("00:AA:01:03:00:03")) == .sockets([]))
         #expect(Self.pending(first) == [])
-        #expect(try await setup.application.notify("level", value: [5]) == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
+        #expect(try await setup.application.notify("level", value: [5]) == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_02_00_02")]))
         #expect(Self.pending(first) == [[5]])
     }
 
@@ -241,12 +258,12 @@ import Testing
             close(second)
         }
         #expect(
-            try await setup.application.notify("level", value: [3], central: "00:AA:01:04:00:04")
-                == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
+            try await setup.application.notify("level", value: [3], central: address("00:AA:01:04:00:04"))
+                == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_02_00_02")]))
         #expect(
-            try await setup.application.notify("level", value: [4], central: "00:AA:01:03:00:03")
-                == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
-        #expect(try await setup.application.notify("level", value: [5]) == .sockets(["/org/bluez/hci0/dev_00_AA_01_02_00_02"]))
+            try await setup.application.notify("level", value: [4], central: address("00:AA:01:03:00:03"))
+                == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_03_00_03")]))
+        #expect(try await setup.application.notify("level", value: [5]) == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_02_00_02")]))
         #expect(Self.pending(first) == [[3], [5]])
         #expect(Self.pending(second) == [[4]])
     }
@@ -327,14 +344,14 @@ import Testing
             close(stalled)
             close(reading)
         }
-        var full: [String: Int] = [:]
+        var full: [NotificationSocketOwner: Int] = [:]
         var reached = 0
         // Far more than any socket buffer holds; with blocking sends this never returns.
         for index in 0..<5_000 {
             let value = Array(repeating: UInt8(truncatingIfNeeded: index), count: 20)
             guard
                 case .sockets(let centrals, let dropped)? = try setup.application.notifyOnSockets(
-                    "level", value: value, central: "00:AA:01:02:00:02")
+                    "level", value: value, central: address("00:AA:01:02:00:02"))
             else {
                 Issue.record("no socket delivery")
                 return
@@ -342,20 +359,20 @@ import Testing
             reached += centrals.count
             full.merge(dropped) { max($0, $1) }
         }
-        let key = "/org/bluez/hci0/dev_00_AA_01_02_00_02"
+        let key = socketOwner("/org/bluez/hci0/dev_00_AA_01_02_00_02")
         let dropped = try #require(full[key])
         #expect(dropped > 0)
         #expect(reached + dropped == 5_000, "every notification either left or was counted as dropped")
         // The other central is unaffected.
         #expect(
-            try await setup.application.notify("level", value: [9], central: "00:AA:01:03:00:03")
-                == .sockets(["/org/bluez/hci0/dev_00_AA_01_03_00_03"]))
+            try await setup.application.notify("level", value: [9], central: address("00:AA:01:03:00:03"))
+                == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_03_00_03")]))
         #expect(GattApplicationTests.pending(reading) == [[9]])
         // What was queued arrives in order once the stalled central reads; then sending works again.
         let queued = GattApplicationTests.pending(stalled)
         #expect(queued.count == reached)
         #expect(queued.first == Array(repeating: 0, count: 20))
-        #expect(try await setup.application.notify("level", value: [7], central: "00:AA:01:02:00:02") == .sockets([key]))
+        #expect(try await setup.application.notify("level", value: [7], central: address("00:AA:01:02:00:02")) == .sockets([key]))
         #expect(GattApplicationTests.pending(stalled) == [[7]])
     }
 }
@@ -369,14 +386,17 @@ import Testing
         let stack = try await BlueZStack.connect(bus: .address(bus.address))
         let services = [
             GattServiceDefinition(
-                id: "s", uuid: "0000180f-0000-1000-8000-00805f9b34fb",
+                id: "s", uuid: BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fb")!,
                 characteristics: [
                     GattCharacteristicDefinition(
-                        id: "level", uuid: "00002a19-0000-1000-8000-00805f9b34fb", flags: ["read"],
+                        id: "level", uuid: BluetoothUUID("00002a19-0000-1000-8000-00805f9b34fb")!,
+                        flags: CharacteristicFlags(properties: .read),
                         descriptors: [
-                            GattDescriptorDefinition(id: "d", uuid: "00002901-0000-1000-8000-00805f9b34fb", handle: 0x0023)
+                            GattDescriptorDefinition(id: "d", uuid: BluetoothUUID("00002901-0000-1000-8000-00805f9b34fb")!, handle: 0x0023)
                         ], handle: 0x0022),
-                    GattCharacteristicDefinition(id: "free", uuid: "00002a1a-0000-1000-8000-00805f9b34fb", flags: ["read"]),
+                    GattCharacteristicDefinition(
+                        id: "free", uuid: BluetoothUUID("00002a1a-0000-1000-8000-00805f9b34fb")!,
+                        flags: CharacteristicFlags(properties: .read)),
                 ], handle: 0x0020)
         ]
         _ = try await GattApplication.register(

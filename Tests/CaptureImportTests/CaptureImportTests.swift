@@ -169,7 +169,7 @@ enum LockSession {
         let diagnostics = ProfileValidator.validate(json: result.text, file: "lock.json")
         #expect(diagnostics.filter { $0.severity == .error }.isEmpty, "\(diagnostics)")
         let profile = try ProfileLoader.load(json: result.text, file: "lock.json")
-        let service = try #require(profile.services.first { $0.uuid.lowercased() == LockSession.serviceUUID.description.lowercased() })
+        let service = try #require(profile.services.first { $0.uuid.description == LockSession.serviceUUID.description.lowercased() })
         #expect(service.handle == 10)
         #expect(service.characteristics.map(\.handle) == [12, 15, 17])
         #expect(result.text.contains("\"encrypt-read\""))

@@ -27,19 +27,19 @@ import Testing
 
     @Test func theTableComesBackTheSameDuplicatesIncluded() throws {
         let profile = try imported().profile
-        let engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"))
+        let engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: .zero))
         var got: [Row] = []
         for service in profile.services {
-            got.append(Row(kind: "service", uuid: Bluetooth.BluetoothUUID(service.uuid), handle: service.handle, value: []))
+            got.append(Row(kind: "service", uuid: service.uuid, handle: service.handle, value: []))
             for characteristic in service.characteristics {
                 got.append(
                     Row(
-                        kind: "characteristic", uuid: Bluetooth.BluetoothUUID(characteristic.uuid), handle: characteristic.handle,
+                        kind: "characteristic", uuid: characteristic.uuid, handle: characteristic.handle,
                         value: engine.value(of: characteristic.id)))
                 for descriptor in characteristic.descriptors {
                     got.append(
                         Row(
-                            kind: "descriptor", uuid: Bluetooth.BluetoothUUID(descriptor.uuid), handle: descriptor.handle,
+                            kind: "descriptor", uuid: descriptor.uuid, handle: descriptor.handle,
                             value: profile.descriptorValue(descriptor, environment: engine.environment)))
                 }
             }
@@ -63,11 +63,11 @@ import Testing
         }
         #expect(got == expected)
         let report = Bluetooth.BluetoothUUID(0x2A4D).description.lowercased()
-        let hid = try #require(profile.services.first { $0.uuid.lowercased() == Bluetooth.BluetoothUUID(0x1812).description.lowercased() })
-        #expect(hid.characteristics.filter { $0.uuid.lowercased() == report }.map(\.id) == ["report", "report_2", "report_3"])
+        let hid = try #require(profile.services.first { $0.uuid.description == Bluetooth.BluetoothUUID(0x1812).description.lowercased() })
+        #expect(hid.characteristics.filter { $0.uuid.description == report }.map(\.id) == ["report", "report_2", "report_3"])
         #expect(profile.services.map(\.id) == ["human_interface_device", "battery", "battery_2", "device_information"])
         #expect(
-            profile.services.compactMap { $0.characteristics.first { $0.uuid.hasPrefix("00002a19") }?.id } == [
+            profile.services.compactMap { $0.characteristics.first { $0.uuid.description.hasPrefix("00002a19") }?.id } == [
                 "battery_level", "battery_level_2",
             ])
     }
@@ -77,8 +77,8 @@ import Testing
     @Test func theReplayAddressesEachReportByID() throws {
         let (text, profile) = try imported()
         #expect(text.contains("\"write\": \"report_3\""), "\(text)")
-        var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"))
-        let phone = CentralID(address: "11:22:33:44:55:66")
+        var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: .zero))
+        let phone = CentralID(address: BluetoothAddress("11:22:33:44:55:66")!)
         _ = engine.handle(.connect(phone))
         _ = engine.handle(.subscribe(characteristic: "report", central: phone))
         _ = engine.handle(.subscribe(characteristic: "report_2", central: phone))

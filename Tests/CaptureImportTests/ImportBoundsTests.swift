@@ -63,7 +63,7 @@ import Testing
             #expect(errors.isEmpty, "\(what): \(errors)")
             // What BlueZ is given: a name over 29 bytes overflows the scan response, and `gattemu import` refuses the profile.
             let profile = try ProfileLoader.load(json: result.text, file: "long.json")
-            let advertised = profile.advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00")).map(
+            let advertised = profile.advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: .zero)).map(
                 \.localName)
             #expect(advertised == ["Lock-Lock-Lock-Lock-Lock-Lock"], "\(what)")
             #expect(result.report.contains { $0.contains("shortened") }, "\(what): \(result.report)")

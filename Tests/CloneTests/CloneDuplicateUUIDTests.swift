@@ -49,12 +49,17 @@ import Testing
         let reports = try #require(profile.services.first).characteristics
         #expect(reports.map(\.id) == ["report", "report_2", "report_3"])
         #expect(reports.map(\.handle) == [0x0012, 0x0016, 0x001A])
-        #expect(reports.map { $0.descriptors.filter { $0.uuid.hasPrefix("00002908") }.map(\.handle) } == [[0x0014], [0x0018], [0x001B]])
+        #expect(
+            reports.map { $0.descriptors.filter { $0.uuid.description.hasPrefix("00002908") }.map(\.handle) } == [
+                [0x0014], [0x0018], [0x001B],
+            ])
         let engine = BehaviourEngine(profile: profile, environment: CloneTests.environment)
         #expect(reports.map { engine.value(of: $0.id) } == [[0, 0, 0, 0, 0, 0, 0, 0], [0x00, 0x00], [0x00]])
         #expect(
             reports.map {
-                $0.descriptors.filter { $0.uuid.hasPrefix("00002908") }.map { profile.descriptorValue($0, environment: engine.environment) }
+                $0.descriptors.filter { $0.uuid.description.hasPrefix("00002908") }.map {
+                    profile.descriptorValue($0, environment: engine.environment)
+                }
             }
                 == [[[0x01, 0x01]], [[0x02, 0x01]], [[0x01, 0x02]]])
         let levels = profile.services.dropFirst().map { service in service.characteristics.map { engine.value(of: $0.id) } }

@@ -1,3 +1,4 @@
+import Bluetooth
 import Control
 import DBus
 import Emulator
@@ -13,14 +14,14 @@ let testCentral = "AA:BB:CC:DD:EE:01"
 func gattRead(_ characteristic: String) -> GattReadRequest {
     GattReadRequest(
         attribute: GattAttributeID(characteristic: characteristic), offset: 0,
-        context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
+        context: GattRequestContext(central: BluetoothAddress("AA:BB:CC:DD:EE:01"), mtu: ATTMTU(rawValue: 185)))
 }
 
 func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = false) -> GattWriteRequest {
     GattWriteRequest(
         attribute: GattAttributeID(characteristic: characteristic), value: value, offset: 0, kind: .request,
         bluetoothdAnswered: acknowledged, prepareAuthorize: false,
-        context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
+        context: GattRequestContext(central: BluetoothAddress("AA:BB:CC:DD:EE:01"), mtu: ATTMTU(rawValue: 185)))
 }
 
 /// Faults installed through the API, observed where the runtime answers reads, writes and notifications.
@@ -32,7 +33,7 @@ func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = 
                 .post, "/v1/faults", json: #"{"on": "write", "characteristic": "config", "nth": 2, "error": "0x81"}"#)
             #expect(status == .created)
         }
-        var outcomes: [GattError?] = []
+        var outcomes: [ATTError?] = []
         for _ in 0..<3 {
             do {
                 try await emulator.write(gattWrite("config", Array(#"{"interval": 1}"#.utf8)))
@@ -133,7 +134,7 @@ func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = 
         _ = try await emulator.read(gattRead("tx"))
         let bigger = GattReadRequest(
             attribute: GattAttributeID(characteristic: "tx"), offset: 0,
-            context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 517))
+            context: GattRequestContext(central: BluetoothAddress("AA:BB:CC:DD:EE:01"), mtu: ATTMTU(rawValue: 517)))
         _ = try await emulator.read(bigger)
         let mtus = emulator.events.events.filter { $0.kind == .mtu }
         #expect(mtus.map(\.detail) == ["185", "517"])

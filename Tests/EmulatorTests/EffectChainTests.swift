@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 import Foundation
 import Profile
@@ -25,7 +26,7 @@ import Testing
         GattWriteRequest(
             attribute: GattAttributeID(characteristic: "rx"), value: value, offset: 0, kind: .command,
             bluetoothdAnswered: false, prepareAuthorize: false,
-            context: GattRequestContext(device: DBusObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"), mtu: 185))
+            context: GattRequestContext(central: BluetoothAddress("AA:BB:CC:DD:EE:01"), mtu: ATTMTU(rawValue: 185)))
     }
 
     @Test(.timeLimit(.minutes(1))) func chainsBeyondTheLimitAreDroppedLoudlyAndStopCutsTheRestShort() async throws {

@@ -242,13 +242,16 @@ import Testing
     /// The passkey gattemu displayed is shown until the pairing ends (paired, cancelled, or the central gone), not after.
     @Test func theDisplayedPasskeyIsClearedWhenThePairingEnds() async throws {
         let (bus, bluetoothd, emulator, _) = try await Self.started(Self.profile(security: #"{"io": "DisplayOnly"}"#))
-        for end in [CentralEvent.paired(address: "F0:E0:D0:00:00:01"), .disconnected(address: "F0:E0:D0:00:00:01"), nil] {
+        for end in [
+            CentralEvent.paired(address: BluetoothAddress("F0:E0:D0:00:00:01")!),
+            .disconnected(address: BluetoothAddress("F0:E0:D0:00:00:01")!), nil,
+        ] {
             _ = try await bluetoothd.askAgent("DisplayPasskey", [Self.device, .uint32(123_456), .uint16(0)])
             #expect(
                 await emulator.pairingStatus().displayed
                     == PairingSnapshot.Displayed(central: BluetoothAddress("F0:E0:D0:00:00:01"), passkey: 123_456))
             // Another central's pairing ending leaves it.
-            await emulator.centralEvent(.disconnected(address: "F0:E0:D0:00:00:09"))
+            await emulator.centralEvent(.disconnected(address: BluetoothAddress("F0:E0:D0:00:00:09")!))
             #expect(await emulator.pairingStatus().displayed != nil)
             if let end { await emulator.centralEvent(end) } else { await emulator.pairingCancelled(released: false) }
             #expect(await emulator.pairingStatus().displayed == nil, "\(String(describing: end))")

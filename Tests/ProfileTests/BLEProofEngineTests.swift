@@ -13,9 +13,9 @@ import Testing
     @Test func tableAndAdvertisement() throws {
         let engine = try engine()
         let service = try #require(engine.profile.services.first)
-        #expect(service.uuid == "000018aa-0000-1000-8000-00805f9b34fb")
+        #expect(service.uuid.description == "000018aa-0000-1000-8000-00805f9b34fb")
         #expect(
-            service.characteristics.map(\.uuid) == [
+            service.characteristics.map(\.uuid.description) == [
                 "00002bb0-0000-1000-8000-00805f9b34fb", "00002bb2-0000-1000-8000-00805f9b34fb",
                 "00002bb1-0000-1000-8000-00805f9b34fb",
             ])

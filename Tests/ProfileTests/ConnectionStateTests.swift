@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -21,8 +22,8 @@ import Testing
           ] }
         """
 
-    let alice = CentralID(address: "AA:AA:AA:AA:AA:01")
-    let bob = CentralID(address: "BB:BB:BB:BB:BB:02")
+    let alice = CentralID(address: BluetoothAddress("AA:AA:AA:AA:AA:01")!)
+    let bob = CentralID(address: BluetoothAddress("BB:BB:BB:BB:BB:02")!)
 
     func write(_ engine: inout BehaviourEngine, _ central: CentralID, _ byte: UInt8) -> EngineOutcome {
         engine.handle(.write(characteristic: "rx", central: central, value: [byte], withResponse: true))

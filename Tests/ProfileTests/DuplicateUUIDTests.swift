@@ -12,13 +12,13 @@ import Testing
         #expect(ProfileValidator.validate(path: Self.keyboard).map(\.description) == [])
         let profile = try ProfileLoader.load(path: Self.keyboard)
         let hid = try #require(profile.services.first { $0.id == "hid" })
-        let reports = hid.characteristics.filter { $0.uuid == "00002a4d-0000-1000-8000-00805f9b34fb" }
+        let reports = hid.characteristics.filter { $0.uuid.description == "00002a4d-0000-1000-8000-00805f9b34fb" }
         #expect(reports.map(\.id) == ["keyboard_input", "consumer_input", "leds_output"])
         #expect(
             reports.map { $0.descriptors.map(\.id) } == [
                 ["keyboard_input_reference"], ["consumer_input_reference"], ["leds_output_reference"],
             ])
-        let batteries = profile.services.filter { $0.uuid == "0000180f-0000-1000-8000-00805f9b34fb" }
+        let batteries = profile.services.filter { $0.uuid.description == "0000180f-0000-1000-8000-00805f9b34fb" }
         #expect(batteries.map(\.id) == ["battery_left", "battery_right"])
         #expect(batteries.map { $0.characteristics.map(\.id) } == [["battery_level_left"], ["battery_level_right"]])
     }

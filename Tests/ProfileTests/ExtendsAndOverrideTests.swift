@@ -14,7 +14,7 @@ import Testing
         #expect(profile.initialVariables == ["code": .string("BB"), "count": .number(1)])
         #expect(profile.services.map(\.id) == ["main", "extra"])
         let main = try #require(profile.services.first)
-        #expect(main.uuid == "0000180f-0000-1000-8000-00805f9b34fb")
+        #expect(main.uuid.description == "0000180f-0000-1000-8000-00805f9b34fb")
         #expect(main.characteristics.map(\.id) == ["a", "b", "c"])
         #expect(main.characteristics[0].flags == [.read])  // kept from the base
         #expect(BehaviourEngine(profile: profile, environment: adapter).value(of: "a") == [0x02])
@@ -49,7 +49,7 @@ import Testing
         #expect(profile.initialVariables["code"] == .string("2P"))
         #expect(profile.initialVariables["count"] == .number(7))
         #expect(profile.initialVariables["newOne"] == .bytes([1, 2]))
-        #expect(profile.characteristic("b")?.uuid == "00002a99-0000-1000-8000-00805f9b34fb")
+        #expect(profile.characteristic("b")?.uuid.description == "00002a99-0000-1000-8000-00805f9b34fb")
         #expect(profile.services[1].primary == false)
         #expect(profile.advertisement(variant: nil, environment: adapter).localName == "2P!")
     }

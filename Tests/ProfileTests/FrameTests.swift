@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -57,7 +58,7 @@ import Testing
 
     @Test func theHeldStartIsPerCentralAndGoesWithTheLink() throws {
         var engine = try engine()
-        let other = CentralID(address: "AA:BB:CC:DD:EE:FF")
+        let other = CentralID(address: BluetoothAddress("AA:BB:CC:DD:EE:FF")!)
         _ = engine.handle(.connect(other))
         _ = write(&engine, "A5 02 01")
         #expect(

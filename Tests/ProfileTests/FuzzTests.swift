@@ -91,7 +91,7 @@ import Testing
                 _ = TemplateChecker(variables: ["x"], state: [], characteristics: ["tx"], usage: .rule).check(template)
                 var context = TemplateContext(
                     variables: ["x": .number(Int.random(in: Int.min...Int.max, using: &rng))],
-                    adapterAddress: "garbage", centralAddress: nil, request: rng.bytes(Int.random(in: 0...30, using: &rng)),
+                    adapterAddress: .zero, centralAddress: nil, request: rng.bytes(Int.random(in: 0...30, using: &rng)),
                     counters: ["x": Int.max], generator: SeededGenerator(seed: rng.next()))
                 let bytes = template.render(in: &context)
                 #expect(bytes.count <= 512 * 64)

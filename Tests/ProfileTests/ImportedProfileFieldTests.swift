@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -32,7 +33,8 @@ import Testing
 
     @Test func otherADStructuresAreAdvertisedButNotThoseOfOtherFields() throws {
         let profile = try loadProfile(Self.profile(advertisement: #", "data": { "0x24": { "hex": "abcd" }, "38": "01" }"#))
-        let specs = profile.advertisements(variant: nil, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:01"))
+        let specs = profile.advertisements(
+            variant: nil, environment: EngineEnvironment(adapterAddress: BluetoothAddress("00:00:00:00:00:01")!))
         #expect(specs.first?.data == [0x24: [0xAB, 0xCD], 38: [0x01]])
         let reserved = problems(Self.profile(advertisement: #", "data": { "0xff": "0102" }"#))
         #expect(reserved.contains { $0.contains("AD type 0xff is built from another field") }, "\(reserved)")
@@ -53,8 +55,9 @@ import Testing
             """
         let json = Self.profile(rules: rules).replacingOccurrences(
             of: "\"format\": 1,", with: "\"format\": 1, \"state\": { \"armed\": false },")
-        var engine = BehaviourEngine(profile: try loadProfile(json), environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:01"))
-        let central = CentralID(address: "00:00:00:00:00:02")
+        var engine = BehaviourEngine(
+            profile: try loadProfile(json), environment: EngineEnvironment(adapterAddress: BluetoothAddress("00:00:00:00:00:01")!))
+        let central = CentralID(address: BluetoothAddress("00:00:00:00:00:02")!)
         func fired(_ value: [UInt8]) -> [String] {
             engine.handle(.write(characteristic: "rx", central: central, value: value, withResponse: true)).firedRules
         }

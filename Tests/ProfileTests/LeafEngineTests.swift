@@ -141,8 +141,8 @@ import Testing
 
     @Test func publicUUIDsAndTheReaderUIDInServiceData() throws {
         let engine = try engine([("variables.readerUID", #"{"hex": "0102030405060708"}"#)])
-        #expect(engine.profile.services.first?.uuid == credentialUUID)
-        #expect(engine.profile.characteristic("data")?.uuid == "ee8732b3-2d52-409b-9084-70ad31f6c790")
+        #expect(engine.profile.services.first?.uuid.description == credentialUUID)
+        #expect(engine.profile.characteristic("data")?.uuid.description == "ee8732b3-2d52-409b-9084-70ad31f6c790")
         let advertisements = engine.advertisements()
         #expect(advertisements.map(\.serviceUUIDs) == [[credentialUUID], []])
         #expect(advertisements.map(\.serviceData) == [[:], [credentialUUID: hex("0102030405060708")]])

@@ -1,3 +1,4 @@
+import Bluetooth
 import Foundation
 import Lexical
 import Testing
@@ -39,6 +40,6 @@ func hex(_ text: String) -> [UInt8] {
     ValueForm.hex.bytes(text) ?? []
 }
 
-let phone = CentralID(address: "11:22:33:44:55:66")
-let otherPhone = CentralID(address: "AA:BB:CC:DD:EE:01")
-let adapter = EngineEnvironment(adapterAddress: "D0:1F:A6:44:B3:6F", seed: 42)
+let phone = CentralID(address: BluetoothAddress("11:22:33:44:55:66")!)
+let otherPhone = CentralID(address: BluetoothAddress("AA:BB:CC:DD:EE:01")!)
+let adapter = EngineEnvironment(adapterAddress: BluetoothAddress("D0:1F:A6:44:B3:6F")!, seed: 42)

@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -36,7 +37,8 @@ import Testing
     @Test func textVariablesStateAndAddresses() throws {
         let context = TemplateContext(
             variables: ["code": .string("3E"), "volts": .number(2820), "key": .bytes([1, 2]), "on": .bool(true)],
-            state: ["code": .string("2P")], adapterAddress: "d0:1f:a6:44:b3:6f", centralAddress: "11:22:33:44:55:66")
+            state: ["code": .string("2P")], adapterAddress: BluetoothAddress("d0:1f:a6:44:b3:6f")!,
+            centralAddress: BluetoothAddress("11:22:33:44:55:66")!)
         #expect(try render("{\"hi\"} {key} {on} {volts}", context) == [0x68, 0x69, 1, 2, 1, 0x04])
         #expect(
             try render("{addressBytes} {reverse(centralBytes)}", context) == [

@@ -47,7 +47,7 @@ public struct DeviceProperties: Sendable, Equatable {
 
     public init(path: DBusObjectPath, properties: [String: DBusValue] = [:]) {
         self.path = path
-        address = BlueZDevicePath.address(of: path).flatMap(BluetoothAddress.init)
+        address = BlueZDevicePath.address(of: path)
         apply(changed: properties, invalidated: [])
     }
 

@@ -46,7 +46,7 @@ public enum DeviceRecorder {
         let forgotten = discovery.forgottenDevices
         await discovery.stop()
         var recording = CentralRecording(
-            adapterName: adapter.name, adapterAddress: BluetoothAddress(adapter.address), advertisement: advertisement)
+            adapterName: adapter.name, adapterAddress: adapter.address == .zero ? nil : adapter.address, advertisement: advertisement)
         recording.notes += advertisement.discarded.map { "advertisement: \($0)" }
         if !forgotten.isEmpty {
             recording.notes.append(

@@ -91,7 +91,7 @@ public final class NotificationListener: Sendable {
                 let reply = try await connection.call(
                     destination: BlueZNames.service, path: path, interface: BlueZNames.gattCharacteristic, member: "AcquireNotify",
                     arguments: [.stringVariantDictionary([:])], timeout: .seconds(10))
-                let mtu = reply.dropFirst().first?.integer.flatMap { UInt16(exactly: $0) } ?? ATTMTU.minimum
+                let mtu = reply.dropFirst().first?.integer.flatMap { UInt16(exactly: $0) } ?? ATTMTU.minimum.rawValue
                 let state = self.state
                 if let descriptor = reply.first?.unixFD,
                     let socket = AcquiredSocket.adopting(

@@ -23,15 +23,15 @@ public struct RemoteGattTable: Sendable, Equatable {
     public struct Characteristic: Sendable, Equatable {
         public var path: DBusObjectPath
         public var uuid: BluetoothUUID
-        /// BlueZ's `Flags` strings (bounded), as given.
-        public var flags: [String]
+        /// BlueZ's `Flags` (the first ``Limits/flags`` strings), parsed.
+        public var flags: CharacteristicFlags
         /// The declaration's handle (the value follows at the next handle), when known.
         public var handle: UInt16?
         /// The link's ATT MTU as BlueZ reports it on the characteristic (newer BlueZ).
         public var mtu: UInt16?
         public var descriptors: [Descriptor] = []
 
-        public var properties: CharacteristicProperties { CharacteristicProperties(bluezFlags: flags) }
+        public var properties: CharacteristicProperties { flags.properties }
         /// The value handle: the one after the declaration.
         public var valueHandle: UInt16? { handle.flatMap { $0 < .max ? $0 + 1 : nil } }
     }
@@ -39,7 +39,7 @@ public struct RemoteGattTable: Sendable, Equatable {
     public struct Descriptor: Sendable, Equatable {
         public var path: DBusObjectPath
         public var uuid: BluetoothUUID
-        public var flags: [String]
+        public var flags: CharacteristicFlags
         public var handle: UInt16?
     }
 
@@ -63,7 +63,6 @@ public struct RemoteGattTable: Sendable, Equatable {
         public static let characteristics = 512
         public static let descriptors = 1024
         public static let flags = 24
-        public static let flagBytes = 48
         public static let includes = 32
     }
 
@@ -121,9 +120,7 @@ public struct RemoteGattTable: Sendable, Equatable {
                     Characteristic(
                         path: path, uuid: uuid, flags: Self.flags(properties),
                         handle: Self.handle(properties, path: path, prefix: "char", sources: &sources),
-                        mtu: properties["MTU"]?.integer.flatMap { UInt16(exactly: $0) }.flatMap {
-                            (ATTMTU.minimum...ATTMTU.maximum).contains($0) ? $0 : nil
-                        })
+                        mtu: properties["MTU"]?.integer.flatMap(ATTMTU.init(exactly:))?.rawValue)
                 )
             } else if let properties = interfaces[BlueZNames.gattDescriptor] {
                 guard descriptors.count < Limits.descriptors else {
@@ -176,9 +173,8 @@ public struct RemoteGattTable: Sendable, Equatable {
         properties["UUID"]?.string.flatMap { $0.utf8.count <= 36 ? BluetoothUUID($0) : nil }
     }
 
-    private static func flags(_ properties: [String: DBusValue]) -> [String] {
-        (properties["Flags"]?.arrayElements ?? []).prefix(Limits.flags).compactMap(\.string)
-            .filter { $0.utf8.count <= Limits.flagBytes && $0.utf8.allSatisfy { (0x21...0x7E).contains($0) } }
+    private static func flags(_ properties: [String: DBusValue]) -> CharacteristicFlags {
+        CharacteristicFlags(bluezFlags: (properties["Flags"]?.arrayElements ?? []).prefix(Limits.flags).compactMap(\.string))
     }
 
     /// The `Handle` property when it is there and not 0, else the 4 hex digits BlueZ puts after `prefix` in the

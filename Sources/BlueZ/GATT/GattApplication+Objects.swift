@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 import Dispatch
 import Synchronization
@@ -9,8 +10,8 @@ final class CharacteristicObject: Sendable {
     let servicePath: DBusObjectPath
     let value: Mutex<[UInt8]>
     let notifying = Mutex(false)
-    /// Acquired notification sockets by central (device path, or "*" when BlueZ gave none).
-    let sockets = Mutex<[String: AcquiredSocket]>([:])
+    /// Acquired notification sockets by owner.
+    let sockets = Mutex<[NotificationSocketOwner: AcquiredSocket]>([:])
     let writeSockets = Mutex<[AcquiredSocket]>([])
     let handle: Locked<UInt16>
     let queue: DispatchQueue
@@ -36,26 +37,24 @@ final class CharacteristicObject: Sendable {
     /// centrals. Shared sockets (older BlueZ, or `*` when BlueZ names no device): any one of them reaches
     /// every subscriber, including those that subscribed after it was acquired (bluetoothd calls
     /// AcquireNotify only once), so the value is written once, on the central's own socket if it has one.
-    func sendOnSockets(_ value: [UInt8], central: String?) -> NotificationDelivery? {
+    func sendOnSockets(_ value: [UInt8], central: BluetoothAddress?) -> NotificationDelivery? {
         let open = sockets.withLock { sockets in
             sockets = sockets.filter { !$0.value.isClosed }
             return sockets
         }
         guard !open.isEmpty else { return nil }
-        let own = central.flatMap { central in
-            open.first { $0.key == central || BlueZDevicePath.address(of: DBusObjectPath($0.key)) == central }
-        }
-        let targets: [(key: String, value: AcquiredSocket)]
-        if sharedSockets || open["*"] != nil {
-            let shared = own ?? open["*"].map { (key: "*", value: $0) } ?? open.min { $0.key < $1.key }
+        let own = central.flatMap { central in open.first { $0.key.central == central } }
+        let targets: [(key: NotificationSocketOwner, value: AcquiredSocket)]
+        if sharedSockets || open[.shared] != nil {
+            let shared = own ?? open[.shared].map { (key: NotificationSocketOwner.shared, value: $0) } ?? open.min { $0.key < $1.key }
             targets = shared.map { [$0] } ?? []
         } else if central != nil {
             targets = own.map { [$0] } ?? []
         } else {
             targets = open.sorted { $0.key < $1.key }
         }
-        var reached: [String] = []
-        var dropped: [String: Int] = [:]
+        var reached: [NotificationSocketOwner] = []
+        var dropped: [NotificationSocketOwner: Int] = [:]
         for (key, socket) in targets {
             switch socket.send(value) {
             case .sent: reached.append(key)
@@ -87,13 +86,13 @@ extension GattApplication {
         let id = definition.id
         let connection = stack.connection
         var properties: [DBusProperty] = [
-            .constant("UUID", .string(definition.uuid)),
+            .constant("UUID", .string(definition.uuid.description)),
             .constant("Service", .objectPath(object.servicePath)),
-            .constant("Flags", .strings(definition.flags)),
+            .constant("Flags", .strings(definition.flags.bluezFlags)),
             DBusProperty("Value", signature: .bytes, get: { .bytes(object.value.withLock { $0 }) }),
             GattApplication.handleProperty(object.handle),
         ]
-        if definition.canNotify {
+        if definition.flags.canNotify {
             properties.append(DBusProperty("Notifying", signature: .boolean, get: { .boolean(object.notifying.withLock { $0 }) }))
             if definition.notifyPath == .acquireNotify {
                 properties.append(
@@ -112,20 +111,20 @@ extension GattApplication {
                         .boolean(object.writeSockets.withLock { !$0.isEmpty })
                     }))
         }
-        let hasWrite = definition.flags.contains { $0.hasSuffix("write") && !$0.hasPrefix("authenticated-signed") }
-        let hasWriteWithoutResponse = definition.flags.contains("write-without-response")
+        let hasWrite = definition.flags.canWriteWithResponse
+        let hasWriteWithoutResponse = definition.flags.properties.contains(.writeWithoutResponse)
         // Without BlueZ's `type` option: a reply-tracked call is a request; an untracked one is a command
         // unless the characteristic also takes requests (BlueZ 5.66 tracks neither kind then).
         let untrackedWriteKind: GattWriteRequest.Kind? = hasWrite ? nil : .command
         let attribute = GattAttributeID(characteristic: id)
+        let adapter = adapterPath
         var methods: [DBusMethod] = [
-            Self.readValueMethod(attribute, handler: handler),
-            Self.writeValueMethod(attribute, handler: handler) { call, options in
-                options.type.flatMap(GattWriteRequest.Kind.init(rawValue:))
-                    ?? (call.expectsReply ? .request : hasWriteWithoutResponse ? untrackedWriteKind : .request)
+            Self.readValueMethod(attribute, adapter: adapter, handler: handler),
+            Self.writeValueMethod(attribute, adapter: adapter, handler: handler) { call, options in
+                options.writeType ?? (call.expectsReply ? .request : hasWriteWithoutResponse ? untrackedWriteKind : .request)
             },
         ]
-        if definition.canNotify {
+        if definition.flags.canNotify {
             let notifyingChanged: @Sendable (Bool) async -> Void = { notifying in
                 object.notifying.withLock { $0 = notifying }
                 try? await connection.emitPropertiesChanged(
@@ -154,9 +153,9 @@ extension GattApplication {
             if definition.notifyPath == .acquireNotify {
                 methods.append(
                     DBusMethod("AcquireNotify", input: "a{sv}", output: "hq") { call in
-                        let context = GattRequestContext(options: GattRequestOptions(of: call), call: call)
-                        let key = context.device?.rawValue ?? "*"
-                        let mtu = context.mtu ?? 23
+                        let context = GattRequestContext(options: GattRequestOptions(of: call, adapter: adapter), call: call)
+                        let key = NotificationSocketOwner(device: context.device, central: context.central)
+                        let mtu = (context.mtu ?? .minimum).rawValue
                         let (ours, theirs) = try AcquiredSocket.makePair(
                             mtu: mtu, queue: object.queue, onPacket: { _ in },
                             onClose: {
@@ -184,8 +183,8 @@ extension GattApplication {
         if definition.acquireWrite {
             methods.append(
                 DBusMethod("AcquireWrite", input: "a{sv}", output: "hq") { call in
-                    let context = GattRequestContext(options: GattRequestOptions(of: call))
-                    let mtu = context.mtu ?? 23
+                    let context = GattRequestContext(options: GattRequestOptions(of: call, adapter: adapter))
+                    let mtu = (context.mtu ?? .minimum).rawValue
                     let (ours, theirs) = try AcquiredSocket.makePair(
                         mtu: mtu, queue: object.queue,
                         onPacket: { packet in
@@ -208,30 +207,31 @@ extension GattApplication {
         return DBusInterface(
             name: BlueZNames.gattDescriptor,
             methods: [
-                Self.readValueMethod(attribute, handler: handler),
+                Self.readValueMethod(attribute, adapter: adapterPath, handler: handler),
                 Self.writeValueMethod(
-                    attribute, handler: handler, kind: { _, _ in .request }, stored: { written in value.withLock { $0 = written } }),
+                    attribute, adapter: adapterPath, handler: handler, kind: { _, _ in .request },
+                    stored: { written in value.withLock { $0 = written } }),
             ],
             properties: [
-                .constant("UUID", .string(descriptor.uuid)),
+                .constant("UUID", .string(descriptor.uuid.description)),
                 .constant("Characteristic", .objectPath(parent)),
-                .constant("Flags", .strings(descriptor.flags)),
+                .constant("Flags", .strings(descriptor.flags.bluezFlags)),
                 DBusProperty("Value", signature: .bytes, get: { .bytes(value.value) }),
                 GattApplication.handleProperty(Locked<UInt16>(descriptor.handle ?? 0)),
             ])
     }
 
     /// `ReadValue(a{sv}) → ay`, answered by the handler.
-    static func readValueMethod(_ attribute: GattAttributeID, handler: any GattRequestHandler) -> DBusMethod {
+    static func readValueMethod(_ attribute: GattAttributeID, adapter: DBusObjectPath, handler: any GattRequestHandler) -> DBusMethod {
         DBusMethod("ReadValue", input: "a{sv}", output: "ay") { call in
             let options: GattRequestOptions
-            switch call.readArguments({ GattRequestOptions.read(&$0) }) {
+            switch call.readArguments({ GattRequestOptions.read(&$0, adapter: adapter) }) {
             case .success(let read): options = read
             case .failure(let error): throw error.dbusError
             }
             let request = GattReadRequest(
                 attribute: attribute, offset: options.offset, context: GattRequestContext(options: options, call: call))
-            do throws(GattError) {
+            do throws(ATTError) {
                 return [.bytes(try await handler.read(request))]
             } catch {
                 throw error.dbusError
@@ -241,14 +241,14 @@ extension GattApplication {
 
     /// `WriteValue(ay, a{sv})`, answered by the handler; `kind` tells the write type from the call and its options.
     static func writeValueMethod(
-        _ attribute: GattAttributeID, handler: any GattRequestHandler,
+        _ attribute: GattAttributeID, adapter: DBusObjectPath, handler: any GattRequestHandler,
         kind: @escaping @Sendable (DBusMethodCall, GattRequestOptions) -> GattWriteRequest.Kind?,
         stored: @escaping @Sendable ([UInt8]) -> Void = { _ in }
     ) -> DBusMethod {
         DBusMethod("WriteValue", input: "aya{sv}") { call in
             let value: [UInt8]
             let options: GattRequestOptions
-            switch call.readArguments({ GattRequestOptions.write(&$0) }) {
+            switch call.readArguments({ GattRequestOptions.write(&$0, adapter: adapter) }) {
             case .success(let write): (value, options) = write
             case .failure(let error): throw error.dbusError
             }
@@ -256,7 +256,7 @@ extension GattApplication {
                 attribute: attribute, value: value, offset: options.offset,
                 kind: kind(call, options), bluetoothdAnswered: !call.expectsReply,
                 prepareAuthorize: options.prepareAuthorize, context: GattRequestContext(options: options, call: call))
-            do throws(GattError) {
+            do throws(ATTError) {
                 try await handler.write(request)
             } catch {
                 throw error.dbusError

@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 import Dispatch
 import Synchronization
@@ -71,7 +72,7 @@ public final class GattApplication: Sendable {
                         DBusInterface(
                             name: BlueZNames.gattService,
                             properties: [
-                                .constant("UUID", .string(service.uuid)),
+                                .constant("UUID", .string(service.uuid.description)),
                                 .constant("Primary", .boolean(service.primary)),
                                 .constant("Includes", .objectPaths(includes)),
                                 Self.handleProperty(handle),
@@ -133,7 +134,9 @@ public final class GattApplication: Sendable {
     /// value, and nobody when it has no socket; otherwise every subscribed central does (older BlueZ offers no
     /// other way).
     @discardableResult
-    public func notify(_ characteristic: String, value: [UInt8], central: String? = nil) async throws(GattError) -> NotificationDelivery {
+    public func notify(_ characteristic: String, value: [UInt8], central: BluetoothAddress? = nil) async throws(ATTError)
+        -> NotificationDelivery
+    {
         if let delivery = try notifyOnSockets(characteristic, value: value, central: central) { return delivery }
         guard let object = characteristics[characteristic] else { throw .notSupported }
         do {
@@ -147,8 +150,9 @@ public final class GattApplication: Sendable {
 
     /// Stores `value` and writes it to the acquired notification sockets at once, without suspending;
     /// nil when no socket is open (then ``notify(_:value:central:)`` sends `PropertiesChanged`).
-    public func notifyOnSockets(_ characteristic: String, value: [UInt8], central: String? = nil) throws(GattError) -> NotificationDelivery?
-    {
+    public func notifyOnSockets(
+        _ characteristic: String, value: [UInt8], central: BluetoothAddress? = nil
+    ) throws(ATTError) -> NotificationDelivery? {
         guard let object = characteristics[characteristic] else { throw .notSupported }
         object.value.withLock { $0 = value }
         return object.sendOnSockets(value, central: central)
@@ -170,8 +174,8 @@ public final class GattApplication: Sendable {
         serviceHandles[service].map(\.value).flatMap { $0 == 0 ? nil : $0 }
     }
 
-    /// The centrals (device paths, or "*" for a shared socket) with an open acquired notification socket.
-    public func acquiredNotificationCentrals(_ characteristic: String) -> [String] {
+    /// The owners of the open acquired notification sockets of `characteristic`.
+    public func acquiredNotificationCentrals(_ characteristic: String) -> [NotificationSocketOwner] {
         characteristics[characteristic]?.sockets.withLock { $0.filter { !$0.value.isClosed }.keys.sorted() } ?? []
     }
 
@@ -189,7 +193,27 @@ public final class GattApplication: Sendable {
 public enum NotificationDelivery: Sendable, Equatable {
     /// A `PropertiesChanged` signal: every subscribed central.
     case propertiesChanged
-    /// Written to the acquired sockets of these centrals (`*` is BlueZ 5.66's shared socket); `dropped`: the
-    /// centrals whose socket was full (not reading), with how many notifications their socket has dropped.
-    case sockets([String], dropped: [String: Int] = [:])
+    /// Written to the acquired sockets of these owners; `dropped`: the owners whose socket was full (not
+    /// reading), with how many notifications their socket has dropped.
+    case sockets([NotificationSocketOwner], dropped: [NotificationSocketOwner: Int] = [:])
+}
+
+/// Whose acquired notification socket it is: a central's (the device object BlueZ named, and its address),
+/// or the one BlueZ acquired without naming a device (``shared``, written `*`).
+public struct NotificationSocketOwner: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var device: DBusObjectPath?
+    public var central: BluetoothAddress?
+
+    public init(device: DBusObjectPath?, central: BluetoothAddress?) {
+        self.device = device
+        self.central = central
+    }
+
+    /// The socket of a call that named no device: BlueZ 5.66's one socket for every subscriber.
+    public static let shared = NotificationSocketOwner(device: nil, central: nil)
+
+    /// The device path, or `*`.
+    public var description: String { device?.rawValue ?? "*" }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
 }

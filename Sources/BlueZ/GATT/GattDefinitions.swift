@@ -1,8 +1,9 @@
+import Bluetooth
+
 /// A GATT service to export, with its characteristics.
 public struct GattServiceDefinition: Sendable, Equatable {
     public var id: String
-    /// The UUID in 128-bit string form or any form BlueZ accepts.
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var primary: Bool
     /// Ids of other services of the same application this one includes.
     public var includes: [String]
@@ -11,7 +12,7 @@ public struct GattServiceDefinition: Sendable, Equatable {
     public var handle: UInt16?
 
     public init(
-        id: String, uuid: String, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
+        id: String, uuid: BluetoothUUID, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
         handle: UInt16? = nil
     ) {
         self.id = id
@@ -52,11 +53,11 @@ public enum GattNotifyPath: String, Sendable, Equatable {
     case acquireNotify
 }
 
-/// A GATT characteristic to export; `flags` are BlueZ's flag strings (`read`, `notify`, `encrypt-write`, …).
+/// A GATT characteristic to export.
 public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
-    public var flags: [String]
+    public var uuid: BluetoothUUID
+    public var flags: CharacteristicFlags
     /// The value `Value` reports before any read or write.
     public var initialValue: [UInt8]
     public var notifyPath: GattNotifyPath
@@ -68,7 +69,7 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var handle: UInt16?
 
     public init(
-        id: String, uuid: String, flags: [String], initialValue: [UInt8] = [],
+        id: String, uuid: BluetoothUUID, flags: CharacteristicFlags, initialValue: [UInt8] = [],
         notifyPath: GattNotifyPath = .propertiesChanged, acquireWrite: Bool = false,
         descriptors: [GattDescriptorDefinition] = [], handle: UInt16? = nil
     ) {
@@ -81,20 +82,22 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
         self.acquireWrite = acquireWrite
         self.descriptors = descriptors
     }
-
-    var canNotify: Bool { flags.contains { $0.hasSuffix("notify") || $0.hasSuffix("indicate") } }
 }
 
 /// A descriptor to export; BlueZ owns the CCCD (0x2902), so it is never declared here.
 public struct GattDescriptorDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
-    public var flags: [String]
+    public var uuid: BluetoothUUID
+    /// Only `read`, `write`, their security and `authorize` apply to a descriptor.
+    public var flags: CharacteristicFlags
     public var initialValue: [UInt8]
     /// The handle to ask BlueZ for; nil: BlueZ chooses.
     public var handle: UInt16?
 
-    public init(id: String, uuid: String, flags: [String] = ["read"], initialValue: [UInt8] = [], handle: UInt16? = nil) {
+    public init(
+        id: String, uuid: BluetoothUUID, flags: CharacteristicFlags = CharacteristicFlags(properties: .read), initialValue: [UInt8] = [],
+        handle: UInt16? = nil
+    ) {
         self.handle = handle
         self.id = id
         self.uuid = uuid
@@ -106,8 +109,8 @@ public struct GattDescriptorDefinition: Sendable, Equatable {
 /// Answers the requests bluetoothd forwards from centrals; every method may suspend (e.g. for a delay).
 public protocol GattRequestHandler: Sendable {
     /// The value to return from `request.offset` on (the handler applies the offset).
-    func read(_ request: GattReadRequest) async throws(GattError) -> [UInt8]
-    func write(_ request: GattWriteRequest) async throws(GattError)
+    func read(_ request: GattReadRequest) async throws(ATTError) -> [UInt8]
+    func write(_ request: GattWriteRequest) async throws(ATTError)
     func subscriptionChanged(_ change: GattSubscriptionChange) async
     /// A central confirmed an indication of `characteristic`.
     func indicationConfirmed(characteristic: String) async

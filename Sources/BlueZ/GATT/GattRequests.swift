@@ -1,30 +1,33 @@
 import Bluetooth
 import DBus
 
-/// Where a GATT request came from: the central's device object and what BlueZ said of the link.
+/// Where a GATT request came from: the central and its link, as bluetoothd's options said (read once, by
+/// ``GattRequestOptions``).
 public struct GattRequestContext: Sendable, Equatable {
-    /// The central's `org.bluez.Device1` object, when BlueZ names it.
+    /// The central's `org.bluez.Device1` object, when BlueZ names one below the adapter.
     public var device: DBusObjectPath?
+    /// The central's address, from that device object.
+    public var central: BluetoothAddress?
     /// The negotiated ATT MTU, when BlueZ gives it.
-    public var mtu: UInt16?
-    /// `LE` or `BR/EDR`, when BlueZ gives it.
-    public var link: String?
-
-    /// The central's address, read from the device path (`…/dev_AA_BB_CC_DD_EE_FF`).
-    public var centralAddress: String? { device.flatMap(BlueZDevicePath.address(of:)) }
+    public var mtu: ATTMTU?
+    /// The link's transport, when BlueZ gives it.
+    public var link: LinkType?
 
     /// The D-Bus call that carried the request, if any (see ``begin()``).
     let call: DBusMethodCall?
 
     init(options: GattRequestOptions, call: DBusMethodCall? = nil) {
         device = options.device
+        central = options.central
         mtu = options.mtu
         link = options.link
         self.call = call
     }
 
-    public init(device: DBusObjectPath? = nil, mtu: UInt16? = nil, link: String? = nil) {
+    /// A request context as a test or a stand-in describes it.
+    public init(central: BluetoothAddress? = nil, mtu: ATTMTU? = nil, link: LinkType? = nil, device: DBusObjectPath? = nil) {
         self.device = device
+        self.central = central
         self.mtu = mtu
         self.link = link
         call = nil
@@ -37,48 +40,57 @@ public struct GattRequestContext: Sendable, Equatable {
 
     /// Equal when they describe the same central and link; the carrying call does not count.
     public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.device == rhs.device && lhs.mtu == rhs.mtu && lhs.link == rhs.link
+        lhs.device == rhs.device && lhs.central == rhs.central && lhs.mtu == rhs.mtu && lhs.link == rhs.link
     }
 }
 
-/// The `a{sv}` options bluetoothd passes with a GATT call, read in one pass over the entries (this runs for
-/// every read and write: no dictionary is built); unknown keys and mistyped values are ignored.
+/// The `a{sv}` options bluetoothd passes with a GATT call (`ReadValue`, `WriteValue`, `AcquireWrite`,
+/// `AcquireNotify`), typed once where they enter: the central (from the device object, only below the
+/// adapter), the link, the MTU, the offset, the write type, the prepare-authorize step. Read in one pass over
+/// the entries (this runs for every read and write: no dictionary is built); unknown keys and mistyped values
+/// are ignored.
 ///
-/// Numbers are checked here, where they enter: an offset outside 0…``maximumValueLength`` makes ``problem``
-/// say so (the call is refused with `InvalidOffset`), an MTU outside 23…517 is taken as not given.
-struct GattRequestOptions {
-    var device: DBusObjectPath?
-    var mtu: UInt16?
-    var link: String?
-    /// Always within 0…``maximumValueLength`` (0 when the caller's was not: see ``problem``).
-    var offset = 0
-    /// `request`, `command` or `reliable`, from BlueZ versions that say.
-    var type: String?
-    var prepareAuthorize = false
+/// Numbers are checked here: an offset outside 0…``ATTMTU/maximumValueLength`` makes ``problem`` say so (the
+/// call is refused with `InvalidOffset`), an MTU outside ``ATTMTU/valid`` is taken as not given.
+public struct GattRequestOptions: Sendable, Equatable {
+    public var device: DBusObjectPath?
+    public var central: BluetoothAddress?
+    public var mtu: ATTMTU?
+    public var link: LinkType?
+    /// Always within 0…``ATTMTU/maximumValueLength`` (0 when the caller's was not: see ``problem``).
+    public var offset = 0
+    /// BlueZ's `type` (`request`, `command`, `reliable`), from BlueZ versions that say.
+    public var writeType: GattWriteRequest.Kind?
+    /// The authorization step of a prepared write: no value is stored.
+    public var prepareAuthorize = false
     /// Why the call must be refused before it reaches the handler, if it must.
-    var problem: GattError?
+    public var problem: ATTError?
 
     /// The longest attribute value ATT allows, and so the largest meaningful offset.
     static let maximumValueLength = ATTMTU.maximumValueLength
     /// The ATT MTUs a link can have (Core spec: LE minimum 23; BlueZ's maximum 517).
     static let validMTUs: ClosedRange<UInt16> = 23...517
 
-    init() {}
+    public init() {}
 
-    /// Reads the current argument of `reader` (the call's options dictionary).
-    init(reading reader: inout DBusArgumentReader) {
+    /// Reads the current argument of `reader` (the call's options dictionary); a `device` outside `adapter`
+    /// names no central.
+    public init(reading reader: inout DBusArgumentReader, adapter: DBusObjectPath) {
         reader.forEachEntry { key, value in
             switch key {
-            case "device": device = value.objectPath()
-            case "mtu": mtu = value.integer().flatMap { UInt16(exactly: $0) }.flatMap { Self.validMTUs.contains($0) ? $0 : nil }
-            case "link": link = value.string().map { String($0.prefix(16)) }
+            case "device":
+                let path = value.objectPath()
+                central = path.flatMap { BlueZDevicePath.address(of: $0, on: adapter) }
+                device = central == nil ? nil : path
+            case "mtu": mtu = value.integer().flatMap(ATTMTU.init(exactly:))
+            case "link": link = value.string().flatMap(LinkType.init(rawValue:))
             case "offset":
-                if let given = value.integer(), (0...Int64(Self.maximumValueLength)).contains(given) {
+                if let given = value.integer(), (0...Int64(ATTMTU.maximumValueLength)).contains(given) {
                     offset = Int(given)
                 } else {
                     problem = .invalidOffset
                 }
-            case "type": type = value.string()
+            case "type": writeType = value.string().flatMap(GattWriteRequest.Kind.init(rawValue:))
             case "prepare-authorize": prepareAuthorize = value.boolean() ?? false
             default: break
             }
@@ -86,23 +98,25 @@ struct GattRequestOptions {
     }
 
     /// The options of a call whose only argument they are (`ReadValue`, `AcquireWrite`, `AcquireNotify`).
-    init(of call: DBusMethodCall) {
-        self = call.readArguments { GattRequestOptions(reading: &$0) }
+    init(of call: DBusMethodCall, adapter: DBusObjectPath) {
+        self = call.readArguments { GattRequestOptions(reading: &$0, adapter: adapter) }
     }
 
     /// `ReadValue(a{sv})`'s argument, or the error the call is refused with.
-    static func read(_ reader: inout DBusArgumentReader) -> Result<GattRequestOptions, GattError> {
-        let options = GattRequestOptions(reading: &reader)
+    public static func read(_ reader: inout DBusArgumentReader, adapter: DBusObjectPath) -> Result<GattRequestOptions, ATTError> {
+        let options = GattRequestOptions(reading: &reader, adapter: adapter)
         return options.problem.map { .failure($0) } ?? .success(options)
     }
 
     /// `WriteValue(ay, a{sv})`'s arguments, or the error the call is refused with: no central can write more
     /// than an attribute holds (only a stranger on the bus would try).
-    static func write(_ reader: inout DBusArgumentReader) -> Result<(value: [UInt8], options: GattRequestOptions), GattError> {
+    public static func write(
+        _ reader: inout DBusArgumentReader, adapter: DBusObjectPath
+    ) -> Result<(value: [UInt8], options: GattRequestOptions), ATTError> {
         let value = reader.bytes() ?? []
-        let options = GattRequestOptions(reading: &reader)
+        let options = GattRequestOptions(reading: &reader, adapter: adapter)
         if let problem = options.problem { return .failure(problem) }
-        guard options.offset + value.count <= maximumValueLength else { return .failure(.invalidValueLength) }
+        guard options.offset + value.count <= ATTMTU.maximumValueLength else { return .failure(.invalidValueLength) }
         return .success((value, options))
     }
 }
@@ -112,20 +126,22 @@ struct GattRequestOptions {
     /// Decodes the arguments as `ReadValue` and as `WriteValue` would; traps if a number that passes escapes
     /// the range the handlers rely on.
     public static func check(_ reader: inout DBusArgumentReader, asWrite: Bool) {
+        let adapter: DBusObjectPath = "/org/bluez/hci0"
         if asWrite {
-            guard case .success(let (value, options)) = GattRequestOptions.write(&reader) else { return }
-            precondition((0...GattRequestOptions.maximumValueLength).contains(options.offset + value.count))
-            check(options)
+            guard case .success(let (value, options)) = GattRequestOptions.write(&reader, adapter: adapter) else { return }
+            precondition((0...ATTMTU.maximumValueLength).contains(options.offset + value.count))
+            check(options, adapter: adapter)
         } else {
-            guard case .success(let options) = GattRequestOptions.read(&reader) else { return }
-            check(options)
+            guard case .success(let options) = GattRequestOptions.read(&reader, adapter: adapter) else { return }
+            check(options, adapter: adapter)
         }
     }
 
-    private static func check(_ options: GattRequestOptions) {
-        precondition((0...GattRequestOptions.maximumValueLength).contains(options.offset))
-        precondition(options.mtu.map(GattRequestOptions.validMTUs.contains) ?? true)
-        _ = GattRequestContext(options: options).centralAddress
+    private static func check(_ options: GattRequestOptions, adapter: DBusObjectPath) {
+        precondition((0...ATTMTU.maximumValueLength).contains(options.offset))
+        precondition(options.mtu.map { ATTMTU.valid.contains($0.rawValue) } ?? true)
+        precondition((options.device == nil) == (options.central == nil))
+        precondition(options.device.map { $0.isDescendant(of: adapter) } ?? true)
     }
 }
 
@@ -194,29 +210,31 @@ public struct GattSubscriptionChange: Sendable, Equatable {
 
 /// Device object paths as BlueZ builds them.
 public enum BlueZDevicePath {
-    /// `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF` for `AA:BB:CC:DD:EE:FF` (any case) under `adapter`.
-    static func path(of address: String, on adapter: DBusObjectPath) -> DBusObjectPath {
-        adapter.appending("dev_" + address.uppercased().replacing(":", with: "_"))
+    /// `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF` for `AA:BB:CC:DD:EE:FF` under `adapter`.
+    static func path(of address: BluetoothAddress, on adapter: DBusObjectPath) -> DBusObjectPath {
+        adapter.appending("dev_" + address.description.replacing(":", with: "_"))
     }
 
-    /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
-    public static func address(of path: DBusObjectPath) -> String? {
-        // Called for every request and notification: one pass over the last 21 bytes, no string searching.
+    /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`; with `adapter`, only for a device
+    /// object directly below it.
+    public static func address(of path: DBusObjectPath, on adapter: DBusObjectPath? = nil) -> BluetoothAddress? {
+        // One pass over the last 21 bytes, no string searching.
         var raw = path.rawValue
-        return raw.withUTF8 { bytes -> String? in
+        return raw.withUTF8 { bytes -> BluetoothAddress? in
             // "/dev_" + 17 characters of address, at the end.
             guard bytes.count >= 22, bytes[bytes.count - 22] == UInt8(ascii: "/") else { return nil }
+            if let adapter {
+                var prefix = adapter.rawValue
+                let matches = prefix.withUTF8 { prefix in
+                    prefix.count == bytes.count - 22 && prefix.elementsEqual(UnsafeBufferPointer(rebasing: bytes[..<(bytes.count - 22)]))
+                }
+                guard matches else { return nil }
+            }
             let last = UnsafeBufferPointer(rebasing: bytes[(bytes.count - 21)...])
             guard last[0] == UInt8(ascii: "d"), last[1] == UInt8(ascii: "e"), last[2] == UInt8(ascii: "v"),
                 last[3] == UInt8(ascii: "_")
             else { return nil }
-            return String(unsafeUninitializedCapacity: 17) { address in
-                for index in 0..<17 {
-                    let byte = last[4 + index]
-                    address[index] = byte == UInt8(ascii: "_") ? UInt8(ascii: ":") : byte
-                }
-                return 17
-            }
+            return BluetoothAddress(utf8: last[4...], separator: UInt8(ascii: "_"))
         }
     }
 }

@@ -77,7 +77,7 @@ public final class PairingAgent: Sendable {
     }
 
     /// The central a call names (its first argument, a device object); the arguments, decoded once.
-    private static func request(_ call: DBusMethodCall) throws -> (central: String, arguments: [DBusValue]) {
+    private static func request(_ call: DBusMethodCall) throws -> (central: BluetoothAddress, arguments: [DBusValue]) {
         // An agent's answer may wait for the control API: other calls to gattemu must not queue behind it.
         call.begin()
         let arguments = try call.arguments

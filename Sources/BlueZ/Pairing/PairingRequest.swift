@@ -5,20 +5,20 @@ import Bluetooth
 /// `central` is the address from the device object bluetoothd names.
 public enum PairingRequest: Sendable, Equatable, CustomStringConvertible {
     /// Just works: may this central pair (`RequestAuthorization`)?
-    case authorization(central: String)
+    case authorization(central: BluetoothAddress)
     /// Numeric comparison: does the central show this number too (`RequestConfirmation`)?
-    case confirmation(central: String, passkey: UInt32)
+    case confirmation(central: BluetoothAddress, passkey: UInt32)
     /// Passkey entry, the device types: which passkey does the central show (`RequestPasskey`)?
-    case passkeyEntry(central: String)
+    case passkeyEntry(central: BluetoothAddress)
     /// Passkey entry, the device displays: the central must type this (`DisplayPasskey`); `entered` digits
     /// typed so far when the central sends keypress notifications. Answered by nothing.
-    case passkeyDisplay(central: String, passkey: UInt32, entered: UInt16)
+    case passkeyDisplay(central: BluetoothAddress, passkey: UInt32, entered: UInt16)
     /// Classic (BR/EDR) PIN code requests, which an LE peripheral does not take.
-    case pinCode(central: String)
+    case pinCode(central: BluetoothAddress)
     /// May this central use a profile (`AuthorizeService`)?
-    case service(central: String, uuid: String)
+    case service(central: BluetoothAddress, uuid: String)
 
-    public var central: String {
+    public var central: BluetoothAddress {
         switch self {
         case .authorization(let central), .confirmation(let central, _), .passkeyEntry(let central),
             .passkeyDisplay(let central, _, _), .pinCode(let central), .service(let central, _):

@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 
 /// A Bluetooth adapter (`org.bluez.Adapter1`) as read when it was listed.
@@ -6,8 +7,8 @@ public struct Adapter: Sendable {
     public let path: DBusObjectPath
     /// `hci0`, `hci1`, …
     public let name: String
-    /// `AA:BB:CC:DD:EE:FF`.
-    public let address: String
+    /// ``BluetoothAddress/zero`` when bluetoothd gives none.
+    public let address: BluetoothAddress
     public let alias: String
     public let powered: Bool
     /// Advertising instances still free, when the adapter supports LE advertising.
@@ -25,7 +26,7 @@ public struct Adapter: Sendable {
         self.stack = stack
         self.path = path
         name = path.rawValue.split(separator: "/").last.map(String.init) ?? path.rawValue
-        address = adapterProperties["Address"]?.string ?? "00:00:00:00:00:00"
+        address = adapterProperties["Address"]?.string.flatMap(BluetoothAddress.init) ?? .zero
         alias = adapterProperties["Alias"]?.string ?? ""
         powered = adapterProperties["Powered"]?.boolean ?? false
         supportedInstances = advertisingProperties?["SupportedInstances"]?.integer.map(Int.init)
@@ -71,7 +72,7 @@ public struct Adapter: Sendable {
     }
 
     /// Asks BlueZ to disconnect the central with `address` from this adapter.
-    public func disconnect(central address: String) async throws(BlueZError) {
+    public func disconnect(central address: BluetoothAddress) async throws(BlueZError) {
         let device = BlueZDevicePath.path(of: address, on: path)
         do {
             _ = try await stack.connection.call(

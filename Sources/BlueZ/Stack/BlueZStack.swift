@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 import Synchronization
 
@@ -91,7 +92,7 @@ public final class BlueZStack: Sendable {
             guard let first = all.first else { throw .adapterNotFound("(any)", available: []) }
             return first
         }
-        guard let match = all.first(where: { $0.name == wanted || $0.address.equalsIgnoringCase(wanted) }) else {
+        guard let match = all.first(where: { $0.name == wanted || $0.address == BluetoothAddress(wanted) }) else {
             throw .adapterNotFound(wanted, available: all.map(\.name))
         }
         return match

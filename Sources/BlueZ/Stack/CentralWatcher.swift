@@ -1,12 +1,13 @@
+import Bluetooth
 import DBus
 import Synchronization
 
 /// A central connecting to or leaving an adapter.
 public enum CentralEvent: Sendable, Equatable {
-    case connected(address: String)
-    case disconnected(address: String)
+    case connected(address: BluetoothAddress)
+    case disconnected(address: BluetoothAddress)
     /// Pairing with the central completed (`Device1.Paired` became true).
-    case paired(address: String)
+    case paired(address: BluetoothAddress)
 }
 
 /// Follows `org.bluez.Device1` objects of one adapter and reports when centrals connect, disconnect and pair.
@@ -14,18 +15,18 @@ public enum CentralEvent: Sendable, Equatable {
 /// Keep the returned watcher alive; ``cancel()`` stops it.
 public final class CentralWatcher: Sendable {
     private let subscriptions: Mutex<[DBusSignalSubscription]>
-    private let connected: Locked<Set<String>>
+    private let connected: Locked<Set<BluetoothAddress>>
 
     /// The addresses of the centrals connected now.
-    public var connectedCentrals: [String] { connected.value.sorted() }
+    public var connectedCentrals: [BluetoothAddress] { connected.value.sorted() }
 
     /// Starts watching `adapter`; `handler` runs on the bus thread, in order, and must not block.
     public static func watch(adapter: Adapter, stack: BlueZStack, handler: @escaping @Sendable (CentralEvent) -> Void)
         async throws(BlueZError) -> CentralWatcher
     {
-        let connected = Locked<Set<String>>([])
+        let connected = Locked<Set<BluetoothAddress>>([])
         let update: @Sendable (DBusObjectPath, Bool) -> Void = { path, isConnected in
-            guard let address = BlueZDevicePath.address(of: path) else { return }
+            guard let address = BlueZDevicePath.address(of: path, on: adapter.path) else { return }
             let changed = connected.withLock { set in
                 isConnected ? set.insert(address).inserted : set.remove(address) != nil
             }
@@ -41,7 +42,7 @@ public final class CentralWatcher: Sendable {
                 arg0: BlueZNames.device)
         ) { signal in
             guard let changed = signal.arguments.dropFirst().first?.stringKeyedDictionary else { return }
-            if changed["Paired"]?.boolean == true, let address = BlueZDevicePath.address(of: signal.path) {
+            if changed["Paired"]?.boolean == true, let address = BlueZDevicePath.address(of: signal.path, on: adapter.path) {
                 handler(.paired(address: address))
             }
             if let isConnected = changed["Connected"]?.boolean { update(signal.path, isConnected) }
@@ -96,7 +97,7 @@ public final class CentralWatcher: Sendable {
         }
     }
 
-    private init(subscriptions: [DBusSignalSubscription], connected: Locked<Set<String>>) {
+    private init(subscriptions: [DBusSignalSubscription], connected: Locked<Set<BluetoothAddress>>) {
         self.subscriptions = Mutex(subscriptions)
         self.connected = connected
     }

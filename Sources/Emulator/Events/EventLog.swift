@@ -1,3 +1,4 @@
+import Bluetooth
 import DequeModule
 import Dispatch
 import Synchronization
@@ -116,6 +117,14 @@ public final class EventLog: Sendable {
     ) {
         record(
             EmulatorEvent(time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu))
+    }
+
+    /// Records an event of `central`, named in the log by its address (nil: of no central).
+    public func record(
+        _ kind: EmulatorEvent.Kind, central: BluetoothAddress?, characteristic: String? = nil, value: [UInt8]? = nil,
+        detail: String? = nil, mtu: Int? = nil
+    ) {
+        record(kind, central: central?.description, characteristic: characteristic, value: value, detail: detail, mtu: mtu)
     }
 
     public func record(_ event: EmulatorEvent) {

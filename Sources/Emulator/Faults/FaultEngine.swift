@@ -1,4 +1,5 @@
 import BlueZ
+import Bluetooth
 import Profile
 
 /// One operation the runtime asks the fault engine about.

@@ -13,12 +13,12 @@ public enum ProfileMapping {
                 id: service.id, uuid: service.uuid, primary: service.primary, includes: service.includes,
                 characteristics: service.characteristics.map { characteristic in
                     GattCharacteristicDefinition(
-                        id: characteristic.id, uuid: characteristic.uuid, flags: characteristic.flags.map(\.rawValue),
+                        id: characteristic.id, uuid: characteristic.uuid, flags: characteristic.declaredFlags,
                         initialValue: engine.value(of: characteristic.id),
                         notifyPath: characteristic.has(.notify) ? notifyPath : .propertiesChanged,
                         descriptors: characteristic.descriptors.map { descriptor in
                             GattDescriptorDefinition(
-                                id: descriptor.id, uuid: descriptor.uuid, flags: descriptor.flags.map(\.rawValue),
+                                id: descriptor.id, uuid: descriptor.uuid, flags: descriptor.declaredFlags,
                                 initialValue: profile.descriptorValue(descriptor, environment: engine.environment),
                                 handle: descriptor.handle)
                         }, handle: characteristic.handle)
@@ -46,22 +46,9 @@ public enum ProfileMapping {
         return advertisement
     }
 
-    public static func gattError(_ error: ATTError) -> GattError {
-        switch error {
-        case .failed: .failed
-        case .inProgress: .inProgress
-        case .notPermitted: .notPermitted
-        case .notAuthorized: .notAuthorized
-        case .invalidOffset: .invalidOffset
-        case .invalidValueLength: .invalidValueLength
-        case .notSupported: .notSupported
-        case .application(let code): .application(code)
-        }
-    }
-
     /// Advertising-budget problems of every advertisement and variant, located in the profile.
     public static func advertisementDiagnostics(_ profile: DeviceProfile) -> [Diagnostic] {
-        let environment = EngineEnvironment(adapterAddress: "00:00:00:00:00:00")
+        let environment = EngineEnvironment(adapterAddress: .zero)
         var diagnostics: [Diagnostic] = []
         for variant in [nil] + profile.variantNames.map(Optional.some) {
             for (index, spec) in profile.advertisements(variant: variant, environment: environment).enumerated() {

@@ -45,7 +45,7 @@ extension Emulator {
         case .original:
             key = nil
             if address.key == nil {
-                return AddressChange(adapter: adapter.name, identity: BluetoothAddress(adapter.address), irk: nil, changes: address.changes)
+                return AddressChange(adapter: adapter.name, identity: adapter.address, irk: nil, changes: address.changes)
             }
         }
         // The key itself is a secret (whoever has it can follow the device): only the answer to the request carries it.
@@ -75,7 +75,7 @@ extension Emulator {
             throw ControlFailure(.unavailable, "address change failed: \(failure)")
         }
         log.record(.note, detail: "address of \(adapter.name) changed: centrals now find the device at \(now)")
-        return AddressChange(adapter: adapter.name, identity: BluetoothAddress(adapter.address), irk: key, changes: address.changes)
+        return AddressChange(adapter: adapter.name, identity: adapter.address, irk: key, changes: address.changes)
     }
 
     /// At stop: the adapter shows its own address again (best effort, logged).

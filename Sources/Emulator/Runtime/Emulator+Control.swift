@@ -26,8 +26,7 @@ extension Emulator {
     /// The emulator now: adapter, advertising, centrals, GATT table with values, variables, timers, faults.
     public func status() -> EmulatorStatus {
         let initial = profile.initialState
-        let centrals = connectedCentrals.compactMap { address -> EmulatorStatus.Central? in
-            guard let typed = BluetoothAddress(address) else { return nil }
+        let centrals = connectedCentrals.map { address -> EmulatorStatus.Central in
             let id = CentralID(address: address)
             let own =
                 profile.connectionState.isEmpty
@@ -37,7 +36,7 @@ extension Emulator {
                         (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
                     })
             return EmulatorStatus.Central(
-                address: typed, mtu: faultState.mtus[address],
+                address: address, mtu: faultState.mtus[address]?.rawValue,
                 subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
         }
         let advertisements = engine.advertisements().map(ProfileMapping.advertisement)
@@ -46,7 +45,7 @@ extension Emulator {
             deviceName: engine.deviceName(),
             adapter: adapter.map {
                 EmulatorStatus.Adapter(
-                    name: $0.name, address: BluetoothAddress($0.address), alias: engine.deviceName() ?? $0.alias,
+                    name: $0.name, address: $0.address, alias: engine.deviceName() ?? $0.alias,
                     privateAddresses: address.key != nil)
             },
             advertising: EmulatorStatus.Advertising(
@@ -70,20 +69,18 @@ extension Emulator {
 
     /// The GATT table with current values and the handles bluetoothd assigned.
     func gattTable() -> [EmulatorStatus.Service] {
-        profile.services.filter { !absentServices.contains($0.id) }.compactMap { service in
-            guard let uuid = Bluetooth.BluetoothUUID(service.uuid) else { return nil }
-            return EmulatorStatus.Service(
-                id: service.id, uuid: uuid, primary: service.primary, handle: application?.serviceHandle(service.id),
-                characteristics: service.characteristics.compactMap { characteristic in
-                    guard let uuid = Bluetooth.BluetoothUUID(characteristic.uuid) else { return nil }
-                    return EmulatorStatus.Characteristic(
-                        id: characteristic.id, uuid: uuid, flags: characteristic.flags, handle: application?.handle(characteristic.id),
+        profile.services.filter { !absentServices.contains($0.id) }.map { service in
+            EmulatorStatus.Service(
+                id: service.id, uuid: service.uuid, primary: service.primary, handle: application?.serviceHandle(service.id),
+                characteristics: service.characteristics.map { characteristic in
+                    EmulatorStatus.Characteristic(
+                        id: characteristic.id, uuid: characteristic.uuid, flags: characteristic.flags,
+                        handle: application?.handle(characteristic.id),
                         value: engine.value(of: characteristic.id),
                         maxLength: characteristic.maxLength ?? ATTMTU.maximumValueLength,
-                        descriptors: characteristic.descriptors.compactMap { descriptor in
-                            guard let uuid = Bluetooth.BluetoothUUID(descriptor.uuid) else { return nil }
-                            return EmulatorStatus.Descriptor(
-                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: uuid, flags: descriptor.flags,
+                        descriptors: characteristic.descriptors.map { descriptor in
+                            EmulatorStatus.Descriptor(
+                                id: descriptor.id.isEmpty ? nil : descriptor.id, uuid: descriptor.uuid, flags: descriptor.flags,
                                 value: profile.descriptorValue(descriptor, environment: engine.environment))
                         })
                 })
@@ -221,8 +218,9 @@ extension Emulator {
 
     /// Disconnects a connected central.
     public func disconnect(central address: String) async throws(ControlFailure) {
-        guard let connected = connectedCentrals.first(where: { $0.equalsIgnoringCase(address) }) else {
-            throw ControlFailure(.notFound, "central \(address) is not connected", details: ["connected": connectedCentrals])
+        guard let connected = connectedCentrals.first(where: { BluetoothAddress(address) == $0 }) else {
+            throw ControlFailure(
+                .notFound, "central \(address) is not connected", details: ["connected": connectedCentrals.map(\.description)])
         }
         log.record(.note, central: connected, detail: "control: disconnect")
         do {

@@ -1,4 +1,5 @@
 import BlueZ
+import Bluetooth
 import Profile
 
 extension Emulator {
@@ -12,7 +13,7 @@ extension Emulator {
     /// At most ``maximumPendingEffectChains`` events' remaining effects wait at a time; past that, an event's
     /// remaining effects are dropped and logged, so a profile that delays after every write cannot grow the
     /// chain without bound.
-    func run(_ outcome: EngineOutcome, central: CentralID) async throws(GattError) -> Reply? {
+    func run(_ outcome: EngineOutcome, central: CentralID) async throws(ATTError) -> Reply? {
         for rule in outcome.firedRules {
             log.record(.rule, central: central.logged, detail: rule)
         }

@@ -1,4 +1,5 @@
 import BlueZ
+import Bluetooth
 import DBus
 import Profile
 
@@ -8,7 +9,7 @@ struct FaultState: Sendable {
     /// Tasks of `on: start` faults and adapter-level actions, by fault id, so removing a fault cancels them.
     var scheduled: [String: Task<Void, Never>] = [:]
     /// The ATT MTU each central last reported with a request.
-    var mtus: [String: UInt16] = [:]
+    var mtus: [BluetoothAddress: ATTMTU] = [:]
     /// True while a `silence` or `powerCycle` fault keeps advertising off.
     var silencedUntilResume = 0
     /// `silence` faults under way (counted in ``silencedUntilResume`` too); clearing the faults ends them.
@@ -37,9 +38,10 @@ extension Emulator {
     func applyFaults(
         _ kind: FaultOperationKind, _ id: GattAttributeID, _ central: CentralID,
         answerable: Bool = true
-    ) async throws(GattError) -> FaultPlan {
+    ) async throws(ATTError) -> FaultPlan {
         guard id.descriptor == nil else { return FaultPlan() }
-        let plan = faultState.engine.plan(for: FaultOperation(kind, characteristic: id.characteristic, centrals: [central.address]))
+        let plan = faultState.engine.plan(
+            for: FaultOperation(kind, characteristic: id.characteristic, centrals: [central.address.description]))
         guard !plan.isEmpty else { return plan }
         record(plan, central: central.address, characteristic: id.characteristic)
         if plan.disconnect { scheduleDisconnect([central.address]) }
@@ -54,7 +56,7 @@ extension Emulator {
             throw .failed
         }
         if let error = plan.error {
-            let gattError = ProfileMapping.gattError(error)
+            let gattError = error
             if !answerable {
                 log.record(
                     .note, central: central.address, characteristic: id.description,
@@ -68,8 +70,8 @@ extension Emulator {
     }
 
     /// Applies faults to a connection: disconnects and adapter-level actions.
-    func applyConnectFaults(_ address: String) {
-        let plan = faultState.engine.plan(for: FaultOperation(.connect, centrals: [address]))
+    func applyConnectFaults(_ address: BluetoothAddress) {
+        let plan = faultState.engine.plan(for: FaultOperation(.connect, centrals: [address.description]))
         guard !plan.isEmpty else { return }
         record(plan, central: address, characteristic: nil)
         if plan.disconnect { scheduleDisconnect([address]) }
@@ -78,12 +80,12 @@ extension Emulator {
     /// Sends a notification or indication through the fault engine: delayed, dropped, corrupted,
     /// truncated, duplicated or held back for reordering as the faults say, each send logged.
     func sendNotification(_ characteristic: String, value: [UInt8], target: NotificationTarget, indicate: Bool) async {
-        let address: String? = if case .central(let id) = target { id.address } else { nil }
+        let address: BluetoothAddress? = if case .central(let id) = target { id.address } else { nil }
         let recipients =
             address.map { [$0] }
             ?? engine.subscribers[characteristic]?.map(\.address) ?? connectedCentrals
         let plan = faultState.engine.plan(
-            for: FaultOperation(indicate ? .indicate : .notify, characteristic: characteristic, centrals: recipients))
+            for: FaultOperation(indicate ? .indicate : .notify, characteristic: characteristic, centrals: recipients.map(\.description)))
         if !plan.isEmpty {
             record(plan, central: address, characteristic: characteristic)
             if plan.disconnect { scheduleDisconnect(recipients) }
@@ -107,12 +109,12 @@ extension Emulator {
     /// A value as it must leave for `recipients`: whole when it fits every recipient's ATT MTU − 3 (or no MTU is
     /// known); in MTU − 3 pieces for a characteristic with `fragment`; else whole, with a note that BlueZ will
     /// send only the first MTU − 3 bytes — gattemu never lets that truncation pass silently.
-    func pieces(_ value: [UInt8], characteristic: String, recipients: [String], indicate: Bool) -> [[UInt8]] {
+    func pieces(_ value: [UInt8], characteristic: String, recipients: [BluetoothAddress], indicate: Bool) -> [[UInt8]] {
         // Every central can take 20 bytes (the minimum ATT MTU, 23): the common case costs one comparison.
-        guard value.count > 20, let mtu = recipients.compactMap({ faultState.mtus[$0] }).min(), value.count > Int(mtu) - 3 else {
+        guard value.count > 20, let mtu = recipients.compactMap({ faultState.mtus[$0] }).min(), value.count > mtu.payload else {
             return [value]
         }
-        let size = max(1, Int(mtu) - 3)
+        let size = max(1, mtu.payload)
         let what = indicate ? "indication" : "notification"
         if profile.characteristic(characteristic)?.fragment == true {
             let pieces = stride(from: 0, to: value.count, by: size).map { Array(value[$0..<min($0 + size, value.count)]) }
@@ -121,7 +123,7 @@ extension Emulator {
                 detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (ATT MTU \(mtu))")
             return pieces
         }
-        let who = recipients.filter { (faultState.mtus[$0] ?? .max) == mtu }.joined(separator: ",")
+        let who = recipients.filter { faultState.mtus[$0] == mtu }.map(\.description).joined(separator: ",")
         log.record(
             .note, central: recipients.count == 1 ? recipients[0] : nil, characteristic: characteristic, value: value,
             detail: "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(size) bytes"
@@ -131,7 +133,7 @@ extension Emulator {
 
     /// Hands one value to BlueZ and logs how it left. Socket writes happen without leaving the actor, so the
     /// log keeps them in order with the events around them (a disconnection the notification preceded).
-    func deliver(_ characteristic: String, value: [UInt8], central address: String?, indicate: Bool) async {
+    func deliver(_ characteristic: String, value: [UInt8], central address: BluetoothAddress?, indicate: Bool) async {
         do {
             var delivery = try application?.notifyOnSockets(characteristic, value: value, central: address)
             if delivery == nil, let application {
@@ -141,7 +143,7 @@ extension Emulator {
             if case .sockets(_, let dropped)? = delivery {
                 for (socket, count) in dropped.sorted(by: { $0.key < $1.key }) {
                     log.record(
-                        .note, central: Self.central(ofSocket: socket) ?? address, characteristic: characteristic, value: value,
+                        .note, central: socket.central ?? address, characteristic: characteristic, value: value,
                         detail: "\(what) dropped: the central is not reading its notification socket (\(count) dropped on it so far)")
                 }
             }
@@ -156,7 +158,7 @@ extension Emulator {
             let how =
                 switch delivery {
                 case .sockets(let centrals, _)?:
-                    "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.joined(separator: ",")
+                    "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.map(\.description).joined(separator: ",")
                 case .propertiesChanged?: "PropertiesChanged"
                 case nil: "not sent (no GATT application)"
                 }
@@ -166,13 +168,8 @@ extension Emulator {
         }
     }
 
-    /// The central address of a notification socket's key (a device path), nil for BlueZ 5.66's shared `*`.
-    static func central(ofSocket key: String) -> String? {
-        BlueZDevicePath.address(of: DBusObjectPath(key))
-    }
-
     /// Logs each fired fault and starts its adapter-level actions.
-    func record(_ plan: FaultPlan, central: String?, characteristic: String?) {
+    func record(_ plan: FaultPlan, central: BluetoothAddress?, characteristic: String?) {
         for fired in plan.fired {
             log.record(.fault, central: central, characteristic: characteristic, detail: fired.detail)
         }
@@ -180,14 +177,14 @@ extension Emulator {
     }
 
     /// Disconnects centrals shortly after the current operation is answered.
-    func scheduleDisconnect(_ addresses: [String]) {
+    func scheduleDisconnect(_ addresses: [BluetoothAddress]) {
         Task(executorPreference: loop) { [weak self] in
             try? await Task.sleep(for: .milliseconds(50))
             for address in addresses { await self?.disconnectCentral(address) }
         }
     }
 
-    func disconnectCentral(_ address: String) async {
+    func disconnectCentral(_ address: BluetoothAddress) async {
         log.record(.note, central: address, detail: "disconnecting (fault)")
         do {
             try await adapter?.disconnect(central: address)

@@ -25,7 +25,7 @@ struct PendingPairingPrompt {
     var snapshot: PairingSnapshot.Prompt {
         var passkey: UInt32?
         if case .confirmation(_, let shown) = request { passkey = shown }
-        return PairingSnapshot.Prompt(id: id, central: BluetoothAddress(request.central), kind: kind, passkey: passkey)
+        return PairingSnapshot.Prompt(id: id, central: request.central, kind: kind, passkey: passkey)
     }
 }
 
@@ -98,14 +98,14 @@ extension Emulator: PairingHandler {
             return .accept
         case .passkeyDisplay(_, let passkey, _):
             // Shown (GET /v1/pairing) until this pairing ends: ``pairingEnded(with:)``.
-            pairing.displayed = PairingSnapshot.Displayed(central: BluetoothAddress(central), passkey: passkey)
+            pairing.displayed = PairingSnapshot.Displayed(central: central, passkey: passkey)
             log.record(.pairing, central: central, detail: "\(request): the central's user types it")
             return .accept
         case .authorization, .confirmation, .passkeyEntry:
             break
         }
         // Pairing faults: refuse, answer wrongly, or anything that applies to any operation (disconnect, …).
-        let plan = faultState.engine.plan(for: FaultOperation(.pair, centrals: [central]))
+        let plan = faultState.engine.plan(for: FaultOperation(.pair, centrals: [central.description]))
         if !plan.isEmpty {
             record(plan, central: central, characteristic: nil)
             if plan.disconnect { scheduleDisconnect([central]) }
@@ -199,8 +199,8 @@ extension Emulator: PairingHandler {
     }
 
     /// The pairing with `central` ended (it paired, or went away): the passkey displayed for it is no longer shown.
-    func pairingEnded(with central: String) {
-        if let displayed = pairing.displayed, displayed.central == BluetoothAddress(central) { pairing.displayed = nil }
+    func pairingEnded(with central: BluetoothAddress) {
+        if pairing.displayed?.central == central { pairing.displayed = nil }
     }
 
     /// Answers the waiting prompt, if it is still `id` (a newer question gets no answer meant for an older one): a
@@ -253,8 +253,7 @@ extension Emulator: PairingHandler {
         guard let adapter else { return }
         do {
             for paired in try await adapter.pairedCentrals() {
-                guard let address = BluetoothAddress(paired.address) else { continue }
-                try await adapter.forget(central: address)
+                try await adapter.forget(central: paired.address)
                 log.record(.unpaired, central: paired.address, detail: "keys forgotten (fault); the central was not told")
             }
         } catch {
@@ -266,8 +265,8 @@ extension Emulator: PairingHandler {
     public func forgetBond(_ address: String) async throws(ControlFailure) {
         guard let typed = BluetoothAddress(address) else { throw ControlFailure(.invalid, "bad central address") }
         let known = try await bonds()
-        guard known.contains(where: { $0.address == typed.description }) else {
-            throw ControlFailure(.notFound, "no central \(typed) is paired", details: ["known": known.map(\.address)])
+        guard known.contains(where: { $0.address == typed }) else {
+            throw ControlFailure(.notFound, "no central \(typed) is paired", details: ["known": known.map(\.address.description)])
         }
         guard let adapter else { throw ControlFailure(.unavailable, "not registered with bluetoothd") }
         do {
@@ -275,6 +274,6 @@ extension Emulator: PairingHandler {
         } catch {
             throw ControlFailure(.unavailable, error.description)
         }
-        log.record(.unpaired, central: typed.description, detail: "keys forgotten (control API); the central was not told")
+        log.record(.unpaired, central: typed, detail: "keys forgotten (control API); the central was not told")
     }
 }

@@ -1,8 +1,9 @@
 import BlueZ
+import Bluetooth
 import Profile
 
 extension Emulator: GattRequestHandler {
-    public func read(_ request: GattReadRequest) async throws(GattError) -> [UInt8] {
+    public func read(_ request: GattReadRequest) async throws(ATTError) -> [UInt8] {
         let central = centralID(request.context)
         noteMTU(request.context, central)
         let id = request.attribute
@@ -26,7 +27,7 @@ extension Emulator: GattRequestHandler {
             recordOperation(.answer, central: central.address, characteristic: id.description, value: answer)
             return answer
         case .error(let error)?:
-            throw answer(ProfileMapping.gattError(error), central, id)
+            throw answer(error, central, id)
         case .success?, nil:
             let stored = engine.value(of: id.characteristic)
             guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
@@ -36,7 +37,7 @@ extension Emulator: GattRequestHandler {
         }
     }
 
-    public func write(_ request: GattWriteRequest) async throws(GattError) {
+    public func write(_ request: GattWriteRequest) async throws(ATTError) {
         let central = centralID(request.context)
         noteMTU(request.context, central)
         let id = request.attribute
@@ -68,10 +69,10 @@ extension Emulator: GattRequestHandler {
             if request.bluetoothdAnswered {
                 log.record(
                     .note, central: central.address, characteristic: id.description,
-                    detail: "error \(ProfileMapping.gattError(error)) not delivered: bluetoothd already acknowledged this write")
+                    detail: "error \(error) not delivered: bluetoothd already acknowledged this write")
                 return
             }
-            throw answer(ProfileMapping.gattError(error), central, id)
+            throw answer(error, central, id)
         }
         if !request.bluetoothdAnswered {
             recordOperation(.answer, central: central.address, characteristic: id.description, detail: "success")
@@ -98,7 +99,7 @@ extension Emulator: GattRequestHandler {
     }
 
     /// Logs the ATT error about to be returned and hands it back for throwing.
-    func answer(_ error: GattError, _ central: CentralID, _ id: GattAttributeID) -> GattError {
+    func answer(_ error: ATTError, _ central: CentralID, _ id: GattAttributeID) -> ATTError {
         recordOperation(.answer, central: central.address, characteristic: id.description, detail: "error \(error)")
         return error
     }
@@ -109,11 +110,12 @@ extension Emulator: GattRequestHandler {
     }
 
     /// Logs a GATT operation of `central` with the ATT MTU of its link (when bluetoothd has told it).
-    func recordOperation(_ kind: EmulatorEvent.Kind, central: String?, characteristic: String, value: [UInt8]? = nil, detail: String? = nil)
-    {
+    func recordOperation(
+        _ kind: EmulatorEvent.Kind, central: BluetoothAddress?, characteristic: String, value: [UInt8]? = nil, detail: String? = nil
+    ) {
         log.record(
             kind, central: central, characteristic: characteristic, value: value, detail: detail,
-            mtu: central.flatMap { faultState.mtus[$0] }.map(Int.init))
+            mtu: central.flatMap { faultState.mtus[$0] }.map { Int($0.rawValue) })
     }
 
     /// Logs a central's ATT MTU the first time a request reveals it and whenever it changes (BlueZ tells
@@ -121,12 +123,12 @@ extension Emulator: GattRequestHandler {
     func noteMTU(_ context: GattRequestContext, _ central: CentralID) {
         guard let mtu = context.mtu, faultState.mtus[central.address] != mtu else { return }
         faultState.mtus[central.address] = mtu
-        log.record(.mtu, central: central.address, detail: String(mtu))
+        log.record(.mtu, central: central.address, detail: mtu.description)
     }
 
     /// The central a request came from: BlueZ's `device` option, else ``latestCentral``.
     func centralID(_ context: GattRequestContext) -> CentralID {
-        if let address = context.centralAddress { return CentralID(address: address) }
+        if let address = context.central { return CentralID(address: address) }
         return latestCentral
     }
 
@@ -165,9 +167,9 @@ extension Emulator: GattRequestHandler {
 
 extension CentralID {
     /// The address ``Emulator/latestCentral`` stands in with while no central is connected.
-    static let nobody = "00:00:00:00:00:00"
+    static let nobody = BluetoothAddress.zero
 
     /// The address as the event log names it: nil for the stand-in (a trigger or timer fired with nobody
     /// connected), so that no made-up central appears in the log, the dashboard or a report.
-    var logged: String? { address == Self.nobody ? nil : address }
+    var logged: BluetoothAddress? { address == Self.nobody ? nil : address }
 }

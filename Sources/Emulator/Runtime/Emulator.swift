@@ -1,4 +1,5 @@
 import BlueZ
+import Bluetooth
 import DBus
 import FoundationEssentials
 import Profile
@@ -39,7 +40,7 @@ public actor Emulator {
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     /// Hands ``centralEvents`` to the actor; awaited on stop so its events are logged before `stopped`.
     var centralEventsTask: Task<Void, Never>?
-    var connectedCentrals: [String] = []
+    var connectedCentrals: [BluetoothAddress] = []
     var stopped = false
     /// Fault engine and control-API bookkeeping (see `Emulator+Faults.swift`).
     var faultState: FaultState
@@ -63,7 +64,7 @@ public actor Emulator {
         self.options = options
         self.log = log
         self.engine = BehaviourEngine(
-            profile: profile, environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00", seed: options.seed))
+            profile: profile, environment: EngineEnvironment(adapterAddress: .zero, seed: options.seed))
         self.faultState = FaultState(seed: options.seed)
         self.absentServices = Set(profile.services.filter { !$0.present }.map(\.id))
         (terminations, terminationRequests) = AsyncStream.makeStream(of: String.self)

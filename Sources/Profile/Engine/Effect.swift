@@ -1,27 +1,10 @@
+import Bluetooth
+
 /// The answer to a pending read or write.
 public enum Reply: Sendable, Equatable {
     case value([UInt8])
     case success
     case error(ATTError)
-}
-
-/// An ATT error a read/write may end with; the runtime maps these to `org.bluez.Error.*`.
-public enum ATTError: Sendable, Equatable, CustomStringConvertible {
-    case failed, inProgress, notPermitted, notAuthorized, invalidOffset, invalidValueLength, notSupported
-    /// An application error code, 0x80...0x9F (sent as `org.bluez.Error.Failed` with message "0x80").
-    case application(UInt8)
-
-    /// The names profiles use, e.g. `not-permitted`.
-    public static let namesInProfiles: [String: ATTError] = [
-        "failed": .failed, "in-progress": .inProgress, "not-permitted": .notPermitted,
-        "not-authorized": .notAuthorized, "invalid-offset": .invalidOffset,
-        "invalid-value-length": .invalidValueLength, "not-supported": .notSupported,
-    ]
-
-    public var description: String {
-        if case .application(let code) = self { return "0x" + [code].hexString() }
-        return Self.namesInProfiles.first { $0.value == self }?.key ?? "failed"
-    }
 }
 
 /// Who receives a notification.
@@ -79,12 +62,12 @@ public struct EngineOutcome: Sendable, Equatable {
 
 /// What the engine needs from the host: the adapter address and the seed for randomness.
 public struct EngineEnvironment: Sendable, Equatable {
-    /// `AA:BB:CC:DD:EE:FF`; templates see it as `address` (12 uppercase hex) and `addressWithColons`.
-    public var adapterAddress: String
+    /// Templates see it as `address` (12 uppercase hex) and `addressWithColons`.
+    public var adapterAddress: BluetoothAddress
     /// The same seed and the same events give the same effects.
     public var seed: UInt64
 
-    public init(adapterAddress: String, seed: UInt64 = 0) {
+    public init(adapterAddress: BluetoothAddress, seed: UInt64 = 0) {
         self.adapterAddress = adapterAddress
         self.seed = seed
     }

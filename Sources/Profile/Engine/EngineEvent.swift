@@ -1,12 +1,14 @@
-/// A connected central, identified by its address `AA:BB:CC:DD:EE:FF`.
-public struct CentralID: Hashable, Sendable, CustomStringConvertible {
-    public var address: String
+import Bluetooth
 
-    public init(address: String) {
+/// A connected central, identified by its address.
+public struct CentralID: Hashable, Sendable, CustomStringConvertible {
+    public var address: BluetoothAddress
+
+    public init(address: BluetoothAddress) {
         self.address = address
     }
 
-    public var description: String { address }
+    public var description: String { address.description }
 }
 
 /// Something that happened, reported by the runtime to the engine.

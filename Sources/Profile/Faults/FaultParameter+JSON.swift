@@ -1,3 +1,4 @@
+import Bluetooth
 import FaultCatalog
 
 /// A fault kind's value grammar (``FaultCatalog``) applied to JSON: what the profile's fault decoder accepts.

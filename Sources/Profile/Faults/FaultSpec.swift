@@ -1,3 +1,4 @@
+import Bluetooth
 import FaultCatalog
 
 /// One fault to inject: which operations it watches (scope), when it fires, and what it does.

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// A validated device profile: GATT table, advertisements, variables, state, timers and rules.
 ///
 /// Load one with `ProfileLoader.load(path:overrides:)`. It keeps its source tree, so code outside this
@@ -71,18 +73,18 @@ public struct DeviceProfile: Sendable {
     /// characteristics share it, as a HID device's Reports do, so a UUID is never taken for one of them); nil when
     /// `name` is no characteristic's UUID.
     public func idHint(forUUID name: String) -> String? {
-        guard let uuid = BluetoothUUID.normalize(name) else { return nil }
+        guard let uuid = BluetoothUUID(name) else { return nil }
         return Self.idHint(ids: characteristics.filter { $0.uuid == uuid }.map(\.id))
     }
 
     /// Characteristic ids by UUID (several where characteristics share one), for ``idHint(forUUID:in:)``.
-    static func characteristicIDsByUUID(_ characteristics: [CharacteristicDefinition]) -> [String: [String]] {
+    static func characteristicIDsByUUID(_ characteristics: [CharacteristicDefinition]) -> [BluetoothUUID: [String]] {
         Dictionary(grouping: characteristics, by: \.uuid).mapValues { $0.map(\.id) }
     }
 
     /// ``idHint(forUUID:)`` with an index built once, for checks that may ask for each of many rules.
-    static func idHint(forUUID name: String, in idsByUUID: [String: [String]]) -> String? {
-        BluetoothUUID.normalize(name).flatMap { idsByUUID[$0] }.flatMap(idHint(ids:))
+    static func idHint(forUUID name: String, in idsByUUID: [BluetoothUUID: [String]]) -> String? {
+        BluetoothUUID(name).flatMap { idsByUUID[$0] }.flatMap(idHint(ids:))
     }
 
     /// The hint naming `ids` (the first five of a hostile profile's thousands, so each message stays short).

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// A behaviour rule: when `trigger` happens and every condition holds, run `actions` in order.
 public struct Rule: Sendable, Equatable {
     /// The given id, or `rules[N]`.

@@ -44,11 +44,10 @@ extension DeviceProfile {
     /// when a characteristic or descriptor asks for an encrypted link; nil when the profile needs no agent.
     public var pairingSecurity: SecurityDefinition? {
         if let security { return security }
-        func needsPairing(_ flags: [String]) -> Bool { CharacteristicSecurity(bluezFlags: flags).needsPairing }
         let secured = services.contains { service in
             service.characteristics.contains { characteristic in
-                needsPairing(characteristic.flags.map(\.rawValue))
-                    || characteristic.descriptors.contains { needsPairing($0.flags.map(\.rawValue)) }
+                characteristic.declaredFlags.security.needsPairing
+                    || characteristic.descriptors.contains { $0.declaredFlags.security.needsPairing }
             }
         }
         return secured ? .standard : nil

@@ -1,8 +1,9 @@
+import Bluetooth
+
 /// A GATT service: id for rules, normalised UUID, characteristics.
 public struct ServiceDefinition: Sendable, Equatable {
     public var id: String
-    /// Lowercase 128-bit form.
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var primary: Bool
     /// Ids of included services.
     public var includes: [String]
@@ -19,7 +20,7 @@ public struct ServiceDefinition: Sendable, Equatable {
 /// A GATT characteristic. Its `id` is the name rules and engine events use.
 public struct CharacteristicDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var flags: [CharacteristicFlag]
     /// The initial value; `regenerate` says when the engine renders it again.
     public var value: ValueSource
@@ -40,17 +41,27 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     public var frames: FrameFormat?
 
     public func has(_ flag: CharacteristicFlag) -> Bool { flags.contains(flag) }
+
+    /// The flags as Bluetooth's model of a characteristic has them (what the GATT table declares).
+    public var declaredFlags: CharacteristicFlags {
+        flags.reduce(into: CharacteristicFlags()) { $1.declare(in: &$0) }
+    }
 }
 
 /// A GATT descriptor (e.g. 0x2901 user description, 0x2904 presentation format).
 public struct DescriptorDefinition: Sendable, Equatable {
     public var id: String
-    public var uuid: String
+    public var uuid: BluetoothUUID
     public var flags: [DescriptorFlag]
     public var value: ValueSource
     /// The ATT handle asked of BlueZ; nil lets BlueZ choose.
     public var handle: UInt16?
     public var path: String
+
+    /// The flags as Bluetooth's model has them (a descriptor's: read, write, their security, authorize).
+    public var declaredFlags: CharacteristicFlags {
+        flags.reduce(into: CharacteristicFlags()) { $1.declare(in: &$0) }
+    }
 }
 
 /// A characteristic flag; the raw value is the BlueZ `Flags` string.
@@ -75,6 +86,40 @@ public enum CharacteristicFlag: String, Sendable, CaseIterable, Equatable {
     case secureIndicate = "secure-indicate"
 }
 
+/// Where ``CharacteristicSecurity`` keeps one operation's level.
+typealias SecuredOperation = WritableKeyPath<CharacteristicSecurity, CharacteristicSecurity.Level> & Sendable
+
+extension CharacteristicFlag {
+    /// The security flags: the operation each secures and the level it asks for.
+    static let securityLevels: [CharacteristicFlag: (SecuredOperation, CharacteristicSecurity.Level)] = [
+        .encryptRead: (\.read, .encrypted), .encryptWrite: (\.write, .encrypted), .encryptNotify: (\.notify, .encrypted),
+        .encryptIndicate: (\.indicate, .encrypted), .encryptAuthenticatedRead: (\.read, .authenticated),
+        .encryptAuthenticatedWrite: (\.write, .authenticated), .encryptAuthenticatedNotify: (\.notify, .authenticated),
+        .encryptAuthenticatedIndicate: (\.indicate, .authenticated), .secureRead: (\.read, .secure), .secureWrite: (\.write, .secure),
+        .secureNotify: (\.notify, .secure), .secureIndicate: (\.indicate, .secure),
+    ]
+
+    /// Adds what this flag declares to `flags`.
+    func declare(in flags: inout CharacteristicFlags) {
+        switch self {
+        case .broadcast: flags.properties.insert(.broadcast)
+        case .read: flags.properties.insert(.read)
+        case .write: flags.properties.insert(.write)
+        case .notify: flags.properties.insert(.notify)
+        case .indicate: flags.properties.insert(.indicate)
+        case .writeWithoutResponse: flags.properties.insert(.writeWithoutResponse)
+        case .authenticatedSignedWrites: flags.properties.insert(.authenticatedSignedWrites)
+        case .extendedProperties: flags.properties.insert(.extendedProperties)
+        case .authorize: flags.authorize = true
+        case .reliableWrite: flags.reliableWrite = true
+        case .writableAuxiliaries: flags.writableAuxiliaries = true
+        default:
+            guard let (operation, level) = Self.securityLevels[self] else { return }
+            flags.security[keyPath: operation] = max(flags.security[keyPath: operation], level)
+        }
+    }
+}
+
 /// A descriptor flag; the raw value is the BlueZ `Flags` string.
 public enum DescriptorFlag: String, Sendable, CaseIterable, Equatable {
     case read, write, authorize
@@ -84,6 +129,25 @@ public enum DescriptorFlag: String, Sendable, CaseIterable, Equatable {
     case encryptAuthenticatedWrite = "encrypt-authenticated-write"
     case secureRead = "secure-read"
     case secureWrite = "secure-write"
+}
+
+extension DescriptorFlag {
+    /// Adds what this flag declares to `flags`: what the characteristic flag of the same name declares.
+    func declare(in flags: inout CharacteristicFlags) {
+        let same: CharacteristicFlag =
+            switch self {
+            case .read: .read
+            case .write: .write
+            case .authorize: .authorize
+            case .encryptRead: .encryptRead
+            case .encryptWrite: .encryptWrite
+            case .encryptAuthenticatedRead: .encryptAuthenticatedRead
+            case .encryptAuthenticatedWrite: .encryptAuthenticatedWrite
+            case .secureRead: .secureRead
+            case .secureWrite: .secureWrite
+            }
+        same.declare(in: &flags)
+    }
 }
 
 /// When a characteristic's value is rendered again from its template.

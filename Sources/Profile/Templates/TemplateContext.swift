@@ -6,10 +6,10 @@ import Bluetooth
 public struct TemplateContext: Sendable {
     public var variables: [String: ProfileValue]
     public var state: [String: ProfileValue]
-    /// The adapter's address, `AA:BB:CC:DD:EE:FF`.
-    public var adapterAddress: String
+    /// The adapter's address.
+    public var adapterAddress: BluetoothAddress
     /// The central the event came from, if any.
-    public var centralAddress: String?
+    public var centralAddress: BluetoothAddress?
     /// The written value being handled; empty otherwise.
     public var request: [UInt8]
     /// Current characteristic values by id, for `value(id)`.
@@ -23,7 +23,7 @@ public struct TemplateContext: Sendable {
 
     public init(
         variables: [String: ProfileValue] = [:], state: [String: ProfileValue] = [:],
-        adapterAddress: String = "00:00:00:00:00:00", centralAddress: String? = nil, request: [UInt8] = [],
+        adapterAddress: BluetoothAddress = .zero, centralAddress: BluetoothAddress? = nil, request: [UInt8] = [],
         characteristicValues: [String: [UInt8]] = [:], arguments: [String: String] = [:],
         counters: [String: Int] = [:], generator: SeededGenerator = SeededGenerator(seed: 0)
     ) {

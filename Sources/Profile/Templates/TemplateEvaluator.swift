@@ -1,3 +1,4 @@
+import Bluetooth
 import Lexical
 
 /// A value while evaluating an expression.
@@ -149,20 +150,16 @@ extension Template {
     private func lookup(_ name: String, in context: TemplateContext) -> TemplateValue {
         switch name {
         case "request": return .bytes(context.request)
-        case "address": return .text(compactAddress(context.adapterAddress))
-        case "addressWithColons": return .text(context.adapterAddress.uppercased())
-        case "addressBytes": return .bytes(ValueForm.hex.bytes(context.adapterAddress) ?? [])
-        case "central": return .text(compactAddress(context.centralAddress ?? ""))
-        case "centralWithColons": return .text((context.centralAddress ?? "").uppercased())
-        case "centralBytes": return .bytes(ValueForm.hex.bytes(context.centralAddress ?? "") ?? [])
+        case "address": return .text(context.adapterAddress.compact)
+        case "addressWithColons": return .text(context.adapterAddress.description)
+        case "addressBytes": return .bytes(context.adapterAddress.bytes)
+        case "central": return .text(context.centralAddress?.compact ?? "")
+        case "centralWithColons": return .text(context.centralAddress?.description ?? "")
+        case "centralBytes": return .bytes(context.centralAddress?.bytes ?? [])
         default:
             if let value = context.state[name] ?? context.variables[name] { return TemplateValue(value) }
             return .bytes([])
         }
-    }
-
-    private func compactAddress(_ address: String) -> String {
-        address.uppercased().filter { $0 != ":" && $0 != "-" }
     }
 
     private func call(_ name: String, _ arguments: [TemplateExpression], in context: inout TemplateContext) -> TemplateValue {

@@ -126,7 +126,7 @@ extension ProfileDecoder {
                     let memberPath = JSONPath.appending(member.key, to: dataPath)
                     guard let uuid = uuid(JSONNode(.string(member.key), at: member.keyLocation), memberPath) else { continue }
                     if let source = valueSource(member.value, memberPath, usage: .advertisement) {
-                        data[uuid] = source.template
+                        data[uuid.description] = source.template
                     }
                 }
                 fields.serviceData = data

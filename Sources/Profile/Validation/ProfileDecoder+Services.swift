@@ -1,3 +1,5 @@
+import Bluetooth
+
 extension ProfileDecoder {
     mutating func service(_ node: JSONNode, _ path: String) -> ServiceDefinition? {
         guard
@@ -8,7 +10,7 @@ extension ProfileDecoder {
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
         let uuidValue = required(node, "uuid", path).flatMap { self.uuid($0, sub("uuid")) }
         var service = ServiceDefinition(
-            id: id ?? "", uuid: uuidValue ?? "", primary: true, includes: [], characteristics: [], handle: nil, path: path)
+            id: id ?? "", uuid: uuidValue ?? BluetoothUUID(0), primary: true, includes: [], characteristics: [], handle: nil, path: path)
         if let primary = node["primary"] { service.primary = bool(primary, sub("primary")) ?? true }
         if let present = node["present"] { service.present = bool(present, sub("present")) ?? true }
         if let handle = node["handle"] { service.handle = attributeHandle(handle, sub("handle")) }
@@ -56,7 +58,7 @@ extension ProfileDecoder {
             }
         }
         var definition = CharacteristicDefinition(
-            id: id ?? "", uuid: uuidValue ?? "", flags: flags, value: .empty, maxLength: nil, storeWrites: nil,
+            id: id ?? "", uuid: uuidValue ?? BluetoothUUID(0), flags: flags, value: .empty, maxLength: nil, storeWrites: nil,
             descriptors: [], description: nil, handle: nil, path: path)
         if let value = node["value"] {
             definition.value = valueSource(value, sub("value"), usage: .initialValue) ?? .empty
@@ -129,7 +131,7 @@ extension ProfileDecoder {
         else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         var definition = DescriptorDefinition(
-            id: "\(owner)-descriptor\(index)", uuid: "", flags: [.read], value: .empty, handle: nil, path: path)
+            id: "\(owner)-descriptor\(index)", uuid: BluetoothUUID(0), flags: [.read], value: .empty, handle: nil, path: path)
         if let id = node["id"] { definition.id = identifier(id, sub("id")) ?? definition.id }
         if let handle = node["handle"] { definition.handle = attributeHandle(handle, sub("handle")) }
         if let flagsNode = node["flags"], let items = array(flagsNode, sub("flags")) {
@@ -151,13 +153,13 @@ extension ProfileDecoder {
             guard let type = string(typeNode, sub("type")) else { return nil }
             switch type {
             case "user-description":
-                definition.uuid = "00002901" + BluetoothUUID.baseSuffix
+                definition.uuid = .userDescription
                 if let text = required(node, "text", path).flatMap({ string($0, sub("text")) }) {
                     definition.value = ValueSource(template: .literal(Array(text.utf8)))
                 }
                 reportMisplaced(node, path, keys: ["uuid", "value"] + typed.filter { $0 != "text" }, context: "a user-description")
             case "presentation-format":
-                definition.uuid = "00002904" + BluetoothUUID.baseSuffix
+                definition.uuid = .presentationFormat
                 let format = node["format"].flatMap { flexibleInteger($0, sub("format"), in: 0...255) } ?? 0
                 let exponent = node["exponent"].flatMap { integer($0, sub("exponent"), in: -128...127) } ?? 0
                 let unit = node["unit"].flatMap { flexibleInteger($0, sub("unit"), in: 0...0xFFFF) } ?? 0x2700

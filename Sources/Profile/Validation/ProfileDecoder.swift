@@ -1,3 +1,4 @@
+import Bluetooth
 import Lexical
 
 /// Turns a merged JSON tree into a `DeviceProfile`, collecting every problem as a `Diagnostic`.
@@ -20,7 +21,7 @@ struct ProfileDecoder {
     /// Service UUIDs by service id, so advertisements can name services by id.
     var serviceUUIDsByID: [String: String] = [:]
     /// The ids of the characteristics decoded so far by UUID, for the hint when a rule names one by UUID.
-    var characteristicIDsByUUID: [String: [String]] = [:]
+    var characteristicIDsByUUID: [BluetoothUUID: [String]] = [:]
     let file: String
     /// Bounds the work of "did you mean" hints for the whole profile (shared with ``SemanticChecks``).
     let suggestions = SuggestionBudget()
@@ -169,9 +170,9 @@ struct ProfileDecoder {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
     }
 
-    mutating func uuid(_ node: JSONNode, _ path: String) -> String? {
+    mutating func uuid(_ node: JSONNode, _ path: String) -> BluetoothUUID? {
         guard let text = string(node, path) else { return nil }
-        guard let normalized = BluetoothUUID.normalize(text) else {
+        guard let normalized = BluetoothUUID(text) else {
             error(
                 node, path, "\"\(text)\" is not a UUID",
                 hint: "use 16-bit (\"180f\"), 32-bit or 128-bit (\"1bc50001-0200-d29e-e511-446c609db825\") form")
@@ -185,12 +186,12 @@ struct ProfileDecoder {
         guard let items = array(node, path) else { return nil }
         var seen: Set<String> = []
         return items.enumerated().compactMap { index, item -> String? in
-            if case .string(let text) = item.value, BluetoothUUID.normalize(text) == nil,
+            if case .string(let text) = item.value, BluetoothUUID(text) == nil,
                 let uuid = serviceUUIDsByID[text]
             {
                 return uuid
             }
-            return uuid(item, JSONPath.appending(index, to: path))
+            return uuid(item, JSONPath.appending(index, to: path))?.description
         }.filter { seen.insert($0).inserted }  // two services that share a UUID, named by id: advertised once
     }
 

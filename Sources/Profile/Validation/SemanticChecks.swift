@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Cross-reference checks over a decoded profile: ids, names, flags, lengths and templates.
 ///
 /// Every lookup goes through a dictionary or set built once, so checking is linear in the size of the profile
@@ -9,7 +11,7 @@ struct SemanticChecks {
     /// The first characteristic with each id.
     let characteristicsByID: [String: CharacteristicDefinition]
     /// Characteristic ids by UUID, for the hint when a rule names a characteristic by UUID.
-    let characteristicIDsByUUID: [String: [String]]
+    let characteristicIDsByUUID: [BluetoothUUID: [String]]
     let variablesByName: [String: NamedValue]
     let stateByName: [String: NamedValue]
     let timerIDs: Set<String>
@@ -33,7 +35,7 @@ struct SemanticChecks {
         triggerNames = Set(profile.triggers.map(\.name))
         variantNames = Set(profile.variantNames)
         staticContext = profile.staticContext(
-            environment: EngineEnvironment(adapterAddress: "00:00:00:00:00:00"), state: nil, variables: nil)
+            environment: EngineEnvironment(adapterAddress: .zero), state: nil, variables: nil)
     }
 
     mutating func report(_ path: String, _ message: String, hint: String? = nil) {

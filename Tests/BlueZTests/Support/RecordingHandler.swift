@@ -1,4 +1,5 @@
 import BlueZ
+import Bluetooth
 import DBus
 
 /// A request handler that records what it gets and answers from a script.
@@ -7,20 +8,20 @@ final class RecordingHandler: GattRequestHandler {
     let writes = Locked<[GattWriteRequest]>([])
     let subscriptions = Locked<[GattSubscriptionChange]>([])
     let value: [UInt8]
-    let writeError: GattError?
+    let writeError: ATTError?
 
-    init(value: [UInt8] = Array(0..<100), writeError: GattError? = nil) {
+    init(value: [UInt8] = Array(0..<100), writeError: ATTError? = nil) {
         self.value = value
         self.writeError = writeError
     }
 
-    func read(_ request: GattReadRequest) async throws(GattError) -> [UInt8] {
+    func read(_ request: GattReadRequest) async throws(ATTError) -> [UInt8] {
         reads.withLock { $0.append(request) }
         guard request.offset <= value.count else { throw .invalidOffset }
         return Array(value.dropFirst(request.offset))
     }
 
-    func write(_ request: GattWriteRequest) async throws(GattError) {
+    func write(_ request: GattWriteRequest) async throws(ATTError) {
         writes.withLock { $0.append(request) }
         if let writeError { throw writeError }
     }

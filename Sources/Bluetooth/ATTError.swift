@@ -1,0 +1,48 @@
+/// The error a GATT server answers a read or write with — the one vocabulary of profiles (`"fail"`), faults,
+/// the behaviour engine and the BlueZ layer, which sends it as the matching `org.bluez.Error.*` reply.
+///
+/// ``code(writing:)`` is the ``ATTErrorCode`` the central then receives, as bluetoothd maps its D-Bus errors.
+public enum ATTError: Error, Sendable, Hashable, CustomStringConvertible {
+    case failed, inProgress, notPermitted, notAuthorized, invalidOffset, invalidValueLength, notSupported
+    /// An application error code, 0x80…0x9F (sent as `org.bluez.Error.Failed` with message `0x80`).
+    case application(UInt8)
+
+    /// The names profiles and fault specs use, e.g. `not-permitted`.
+    public static let namesInProfiles: [String: ATTError] = [
+        "failed": .failed, "in-progress": .inProgress, "not-permitted": .notPermitted,
+        "not-authorized": .notAuthorized, "invalid-offset": .invalidOffset,
+        "invalid-value-length": .invalidValueLength, "not-supported": .notSupported,
+    ]
+
+    /// The application error codes.
+    public static let applicationCodes: ClosedRange<UInt8> = 0x80...0x9F
+
+    /// The error code the central receives: `notPermitted` is read or write not permitted as the operation was;
+    /// `failed` is bluetoothd's stand-in application error 0x80 (an application error's own code when named).
+    public func code(writing: Bool) -> ATTErrorCode {
+        switch self {
+        case .failed: ATTErrorCode(rawValue: 0x80)
+        case .inProgress: ATTErrorCode(rawValue: 0xFE)
+        case .notPermitted: writing ? .writeNotPermitted : .readNotPermitted
+        case .notAuthorized: .insufficientAuthorization
+        case .invalidOffset: .invalidOffset
+        case .invalidValueLength: .invalidAttributeValueLength
+        case .notSupported: .requestNotSupported
+        case .application(let code): ATTErrorCode(rawValue: code)
+        }
+    }
+
+    /// `not-permitted`, …; `0x80` for an application error.
+    public var description: String {
+        switch self {
+        case .failed: "failed"
+        case .inProgress: "in-progress"
+        case .notPermitted: "not-permitted"
+        case .notAuthorized: "not-authorized"
+        case .invalidOffset: "invalid-offset"
+        case .invalidValueLength: "invalid-value-length"
+        case .notSupported: "not-supported"
+        case .application(let code): "0x" + HexDigits.pair(code)
+        }
+    }
+}
