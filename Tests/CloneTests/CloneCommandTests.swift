@@ -14,11 +14,12 @@ import Testing
         let run = try await GattemuCommand.run(
             ["clone", Lock.name, "--adapter", "hci0", "-o", output, "--listen", "0.3"], bus: rig.bus.address)
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(
-            run.stdout.hasPrefix(
-                "cloned \(Lock.address) \"\(Lock.name)\" (public) on hci0: 1 services, 6 characteristics, 5 values read, 2 reads refused, 3 notifications in 0.3 s"
-            ),
-            "\(run.stdout)")
+        // The listening time is measured, so at least the 0.3 s asked for (more on a loaded machine), not exactly it.
+        let summary =
+            "cloned \(Lock.address) \"\(Lock.name)\" (public) on hci0: 1 services, 6 characteristics, 5 values read, 2 reads refused, 3 notifications in "
+        #expect(run.stdout.hasPrefix(summary), "\(run.stdout)")
+        let listened = run.stdout.dropFirst(summary.count).prefix { $0 != " " }
+        #expect(Double(listened).map { $0 >= 0.3 && $0 < 60 } == true, "listened \(listened) s: \(run.stdout)")
         #expect(run.stdout.contains("profile written to \(output)"))
         #expect(
             run.stderr.contains("scanning on hci0") && run.stderr.contains("connecting to \(Lock.address)"),
