@@ -1,6 +1,5 @@
 import DBus
 import Foundation
-import Profile
 
 #if FUZZING
     /// libFuzzer entry point; the target comes from `GATTEMU_FUZZ_TARGET` (profile, template, dbus, dbus-request, engine,
@@ -28,8 +27,6 @@ import Profile
             FileHandle.standardError.write(Data("gattemu-fuzz: no shipped profiles found (set GATTEMU_ROOT)\n".utf8))
             return 2
         }
-        // The fault catalog is built on first use: built during an input, its boxes count as that input's leak.
-        _ = FaultSpecDecoder.actionKeys
         var count = argc
         var arguments = argv
         return runFuzzerDriver(&count, &arguments) { data, size in fuzzOneInput(data, size) }

@@ -57,6 +57,7 @@ public enum FaultSpecDecoder {
             FaultSpecError(path: key.map { JSONPath.appending($0, to: path) } ?? path, message: message, location: at.location)
         }
         guard case .object(let members) = node.value else { throw fail(node, nil, "a fault is an object, found \(node.value.kindName)") }
+        let actionKeys = Self.actionKeys  // the catalog is built on each use: once per spec, not per member
         for member in members where !scopeKeys.contains(member.key) && !actionKeys.contains(member.key) {
             let hint = Suggestions.hint(for: member.key, in: scopeKeys + actionKeys).map { " (\($0))" } ?? ""
             throw fail(member.value, member.key, "unknown key \"\(member.key)\"\(hint)")
