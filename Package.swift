@@ -69,6 +69,10 @@ let package = Package(
                 "BlueZ", "Profile", "Bluetooth", "TextEscaping",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
+        // `gattemu relay`: the link to the real device as a central, forwarding the mirror's operations, and the
+        // session's recording.
+        .target(
+            name: "Relay", dependencies: ["BlueZ", "Bluetooth", "DBus", "DeviceClone", "Emulator", "Profile", "Replica", "TextEscaping"]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
         .target(name: "ControlBodies", dependencies: ["Bluetooth", "Lexical", "Profile", "ControlContract"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
@@ -93,7 +97,7 @@ let package = Package(
             name: "gattemu",
             dependencies: [
                 "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
-                "DeviceClone", "TextEscaping", "FaultCatalog",
+                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

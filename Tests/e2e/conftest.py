@@ -183,7 +183,7 @@ async def central(env) -> Central:
 
 
 def _is_gattemu(argv: list[str]) -> bool:
-    return any(Path(a).name == "gattemu" for a in argv[:1]) and "run" in argv[1:2]
+    return any(Path(a).name == "gattemu" for a in argv[:1]) and argv[1:2] in (["run"], ["relay"])
 
 
 def gattemu_ready(output: str) -> bool:

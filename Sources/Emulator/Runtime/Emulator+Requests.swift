@@ -10,6 +10,13 @@ extension Emulator: GattRequestHandler {
         recordOperation(
             .read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
         request.context.begin()
+        if let upstream = relayState.upstream {
+            // A relay: the device answers, the faults act on both sides of it.
+            let faults = try await applyFaults(.read, id, central)
+            let bytes = faults.mutate(try await relayRead(upstream, id, offset: request.offset, central: central))
+            recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
+            return bytes
+        }
         if let descriptor = id.descriptor {
             // Descriptors are served from their declared value.
             let value = descriptorValue(characteristic: id.characteristic, descriptor: descriptor)
@@ -47,6 +54,10 @@ extension Emulator: GattRequestHandler {
                 + (request.offset > 0 ? " offset \(request.offset)" : ""))
         request.context.begin()
         if request.prepareAuthorize { return }
+        if let upstream = relayState.upstream {
+            try await relay(request, to: upstream, central: central)
+            return
+        }
         guard id.descriptor == nil else { return }
         do {
             _ = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
@@ -79,6 +90,24 @@ extension Emulator: GattRequestHandler {
         }
     }
 
+    /// A write forwarded to the relay's device after the faults acted on it; a write bluetoothd already
+    /// acknowledged goes as a Write Command and its errors stay in the log.
+    private func relay(_ request: GattWriteRequest, to upstream: any RelayUpstream, central: CentralID) async throws(ATTError) {
+        let id = request.attribute
+        do {
+            _ = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
+            try await relayWrite(
+                upstream, id, value: request.value, offset: request.offset,
+                withResponse: request.kind != .command && !request.bluetoothdAnswered, central: central)
+        } catch {
+            if request.bluetoothdAnswered { return }
+            throw answer(error, central, id)
+        }
+        if !request.bluetoothdAnswered {
+            recordOperation(.answer, central: central.address, characteristic: id.description, detail: "success")
+        }
+    }
+
     public func subscriptionChanged(_ change: GattSubscriptionChange) async {
         let central = centralID(change.context)
         let subscribed = change.kind == .started || change.kind == .acquired
@@ -87,6 +116,9 @@ extension Emulator: GattRequestHandler {
             subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
             detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
         change.context.begin()
+        if let upstream = relayState.upstream {
+            await relaySubscription(upstream, change.characteristic, central: central.address, subscribed: subscribed)
+        }
         let event: EngineEvent =
             subscribed
             ? .subscribe(characteristic: change.characteristic, central: central)
@@ -145,12 +177,19 @@ extension Emulator: GattRequestHandler {
             connectedCentrals.append(address)
             log.record(.connected, central: address)
             applyConnectFaults(address)
+            await relayState.upstream?.central(address, connected: true)
             _ = try? await run(engine.handle(.connect(CentralID(address: address))), central: CentralID(address: address))
         case .disconnected(let address):
             connectedCentrals.removeAll { $0 == address }
             faultState.mtus[address] = nil
             log.record(.disconnected, central: address)
             pairingEnded(with: address)
+            for (characteristic, subscribers) in relayState.subscribers where subscribers.contains(address) {
+                if let upstream = relayState.upstream {
+                    await relaySubscription(upstream, characteristic, central: address, subscribed: false)
+                }
+            }
+            await relayState.upstream?.central(address, connected: false)
             _ = try? await run(engine.handle(.disconnect(CentralID(address: address))), central: CentralID(address: address))
         case .paired(let address):
             log.record(.paired, central: address)
