@@ -4,8 +4,11 @@ runs the device's app flow against the mirror. Each flow's bytes through the rel
 fresh device with the same seed; the profile the relay records, run alone, answers the flow with the same bytes."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import os
+import time
 import random
 import re
 import secrets
@@ -15,7 +18,8 @@ from unittest import mock
 import pytest
 
 import flows
-from conftest import report
+from central import amgmt
+from conftest import bluetoothd, report
 from flows import BLEPROOF_SERVICE, FLOWS, LEAF_SERVICE, NOKE_SERVICE
 
 CASES = {
@@ -113,3 +117,75 @@ async def test_flow_through_the_relay_is_byte_identical(device, central, start_g
     assert replayed == direct, "\n".join(["direct:", *direct, "replayed:", *replayed])
     report(f"relay {device}: {len(direct)} exchanged lines byte-identical directly, through the relay and from the "
            f"recorded profile; {len(legs)} relayed legs logged")
+
+
+def start_relay(start_peripheral, gattemu_bin, device_address: str, relay_adapters, tmp_path, *args: str):
+    upstream, mirror, _ = relay_adapters
+    events = tmp_path / "relay-events.jsonl"
+    relay = start_peripheral(
+        name="relay", adapter=mirror,
+        cmd=f"{gattemu_bin} relay {device_address} --adapter {{adapter}} --upstream-adapter {upstream}",
+        extra_args=["--events", str(events), "--control", "off", *args])
+    relay.events = events
+    return relay
+
+
+def relay_events(relay) -> list[dict]:
+    return [json.loads(line) for line in relay.events.read_text().splitlines() if line.strip()]
+
+
+async def wait_event(relay, kind: str, after: int = 0, timeout: float = 60.0) -> dict:
+    """The first event of `kind` with a sequence number above `after`, waiting for it."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for event in relay_events(relay):
+            if event["event"] == kind and event["seq"] > after:
+                return event
+        assert relay.running, relay.tail()
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no {kind} event within {timeout} s:\n{relay.tail()}")
+
+
+async def test_relay_follows_the_device_away_and_back(central, start_gattemu, start_peripheral, gattemu_bin,
+                                                      relay_adapters, needs_separate_stack, tmp_path):
+    """The device goes away (stopped) while a central is connected to the mirror: the relay says so, the central
+    is disconnected, the mirror stops advertising; the device comes back: the relay attaches again by itself and
+    the app flow passes through it. Then bluetoothd itself restarts (the device's and the relay's): the same."""
+    _, _, mirror_address = relay_adapters
+    profile, flow = FLOWS["noke"]
+    match = CASES["noke"]
+    device = start_gattemu(profile, args=["--seed", SEED])
+    adv = await device.advertising(central, **match)
+    relay = start_relay(start_peripheral, gattemu_bin, adv.address, relay_adapters, tmp_path)
+    await relay.advertising(central, address=mirror_address, **match)
+    conn = await central.connect(mirror_address)
+    # The device goes away as a real one does (powered off): its links drop.
+    device.stop()
+    await amgmt("--index", os.environ["GATTEMU_PERIPH"].removeprefix("hci"), "power", "off")
+    lost = await wait_event(relay, "device-lost", timeout=30)
+    for _ in range(100):
+        if not conn.is_connected:
+            break
+        await asyncio.sleep(0.1)
+    assert not conn.is_connected, "the central stayed connected to the mirror of a device that went away"
+    await central.wait_gone(address=mirror_address, timeout=30)
+
+    started = time.monotonic()
+    device = start_gattemu(profile, args=["--seed", SEED])
+    await device.advertising(central, **match)
+    back = await wait_event(relay, "device-back", after=lost["seq"], timeout=60)
+    await relay.advertising(central, address=mirror_address, **match)
+    away_back = time.monotonic() - started
+    assert await run_flow(flow, central, mirror_address), relay.tail()
+
+    started = time.monotonic()
+    bluetoothd("restart")
+    lost2 = await wait_event(relay, "device-lost", after=back["seq"], timeout=60)
+    await wait_event(relay, "device-back", after=lost2["seq"], timeout=90)
+    await relay.advertising(central, address=mirror_address, **match)
+    restart_back = time.monotonic() - started
+    lines = await run_flow(flow, central, mirror_address)
+    assert any(line.startswith("<- ") for line in lines), lines
+    assert relay.running and device.running
+    report(f"relay: device away and back: mirror advertising again {away_back:.1f} s after the device was started; "
+           f"bluetoothd restart: relay back and the flow passing {restart_back:.1f} s after the restart began")
