@@ -69,6 +69,26 @@ import Testing
         #expect(reads == [Hex.string([0x0B] + Array("RelayLock".utf8)), Hex.string([0x0B] + Array("Status".utf8))])
     }
 
+    /// At MTU 517 a PDU takes more than one ACL packet (251 bytes each): tshark reassembles the same PDUs.
+    @Test func tsharkReassemblesLongPDUs() throws {
+        var replica = RelaySession.replica()
+        replica.mtu = 517
+        let notified = (0..<500).map { UInt8($0 % 199) }
+        let written = (0..<512).map { UInt8($0 % 173) }
+        replica.conversation = [
+            DeviceReplica.Event(.read(handle: 17, offset: 0, value: RelaySession.longValue), time: 1),
+            DeviceReplica.Event(.notification(handle: 13, value: notified, indication: false), time: 2),
+            DeviceReplica.Event(.write(handle: 17, value: written, withResponse: true), time: 3),
+        ]
+        let output = BTSnoopExport.write(replica, central: RelaySession.phone, start: RelaySession.start)
+        let pdus = try Self.tshark(output.bytes)
+        let expected: [[UInt8]] = [
+            [0x0A] + Self.le16(17), [0x0B] + RelaySession.longValue, [0x1B] + Self.le16(13) + notified,
+            [0x12] + Self.le16(17) + written, [0x13],
+        ]
+        #expect(pdus.suffix(expected.count).map(\.hex) == expected.map { Hex.string($0) })
+    }
+
     /// The table tshark reads from the discovery responses is the replica's.
     @Test func tsharkSeesTheTable() throws {
         let replica = RelaySession.replica()
