@@ -89,6 +89,31 @@ import Testing
         #expect(pdus.suffix(expected.count).map(\.hex) == expected.map { Hex.string($0) })
     }
 
+    /// A write followed by the device's error for it is one request answered by the error (no Write Response);
+    /// a long one fails at the part the device refused, or at the Execute Write.
+    @Test func tsharkSeesRefusedWrites() throws {
+        var replica = RelaySession.replica()
+        let long = RelaySession.longWrite
+        replica.conversation = [
+            DeviceReplica.Event(.write(handle: 11, value: [9, 9], withResponse: true), time: 1),
+            DeviceReplica.Event(.error(handle: 11, request: .writeRequest, code: .valueNotAllowed), time: 1.01),
+            DeviceReplica.Event(.write(handle: 17, value: long, withResponse: true), time: 2),
+            DeviceReplica.Event(.error(handle: 17, request: .prepareWriteRequest, code: .prepareQueueFull), time: 2.01),
+            DeviceReplica.Event(.write(handle: 17, value: long, withResponse: true), time: 3),
+            DeviceReplica.Event(.error(handle: 17, request: .executeWriteRequest, code: .invalidAttributeValueLength), time: 3.01),
+        ]
+        let output = BTSnoopExport.write(replica, central: RelaySession.phone, start: RelaySession.start)
+        let pdus = try Self.tshark(output.bytes)
+        let part: [UInt8] = Self.le16(17) + Self.le16(0) + long[0..<180]
+        let rest: [UInt8] = Self.le16(17) + Self.le16(180) + long[180...]
+        let expected: [[UInt8]] = [
+            [0x12] + Self.le16(11) + [9, 9], [0x01, 0x12] + Self.le16(11) + [0x13],
+            [0x16] + part, [0x01, 0x16] + Self.le16(17) + [0x09],
+            [0x16] + part, [0x17] + part, [0x16] + rest, [0x17] + rest, [0x18, 0x01], [0x01, 0x18] + Self.le16(17) + [0x0D],
+        ]
+        #expect(pdus.suffix(expected.count).map(\.hex) == expected.map { Hex.string($0) })
+    }
+
     /// The table tshark reads from the discovery responses is the replica's.
     @Test func tsharkSeesTheTable() throws {
         let replica = RelaySession.replica()
