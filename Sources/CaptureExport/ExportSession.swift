@@ -25,8 +25,8 @@ struct ExportSession {
     /// The records of the event being written, and how many.
     private var pending: [UInt8] = []
     private var pendingFrames = 0
-    /// Open links: the replica's connection number → HCI connection handle.
-    private var links: [Int: UInt16] = [:]
+    /// Open links, oldest first: the replica's connection number and its HCI connection handle.
+    private var links: [(number: Int, handle: UInt16)] = []
     private var nextHandle: UInt16 = 0x0040
     private var discovered = false
     private var secured = false
@@ -39,6 +39,8 @@ struct ExportSession {
     static let latestStart: Int64 = 253_402_300_799_000_000
     /// Event times past this many seconds (about 31 years) are taken as unknown.
     static let latestTime = 1e9
+    /// At most this many links open at once (a controller has a few): opening one more closes the oldest.
+    static let maximumLinks = 16
 
     init(replica: DeviceReplica, central: BluetoothAddress, centralType: AddressType, start: Int64, limits: BTSnoopExport.Limits) {
         self.replica = replica
@@ -130,10 +132,11 @@ struct ExportSession {
         }
         switch event.kind {
         case .connected:
+            // A connection already open was lost unseen: it ends before the new one.
+            disconnect(event.connection)
             _ = link(event.connection, reads: reads)
         case .disconnected:
-            guard let handle = links.removeValue(forKey: event.connection) else { return 1 }
-            self.event(HCIPacket.disconnectionComplete(handle: handle))
+            disconnect(event.connection)
         case .read(let handle, let offset, let value):
             let link = link(event.connection, reads: reads)
             att(link, ATTOperations.read(handle, offset: offset, value: cut(value), mtu: mtu))
@@ -149,7 +152,7 @@ struct ExportSession {
             let link = link(event.connection, reads: reads)
             att(link, ATTOperations.notification(handle, value: cut(value), indication: indication, mtu: mtu))
         case .subscribe(let handle, let notify, let indicate):
-            guard let configuration = table.characteristic(value: handle)?.configuration else {
+            guard let configuration = table.configurations[handle] else {
                 skipped["subscriptions to a characteristic without a client configuration descriptor", default: 0] += 1
                 return 1
             }
@@ -181,11 +184,13 @@ struct ExportSession {
 
     /// The HCI handle of connection `number`, connecting it first (and discovering on the first link).
     private mutating func link(_ number: Int, reads: [ATTStep]) -> UInt16 {
-        if let handle = links[number] { return handle }
+        if let open = links.first(where: { $0.number == number }) { return open.handle }
+        if links.count >= Self.maximumLinks { disconnect(links[0].number) }
+        // Handles 0x0001–0x0EFF, the next one not in use (at most maximumLinks are).
         var handle = nextHandle
-        while links.values.contains(handle) { handle = handle >= 0x0EFF ? 0x0001 : handle + 1 }
+        while links.contains(where: { $0.handle == handle }) { handle = handle >= 0x0EFF ? 0x0001 : handle + 1 }
         nextHandle = handle >= 0x0EFF ? 0x0001 : handle + 1
-        links[number] = handle
+        links.append((number, handle))
         command(HCIPacket.leCreateConnection(peer: device, peerType: deviceType & 1, ownType: centralType.isRandom ? 1 : 0))
         event(HCIPacket.event(0x0F, [0, 1] + HCIPacket.le16(0x200D)))
         event(HCIPacket.leConnectionComplete(handle: handle, role: 0, peer: device, peerType: deviceType, enhanced: deviceType > 1))
@@ -198,6 +203,12 @@ struct ExportSession {
             if !asks { secure(handle) }
         }
         return handle
+    }
+
+    /// Disconnection Complete for connection `number`, when it is open.
+    private mutating func disconnect(_ number: Int) {
+        guard let index = links.firstIndex(where: { $0.number == number }) else { return }
+        event(HCIPacket.disconnectionComplete(handle: links.remove(at: index).handle))
     }
 
     /// The pairing the recording saw (SMP on channel 6) and the encryption, once.

@@ -35,6 +35,8 @@ struct ExportTable {
 
     private(set) var services: [Service] = []
     private(set) var notes: [String] = []
+    /// Client configuration handles by the value handle they configure.
+    private(set) var configurations: [UInt16: UInt16] = [:]
 
     init(_ replica: DeviceReplica) {
         var accepted: [(DeviceReplica.Service, Service)] = []
@@ -69,6 +71,11 @@ struct ExportTable {
             accepted[index].1.includes = includes
         }
         services = accepted.map(\.1)
+        for service in services {
+            for characteristic in service.characteristics {
+                if let configuration = characteristic.configuration { configurations[characteristic.value] = configuration }
+            }
+        }
     }
 
     /// `source` with its characteristics checked in handle order; nil when the service itself cannot be laid out.
@@ -114,13 +121,5 @@ struct ExportTable {
             characteristics[index].end = index + 1 < characteristics.count ? characteristics[index + 1].declaration - 1 : end
         }
         return Service(uuid: source.uuid, primary: source.isPrimary, handle: handle, end: end, characteristics: characteristics)
-    }
-
-    /// The characteristic whose value handle is `handle`.
-    func characteristic(value handle: UInt16) -> Characteristic? {
-        for service in services {
-            if let found = service.characteristics.first(where: { $0.value == handle }) { return found }
-        }
-        return nil
     }
 }

@@ -85,4 +85,23 @@ import Testing
         // The two recorded, connections Int.min, Int.max and 0, and connection 1 again after its disconnection.
         #expect(trace.connections.count == 6)
     }
+
+    /// 5,000 connections that never disconnect: at most 16 links are open at once (the oldest is closed for a new
+    /// one), so the controller's handles never run out; a connection that connects again without a disconnection
+    /// first ends its old link.
+    @Test func manyConnections() throws {
+        var replica = RelaySession.replica()
+        replica.conversation = (0..<5_000).map {
+            DeviceReplica.Event(.read(handle: 13, offset: 0, value: [1]), time: Double($0) / 100, connection: $0 + 10)
+        }
+        replica.conversation += [
+            DeviceReplica.Event(.connected(nil), time: 60, connection: 7), DeviceReplica.Event(.connected(nil), time: 61, connection: 7),
+        ]
+        let output = BTSnoopExport.write(replica, central: RelaySession.phone, start: RelaySession.start)
+        let trace = CaptureTrace(reader: try CaptureReader(bytes: output.bytes))
+        #expect(trace.problems.isEmpty)
+        #expect(trace.connections.count == 5_002)
+        #expect(trace.connections.filter { $0.closed == nil }.count == 16)
+        #expect(Set(trace.connections.suffix(16).map(\.handle)).count == 16)
+    }
 }
