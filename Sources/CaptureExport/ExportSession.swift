@@ -108,9 +108,10 @@ struct ExportSession {
     /// Notes what was left out; `stoppedAt` is the event the size limit stopped at.
     private mutating func finish(at stoppedAt: Int?) {
         if let stoppedAt {
-            notes.append(
-                "the capture stops at event \(stoppedAt + 1) of \(replica.conversation.count): the next records would take it past \(limits.maximumBytes) bytes"
-            )
+            let place =
+                stoppedAt < replica.conversation.count
+                ? "at event \(stoppedAt + 1) of \(replica.conversation.count)" : "before the connection and discovery"
+            notes.append("the capture stops \(place): the next records would take it past \(limits.maximumBytes) bytes")
         }
         if valuesCut > 0 { notes.append("\(valuesCut) values longer than ATT's \(Self.maximumValue) bytes were cut to it") }
         for (what, count) in skipped.sorted(by: { $0.key < $1.key }) { notes.append("\(count) \(what) left out") }

@@ -54,6 +54,21 @@ import Testing
         #expect(records == output.frames)
     }
 
+    /// A limit smaller than the set-up and discovery: the file is the header alone or the records before the
+    /// connection, and the notes say so.
+    @Test func limitBelowTheDiscovery() throws {
+        var limits = BTSnoopExport.Limits()
+        limits.maximumBytes = 300
+        var replica = RelaySession.replica()
+        replica.conversation = []
+        let output = BTSnoopExport.write(replica, central: RelaySession.phone, start: RelaySession.start, limits: limits)
+        #expect(output.bytes.count <= 300)
+        #expect(output.notes.contains { $0.contains("before the connection and discovery") })
+        let trace = CaptureTrace(reader: try CaptureReader(bytes: output.bytes))
+        #expect(trace.problems.isEmpty)
+        #expect(trace.connections.isEmpty)
+    }
+
     /// Times that are not numbers, negative, or centuries away, handles missing or clashing, connections numbered
     /// anyhow, reads at absurd offsets: no crash, a readable file, the clashes noted.
     @Test func hostileFields() throws {
