@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "Capture", dependencies: ["Bluetooth"]),
         // `gattemu import`: one peripheral of a decoded capture as a DeviceReplica (table, values, conversation, security).
         .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica", "TextEscaping"]),
+        // A recorded device (DeviceReplica) written as the btsnoop HCI log its central would have kept (`gattemu relay --capture`).
+        .target(name: "CaptureExport", dependencies: ["Bluetooth", "Replica"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
@@ -126,10 +128,14 @@ let package = Package(
         .testTarget(name: "TextEscapingTests", dependencies: ["TextEscaping"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
-        .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CaptureExport", "Bluetooth"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
         .testTarget(
             name: "CaptureImportTests", dependencies: ["CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
+        // The btsnoop writer judged by CaptureImport (the same profile back) and by tshark.
+        .testTarget(
+            name: "CaptureExportTests",
+            dependencies: ["CaptureExport", "CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
         .testTarget(
