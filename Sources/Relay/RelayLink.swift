@@ -127,7 +127,9 @@ public final class RelayLink: RelayUpstream {
             try await RemoteGattIO.write(
                 object.path, interface: object.interface, value: value, offset: offset, type: withResponse ? .request : .command,
                 connection: stack.connection, timeout: options.operationTimeout)
-            if attribute.descriptor == nil, let handle { recording.record(.write(handle: handle, value: value, withResponse: withResponse)) }
+            if attribute.descriptor == nil, let handle {
+                recording.record(.write(handle: handle, value: value, withResponse: withResponse))
+            }
         } catch {
             if attribute.descriptor == nil, let handle {
                 recording.record(.error(handle: handle, request: withResponse ? .writeRequest : .writeCommand, code: Self.code(error)))

@@ -58,6 +58,19 @@ public struct RelaySession: Sendable {
         var replica = self.replica
         let (events, dropped) = conversation.conversation
         replica.conversation = events
+        // As `gattemu import` does: a characteristic nothing was read from keeps the value it last notified.
+        var notified: [UInt16: (value: [UInt8], time: Double?)] = [:]
+        for event in events {
+            if case .notification(let handle, let value, _) = event.kind { notified[handle] = (value, event.time) }
+        }
+        for (serviceIndex, service) in replica.services.enumerated() {
+            for (index, characteristic) in service.characteristics.enumerated() where characteristic.value == nil {
+                guard let handle = characteristic.valueHandle, let last = notified[handle] else { continue }
+                replica.services[serviceIndex].characteristics[index].value = last.value
+                replica.services[serviceIndex].characteristics[index].valueProvenance =
+                    "last notified through the relay" + (last.time.map { " at \(Int($0 * 1000)) ms" } ?? "")
+            }
+        }
         if dropped > 0 {
             replica.notes.append("relay: kept the first \(RelayRecording.maximumEvents) operations; \(dropped) more were not recorded")
         }

@@ -66,7 +66,9 @@ public struct RelayTargets: Sendable {
                 for descriptor in characteristic.descriptors {
                     let index = descriptorCounts[descriptor.uuid, default: 0]
                     descriptorCounts[descriptor.uuid] = index + 1
-                    if let path = remoteDescriptors[DescriptorKey(uuid: descriptor.uuid, index: index)] { descriptors[descriptor.id] = path }
+                    if let path = remoteDescriptors[DescriptorKey(uuid: descriptor.uuid, index: index)] {
+                        descriptors[descriptor.id] = path
+                    }
                 }
                 characteristics[characteristic.id] = Characteristic(
                     path: match.path, properties: match.properties, handle: handles[match.path] ?? match.valueHandle,

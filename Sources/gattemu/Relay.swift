@@ -1,5 +1,7 @@
 import ArgumentParser
 import BlueZ
+import Bluetooth
+import CaptureExport
 import DBus
 import Emulator
 import FoundationEssentials
@@ -40,7 +42,10 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("On exit, write the relayed ATT traffic as a btsnoop capture to this file.", valueName: "file"))
     var capture: String?
 
-    @Option(help: "Address the mirror shows: own (the mirror adapter's, default) or device (the device's; needs a controller that can set its public address).")
+    @Option(
+        help:
+            "Address the mirror shows: own (the mirror adapter's, default) or device (the device's; needs a controller that can set its public address)."
+    )
     var address: AddressMode = .own
 
     @Option(help: ArgumentHelp("Give up when the device has not been seen within this many seconds.", valueName: "seconds"))
@@ -79,6 +84,9 @@ struct RelayCommand: AsyncParsableCommand {
         }
         var recorderOptions = DeviceRecorder.Options()
         recorderOptions.scanTimeout = .milliseconds(Int64(scanTimeout * 1000))
+        // LE connection setup fails now and then on a busy radio: more, shorter attempts than a clone's.
+        recorderOptions.connectTimeout = .seconds(15)
+        recorderOptions.connectAttempts = 5
         let session: RelaySession
         do {
             let upstream = try await stack.adapter(upstreamAdapter)
@@ -93,6 +101,7 @@ struct RelayCommand: AsyncParsableCommand {
             throw Failure.runtime("\(error)")
         }
         let recording = RelayRecording()
+        let startedAt = Int64(Date().timeIntervalSince1970 * 1_000_000)
         let link = RelayLink(
             device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
             recording: recording)
@@ -114,7 +123,8 @@ struct RelayCommand: AsyncParsableCommand {
                 detach: { _, log in
                     await link.stop(forget: true)
                     if link.droppedNotifications > 0 {
-                        log.record(.note, detail: "relay: \(link.droppedNotifications) notifications dropped (the mirror could not keep up)")
+                        log.record(
+                            .note, detail: "relay: \(link.droppedNotifications) notifications dropped (the mirror could not keep up)")
                     }
                 })
         } catch {
@@ -129,8 +139,19 @@ struct RelayCommand: AsyncParsableCommand {
             try ReplicaOutput.deliver(
                 result, to: output, header: ["relayed \(session.device.label): \(replica.conversation.count) operations recorded"])
         }
-        if capture != nil {
-            DescriptorOutput.writeError("gattemu: relay: --capture is not written yet\n")
+        if let capture {
+            let central =
+                replica.conversation.lazy.compactMap { event -> BluetoothAddress? in
+                    if case .connected(let address?) = event.kind { address } else { nil }
+                }.first ?? .zero
+            let written = BTSnoopExport.write(replica, central: central, start: startedAt)
+            do {
+                try Data(written.bytes).write(to: URL(filePath: capture), options: .atomic)
+            } catch {
+                throw Failure.runtime("cannot write \(capture): \(error)")
+            }
+            let notes = written.notes.map { "\n- " + $0 }.joined()
+            DescriptorOutput.writeError("gattemu: relay: capture of \(written.frames) records written to \(capture)\(notes)\n")
         }
     }
 }

@@ -258,4 +258,3 @@ struct ServingOptions: ParsableArguments {
         throw Failure.runtime("control API on \(server.endpoint) stopped before it started")
     }
 }
-

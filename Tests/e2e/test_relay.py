@@ -12,6 +12,7 @@ import time
 import random
 import re
 import secrets
+import subprocess
 from pathlib import Path
 from unittest import mock
 
@@ -50,6 +51,16 @@ def deterministic(seed: int = 7):
     with mock.patch.object(secrets, "token_bytes", lambda n=32: rng.randbytes(n)), \
             mock.patch.object(flows.os, "urandom", lambda n: rng.randbytes(n)):
         yield
+
+
+def without_descriptions(value):
+    """A profile's part without its `description` members (they say where each element came from: a relay or a
+    capture)."""
+    if isinstance(value, dict):
+        return {k: without_descriptions(v) for k, v in value.items() if k != "description"}
+    if isinstance(value, list):
+        return [without_descriptions(v) for v in value]
+    return value
 
 
 def exchanged(lines: list[str]) -> list[str]:
@@ -91,11 +102,13 @@ async def test_flow_through_the_relay_is_byte_identical(device, central, start_g
     recorded = Path(env["GATTEMU_OUT"]) / f"relay-{device}.json"
     recorded.unlink(missing_ok=True)
     events = tmp_path / "relay-events.jsonl"
+    capture = Path(env["GATTEMU_OUT"]) / f"relay-{device}.btsnoop"
+    capture.unlink(missing_ok=True)
     relay = start_peripheral(
         name="relay", adapter=mirror,
         cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {upstream}",
-        extra_args=["-o", str(recorded), "--events", str(events), "--control", "off"])
-    mirrored = await relay.advertising(central, address=mirror_address, **match)
+        extra_args=["-o", str(recorded), "--capture", str(capture), "--events", str(events), "--control", "off"])
+    mirrored = await relay.advertising(central, address=mirror_address, timeout=120, **match)
     assert (mirrored.name, sorted(mirrored.service_uuids), mirrored.manufacturer_data) == \
         (adv.name, sorted(adv.service_uuids), adv.manufacturer_data)
     relayed = await run_flow(flow, central, mirror_address)
@@ -111,6 +124,14 @@ async def test_flow_through_the_relay_is_byte_identical(device, central, start_g
 
     # The recorded profile, alone, answers the same flow with the same bytes.
     assert recorded.exists(), relay.tail()
+    # `gattemu import` of the relay's capture gives the same table and replay rules.
+    imported = tmp_path / "imported.json"
+    made = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(imported)], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert made.returncode == 0, made.stdout + made.stderr
+    mine, theirs = json.loads(recorded.read_text()), json.loads(imported.read_text())
+    for key in ("services", "rules"):
+        assert without_descriptions(theirs.get(key)) == without_descriptions(mine.get(key)), key
     replay = start_gattemu(str(recorded), args=["--seed", SEED])
     adv3 = await replay.advertising(central, **match)
     replayed = await run_flow(flow, central, adv3.address)
@@ -157,7 +178,7 @@ async def test_relay_follows_the_device_away_and_back(central, start_gattemu, st
     device = start_gattemu(profile, args=["--seed", SEED])
     adv = await device.advertising(central, **match)
     relay = start_relay(start_peripheral, gattemu_bin, adv.address, relay_adapters, tmp_path)
-    await relay.advertising(central, address=mirror_address, **match)
+    await relay.advertising(central, address=mirror_address, timeout=120, **match)
     conn = await central.connect(mirror_address)
     # The device goes away as a real one does (powered off): its links drop.
     device.stop()

@@ -71,7 +71,9 @@ extension Emulator {
         guard before.isEmpty != after.isEmpty, !relayState.deviceAway else { return }
         do {
             try await upstream.setSubscribed(characteristic, subscribed)
-            log.record(.relayed, central: central, characteristic: characteristic, detail: subscribed ? "device subscribed" : "device unsubscribed")
+            log.record(
+                .relayed, central: central, characteristic: characteristic, detail: subscribed ? "device subscribed" : "device unsubscribed"
+            )
         } catch {
             log.record(
                 .relayed, central: central, characteristic: characteristic,
@@ -85,7 +87,8 @@ extension Emulator {
         log.record(.relayed, characteristic: characteristic, value: value, detail: "device \(indicate ? "indicated" : "notified")")
         guard !stopped, profile.characteristic(characteristic) != nil else { return }
         engine.store(value, for: characteristic)
-        await perform(.notify(characteristic: characteristic, value: value, target: .allSubscribers, indicate: indicate), central: latestCentral)
+        await perform(
+            .notify(characteristic: characteristic, value: value, target: .allSubscribers, indicate: indicate), central: latestCentral)
     }
 
     /// The link to the device went down: the mirror stops advertising and its centrals are disconnected (a real
