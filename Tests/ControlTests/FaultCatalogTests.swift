@@ -39,6 +39,9 @@ import Testing
         #expect(kind.operations.contains(spec.on))
         let request = try ContractTests.encode(FaultRequest(spec))
         #expect(try FaultSpecDecoder.spec(request) == spec)
+        // A client reading it back (`gattemu ctl status` decodes the presets) gets the same fault.
+        let decoded = try JSONDecoder().decode(FaultRequest.self, from: Data(kind.example.utf8))
+        #expect(try FaultSpecDecoder.spec(ContractTests.encode(decoded)) == spec)
         var validator = SchemaValidator()
         #expect(validator.problems(try Self.parse(kind.example), FaultRequest.schema) == [], "\(kind.example)")
         #expect(validator.problems(request, FaultRequest.schema) == [], "\(request)")
