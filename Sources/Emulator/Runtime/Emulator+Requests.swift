@@ -30,7 +30,7 @@ extension Emulator: GattRequestHandler {
         let reply = try await run(outcome, central: central)
         switch reply {
         case .value(let bytes)?:
-            let answer = faults.mutate(bytes)
+            let answer = mutated(bytes, by: faults, central: central.address, characteristic: id.description)
             recordOperation(.answer, central: central.address, characteristic: id.description, value: answer)
             return answer
         case .error(let error)?:
@@ -38,7 +38,8 @@ extension Emulator: GattRequestHandler {
         case .success?, nil:
             let stored = engine.value(of: id.characteristic)
             guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
-            let bytes = faults.mutate(Array(stored.dropFirst(request.offset)))
+            let bytes = mutated(
+                Array(stored.dropFirst(request.offset)), by: faults, central: central.address, characteristic: id.description)
             recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
@@ -59,13 +60,14 @@ extension Emulator: GattRequestHandler {
             return
         }
         guard id.descriptor == nil else { return }
+        let faults: FaultPlan
         do {
-            _ = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
+            faults = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
         } catch {
             if request.bluetoothdAnswered { return }
             throw error
         }
-        var value = request.value
+        var value = mutatedWrite(request.value, by: faults, central: central.address, characteristic: id.description)
         if request.offset > 0 {
             // A long write arrives in pieces at increasing offsets: assemble on the stored value.
             var stored = engine.value(of: id.characteristic)
