@@ -229,7 +229,8 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
                 Select(form.find_element("name", "action")).select_by_value("corrupt")
                 Select(form.find_element("name", "on")).select_by_value("notify")
                 Select(form.find_element("name", "characteristic")).select_by_value("data")
-                for name, text in (("value", "ff"), ("count", "1"), ("id", "page-fault")):
+                Select(form.find_element("name", "value:form")).select_by_value("hex")  # {"hex": …}, not the example's flipBits
+                for name, text in (("value.hex", "ff"), ("count", "1"), ("id", "page-fault")):
                     field = form.find_element("name", name)
                     type_into(field, text)
                 form.find_element("css selector", "button[type=submit]").click()

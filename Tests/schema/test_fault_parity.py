@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
-from fault_catalog import DOCS, PROFILE_SCHEMA, expected_docs, expected_text, json_schema, openapi  # noqa: E402
+from fault_catalog import DASHBOARD, DOCS, PROFILE_SCHEMA, expected_dashboard, expected_docs, expected_text, json_schema, openapi  # noqa: E402
 
 DOCUMENT = openapi()
 CATALOG = DOCUMENT["x-fault-catalog"]
@@ -237,6 +237,7 @@ def profile_validator():
 def test_schema_json_and_docs_are_the_catalogs():
     assert PROFILE_SCHEMA.read_text() == expected_text(), "profiles/schema.json's fault definition is stale: run scripts/fault-catalog"
     assert DOCS.read_text() == expected_docs(), "docs/control.md's table of fault kinds is stale: run scripts/fault-catalog"
+    assert DASHBOARD.read_text() == expected_dashboard(), "the dashboard's fault catalog is stale: run scripts/fault-catalog"
 
 
 def test_profiles_verdict_parity(binaries, tmp_path):
