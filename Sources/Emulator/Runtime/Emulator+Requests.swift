@@ -13,7 +13,9 @@ extension Emulator: GattRequestHandler {
         if let upstream = relayState.upstream {
             // A relay: the device answers, the faults act on both sides of it.
             let faults = try await applyFaults(.read, id, central)
-            let bytes = faults.mutate(try await relayRead(upstream, id, offset: request.offset, central: central))
+            let bytes = mutated(
+                try await relayRead(upstream, id, offset: request.offset, central: central), by: faults, central: central.address,
+                characteristic: id.description)
             recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
@@ -97,9 +99,10 @@ extension Emulator: GattRequestHandler {
     private func relay(_ request: GattWriteRequest, to upstream: any RelayUpstream, central: CentralID) async throws(ATTError) {
         let id = request.attribute
         do {
-            _ = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
+            let faults = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
+            let value = mutatedWrite(request.value, by: faults, central: central.address, characteristic: id.description)
             try await relayWrite(
-                upstream, id, value: request.value, offset: request.offset,
+                upstream, id, value: value, offset: request.offset,
                 withResponse: request.kind != .command && !request.bluetoothdAnswered, central: central)
         } catch {
             if request.bluetoothdAnswered { return }
