@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(
             name: "CloneTests",
             dependencies: [
-                "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
+                "DeviceClone", "Relay", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
             ]),
         .testTarget(
             name: "ProfileTests", dependencies: ["Profile", "Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"],

@@ -70,10 +70,6 @@ struct RelayCommand: AsyncParsableCommand {
         }
         if let output { try ReplicaOutput.checkWritable(output) }
         if let capture { try ReplicaOutput.checkWritable(capture) }
-        if address == .device {
-            throw Failure.runtime(
-                "--address device: not supported yet: gattemu cannot set the mirror controller's public address (use --address own)")
-        }
 
         let bus = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"].map(DBusBus.address) ?? .system
         let stack: BlueZStack
@@ -81,6 +77,13 @@ struct RelayCommand: AsyncParsableCommand {
             stack = try await BlueZStack.connect(bus: bus)
         } catch {
             throw Failure.runtime(error.description)
+        }
+        var mirror: MirrorAddress
+        do {
+            mirror = try await MirrorAddress.prepare(address, adapter: adapter, stack: stack)
+        } catch {
+            await stack.close()
+            throw error
         }
         var recorderOptions = DeviceRecorder.Options()
         recorderOptions.scanTimeout = .milliseconds(Int64(scanTimeout * 1000))
@@ -100,6 +103,13 @@ struct RelayCommand: AsyncParsableCommand {
             await stack.close()
             throw Failure.runtime("\(error)")
         }
+        do {
+            try await mirror.take(session.device, stack: stack)
+        } catch {
+            await session.device.disconnect()
+            await stack.close()
+            throw error
+        }
         let recording = RelayRecording()
         let startedAt = Int64(Date().timeIntervalSince1970 * 1_000_000)
         let link = RelayLink(
@@ -108,16 +118,18 @@ struct RelayCommand: AsyncParsableCommand {
         if !link.unmatched.isEmpty {
             DescriptorOutput.writeError("gattemu: relay: no device counterpart for \(link.unmatched.joined(separator: ", "))\n")
         }
+        let note = mirror.note
         do {
             try await serving.serve(
-                session.profile, adapter: adapter,
+                session.profile, adapter: mirror.adapter,
                 attach: { emulator, log in
                     await emulator.relay(to: link)
                     link.start(emulator: emulator)
+                    log.record(.note, detail: note)
                     log.record(
                         .note,
                         detail:
-                            "relay: \(session.device.label) on \(upstreamAdapter) mirrored on \(adapter) (\(session.profile.services.count) services)"
+                            "relay: \(session.device.label) on \(upstreamAdapter) mirrored on \(mirror.adapter) (\(session.profile.services.count) services)"
                     )
                 },
                 detach: { _, log in
@@ -129,6 +141,13 @@ struct RelayCommand: AsyncParsableCommand {
                 })
         } catch {
             await link.stop(forget: true)
+            try? await mirror.restore(stack: stack)
+            await stack.close()
+            throw error
+        }
+        do {
+            try await mirror.restore(stack: stack)
+        } catch {
             await stack.close()
             throw error
         }
@@ -152,6 +171,85 @@ struct RelayCommand: AsyncParsableCommand {
             }
             let notes = written.notes.map { "\n- " + $0 }.joined()
             DescriptorOutput.writeError("gattemu: relay: capture of \(written.frames) records written to \(capture)\(notes)\n")
+        }
+    }
+}
+
+/// What `--address` does to the mirror's controller: `own` leaves its address (and says so in the event log);
+/// `device` gives it the device's public address before the mirror starts and its own back on exit
+/// (docs/relay.md).
+struct MirrorAddress {
+    let mode: RelayCommand.AddressMode
+    /// The adapter the mirror serves on: the kernel may announce a controller under another index after the change.
+    private(set) var adapter: String
+    /// The mirror controller's own address, to put back; set while it shows the device's.
+    private(set) var original: BluetoothAddress?
+    /// The event log's note on the address the phone sees.
+    private(set) var note = ""
+
+    /// Before the device is reached: with `device`, refuses (exit 1) a controller that cannot set its public address.
+    static func prepare(_ mode: RelayCommand.AddressMode, adapter: String, stack: BlueZStack) async throws -> MirrorAddress {
+        let named: Adapter
+        do {
+            named = try await stack.adapter(adapter)
+        } catch {
+            throw Failure.runtime(error.description)
+        }
+        if mode == .device {
+            do {
+                guard try await ControllerManagement.named(named.name).configuration().supportsPublicAddress else {
+                    throw Failure.runtime(
+                        "--address device: \(named.name) cannot take the device's address: the kernel offers no public-address "
+                            + "configuration for this controller (use one whose driver can set it, or --address own)")
+                }
+            } catch let error as ManagementError {
+                throw Failure.runtime("--address device: \(error.description)")
+            }
+        }
+        return MirrorAddress(
+            mode: mode, adapter: named.name, note: "relay: the mirror advertises from \(named.name)'s own address \(named.address)")
+    }
+
+    /// Once the device is known: with `device`, the mirror's controller takes its public address; a random (static)
+    /// one cannot be a public address, so that is refused (exit 1). With `own`, only the note.
+    mutating func take(_ device: RemoteDevice, stack: BlueZStack) async throws {
+        let properties = device.properties
+        guard mode == .device else {
+            note +=
+                ", not the device's \(device.label): apps that check the address (a Noke name embeds it; some put it in "
+                + "manufacturer data) will not take it for the device (--address device)"
+            return
+        }
+        guard let address = properties.address, properties.addressType == .public else {
+            throw Failure.runtime(
+                "--address device: \(device.label) has a \(properties.addressType?.description ?? "unknown") address type: a controller's "
+                    + "public address cannot take it (the phone would see a public address, not the device's random one); use --address own"
+            )
+        }
+        let before: Adapter
+        let after: Adapter
+        do {
+            before = try await stack.adapter(adapter)
+            after = try await stack.changePublicAddress(of: adapter, to: address)
+        } catch let error as ManagementError {
+            throw Failure.runtime("--address device: \(error.description)")
+        } catch {
+            throw Failure.runtime("--address device: \(error)")
+        }
+        if before.address != address { original = before.address }
+        adapter = after.name
+        note =
+            "relay: the mirror advertises from the device's own address \(address) on \(after.name) (its own, \(before.address), back on exit)"
+    }
+
+    /// On exit: the mirror's controller gets its own address back.
+    mutating func restore(stack: BlueZStack) async throws {
+        guard let original else { return }
+        do {
+            adapter = try await stack.changePublicAddress(of: adapter, to: original).name
+            self.original = nil
+        } catch {
+            throw Failure.runtime("--address device: \(adapter) keeps the device's address: \(error.description)")
         }
     }
 }

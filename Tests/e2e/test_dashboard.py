@@ -49,6 +49,9 @@ def open_browser():
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    # Selenium's own wait for chromedriver's answer (120 s) must outlast the page-load timeout below, or a slow
+    # first page on a loaded host ends as a read timeout that looks like a hang.
+    driver.command_executor.client_config.timeout = 300
     driver.set_page_load_timeout(180)  # the VM emulates its CPU (TCG): Chromium's first page takes a while
     driver.set_script_timeout(60)
     return driver
