@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1))) func duplicateUUIDsEachMatchTheirOwnCharacteristic() async throws {
-        let (_, stack, session) = try await attach(CloneDuplicateUUIDTests.keyboard(), "Keys K380")
+        let (rig, stack, session) = try await attach(CloneDuplicateUUIDTests.keyboard(), "Keys K380")
         defer { Task { await stack.close() } }
         let targets = RelayTargets(profile: session.profile, table: session.recording.table, handles: session.handles)
         #expect(targets.unmatched.isEmpty)
@@ -32,10 +32,11 @@ import Testing
         #expect(Set(batteries.compactMap { targets.characteristics[$0]?.path }).count == 2)
         #expect(session.replica.conversation.isEmpty, "the mirror's profile has no rules: the device answers")
         await session.device.disconnect()
+        withExtendedLifetime(rig) {}
     }
 
     @Test(.timeLimit(.minutes(1))) func readsPassTheDevicesBytesAndErrorsAndNotificationsAreRecorded() async throws {
-        let (_, stack, session) = try await attach(Lock.peripheral(), Lock.name)
+        let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
         defer { Task { await stack.close() } }
         let recording = RelayRecording()
         let link = RelayLink(
@@ -43,7 +44,8 @@ import Testing
             recording: recording)
         let ids = Dictionary(uniqueKeysWithValues: session.profile.services.flatMap(\.characteristics).map { ($0.uuid.description, $0.id) })
         let session4 = try #require(ids[Lock.session])
-        #expect(try await link.read(GattAttributeID(characteristic: session4), offset: 0) == Lock.sessionValue)
+        let read = try await link.read(GattAttributeID(characteristic: session4), offset: 0)
+        #expect(read == Lock.sessionValue)
         await #expect(throws: ATTError.application(0x80)) {
             try await link.read(GattAttributeID(characteristic: try #require(ids[Lock.broken])), offset: 0)
         }
@@ -65,6 +67,7 @@ import Testing
             .notification(handle: 0x0014, value: [0x51, 0x61], indication: false),
         ])
         await link.stop(forget: true)
+        withExtendedLifetime(rig) {}
     }
 
     @Test func deviceErrorsMapToWhatBlueZLetsAnApplicationSend() {
