@@ -11,7 +11,8 @@ UUID, bytes sent, bytes received or notified, ATT error code), in the order the 
 notification or indication where it arrived. Two runs against the same device give the same transcript when
 neither side draws random bytes: gattemu with `--seed N`, the flow with `seed=N` (only the LEAF flow writes
 random bytes of its own; the other flows take `seed` too, for one calling convention). `transcript_diff(a, b)`
-says where two transcripts part, e.g. a direct run and one through `gattemu relay`.
+says where two transcripts part, e.g. a direct run and one through `gattemu relay`. Flows take `address`: only
+the device advertising from it is used (the real device and a relay's mirror advertise the same name and services).
 """
 from __future__ import annotations
 
@@ -176,13 +177,14 @@ class NokeRun:
 
 
 async def noke_flow(central, say: Say = print, command: bytes = NOKE_UNLOCK,
-                    disconnect: bool = True, mtu: int = 517, seed: int | None = None) -> NokeRun:
+                    disconnect: bool = True, mtu: int = 517, seed: int | None = None,
+                    address: str | None = None) -> NokeRun:
     """Android order: scan for NOKE* with the lock service, connect, read the
     session, enable TX notifications, write one 20-byte command to RX, wait for
     the 0x51 answer (0x50 server packets before it are collected too)."""
     run = NokeRun()
     say(f"scan for name NOKE* with service {NOKE_SERVICE}")
-    run.adv = await central.find(name_prefix="NOKE", service_uuid=NOKE_SERVICE, timeout=60)
+    run.adv = await central.find(name_prefix="NOKE", service_uuid=NOKE_SERVICE, address=address, timeout=60)
     say(adv_line(run.adv))
     conn = Recorder(await central.connect(run.adv.address, mtu=mtu), run.transcript)
     run.mtu = conn.mtu
@@ -243,14 +245,14 @@ class BLEProofRun:
 
 
 async def bleproof_flow(central, say: Say = print, writes: list[bytes] | None = None, mtu: int = 517,
-                        seed: int | None = None) -> BLEProofRun:
+                        seed: int | None = None, address: str | None = None) -> BLEProofRun:
     """Scan for BLEProof with service 18AA, read 2BB0, subscribe (indicate) to
     2BB1, write each config (default: the 140-byte password "1" JSON) to 2BB2
     with response and wait for its indication."""
     run = BLEProofRun()
     writes = writes if writes is not None else [bleproof_config("1")]
     say(f"scan for name BLEProof with service {BLEPROOF_SERVICE}")
-    run.adv = await central.find(name="BLEProof", service_uuid=BLEPROOF_SERVICE, timeout=60)
+    run.adv = await central.find(name="BLEProof", service_uuid=BLEPROOF_SERVICE, address=address, timeout=60)
     say(adv_line(run.adv))
     conn = Recorder(await central.connect(run.adv.address, mtu=mtu), run.transcript)
     run.mtu = conn.mtu
@@ -335,7 +337,7 @@ class LeafRun:
 
 
 async def leaf_flow(central, say: Say = print, mtu: int = 517, request_mtu: int = 0,
-                    credential_bytes: int = 32, seed: int | None = None) -> LeafRun:
+                    credential_bytes: int = 32, seed: int | None = None, address: str | None = None) -> LeafRun:
     """Find an ETHS* reader by its credential service UUID, subscribe to the data characteristic, send dUID +
     AUTH_REQ in one write, receive AUTH_RSP + AUTH_REQ, send AUTH_RSP, receive
     the response, send a credential payload (`credential_bytes` long), receive the transaction
@@ -345,7 +347,7 @@ async def leaf_flow(central, say: Say = print, mtu: int = 517, request_mtu: int 
     run = LeafRun()
     draw = central_bytes(seed)
     say(f"scan for name ETHS* with service {LEAF_SERVICE} (a service UUID filter, as iOS and Android apps scan)")
-    run.adv = await central.find(name_prefix="ETHS", service_uuid=LEAF_SERVICE, timeout=60)
+    run.adv = await central.find(name_prefix="ETHS", service_uuid=LEAF_SERVICE, address=address, timeout=60)
     say(adv_line(run.adv))
     conn = Recorder(await central.connect(run.adv.address, mtu=mtu), run.transcript)
     if request_mtu:  # an Android app asking for a bigger MTU after connecting (requestMtu)
