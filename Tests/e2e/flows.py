@@ -388,3 +388,92 @@ async def leaf_flow(central, say: Say = print, mtu: int = 517, request_mtu: int 
 FLOWS = {"noke": ("noke-lock.json", noke_flow), "bleproof": ("bleproof.json", bleproof_flow),
          "leaf": ("leaf-reader.json", leaf_flow)}
 
+
+# ------------------------------------------------------- Bumble device (fixtures/bumble_device.py)
+# A peripheral gattemu did not write (the relay's "real device"); its protocol is described in the fixture.
+BUMBLE_SERVICE = "b5a90000-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_BLOB = "b5a90001-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_REQUEST = "b5a90002-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_RESPONSE = "b5a90003-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_COMMAND = "b5a90004-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_STATUS = "b5a90005-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_FAULTY = "b5a90006-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_LOCKED = "b5a90007-3c1e-4f7d-9e52-8d0c6a1f2e47"
+USER_DESCRIPTION = "2901"
+BUMBLE_MTU = 185  # iOS's MTU: the 300-byte value needs a Read and Read Blobs
+
+
+@dataclass
+class BumbleRun:
+    adv: object = None
+    blob: bytes = b""
+    description: bytes = b""
+    responses: list[bytes] = field(default_factory=list)   # RESPONSE notifications, one per request
+    statuses: list[bytes] = field(default_factory=list)    # STATUS indications, one per command
+    errors: dict[str, int] = field(default_factory=dict)   # characteristic -> ATT error of the refused operations
+    locked: bytes = b""
+    mtu: int = 0
+    transcript: list[Step] = field(default_factory=list)
+
+
+async def bumble_flow(central, say: Say = print, name: str = "BumbleDev", mtu: int = BUMBLE_MTU,
+                      seed: int | None = 0, requests: int = 3, pair: bool = False,
+                      address: str | None = None) -> BumbleRun:
+    """The Bumble device's app: find NAME with BUMBLE_SERVICE, read the 300-byte BLOB and its User Description,
+    subscribe to RESPONSE (notify) and STATUS (indicate), write a hello and `requests - 1` more requests to REQUEST
+    (each answered on RESPONSE), one command to COMMAND without response (answered on STATUS), read FAULTY (refused
+    with an application error), read LOCKED and write it (refused). The written payloads come from `seed` (default:
+    the same every run; None: random). Errors are the results of FAULTY and LOCKED; any other error ends the flow.
+    `pair`: pair first (just works, bonding), as the app of a device started with --secure must."""
+    run = BumbleRun()
+    draw = central_bytes(seed)
+    say(f"scan for name {name} with service {BUMBLE_SERVICE}")
+    run.adv = await central.find(name=name, service_uuid=BUMBLE_SERVICE, address=address, timeout=60)
+    say(adv_line(run.adv))
+    conn = Recorder(await central.connect(run.adv.address, mtu=mtu), run.transcript)
+    run.mtu = conn.mtu
+    say(f"connected, MTU {conn.mtu}")
+    if pair:
+        try:
+            await conn.pair("NoInputNoOutput", mitm=False)
+        except BaseException:
+            await conn.disconnect()
+            raise
+        say("paired (just works), link encrypted")
+
+    async def refused(what: str, operation) -> None:
+        try:
+            value = await operation
+        except Exception as e:  # noqa: BLE001 - the ATT error is the result
+            run.errors[what] = att_error(e)
+            say(f"  {what} refused: error {att_error(e):#04x}")
+            return
+        raise AssertionError(f"{what} was not refused: {value!r}")
+
+    try:
+        run.blob = await conn.read(BUMBLE_BLOB)
+        say(f"read BLOB: {len(run.blob)} bytes: {hx(run.blob[:16])} ...")
+        run.description = await conn.read_descriptor(BUMBLE_BLOB, USER_DESCRIPTION)
+        say(f"read BLOB's User Description: {run.description!r}")
+        responses = Inbox("notification RESPONSE", say)
+        statuses = Inbox("indication STATUS", say)
+        await conn.subscribe(BUMBLE_RESPONSE, responses)
+        await conn.subscribe(BUMBLE_STATUS, statuses, indicate=True)
+        say("subscribed to RESPONSE (notify) and STATUS (indicate)")
+        for index in range(requests):
+            request = bytes([0x01 if index == 0 else 0x02]) + draw(4 + 3 * index)
+            say(f"-> write REQUEST {len(request)} bytes: {hx(request)}")
+            await conn.write(BUMBLE_REQUEST, request, response=True)
+            run.responses.append(await responses.get())
+        command = draw(12)
+        say(f"-> write COMMAND without response, {len(command)} bytes: {hx(command)}")
+        await conn.write(BUMBLE_COMMAND, command, response=False)
+        run.statuses.append(await statuses.get())
+        await refused("FAULTY read", conn.read(BUMBLE_FAULTY))
+        run.locked = await conn.read(BUMBLE_LOCKED)
+        say(f"read LOCKED: {run.locked!r}")
+        await refused("LOCKED write", conn.write(BUMBLE_LOCKED, b"\x01", response=True))
+    finally:
+        await conn.disconnect()
+        say("disconnected")
+    return run
