@@ -16,7 +16,8 @@ import Testing
         options.scanTimeout = .seconds(5)
         options.settle = .milliseconds(200)
         let stack = try await BlueZStack.connect(bus: .address(rig.bus.address))
-        let session = try await RelaySession.attach(try #require(DeviceQuery(parsing: query)), adapter: try await stack.adapter("hci0"), options: options)
+        let session = try await RelaySession.attach(
+            try #require(DeviceQuery(parsing: query)), adapter: try await stack.adapter("hci0"), options: options)
         return (rig, stack, session)
     }
 
@@ -62,10 +63,11 @@ import Testing
         #expect(events.first == .read(handle: 0x0017, offset: 0, value: Lock.sessionValue))
         #expect(events.contains(.error(handle: 0x001F, request: .readRequest, code: ATTErrorCode(rawValue: 0x80))))
         #expect(events.contains(.subscribe(handle: 0x0014, notify: true, indicate: false)))
-        #expect(events.filter { if case .notification = $0 { true } else { false } } == [
-            .notification(handle: 0x0014, value: [0x51, 0x60], indication: false),
-            .notification(handle: 0x0014, value: [0x51, 0x61], indication: false),
-        ])
+        #expect(
+            events.filter { if case .notification = $0 { true } else { false } } == [
+                .notification(handle: 0x0014, value: [0x51, 0x60], indication: false),
+                .notification(handle: 0x0014, value: [0x51, 0x61], indication: false),
+            ])
         await link.stop(forget: true)
         withExtendedLifetime(rig) {}
     }
