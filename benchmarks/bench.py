@@ -862,7 +862,8 @@ def relay_report(by: dict, rel: dict, target) -> str:
         counts = {**(rel.get("counts") or {}), **(rel.get("device_counts") or {})}
         lines += ["", f"**Soak through the relay:** {soak_line(s)}. Per layer: the relay forwarded "
                   f"{fmt(counts.get('soak_writes_forwarded'))} writes, the device received "
-                  f"{fmt(counts.get('soak_writes_received'))} and notified {fmt(counts.get('soak_notifications_sent'))}, "
+                  f"{fmt(counts.get('soak_writes_received'))} ({fmt(counts.get('soak_writes_received_out_of_order'))} of "
+                  f"them out of order) and notified {fmt(counts.get('soak_notifications_sent'))}, "
                   f"the relay got {fmt(counts.get('soak_notifications_from_device'))} of them from the device"
                   + (f"; {rel['dropped_note']}" if rel.get("dropped_note") else "") + "."]
         target(f"relay: soak of {s['sent']:,} operations, none lost, repeated or reordered",

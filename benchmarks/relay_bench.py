@@ -94,6 +94,7 @@ def relay_legs(events: Path) -> dict:
 def device_counts(log: Path, start: int = 0) -> dict:
     """The soak's operations as the device logged them from byte `start` on: sequence writes received, answers notified."""
     writes = notifies = 0
+    numbers: list[int] = []
     try:
         with open(log, "rb") as f:
             f.seek(start)
@@ -101,15 +102,18 @@ def device_counts(log: Path, start: int = 0) -> dict:
     except OSError:
         return {}
     pattern = re.compile(r"\s*[\d.]+ ms (\S+)\s+(.*)")
+    written = re.compile(rf" rx {SEQUENCE_OPCODE:02x}([0-9a-f]{{4}})\b")
     for line in lines:
         m = pattern.match(line)
         if not m:
             continue
-        if m[1] == "write" and f" rx {SEQUENCE_OPCODE:02x}" in m[2]:
+        if m[1] == "write" and (w := written.search(m[2])):
             writes += 1
+            numbers.append(int(w[1], 16))
         elif m[1] == "notify" and f" tx {SEQUENCE_ANSWER:02x}" in m[2]:
             notifies += 1
-    return {"soak_writes_received": writes, "soak_notifications_sent": notifies}
+    return {"soak_writes_received": writes, "soak_notifications_sent": notifies,
+            "soak_writes_received_out_of_order": sequence_check(numbers, len(numbers))["reordered"]}
 
 
 async def soak(conn, rx: str, q: asyncio.Queue, n: int, window: int = 8, timeout: float = 10.0) -> dict:
