@@ -39,6 +39,8 @@ public final class RelayLink: RelayUpstream {
         var subscriptions: [String: RemoteSubscription] = [:]
         var attached = true
         var droppedNotifications = 0
+        /// The last whole value read of each attribute, for the Read Blobs that follow (see ``read(_:offset:)``).
+        var wholeValues: [GattAttributeID: [UInt8]] = [:]
         var stopped = false
     }
 
@@ -108,17 +110,25 @@ public final class RelayLink: RelayUpstream {
 
     public func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] {
         let (object, handle) = try target(attribute)
+        // A phone reads a long value as a Read and Read Blobs at increasing offsets; BlueZ reads the whole value for
+        // the first (a long read of its own): the blobs are served from it, and the device sees one long read.
+        if offset > 0, let whole = state.withLock({ $0.wholeValues[attribute] }) {
+            guard offset <= whole.count else { throw .invalidOffset }
+            return Array(whole.dropFirst(offset))
+        }
         do {
             let bytes = try await RemoteGattIO.read(
-                object.path, interface: object.interface, offset: offset, connection: stack.connection, timeout: options.operationTimeout)
-            if attribute.descriptor == nil, let handle { recording.record(.read(handle: handle, offset: offset, value: bytes)) }
-            return bytes
+                object.path, interface: object.interface, offset: 0, connection: stack.connection, timeout: options.operationTimeout)
+            state.withLock { $0.wholeValues[attribute] = bytes }
+            if offset == 0, attribute.descriptor == nil, let handle { recording.record(.read(handle: handle, offset: 0, value: bytes)) }
+            if offset <= bytes.count { return Array(bytes.dropFirst(offset)) }
         } catch {
             if attribute.descriptor == nil, let handle {
                 recording.record(.error(handle: handle, request: offset > 0 ? .readBlobRequest : .readRequest, code: Self.code(error)))
             }
             throw Self.answer(error, writing: false)
         }
+        throw .invalidOffset
     }
 
     public func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {

@@ -20,7 +20,7 @@ import relay_bench  # noqa: E402
 OPS = int(os.environ.get("GATTEMU_RELAY_SOAK_OPS") or (10_000 if LONG else 1_000))
 
 
-async def test_relay_soak_loses_and_reorders_nothing(central, start_gattemu, start_peripheral, gattemu_bin,
+async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central, start_gattemu, start_peripheral, gattemu_bin,
                                                      relay_adapters, needs_separate_stack, env, tmp_path):  # noqa: F811
     upstream, mirror, mirror_address = relay_adapters
     profile = f"{env['GATTEMU_ROOT']}/benchmarks/profiles/noke-burst.json"
