@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "Capture", dependencies: ["Bluetooth"]),
         // `gattemu import`: one peripheral of a decoded capture as a DeviceReplica (table, values, conversation, security).
         .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica", "TextEscaping"]),
+        // A recorded device (DeviceReplica) written as the btsnoop HCI log its central would have kept (`gattemu relay --capture`).
+        .target(name: "CaptureExport", dependencies: ["Bluetooth", "Replica"]),
         // Safe Swift wrapper over libdbus; knows nothing about BlueZ.
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
@@ -69,6 +71,10 @@ let package = Package(
                 "BlueZ", "Profile", "Bluetooth", "TextEscaping",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
+        // `gattemu relay`: the link to the real device as a central, forwarding the mirror's operations, and the
+        // session's recording.
+        .target(
+            name: "Relay", dependencies: ["BlueZ", "Bluetooth", "DBus", "DeviceClone", "Emulator", "Profile", "Replica", "TextEscaping"]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
         .target(name: "ControlBodies", dependencies: ["Bluetooth", "Lexical", "Profile", "ControlContract"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.
@@ -93,7 +99,7 @@ let package = Package(
             name: "gattemu",
             dependencies: [
                 "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
-                "DeviceClone", "TextEscaping", "FaultCatalog",
+                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay", "CaptureExport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -122,16 +128,20 @@ let package = Package(
         .testTarget(name: "TextEscapingTests", dependencies: ["TextEscaping"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
-        .target(name: "CaptureTestSupport", dependencies: ["Capture", "Bluetooth"], path: "Tests/CaptureTestSupport"),
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CaptureExport", "Bluetooth"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
         .testTarget(
             name: "CaptureImportTests", dependencies: ["CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
+        // The btsnoop writer judged by CaptureImport (the same profile back) and by tshark.
+        .testTarget(
+            name: "CaptureExportTests",
+            dependencies: ["CaptureExport", "CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
         .testTarget(
             name: "CloneTests",
             dependencies: [
-                "DeviceClone", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
+                "DeviceClone", "Relay", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
             ]),
         .testTarget(
             name: "ProfileTests", dependencies: ["Profile", "Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"],

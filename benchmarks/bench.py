@@ -42,6 +42,7 @@ sys.path.insert(0, str(HERE / "peers"))
 
 import central as C  # noqa: E402
 import behaviour as B  # noqa: E402
+import relay_bench as R  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CONN_INTERVAL_MS = 7.5
@@ -99,7 +100,7 @@ def percentile(xs: list[float], p: float) -> float | None:
 class BenchCentral(C.BumbleCentral):
     """The e2e Bumble central, connecting with a short connection interval."""
 
-    async def _connect_once(self, adv, timeout):
+    async def _connect_once(self, adv, timeout, mtu: int = 517):
         from bumble.core import PhysicalTransport
         from bumble.device import ConnectionParametersPreferences, Peer
         from bumble.hci import OwnAddressType, Phy
@@ -111,7 +112,7 @@ class BenchCentral(C.BumbleCentral):
                                          own_address_type=OwnAddressType.PUBLIC, timeout=timeout)
         c = C.BumbleConnection(self.device, conn, Peer(conn))
         try:
-            await asyncio.wait_for(c._peer.request_mtu(517), 20)
+            await asyncio.wait_for(c._peer.request_mtu(mtu), 20)
             await asyncio.wait_for(c._peer.discover_services(), 20)
             await asyncio.wait_for(c._peer.discover_characteristics(), 20)
         except BaseException:
@@ -206,6 +207,20 @@ class Impl:
         raise ValueError(self.key)
 
 
+def restart_bluetoothd(conf: Path | None) -> None:
+    """Restarts the sandbox's bluetoothd, with `conf` as its main.conf (None: the system's)."""
+    environment = dict(os.environ)
+    environment.pop("GATTEMU_BLUETOOTHD_CONF", None)
+    if conf is not None:
+        environment["GATTEMU_BLUETOOTHD_CONF"] = str(conf)
+    subprocess.run([str(Path(__file__).resolve().parents[1] / "scripts" / "sandbox-bluetoothd"), "restart"], check=True,
+                   timeout=90, env=environment, stdin=subprocess.DEVNULL)
+
+
+# The relay section's two runs of one gattemu device (noke-burst.json): directly, and through `gattemu relay`.
+RELAY_DIRECT = Impl("relay-direct", "gattemu device, directly", "AcquireNotify")
+RELAY = Impl("relay", "the same device through gattemu relay", "AcquireNotify")
+
 IMPLS = [
     Impl("gattemu", "gattemu (AcquireNotify)", "AcquireNotify"),
     Impl("gattemu-props", "gattemu (PropertiesChanged)", "PropertiesChanged"),
@@ -243,11 +258,14 @@ class Bench:
 
     # -------------------------------------------------------------- process
     def spawn(self, run: Run) -> subprocess.Popen:
-        argv = run.impl.argv(run.profile, self.env)
+        return self.spawn_argv(run.impl.argv(run.profile, self.env), p_log(run))
+
+    @staticmethod
+    def spawn_argv(argv: list[str], log_path: Path) -> subprocess.Popen:
         # On the VM's tmpfs: the out dir is a 9p share where every log line of a
         # chatty peripheral would cost a synchronous round trip to the host.
         LOGDIR.mkdir(parents=True, exist_ok=True)
-        logf = open(LOGDIR / f"peripheral-{run.impl.key}-{run.profile}.log", "ab")
+        logf = open(log_path, "ab")
         logf.write(f"=== {time.strftime('%T')} {shlex.join(argv)}\n".encode())
         logf.flush()
         p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -313,11 +331,14 @@ class Bench:
         r["start_to_seen_ms"] = (t_seen - t0) * 1000 if t_seen else None
         return p, t0, info
 
-    async def connect(self, info, uuid: str):
+    async def connect(self, info, uuid: str, pinned: bool = False):
+        """Connects to `info`; on failure scans again for `uuid` (`pinned`: for `info`'s address only)."""
         try:
             return await asyncio.wait_for(self.central._connect_once(info, 30), 40)
         except Exception as e:  # noqa: BLE001 - fall back to the e2e helper's retrying connect
             log(f"first connect failed ({type(e).__name__}: {e}); retrying with a fresh scan")
+            if pinned:
+                return await self.central.connect(info.address, service_uuid=uuid)
             return await self.central.connect(service_uuid=uuid)
 
     async def rtt_loop(self, conn, write_uuid: str, n: int, make, response: bool, q: asyncio.Queue,
@@ -535,6 +556,113 @@ class Bench:
                 run.errors.append("advertisement still registered 15 s after the process stopped")
             await asyncio.sleep(0.5)
 
+    # -------------------------------------------------------------- the relay
+    async def relay(self, runs: list[Run]) -> dict:
+        """The same gattemu device directly and through `gattemu relay`, one after the other (relay_bench.py)."""
+        a, env = self.args, self.env
+        rel: dict = {"soak_ops": a.relay_soak}
+        missing = [v for v in ("GATTEMU_CENTRAL2", "GATTEMU_CENTRAL3", "GATTEMU_CENTRAL3_ADDRESS") if not env.get(v)]
+        direct, relayed = Run(RELAY_DIRECT, "noke"), Run(RELAY, "noke")
+        runs += [direct, relayed]
+        if missing or not Path(a.gattemu).exists():
+            why = f"needs {', '.join(missing)} (two spare controllers: patched btvirt)" if missing else f"{a.gattemu} missing"
+            relayed.errors.append(f"not run: {why}")
+            return rel
+        log("gattemu relay: the device directly, then through the relay")
+        # No EATT for this section: bluetoothd as the relay's central would spread write commands over several ATT
+        # channels and the device would get them out of order (docs/relay.md). Restored at the end.
+        single_channel = LOGDIR / "main-single-channel.conf"
+        single_channel.write_text("[Policy]\nAutoEnable=true\n\n[GATT]\nChannels = 1\n")
+        restart_bluetoothd(single_channel)
+        try:
+            return await self.relay_section(runs, rel, direct, relayed)
+        finally:
+            restart_bluetoothd(None)
+
+    async def relay_section(self, runs: list[Run], rel: dict, direct: Run, relayed: Run) -> dict:
+        a, env = self.args, self.env
+        device_argv = Impl("gattemu", "", "AcquireNotify").argv("noke", env)
+        base = self.watch.active
+        device = self.spawn_argv(device_argv, p_log(direct))
+        relay_proc = None
+        device_log_start = 0
+        events = LOGDIR / "relay-events.jsonl"
+        try:
+            if await self.watch.wait(lambda x: x > base, 60) is None:
+                raise RuntimeError("the device's advertisement was not registered within 60 s")
+            info = await self.central.find(address=env["GATTEMU_PERIPH_ADDRESS"], service_uuid=B.NOKE["service"], timeout=60)
+            # The soak directly too: the control that tells the relay's losses and reorderings from the device's.
+            await self.relay_leg(direct, info, device.pid, soak=a.relay_soak)
+            events.unlink(missing_ok=True)
+            await asyncio.sleep(0.2)  # the device's log is batched (at most 50 ms)
+            device_log_start = p_log(direct).stat().st_size
+            relay_argv = [env["GATTEMU_BIN"], "relay", info.address, "--adapter", env["GATTEMU_CENTRAL3"],
+                          "--upstream-adapter", env["GATTEMU_CENTRAL2"], "--events", str(events), "--control", "off"]
+            t0 = now()
+            relay_proc = self.spawn_argv(relay_argv, p_log(relayed))
+            mirror = await self.central.find(address=env["GATTEMU_CENTRAL3_ADDRESS"], service_uuid=B.NOKE["service"],
+                                             timeout=R.MIRROR_WAIT_S)
+            relayed.results["start_to_mirror_seen_ms"] = (now() - t0) * 1000
+            await self.relay_leg(relayed, mirror, relay_proc.pid, soak=a.relay_soak)
+        except Exception as e:  # noqa: BLE001 - report it, keep the rest of the bench
+            relayed.errors.append(f"{type(e).__name__}: {e}")
+            log(f"  ERROR relay: {type(e).__name__}: {e}")
+        finally:
+            if relay_proc is not None:
+                self.stop(relay_proc)
+                rel["relay_exit"] = relay_proc.returncode
+            self.stop(device)
+            if await self.watch.wait(lambda x: x == 0, 15) is None:
+                relayed.errors.append("the device's advertisement still registered 15 s after it stopped")
+        if relay_proc is not None:
+            legs = R.relay_legs(events)
+            legs["legs"] = {k: {"n": len(v), "p50_ms": percentile(v, 50), "p99_ms": percentile(v, 99)}
+                            for k, v in legs.pop("legs_ms", {}).items()}
+            rel.update(legs)
+            rel["device_counts"] = R.device_counts(p_log(direct), device_log_start)
+            try:
+                shutil.copy2(events, self.out / events.name)
+            except OSError:
+                pass
+            for run in (direct, relayed):
+                s = run.results.get("soak")
+                if s and not s["ok"]:
+                    run.errors.append(f"soak: {s['missing']} lost, {s['duplicates']} repeated, {s['reordered']} reordered "
+                                      f"of {s['sent']} ({s['first_problem']}); layers: {rel.get('counts')} "
+                                      f"{rel['device_counts']}")
+        return rel
+
+    async def relay_leg(self, run: Run, info, pid: int, soak: int = 0):
+        """Round trips, a soak (relayed only) and bursts over one connection to `info`."""
+        a = self.args
+        # Pinned: the device and its mirror advertise alike.
+        conn = await self.connect(info, B.NOKE["service"], pinned=True)
+        try:
+            q: asyncio.Queue = asyncio.Queue()
+            await conn.subscribe(B.NOKE["tx"], q.put_nowait)
+            await asyncio.sleep(0.3)
+
+            def cmd(i):
+                b = bytearray(20)
+                b[2] = i & 0xFF
+                return bytes(b)
+            await self.rtt_loop(conn, B.NOKE["rx"], min(20, a.ops), cmd, True, q, timeout=5)
+            for name, resp in (("rtt_write_req", True), ("rtt_write_cmd", False)):
+                (ms, lost), cost = await self.phase(run, name, pid, self.rtt_loop(conn, B.NOKE["rx"], a.ops, cmd, resp, q))
+                self.record_rtt(run, name, ms, lost, cost)
+            if soak:
+                res = await R.soak(conn, B.NOKE["rx"], q, soak)
+                run.results["soak"] = res
+                log(f"  {run.impl.key} soak: {res['received']}/{res['sent']} answered, {res['missing']} lost, "
+                    f"{res['duplicates']} repeated, {res['reordered']} reordered, {fmt(res['ops_per_s'])} ops/s")
+            await self.burst(run, conn, q, pid, a.bursts)
+        finally:
+            try:
+                await asyncio.wait_for(conn.disconnect(), 10)
+            except Exception:  # noqa: BLE001
+                pass
+
+
 
 def p_log(run: Run) -> Path:
     return LOGDIR / f"peripheral-{run.impl.key}-{run.profile}.log"
@@ -677,6 +805,8 @@ def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
         target(f"RSS flat between {pts[0]['ops']} and {pts[-1]['ops']} ops (KiB growth)", growth,
                "≤ 5 % (flat)", None if growth is None else growth <= 0.05 * a0)
 
+    relay_md = relay_report(by, meta.get("relay"), target) if meta.get("relay") is not None else ""
+
     tl = ["| target | measured | goal | met |", "|---|---|---|---|"]
     for x in t:
         tl.append(f"| {x['target']} | {fmt(x['measured'], 3)} | {x['goal']} | "
@@ -690,7 +820,7 @@ def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
         f"wall {meta.get('wall_s', 0):.0f} s", "",
         "Absolute figures are from software emulation (qemu TCG) and are not comparable across runs; "
         "the gattemu/peer ratios, measured side by side in this run, are. See benchmarks/README.md.", "",
-        md_table, "", "## Targets", "", "\n".join(tl), "",
+        md_table, "", relay_md, "## Targets", "", "\n".join(tl), "",
         "## Errors" if errs else "", "\n".join(errs), "",
     ])
     data = {"meta": meta, "runs": [{"impl": r.impl.key, "label": r.impl.label, "profile": r.profile,
@@ -698,6 +828,71 @@ def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
                                     for r in runs],
             "table": table, "targets": t}
     return data, md
+
+
+def relay_report(by: dict, rel: dict, target) -> str:
+    """bench.md's relay section; adds the relay's lines to the targets through `target(name, measured, goal, ok)`."""
+    d, r = by.get(("relay-direct", "noke")), by.get(("relay", "noke"))
+    if d is None or r is None:
+        return ""
+
+    def g(run, *path):
+        v = run.results
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        return v
+
+    rows = [("RTT write-req → notify p50 (ms)", ("rtt_write_req", "p50_ms")),
+            ("RTT write-req → notify p99 (ms)", ("rtt_write_req", "p99_ms")),
+            ("RTT write-cmd → notify p50 (ms)", ("rtt_write_cmd", "p50_ms")),
+            ("RTT write-cmd → notify p99 (ms)", ("rtt_write_cmd", "p99_ms")),
+            ("round trips timed out", ("rtt_write_req", "lost")),
+            ("burst notifications/s (central receives)", ("burst", "notifications_per_s")),
+            ("burst notifications missing", ("burst", "missing")),
+            ("CPU per 1,000 write-req→notify (ms): device / relay process", ("rtt_write_req", "cpu_ms_per_1000")),
+            ("CPU per 1,000 burst notifications (ms): device / relay process", ("burst", "cpu_ms_per_1000"))]
+    lines = ["## gattemu relay", "",
+             "The same device (gattemu, `benchmarks/profiles/noke-burst.json`) directly and through `gattemu relay` "
+             "(upstream and mirror on two more controllers), in this run. CPU is the device's process directly and "
+             "the relay's process relayed.", "",
+             "| figure | directly | through the relay | relayed − direct | relayed / direct |", "|---|---|---|---|---|"]
+    for label, path in rows:
+        a, b = g(d, *path), g(r, *path)
+        diff = (b - a) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+        lines.append(f"| {label} | {fmt(a)} | {fmt(b)} | {fmt(diff)} | {fmt(ratio(b, a), 2)} |")
+    for kind, leg in (rel.get("legs") or {}).items():
+        lines.append(f"| relay's own leg: device answered the {kind}, p50 / p99 (ms, n = {leg['n']}) | | "
+                     f"{fmt(leg['p50_ms'])} / {fmt(leg['p99_ms'])} | | |")
+    lines.append(f"| start → mirror seen by the central (ms) | | {fmt(g(r, 'start_to_mirror_seen_ms'))} | | |")
+    rate = ratio(g(r, "burst", "notifications_per_s"), g(d, "burst", "notifications_per_s"))
+    target("relay: notification throughput, relayed / direct", rate, "≥ 0.90", None if rate is None else rate >= 0.9)
+    for k in ("rtt_write_req", "rtt_write_cmd"):
+        over = ratio(g(r, k, "p50_ms"), g(d, k, "p50_ms"))
+        target(f"relay: p50 {k[4:].replace('_', '-')} → notify, relayed / direct", over, "(reported)", None)
+    def soak_line(s) -> str:
+        return (f"{s['sent']:,} write commands `B1 hi lo` ({s['window']} in flight), {s['received']:,} answers `52 hi lo` "
+                f"received, {s['distinct']:,} distinct: {s['missing']} lost, {s['duplicates']} repeated, "
+                f"{s['reordered']} reordered" + (f" (first: {s['first_problem']})" if s["first_problem"] else "")
+                + f"; {fmt(s['ops_per_s'])} ops/s")
+
+    sd, s = g(d, "soak"), g(r, "soak")
+    if sd:
+        lines += ["", f"**Soak directly** (the control): {soak_line(sd)}."]
+        target(f"device directly: soak of {sd['sent']:,} operations, none lost, repeated or reordered",
+               sd["missing"] + sd["duplicates"] + sd["reordered"], "0", sd["ok"] and sd["sent"] == sd["requested"])
+    if s:
+        counts = {**(rel.get("counts") or {}), **(rel.get("device_counts") or {})}
+        lines += ["", f"**Soak through the relay:** {soak_line(s)}. Per layer: the relay forwarded "
+                  f"{fmt(counts.get('soak_writes_forwarded'))} writes, the device received "
+                  f"{fmt(counts.get('soak_writes_received'))} ({fmt(counts.get('soak_writes_received_out_of_order'))} of "
+                  f"them out of order) and notified {fmt(counts.get('soak_notifications_sent'))}, "
+                  f"the relay got {fmt(counts.get('soak_notifications_from_device'))} of them from the device"
+                  + (f"; {rel['dropped_note']}" if rel.get("dropped_note") else "") + "."]
+        target(f"relay: soak of {s['sent']:,} operations, none lost, repeated or reordered",
+               s["missing"] + s["duplicates"] + s["reordered"], "0", s["ok"] and s["sent"] == s["requested"])
+    elif rel.get("soak_ops"):
+        target("relay: soak, none lost, repeated or reordered", None, "0", False)
+    return "\n".join(lines) + "\n"
 
 
 async def main() -> int:
@@ -709,7 +904,10 @@ async def main() -> int:
     ap.add_argument("--soak", help="comma-separated RSS checkpoints in ops (default 10000,100000; quick 200,600; 0 = off)")
     ap.add_argument("--soak-impls", default="gattemu,bless",
                     help="implementations that get the soak (default gattemu,bless)")
-    ap.add_argument("--impls", default=",".join(i.key for i in IMPLS))
+    ap.add_argument("--impls", default=",".join([i.key for i in IMPLS] + ["relay"]),
+                    help="implementations, and `relay` for the relay section (default: all)")
+    ap.add_argument("--relay-soak", type=int,
+                    help="sequence-numbered operations through the relay (default 10000, quick 1000; 0 = off)")
     ap.add_argument("--profiles", default="noke,bleproof")
     ap.add_argument("--gattemu", default=str(ROOT / ".build" / "release" / "gattemu"))
     a = ap.parse_args()
@@ -718,6 +916,7 @@ async def main() -> int:
     soak = a.soak if a.soak is not None else ("200,600" if a.quick else "10000,100000")
     a.soak = [int(x) for x in soak.split(",") if int(x) > 0]
     a.soak_impls = a.soak_impls.split(",")
+    a.relay_soak = a.relay_soak if a.relay_soak is not None else (1000 if a.quick else 10000)
     env = {k: v for k, v in os.environ.items() if k.startswith("GATTEMU_")}
     for v in ("GATTEMU_PERIPH", "GATTEMU_CENTRAL", "GATTEMU_PERIPH_ADDRESS"):
         if not env.get(v):
@@ -754,11 +953,12 @@ async def main() -> int:
             r = Run(impl, profile)
             runs.append(r)
             await bench.run_one(r)
+    relay = await bench.relay(runs) if "relay" in keys else None
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "quick": a.quick, "ops": a.ops, "bursts": a.bursts,
             "burst_size": B.BURST, "soak": a.soak, "central": env["GATTEMU_CENTRAL"],
             "periph": env["GATTEMU_PERIPH"], "conn_interval_requested_ms": CONN_INTERVAL_MS,
             "wall_s": now() - t0, "uname": os.uname().release,
-            "gattemu": a.gattemu}
+            "gattemu": a.gattemu, "relay": relay}
     data, md = report(runs, meta)
     out = Path(a.out)
     (out / "bench.json").write_text(json.dumps(data, indent=1, default=str) + "\n")

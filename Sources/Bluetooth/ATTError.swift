@@ -32,6 +32,23 @@ public enum ATTError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The error that makes the central receive `code` (the inverse of ``code(writing:)``), when a GATT server
+    /// on BlueZ can send it at all; nil for the codes bluetoothd decides itself (insufficient authentication or
+    /// encryption: a characteristic's security flags make bluetoothd send those) and for the reserved ones.
+    public init?(sending code: ATTErrorCode) {
+        switch code {
+        case .readNotPermitted, .writeNotPermitted: self = .notPermitted
+        case .insufficientAuthorization: self = .notAuthorized
+        case .invalidOffset: self = .invalidOffset
+        case .invalidAttributeValueLength: self = .invalidValueLength
+        case .requestNotSupported: self = .notSupported
+        case ATTErrorCode(rawValue: 0xFE): self = .inProgress
+        default:
+            guard Self.applicationCodes.contains(code.rawValue) else { return nil }
+            self = .application(code.rawValue)
+        }
+    }
+
     /// `not-permitted`, …; `0x80` for an application error.
     public var description: String {
         switch self {

@@ -33,6 +33,11 @@ extension FaultRequest {
             case .corrupt(.replace(let at, let bytes)): .corrupt(.replace(at: at, hex: bytes.hexString(uppercase: false)))
             case .corrupt(.xor(let at, let mask)): .corrupt(.xor(at: at, hex: mask.hexString(uppercase: false)))
             case .truncate(let count): .truncate(count)
+            case .rewrite(let match, let replace, let all):
+                .rewrite(
+                    RewriteValue(
+                        match: .hex(match.hexString(uppercase: false)), replace: .hex(replace.hexString(uppercase: false)),
+                        all: all ? nil : false))
             case .duplicate(let copies): .duplicate(copies == 1 ? nil : copies)
             case .reorder: .reorder
             case .disconnect: .disconnect

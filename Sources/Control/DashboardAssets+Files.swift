@@ -71,21 +71,41 @@ extension DashboardAssets {
             <h3>Presets (the profile's faults)</h3>
             <div id="presets" class="buttons"></div>
             <h3>New fault</h3>
-            <form id="fault-form" class="fault-form">
-              <label>on <select name="on"><option value="">(default)</option><option value="read">read</option><option value="write">write</option><option value="notify">notify</option><option value="indicate">indicate</option><option value="connect">connect</option><option value="start">start</option></select></label>
-              <label>characteristic <select name="characteristic"><option value="">(any)</option></select></label>
-              <label>action <select name="action">
-                <option value="error">error</option><option value="drop">drop</option><option value="delay">delay</option>
-                <option value="corrupt">corrupt (flip bits / hex)</option><option value="truncate">truncate</option><option value="duplicate">duplicate</option>
-                <option value="reorder">reorder</option><option value="disconnect">disconnect</option><option value="silence">silence</option>
-                <option value="advertise">advertise</option><option value="powerCycle">powerCycle</option></select></label>
-              <label>value <input name="value" placeholder="not-authorized, 200ms, 2, ff…"></label>
-              <label>nth <input name="nth" type="number" min="1"></label>
-              <label>count <input name="count" type="number" min="1"></label>
-              <label>probability <input name="probability" type="number" min="0" max="1" step="0.05"></label>
-              <label>id <input name="id" pattern="[A-Za-z0-9_\-]{1,64}"></label>
+            <form id="fault-form" class="fault-form" novalidate>
+              <label>action <select name="action"></select></label>
+              <label>on <select name="on"></select></label>
+              <label data-scope="characteristic">characteristic <select name="characteristic"><option value="">(any)</option></select></label>
+              <label>central <input name="central" placeholder="(any) C0:FF:EE:00:00:01" autocomplete="off"></label>
+              <fieldset id="fault-value" class="fault-value"><legend>value</legend></fieldset>
+              <label>nth <input name="nth" inputmode="numeric" autocomplete="off"></label>
+              <label>count <input name="count" inputmode="numeric" autocomplete="off"></label>
+              <label>probability <input name="probability" inputmode="decimal" autocomplete="off"></label>
+              <label>seed <input name="seed" inputmode="numeric" autocomplete="off"></label>
+              <label data-scope="after">after <input name="after" placeholder="2s" autocomplete="off"></label>
+              <label>id <input name="id" autocomplete="off"></label>
               <button type="submit">Install</button>
+              <p id="fault-help" class="muted fault-help"></p>
+              <p id="fault-error" class="fault-error" role="alert" hidden></p>
             </form>
+            <!-- fault-catalog: made by scripts/fault-catalog; do not edit -->
+        <script type="application/json" id="fault-catalog">[
+        {"name":"delay","operations":["read","write","notify","indicate"],"implicitOn":null,"suggestedOn":"write","takesCharacteristic":true,"summary":"Hold the answer or the notification that long; with min and max, a uniform jitter between them (either order).","value":"a duration (500, \"500ms\" or \"1.5s\"); or {\"min\": a duration (500, \"500ms\" or \"1.5s\"), \"max\": a duration (500, \"500ms\" or \"1.5s\")}","example":"{\"on\": \"read\", \"delay\": {\"min\": \"50ms\", \"max\": \"400ms\"}, \"probability\": 0.5, \"seed\": 42}","schema":{"oneOf":[{"oneOf":[{"type":"integer","minimum":0,"maximum":100000000,"description":"milliseconds"},{"type":"string","pattern":"^([0-9]{1,8}(\\.[0-9]{1,3})?(ms)?|[0-9]{1,5}(\\.[0-9]{1,3})?s)$"}]},{"type":"object","required":["min","max"],"properties":{"min":{"oneOf":[{"type":"integer","minimum":0,"maximum":100000000,"description":"milliseconds"},{"type":"string","pattern":"^([0-9]{1,8}(\\.[0-9]{1,3})?(ms)?|[0-9]{1,5}(\\.[0-9]{1,3})?s)$"}]},"max":{"oneOf":[{"type":"integer","minimum":0,"maximum":100000000,"description":"milliseconds"},{"type":"string","pattern":"^([0-9]{1,8}(\\.[0-9]{1,3})?(ms)?|[0-9]{1,5}(\\.[0-9]{1,3})?s)$"}]}},"additionalProperties":false}]}},
+        {"name":"drop","operations":["read","write","notify","indicate"],"implicitOn":null,"suggestedOn":"write","takesCharacteristic":true,"summary":"Never answer the read or write (bluetoothd answers the central with an error after 5 s), or do not send the notification.","value":"true","example":"{\"on\": \"notify\", \"characteristic\": \"tx\", \"nth\": 2, \"drop\": true}","schema":{"type":"boolean","enum":[true]}},
+        {"name":"error","operations":["read","write"],"implicitOn":null,"suggestedOn":"write","takesCharacteristic":true,"summary":"Answer the read or write with this ATT error; the behaviour engine does not see the request.","value":"an ATT error name (\"not-authorized\") or an application code \"0x80\"\u2013\"0x9F\" (or 128\u2013159)","example":"{\"on\": \"write\", \"characteristic\": \"config\", \"error\": \"not-authorized\", \"count\": 1}","schema":{"oneOf":[{"type":"string","enum":["failed","in-progress","invalid-offset","invalid-value-length","not-authorized","not-permitted","not-supported"]},{"type":"string","pattern":"^0[xX][89][0-9A-Fa-f]$"},{"type":"integer","minimum":128,"maximum":159}]}},
+        {"name":"corrupt","operations":["read","write","notify","indicate"],"implicitOn":null,"suggestedOn":"notify","takesCharacteristic":true,"summary":"Flip bits at seeded random positions, replace bytes from offset at (appended past the end), or XOR them with a mask (of the read answer, the written value before the behaviour engine sees it, or the notification).","value":"{\"flipBits\": a whole number from 1 to 4096}; or {\"at\" (optional): a whole number from 0 to 512, \"hex\": hex bytes as in a profile (\"ff 00\", \"0x01\"), at most 4096 characters}; or {\"at\" (optional): a whole number from 0 to 512, \"xor\": hex bytes as in a profile (\"ff 00\", \"0x01\"), at most 4096 characters}","example":"{\"on\": \"notify\", \"characteristic\": \"tx\", \"corrupt\": {\"flipBits\": 1}, \"count\": 5}","schema":{"oneOf":[{"type":"object","required":["flipBits"],"properties":{"flipBits":{"type":"integer","minimum":1,"maximum":4096}},"additionalProperties":false},{"type":"object","required":["hex"],"properties":{"at":{"type":"integer","minimum":0,"maximum":512},"hex":{"type":"string","pattern":"^(0[xX])?[ :\\t-]*([0-9A-Fa-f][ :\\t-]*[0-9A-Fa-f][ :\\t-]*)+$","maxLength":4096}},"additionalProperties":false},{"type":"object","required":["xor"],"properties":{"at":{"type":"integer","minimum":0,"maximum":512},"xor":{"type":"string","pattern":"^(0[xX])?[ :\\t-]*([0-9A-Fa-f][ :\\t-]*[0-9A-Fa-f][ :\\t-]*)+$","maxLength":4096}},"additionalProperties":false}]}},
+        {"name":"truncate","operations":["read","write","notify","indicate"],"implicitOn":null,"suggestedOn":"notify","takesCharacteristic":true,"summary":"Keep only this many bytes of the read answer, the written value (before the behaviour engine) or the notification.","value":"a whole number from 0 to 512","example":"{\"on\": \"notify\", \"truncate\": 3}","schema":{"type":"integer","minimum":0,"maximum":512}},
+        {"name":"rewrite","operations":["read","write","notify","indicate"],"implicitOn":null,"suggestedOn":"notify","takesCharacteristic":true,"summary":"Replace every occurrence of match by replace (only the first with \"all\": false) in the read answer, the written value or the notification; a result longer than 512 bytes is cut to 512 (logged).","value":"{\"match\": a value: hex text (\"51 60\") or {\"hex\": \u2026}, {\"utf8\": \u2026} or {\"base64\": \u2026}, 1 to 512 bytes, \"replace\": a value: hex text (\"51 60\") or {\"hex\": \u2026}, {\"utf8\": \u2026} or {\"base64\": \u2026}, at most 512 bytes (may be empty), \"all\" (optional): true or false}","example":"{\"on\": \"notify\", \"characteristic\": \"tx\", \"rewrite\": {\"match\": {\"hex\": \"51 60\"}, \"replace\": {\"hex\": \"51 61\"}}}","schema":{"type":"object","required":["match","replace"],"properties":{"match":{"oneOf":[{"type":"string","pattern":"^(0[xX])?[ :\\t-]*([0-9A-Fa-f][ :\\t-]*[0-9A-Fa-f][ :\\t-]*)+$","maxLength":4096},{"type":"object","required":["hex"],"properties":{"hex":{"type":"string","pattern":"^(0[xX])?[ :\\t-]*([0-9A-Fa-f][ :\\t-]*[0-9A-Fa-f][ :\\t-]*)+$","maxLength":4096}},"additionalProperties":false},{"type":"object","required":["utf8"],"properties":{"utf8":{"type":"string","minLength":1,"maxLength":512}},"additionalProperties":false},{"type":"object","required":["base64"],"properties":{"base64":{"type":"string","pattern":"^[ \\t\\n\\r]*((([A-Za-z0-9+/][ \\t\\n\\r]*){4})+(([A-Za-z0-9+/][ \\t\\n\\r]*){2}(=[ \\t\\n\\r]*=[ \\t\\n\\r]*)?|([A-Za-z0-9+/][ \\t\\n\\r]*){3}(=[ \\t\\n\\r]*)?)?|([A-Za-z0-9+/][ \\t\\n\\r]*){2}(=[ \\t\\n\\r]*=[ \\t\\n\\r]*)?|([A-Za-z0-9+/][ \\t\\n\\r]*){3}(=[ \\t\\n\\r]*)?)$","maxLength":684}},"additionalProperties":false}],"description":"hex text as in a profile, or one of hex, utf8, base64; at most 512 bytes, at least one"},"replace":{"oneOf":[{"type":"string","pattern":"^(0[xX])?[ :\\t-]*([0-9A-Fa-f][ :\\t-]*[0-9A-Fa-f][ :\\t-]*)*$","maxLength":4096},{"type":"object","required":["hex"],"properties":{"hex":{"type":"string","pattern":"^(0[xX])?[ :\\t-]*([0-9A-Fa-f][ :\\t-]*[0-9A-Fa-f][ :\\t-]*)*$","maxLength":4096}},"additionalProperties":false},{"type":"object","required":["utf8"],"properties":{"utf8":{"type":"string","maxLength":512}},"additionalProperties":false},{"type":"object","required":["base64"],"properties":{"base64":{"type":"string","pattern":"^[ \\t\\n\\r]*(([A-Za-z0-9+/][ \\t\\n\\r]*){4})*(([A-Za-z0-9+/][ \\t\\n\\r]*){2}(=[ \\t\\n\\r]*=[ \\t\\n\\r]*)?|([A-Za-z0-9+/][ \\t\\n\\r]*){3}(=[ \\t\\n\\r]*)?)?$","maxLength":684}},"additionalProperties":false}],"description":"hex text as in a profile, or one of hex, utf8, base64; at most 512 bytes"},"all":{"type":"boolean"}},"additionalProperties":false}},
+        {"name":"duplicate","operations":["notify","indicate"],"implicitOn":null,"suggestedOn":"notify","takesCharacteristic":true,"summary":"Send the notification again: one extra copy for true, or this many.","value":"true; or a whole number from 1 to 100","example":"{\"on\": \"notify\", \"duplicate\": 2}","schema":{"oneOf":[{"type":"boolean","enum":[true]},{"type":"integer","minimum":1,"maximum":100}]}},
+        {"name":"reorder","operations":["notify","indicate"],"implicitOn":null,"suggestedOn":"notify","takesCharacteristic":true,"summary":"Hold the notification back and send it right after the next one of the same characteristic.","value":"true","example":"{\"on\": \"notify\", \"reorder\": true, \"nth\": 4}","schema":{"type":"boolean","enum":[true]}},
+        {"name":"disconnect","operations":["read","write","notify","indicate","connect","pair","start"],"implicitOn":"start","suggestedOn":null,"takesCharacteristic":true,"summary":"Disconnect the operation's central right after the operation (for start: every connected central).","value":"true","example":"{\"on\": \"connect\", \"central\": \"C0:FF:EE:00:00:01\", \"disconnect\": true}","schema":{"type":"boolean","enum":[true]}},
+        {"name":"silence","operations":["read","write","notify","indicate","connect","pair","start"],"implicitOn":"start","suggestedOn":null,"takesCharacteristic":true,"summary":"Stop advertising for that long, then advertise again.","value":"a duration (500, \"500ms\" or \"1.5s\")","example":"{\"silence\": \"10s\", \"after\": \"30s\"}","schema":{"oneOf":[{"type":"integer","minimum":0,"maximum":100000000,"description":"milliseconds"},{"type":"string","pattern":"^([0-9]{1,8}(\\.[0-9]{1,3})?(ms)?|[0-9]{1,5}(\\.[0-9]{1,3})?s)$"}]}},
+        {"name":"advertise","operations":["read","write","notify","indicate","connect","pair","start"],"implicitOn":"start","suggestedOn":null,"takesCharacteristic":true,"summary":"Switch to this advertisement variant, or back to the base advertisement for null.","value":"an advertisement variant's name, or null for the base advertisement","example":"{\"on\": \"write\", \"nth\": 3, \"advertise\": null}","schema":{"type":"string","minLength":1,"nullable":true,"description":"a variant name, or null for the base advertisement"}},
+        {"name":"powerCycle","operations":["read","write","notify","indicate","connect","pair","start"],"implicitOn":"start","suggestedOn":null,"takesCharacteristic":true,"summary":"Power the adapter off for that long (1 s for true), then on, and advertise again.","value":"true; or a duration (500, \"500ms\" or \"1.5s\")","example":"{\"powerCycle\": \"3s\"}","schema":{"oneOf":[{"type":"boolean","enum":[true]},{"oneOf":[{"type":"integer","minimum":0,"maximum":100000000,"description":"milliseconds"},{"type":"string","pattern":"^([0-9]{1,8}(\\.[0-9]{1,3})?(ms)?|[0-9]{1,5}(\\.[0-9]{1,3})?s)$"}]}]}},
+        {"name":"refuse","operations":["pair"],"implicitOn":"pair","suggestedOn":"pair","takesCharacteristic":false,"summary":"Refuse the pairing, whatever the profile's security section says.","value":"true","example":"{\"refuse\": true, \"count\": 1}","schema":{"type":"boolean","enum":[true]}},
+        {"name":"wrongPasskey","operations":["pair"],"implicitOn":"pair","suggestedOn":"pair","takesCharacteristic":false,"summary":"Type the passkey one off, or answer a numeric comparison or just-works prompt as \"the numbers differ\".","value":"true","example":"{\"on\": \"pair\", \"wrongPasskey\": true}","schema":{"type":"boolean","enum":[true]}},
+        {"name":"forgetBonds","operations":["start"],"implicitOn":"start","suggestedOn":null,"takesCharacteristic":false,"summary":"Make bluetoothd forget every paired central's keys without telling them, as a factory reset does.","value":"true","example":"{\"forgetBonds\": true, \"after\": \"2s\"}","schema":{"type":"boolean","enum":[true]}}
+        ]</script>
+        <!-- /fault-catalog -->
           </section>
 
           <section class="card wide" id="card-timeline">
@@ -151,6 +171,12 @@ extension DashboardAssets {
         .fault-form { display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: end; }
         .fault-form label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); }
         .fault-form input { width: 9em; }
+        .fault-form [hidden] { display: none; }
+        .fault-value { display: flex; flex-wrap: wrap; gap: 4px 8px; align-items: end; margin: 0; padding: 2px 8px 6px; border: 1px solid var(--line); border-radius: 5px; }
+        .fault-value legend { font-size: 12px; color: var(--muted); }
+        .fault-value-part, .fault-field { display: flex; flex-wrap: wrap; gap: 4px 8px; align-items: end; }
+        .fault-help { flex: 1 1 100%; margin: 0; font-size: 12px; }
+        .fault-error { flex: 1 1 100%; margin: 0; padding: 4px 8px; border-radius: 5px; background: #fee2e2; color: #7f1d1d; }
         .filters input[type=search] { flex: 1 1 12em; }
         .detail { background: #f3f4f6; padding: 6px; border-radius: 4px; white-space: pre-wrap; word-break: break-all; min-height: 1.5em; font-size: 12px; }
         /* Timeline (shared with gattemu report) */
@@ -555,11 +581,15 @@ extension DashboardAssets {
               part.append(table);
               box.append(part);
             }
+            // Rebuilt only when the characteristics change: a refresh must not take the select away from the user.
             const select = document.querySelector("#fault-form select[name=characteristic]");
-            const chosen = select.value;
-            select.replaceChildren(new Option("(any)", ""));
-            for (const c of characteristics) select.append(new Option(c.id, c.id));
-            select.value = chosen;
+            const ids = [""].concat(characteristics.map((c) => c.id));
+            if (ids.join("\n") !== Array.from(select.options, (option) => option.value).join("\n")) {
+              const chosen = select.value;
+              select.replaceChildren(new Option("(any)", ""));
+              for (const c of characteristics) select.append(new Option(c.id, c.id));
+              select.value = chosen;
+            }
           }
 
           function renderFaults(faults, presets) {
@@ -610,35 +640,246 @@ extension DashboardAssets {
 
           // MARK: Fault form
 
+          // The "New fault" form is built from the fault catalog this page carries as script data (#fault-catalog, made from
+          // the server's FaultCatalog by scripts/fault-catalog): the action select lists every kind, `on` only the kind's
+          // operations, and the value's fields follow the kind's JSON Schema (a flag, a bounded number, text with a pattern
+          // or names, null, an object's members, alternatives), so a new kind needs no change here. Field names are the
+          // value's path ("value", "value.min"; an alternatives select is "PATH:form").
+
+          // The operations on a characteristic (FaultOperation.isAboutCharacteristic); the server refuses a characteristic
+          // on the others, so a stale list here shows an error, never installs a wrong fault.
+          const CHARACTERISTIC_OPERATIONS = ["read", "write", "notify", "indicate"];
+          const faultForm = { kinds: [], value: null };
+
+          function readCatalog() {
+            try {
+              const kinds = JSON.parse($("fault-catalog").textContent);
+              return Array.isArray(kinds) ? kinds.filter((kind) => kind && typeof kind.name === "string" && Array.isArray(kind.operations)) : [];
+            } catch (_) {
+              return [];
+            }
+          }
+
+          // The schemas a value may match: nested oneOf flattened.
+          function alternatives(schema) {
+            if (!schema || typeof schema !== "object") return [];
+            return Array.isArray(schema.oneOf) ? schema.oneOf.flatMap(alternatives) : [schema];
+          }
+
+          const isFlag = (schema) => schema.type === "boolean" && Array.isArray(schema.enum) && schema.enum.length === 1 && schema.enum[0] === true;
+          const isObject = (schema) => schema.type === "object" && schema.properties && typeof schema.properties === "object";
+          const required = (schema) => (Array.isArray(schema.required) ? schema.required : []);
+
+          // The forms a value can take, as the choices of its alternatives select: true, one text field for every scalar
+          // alternative together ("value"), and each object.
+          function choices(schema) {
+            const leaves = alternatives(schema);
+            const result = [];
+            if (leaves.some(isFlag)) result.push({ key: "true", label: "true", flag: true });
+            const scalars = leaves.filter((leaf) => !isFlag(leaf) && !isObject(leaf));
+            if (scalars.length) result.push({ key: "value", label: "value", hint: scalarHint(scalars), scalars });
+            for (const leaf of leaves.filter(isObject)) {
+              const names = Object.keys(leaf.properties);
+              const label = "{" + names.map((name) => name + (required(leaf).includes(name) ? "" : "?")).join(", ") + "}";
+              result.push({ key: (required(leaf).length ? required(leaf) : names).join("+"), label, object: leaf });
+            }
+            return result;
+          }
+
+          // Words for a text field's accepted forms ("0–512", "a name, text", "empty for null").
+          function scalarHint(scalars) {
+            const words = [];
+            for (const s of scalars) {
+              const types = Array.isArray(s.type) ? s.type : [s.type];
+              if (types.includes("integer") || types.includes("number")) {
+                words.push((s.minimum ?? "") + "–" + (s.maximum ?? "") + (s.description ? " " + s.description : ""));
+              } else if (Array.isArray(s.enum)) {
+                words.push("a name");
+              } else if (types.includes("string")) {
+                words.push("text");
+              } else if (types.includes("boolean")) {
+                words.push("true or false");
+              }
+              if (s.nullable || types.includes("null")) words.push("empty for null");
+            }
+            return Array.from(new Set(words)).join(", ") || "value";
+          }
+
+          // The choice an example value takes.
+          function choiceFor(list, value) {
+            if (value === true && list.some((choice) => choice.flag)) return list.find((choice) => choice.flag);
+            if (value && typeof value === "object" && !Array.isArray(value)) {
+              const keys = Object.keys(value);
+              const object = list.find((choice) => choice.object && required(choice.object).every((name) => keys.includes(name))
+                && keys.every((name) => name in choice.object.properties));
+              if (object) return object;
+            }
+            return list.find((choice) => choice.scalars) || list[0];
+          }
+
+          // A scalar typed in a text field, as JSON: a whole number or a number where the schema takes one, true/false
+          // where it takes a boolean, null for empty (or "null") where it takes null, else the text.
+          function scalarValue(text, scalars, optional) {
+            const types = new Set(scalars.flatMap((s) => (Array.isArray(s.type) ? s.type : [s.type])));
+            const nullable = types.has("null") || scalars.some((s) => s.nullable === true);
+            if (text === "" && optional) return undefined;
+            if ((text === "" || text === "null") && nullable) return null;
+            if (types.has("integer") && /^-?[0-9]{1,15}$/.test(text)) return Number.parseInt(text, 10);
+            if (types.has("number") && text !== "" && Number.isFinite(Number(text))) return Number(text);
+            if (types.has("boolean") && (text === "true" || text === "false")) return text === "true";
+            return text;
+          }
+
+          // An editor for a value of `schema` at `path`: its element and read(); filled from `example`.
+          function valueEditor(schema, path, example, optional) {
+            const list = choices(schema);
+            const box = el("span", "fault-field");
+            let current = null;
+            const show = (choice, value) => {
+              current = choice;
+              box.replaceChildren();
+              if (!choice) return;
+              if (choice.flag) {
+                box.append(el("span", "mono", "true"));
+              } else if (choice.scalars) {
+                const input = el("input");
+                input.name = path;
+                input.autocomplete = "off";
+                input.title = choice.hint;
+                input.placeholder = choice.hint;
+                const names = choice.scalars.flatMap((s) => (Array.isArray(s.enum) ? s.enum.filter((n) => typeof n === "string") : []));
+                if (names.length) {
+                  const datalist = el("datalist");
+                  datalist.id = "fault-names-" + path.replace(/[^A-Za-z0-9]/g, "-");
+                  for (const name of names) datalist.append(new Option(name, name));
+                  input.setAttribute("list", datalist.id);
+                  box.append(datalist);
+                }
+                if (value !== undefined && value !== null && typeof value !== "object") input.value = String(value);
+                box.append(input);
+              } else if (choice.object) {
+                choice.editors = [];
+                for (const [name, member] of Object.entries(choice.object.properties)) {
+                  const optionalMember = !required(choice.object).includes(name);
+                  const editor = valueEditor(member, path + "." + name, value && typeof value === "object" ? value[name] : undefined, optionalMember);
+                  const label = el("label", null, name + (optionalMember ? " (optional)" : ""));
+                  label.append(editor.node);
+                  box.append(label);
+                  choice.editors.push({ name, editor });
+                }
+              }
+            };
+            const node = el("span", "fault-value-part");
+            if (list.length > 1) {
+              const select = el("select");
+              select.name = path + ":form";
+              select.setAttribute("aria-label", path + " form");
+              for (const choice of list) select.append(new Option(choice.label, choice.key));
+              const chosen = choiceFor(list, example);
+              select.value = chosen.key;
+              select.addEventListener("change", () => show(list.find((choice) => choice.key === select.value), undefined));
+              node.append(select);
+            }
+            node.append(box);
+            show(choiceFor(list, example), example);
+            const read = () => {
+              if (!current) return undefined;
+              if (current.flag) return true;
+              if (current.scalars) return scalarValue(String(box.querySelector("input").value).trim(), current.scalars, optional);
+              const object = {};
+              for (const { name, editor } of current.editors) {
+                const member = editor.read();
+                if (member !== undefined) object[name] = member;
+              }
+              return object;
+            };
+            return { node, read };
+          }
+
+          function selectedKind() {
+            const action = document.querySelector("#fault-form select[name=action]").value;
+            return faultForm.kinds.find((kind) => kind.name === action) || null;
+          }
+
+          // The example spec of a kind, or {} when it is not JSON.
+          function exampleOf(kind) {
+            try {
+              const spec = JSON.parse(kind.example);
+              return spec && typeof spec === "object" ? spec : {};
+            } catch (_) {
+              return {};
+            }
+          }
+
+          // Rebuilds `on` and the value's fields for the chosen kind; the value starts as the kind's example.
+          function renderFaultKind() {
+            const form = $("fault-form");
+            const kind = selectedKind();
+            const on = form.querySelector("select[name=on]");
+            on.replaceChildren();
+            const box = $("fault-value");
+            box.replaceChildren(el("legend", null, kind ? kind.name : "value"));
+            faultForm.value = null;
+            $("fault-help").textContent = "";
+            if (!kind) return;
+            if (kind.implicitOn) on.append(new Option("(" + kind.implicitOn + ")", ""));
+            for (const operation of kind.operations) on.append(new Option(operation, operation));
+            if (!kind.implicitOn) on.value = kind.suggestedOn && kind.operations.includes(kind.suggestedOn) ? kind.suggestedOn : kind.operations[0];
+            faultForm.value = valueEditor(kind.schema, "value", exampleOf(kind)[kind.name], false);
+            box.append(faultForm.value.node);
+            $("fault-help").textContent = kind.summary + " Value: " + kind.value + ". Example: " + kind.example;
+            renderFaultScope();
+          }
+
+          // Characteristic only for an operation on one, after only on start.
+          function renderFaultScope() {
+            const form = $("fault-form");
+            const kind = selectedKind();
+            const on = form.querySelector("select[name=on]").value || (kind && kind.implicitOn) || "";
+            form.querySelector("[data-scope=characteristic]").hidden = !CHARACTERISTIC_OPERATIONS.includes(on);
+            form.querySelector("[data-scope=after]").hidden = on !== "start";
+          }
+
+          function setUpFaultForm() {
+            faultForm.kinds = readCatalog();
+            const action = document.querySelector("#fault-form select[name=action]");
+            for (const kind of faultForm.kinds) action.append(new Option(kind.name, kind.name));
+            action.addEventListener("change", renderFaultKind);
+            document.querySelector("#fault-form select[name=on]").addEventListener("change", renderFaultScope);
+            renderFaultKind();
+          }
+
+          // The spec the form describes; the server judges it (its error is shown in the form).
           function faultFromForm(form) {
             const data = new FormData(form);
-            const value = String(data.get("value") || "").trim();
-            const action = String(data.get("action"));
+            const kind = selectedKind();
             const spec = {};
-            const number = (text) => (/^[0-9]+$/.test(text) ? Number.parseInt(text, 10) : text);
-            switch (action) {
-              case "drop": case "reorder": case "disconnect": spec[action] = true; break;
-              case "error": spec.error = value || "not-authorized"; break;
-              case "delay": {
-                const range = value.split("-");
-                spec.delay = range.length === 2 ? { min: number(range[0]), max: number(range[1]) } : number(value || "200ms");
-                break;
-              }
-              case "corrupt": spec.corrupt = /^[0-9]+$/.test(value) ? { flipBits: Number.parseInt(value, 10) } : { hex: value || "ff" }; break;
-              case "truncate": spec.truncate = Number.parseInt(value || "0", 10); break;
-              case "duplicate": spec.duplicate = value ? Number.parseInt(value, 10) : true; break;
-              case "silence": spec.silence = number(value || "5s"); break;
-              case "advertise": spec.advertise = value && value !== "base" ? value : null; break;
-              case "powerCycle": spec.powerCycle = value ? number(value) : true; break;
-            }
-            const defaults = { error: "write", drop: "write", delay: "write", corrupt: "notify", truncate: "notify", duplicate: "notify", reorder: "notify" };
-            const on = String(data.get("on") || "") || defaults[action] || "";
-            if (on) spec.on = on;
-            if (data.get("characteristic")) spec.characteristic = String(data.get("characteristic"));
-            for (const key of ["nth", "count"]) if (data.get(key)) spec[key] = Number.parseInt(String(data.get(key)), 10);
-            if (data.get("probability")) spec.probability = Number.parseFloat(String(data.get("probability")));
-            if (data.get("id")) spec.id = String(data.get("id"));
+            const text = (name) => String(data.get(name) || "").trim();
+            const number = (value) => (/^-?[0-9]{1,15}$/.test(value) ? Number.parseInt(value, 10) : value);
+            if (text("on")) spec.on = text("on");
+            if (!form.querySelector("[data-scope=characteristic]").hidden && text("characteristic")) spec.characteristic = text("characteristic");
+            if (text("central")) spec.central = text("central");
+            if (kind && faultForm.value) spec[kind.name] = faultForm.value.read();
+            for (const key of ["nth", "count", "seed"]) if (text(key)) spec[key] = number(text(key));
+            if (text("probability")) spec.probability = Number.isFinite(Number(text("probability"))) ? Number(text("probability")) : text("probability");
+            if (!form.querySelector("[data-scope=after]").hidden && text("after")) spec.after = number(text("after"));
+            if (text("id")) spec.id = text("id");
             return spec;
+          }
+
+          async function installFault(form) {
+            const problem = $("fault-error");
+            try {
+              await api("POST", "/v1/faults", faultFromForm(form));
+              problem.hidden = true;
+              problem.textContent = "";
+              show("fault installed", true);
+              scheduleRefresh(100);
+            } catch (error) {
+              problem.textContent = error.message;
+              problem.hidden = false;
+              show("fault not installed: " + error.message);
+            }
           }
 
           // MARK: Events
@@ -793,9 +1034,10 @@ extension DashboardAssets {
             });
             $("reset").addEventListener("click", () => act("reset", "POST", "/v1/reset"));
             $("faults-clear").addEventListener("click", () => act("faults cleared", "DELETE", "/v1/faults"));
+            setUpFaultForm();
             $("fault-form").addEventListener("submit", (submit) => {
               submit.preventDefault();
-              act("fault installed", "POST", "/v1/faults", faultFromForm(submit.target));
+              installFault(submit.target);
             });
             $("filter-text").addEventListener("input", applyFilter);
             $("filter-central").addEventListener("change", applyFilter);

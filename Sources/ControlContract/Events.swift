@@ -14,6 +14,11 @@ public enum EventKind: String, Codable, Sendable, CaseIterable {
     case pairing
     /// A central finished pairing; `unpaired`: gattemu made bluetoothd forget it.
     case paired, unpaired
+    /// `gattemu relay`: the real device's side of an operation (its answer, or a notification it sent), with the
+    /// time the device took; `device-lost`/`device-back`: the link to the real device went down, came back.
+    case relayed
+    case deviceLost = "device-lost"
+    case deviceBack = "device-back"
 }
 
 /// One logged event, as in `GET /v1/events`, the event stream's `data:` lines and `--events` files.

@@ -170,6 +170,7 @@ public enum FaultActionBody: Sendable, Equatable {
     case error(ATTErrorValue)
     case corrupt(CorruptValue)
     case truncate(Int)
+    case rewrite(RewriteValue)
     /// Extra copies; nil: `true` (one).
     case duplicate(Int?)
     case reorder
@@ -187,7 +188,7 @@ public enum FaultActionBody: Sendable, Equatable {
     case forgetBonds
 
     public enum Name: String, CaseIterable, Sendable {
-        case delay, drop, error, corrupt, truncate, duplicate, reorder, disconnect, silence, advertise, powerCycle
+        case delay, drop, error, corrupt, truncate, rewrite, duplicate, reorder, disconnect, silence, advertise, powerCycle
         case refuse, wrongPasskey, forgetBonds
 
         /// Its declaration in ``FaultCatalog`` (a test checks every case has one and every kind a case).
@@ -209,6 +210,7 @@ public enum FaultActionBody: Sendable, Equatable {
         case .error: .error
         case .corrupt: .corrupt
         case .truncate: .truncate
+        case .rewrite: .rewrite
         case .duplicate: .duplicate
         case .reorder: .reorder
         case .disconnect: .disconnect
@@ -244,6 +246,7 @@ public enum FaultActionBody: Sendable, Equatable {
             }
         case .corrupt: self = .corrupt(try single.decode(CorruptValue.self))
         case .truncate: self = .truncate(try single.decode(Int.self))
+        case .rewrite: self = .rewrite(try single.decode(RewriteValue.self))
         case .duplicate: self = .duplicate((try? single.decode(Bool.self)) == true ? nil : try single.decode(Int.self))
         case .silence: self = .silence(try single.decode(DurationValue.self))
         case .advertise: self = .advertise(single.decodeNil() ? nil : try single.decode(String.self))
@@ -261,6 +264,7 @@ public enum FaultActionBody: Sendable, Equatable {
         case .error(.code(let code)): try single.encode(code)
         case .corrupt(let value): try single.encode(value)
         case .truncate(let count): try single.encode(count)
+        case .rewrite(let value): try single.encode(value)
         case .duplicate(let copies): if let copies { try single.encode(copies) } else { try single.encode(true) }
         case .silence(let duration): try single.encode(duration)
         case .advertise(let variant): if let variant { try single.encode(variant) } else { try single.encodeNil() }
@@ -319,6 +323,43 @@ public enum CorruptValue: Codable, Sendable, Equatable {
         case .xor(let at, let hex):
             try container.encodeIfPresent(at, forKey: .at)
             try container.encode(hex, forKey: .xor)
+        }
+    }
+}
+
+/// `rewrite`: every occurrence of `match` (the first only when `all` is false) replaced by `replace`.
+public struct RewriteValue: Codable, Sendable, Equatable {
+    public var match: RewriteBytes
+    public var replace: RewriteBytes
+    /// Nil: every occurrence.
+    public var all: Bool?
+
+    public init(match: RewriteBytes, replace: RewriteBytes, all: Bool? = nil) {
+        self.match = match
+        self.replace = replace
+        self.all = all
+    }
+}
+
+/// A byte value of `rewrite`: hex text as in a profile, or a ``ValueBody`` (`{"hex"|"utf8"|"base64": …}`).
+public enum RewriteBytes: Codable, Sendable, Equatable {
+    case hex(String)
+    case value(ValueBody)
+
+    public init(from decoder: any Decoder) throws {
+        let single = try decoder.singleValueContainer()
+        if let text = try? single.decode(String.self) {
+            self = .hex(text)
+        } else {
+            self = .value(try single.decode(ValueBody.self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var single = encoder.singleValueContainer()
+        switch self {
+        case .hex(let text): try single.encode(text)
+        case .value(let value): try single.encode(value)
         }
     }
 }

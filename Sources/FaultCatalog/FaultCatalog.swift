@@ -15,6 +15,9 @@ public enum FaultCatalog {
     public static let copies = 1...100
     /// Longest hex text of a byte parameter, in characters.
     public static let maximumHexCharacters = 4096
+    /// Most bytes of a byte value in a fault (`rewrite`'s `match` and `replace`), and of a value a `rewrite` makes
+    /// (longer results are cut to it): the ATT value limit.
+    public static let maximumValueBytes = ATTMTU.maximumValueLength
     /// How long `powerCycle: true` keeps the adapter off.
     public static let defaultPowerOffMilliseconds = 1000
 
@@ -47,14 +50,27 @@ public enum FaultCatalog {
                     .object([FaultField("at", .integer(byteOffsets), required: false), FaultField("hex", .hexBytes)]),
                     .object([FaultField("at", .integer(byteOffsets), required: false), FaultField("xor", .hexBytes)]),
                 ]),
-                operations: [.read] + notifications, suggestedOperation: .notify,
+                operations: answers + notifications, suggestedOperation: .notify,
                 summary:
-                    "Flip bits at seeded random positions, replace bytes from offset at (appended past the end), or XOR them with a mask.",
+                    "Flip bits at seeded random positions, replace bytes from offset at (appended past the end), or XOR them with a mask"
+                    + " (of the read answer, the written value before the behaviour engine sees it, or the notification).",
                 example: #"{"on": "notify", "characteristic": "tx", "corrupt": {"flipBits": 1}, "count": 5}"#),
             FaultKind(
-                name: "truncate", parameter: .integer(byteOffsets), operations: [.read] + notifications, suggestedOperation: .notify,
-                summary: "Keep only this many bytes of the read answer or the notification.",
+                name: "truncate", parameter: .integer(byteOffsets), operations: answers + notifications, suggestedOperation: .notify,
+                summary:
+                    "Keep only this many bytes of the read answer, the written value (before the behaviour engine) or the notification.",
                 example: #"{"on": "notify", "truncate": 3}"#),
+            FaultKind(
+                name: "rewrite",
+                parameter: .object([
+                    FaultField("match", .value(nonEmpty: true)), FaultField("replace", .value(nonEmpty: false)),
+                    FaultField("all", .boolean, required: false),
+                ]),
+                operations: answers + notifications, suggestedOperation: .notify,
+                summary:
+                    "Replace every occurrence of match by replace (only the first with \"all\": false) in the read answer, the written value"
+                    + " or the notification; a result longer than \(maximumValueBytes) bytes is cut to \(maximumValueBytes) (logged).",
+                example: #"{"on": "notify", "characteristic": "tx", "rewrite": {"match": {"hex": "51 60"}, "replace": {"hex": "51 61"}}}"#),
             FaultKind(
                 name: "duplicate", parameter: .oneOf([.flag, .integer(copies)]), operations: notifications, suggestedOperation: .notify,
                 summary: "Send the notification again: one extra copy for true, or this many.",

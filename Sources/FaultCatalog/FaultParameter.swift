@@ -14,6 +14,13 @@ public indirect enum FaultParameter: Sendable, Equatable {
     /// Bytes as hex text, in the profile's hex grammar (`"ff 00"`, `"0x01"`), at most
     /// ``FaultCatalog/maximumHexCharacters`` characters, at least one byte.
     case hexBytes
+    /// A byte value in the one value grammar (module Lexical's `ValueForm`): hex text as in a profile (`"51 60"`), or
+    /// `{"hex": …}`, `{"utf8": …}` or `{"base64": …}`, each text at most its form's `textLimit`; at most
+    /// ``FaultCatalog/maximumValueBytes`` bytes (a longer one is well-formed but refused as a conflict: a JSON Schema
+    /// cannot count the bytes of hex with separators or of UTF-8); at least one byte when `nonEmpty`.
+    case value(nonEmpty: Bool)
+    /// `true` or `false`.
+    case boolean
     /// An advertisement variant's name, or `null` for the base advertisement.
     case variant
     /// An object with exactly these members (the optional ones may be left out).
@@ -45,6 +52,11 @@ extension FaultParameter {
         case .duration: "a duration (500, \"500ms\" or \"1.5s\")"
         case .attError: "an ATT error name (\"not-authorized\") or an application code \"0x80\"–\"0x9F\" (or 128–159)"
         case .hexBytes: "hex bytes as in a profile (\"ff 00\", \"0x01\"), at most \(FaultCatalog.maximumHexCharacters) characters"
+        case .value(let nonEmpty):
+            "a value: hex text (\"51 60\") or {\"hex\": …}, {\"utf8\": …} or {\"base64\": …}, "
+                + (nonEmpty
+                    ? "1 to \(FaultCatalog.maximumValueBytes) bytes" : "at most \(FaultCatalog.maximumValueBytes) bytes (may be empty)")
+        case .boolean: "true or false"
         case .variant: "an advertisement variant's name, or null for the base advertisement"
         case .object(let fields):
             "{"

@@ -10,6 +10,9 @@ public enum Patterns {
     /// last group needs.
     public static let base64 =
         #"^[ \t\n\r]*(([A-Za-z0-9+/][ \t\n\r]*){4})*(([A-Za-z0-9+/][ \t\n\r]*){2}(=[ \t\n\r]*=[ \t\n\r]*)?|([A-Za-z0-9+/][ \t\n\r]*){3}(=[ \t\n\r]*)?)?$"#
+    /// Base64 of at least one byte: ``base64`` with at least two characters of the alphabet.
+    public static let nonEmptyBase64 =
+        #"^[ \t\n\r]*((([A-Za-z0-9+/][ \t\n\r]*){4})+(([A-Za-z0-9+/][ \t\n\r]*){2}(=[ \t\n\r]*=[ \t\n\r]*)?|([A-Za-z0-9+/][ \t\n\r]*){3}(=[ \t\n\r]*)?)?|([A-Za-z0-9+/][ \t\n\r]*){2}(=[ \t\n\r]*=[ \t\n\r]*)?|([A-Za-z0-9+/][ \t\n\r]*){3}(=[ \t\n\r]*)?)$"#
     /// A Bluetooth address, `AA:BB:CC:DD:EE:FF` (any case).
     public static let address = #"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"#
     /// A passkey: six decimal digits.

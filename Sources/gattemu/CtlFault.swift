@@ -30,6 +30,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
             Examples:
               gattemu ctl fault add --char config --error not-authorized --count 1
               gattemu ctl fault add --on notify --char tx --drop --nth 2
+              gattemu ctl fault add --on write --char rx --rewrite 5160=5161
               gattemu ctl fault add --on read --delay 100ms-300ms --probability 0.5 --seed 7
               gattemu ctl fault add --silence 10s
               gattemu ctl fault add --spec '{"on": "notify", "corrupt": {"at": 1, "xor": "80"}}'
@@ -59,6 +60,10 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: CtlFaultAdd.help("corrupt", "This many bits.")) var flipBits: Int?
     @Option(help: CtlFaultAdd.help("corrupt", "OFFSET:HEX replaces bytes.", valueName: "offset:hex")) var replace: String?
     @Option(help: CtlFaultAdd.help("truncate")) var truncate: Int?
+    @Option(
+        help: CtlFaultAdd.help(
+            "rewrite", "MATCH=REPLACE in hex (REPLACE may be empty); --spec for utf8, base64 or \"all\": false.",
+            valueName: "match=replace")) var rewrite: String?
     @Flag(help: CtlFaultAdd.help("duplicate", "(One copy.)")) var duplicate = false
     @Flag(help: CtlFaultAdd.help("reorder")) var reorder = false
     @Flag(help: CtlFaultAdd.help("disconnect")) var disconnect = false
@@ -103,6 +108,13 @@ struct CtlFaultAdd: AsyncParsableCommand {
             actions.append(.corrupt(.replace(at: at, hex: String(parts[1]))))
         }
         if let truncate { actions.append(.truncate(truncate)) }
+        if let rewrite {
+            let parts = rewrite.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw Failure.badInput("--rewrite: expected MATCH=REPLACE in hex, e.g. 5160=5161")
+            }
+            actions.append(.rewrite(RewriteValue(match: .hex(String(parts[0])), replace: .hex(String(parts[1])))))
+        }
         if duplicate { actions.append(.duplicate(nil)) }
         if reorder { actions.append(.reorder) }
         if disconnect { actions.append(.disconnect) }

@@ -12,7 +12,7 @@ struct Gattemu: AsyncParsableCommand {
         commandName: "gattemu",
         abstract: "Make a BlueZ machine be a Bluetooth LE peripheral described by a JSON profile.",
         version: Version.current,
-        subcommands: [Run.self, Validate.self, Import.self, Clone.self, Adapters.self, Ctl.self, Report.self]
+        subcommands: [Run.self, RelayCommand.self, Validate.self, Import.self, Clone.self, Adapters.self, Ctl.self, Report.self]
     )
 
     /// Parses and runs; bad command lines exit 2 (not ArgumentParser's 64), runtime failures 1.

@@ -247,6 +247,14 @@ public final class StandInBluetoothd: Sendable {
         try await registry.managedObjects(owner, path)
     }
 
+    /// The path of the characteristic of `owner`'s application at `path` whose UUID ends with `suffix`.
+    public func characteristicPath(_ owner: String, _ path: DBusObjectPath, uuidSuffix suffix: String) async throws -> DBusObjectPath {
+        let objects = try await managedObjects(owner, path)
+        guard let found = objects.first(where: { $0.value[Names.gattCharacteristic]?["UUID"]?.string?.hasSuffix(suffix) == true })?.key
+        else { throw DBusError.unexpectedMessage("no characteristic with a UUID ending in \(suffix)") }
+        return found
+    }
+
     // MARK: Lifetime
 
     /// bluetoothd exits: `org.bluez` leaves the bus, its objects with it.

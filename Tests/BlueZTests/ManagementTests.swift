@@ -56,4 +56,49 @@ import Testing
         #expect(ControllerManagement(adapterName: "hci12")?.index == 12)
         for bad in ["hci", "hci-1", "hci01", "usb0", "hci99999"] { #expect(ControllerManagement(adapterName: bad) == nil, "\(bad)") }
     }
+
+    @Test func configurationTellsWhetherThePublicAddressCanBeSet() throws {
+        // Manufacturer 0x0002, supported: external configuration and public address, missing: none.
+        let settable = try #require(ControllerManagement.Configuration([0x02, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]))
+        #expect(settable.supportsPublicAddress && settable.supportedOptions == 0x03 && settable.missingOptions == 0)
+        // hci_vhci's answer: no option at all.
+        let fixed = try #require(ControllerManagement.Configuration([0x3F, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]))
+        #expect(!fixed.supportsPublicAddress)
+        // Only external configuration, and the public address missing (an unconfigured controller).
+        let missing = try #require(ControllerManagement.Configuration([0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00]))
+        #expect(!missing.supportsPublicAddress && missing.missingOptions == 0x02)
+        #expect(ControllerManagement.Configuration([0x02, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]) == nil)
+    }
+
+    @Test func setPublicAddressAnswersAndRefusals() throws {
+        #expect(ManagementSocket.Opcode.setPublicAddress.rawValue == 0x0039)
+        #expect(ManagementSocket.Opcode.readControllerConfiguration.rawValue == 0x0037)
+        // Command Complete: Missing_Options (4 octets).
+        let answer = try ManagementSocket.answer(
+            to: .setPublicAddress, index: 2, in: event(0x0001, index: 2, [0x39, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]))
+        #expect(answer == [0x00, 0x00, 0x00, 0x00])
+        #expect(throws: ManagementError.status("Set Public Address", 0x0C)) {
+            try ManagementSocket.answer(to: .setPublicAddress, index: 2, in: event(0x0002, index: 2, [0x39, 0x00, 0x0C]))
+        }
+        #expect(ManagementError.status("Set Public Address", 0x0C).description == "Set Public Address: not supported by this controller")
+        #expect(throws: ManagementError.status("Set Public Address", 0x0B)) {
+            try ManagementSocket.answer(to: .setPublicAddress, index: 2, in: event(0x0001, index: 2, [0x39, 0x00, 0x0B]))
+        }
+        // The address goes least significant byte first, as in every management command.
+        let address = try #require(BluetoothAddress("00:AA:01:03:00:03"))
+        #expect(address.littleEndian == [0x03, 0x00, 0x03, 0x01, 0xAA, 0x00])
+    }
+
+    @Test func indexListReadsOnlyTheIndexesThatArrived() throws {
+        #expect(ControllerManagement.indexes([0x02, 0x00, 0x01, 0x00, 0x03, 0x00]) == [1, 3])
+        #expect(ControllerManagement.indexes([0x00, 0x00]) == [])
+        // The count claims more than arrived: only whole indexes that arrived are read.
+        #expect(ControllerManagement.indexes([0xFF, 0xFF, 0x04, 0x00, 0x05]) == [4])
+        #expect(ControllerManagement.indexes([0x01]) == nil)
+        // The kernel's answer to Read Controller Index List is for no controller (0xFFFF).
+        #expect(
+            try ManagementSocket.answer(
+                to: .readControllerIndexList, index: 0xFFFF, in: event(0x0001, index: 0xFFFF, [0x03, 0x00, 0x00, 0x01, 0x00, 0x07, 0x00]))
+                == [0x01, 0x00, 0x07, 0x00])
+    }
 }

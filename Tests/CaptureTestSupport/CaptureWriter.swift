@@ -1,42 +1,34 @@
 import Capture
+import CaptureExport
 
 /// Writes synthetic capture files, byte for byte as btsnoop, pcap, pcapng and PacketLogger writers do, for tests,
 /// fuzz seeds and the benchmark.
 public enum CaptureWriter {
     /// btsnoop's year-0 epoch, in microseconds before the Unix epoch.
-    public static let btsnoopEpochOffset: Int64 = 0x00DC_DDB3_0F2F_8000
+    public static let btsnoopEpochOffset = BTSnoopFile.epochOffset
 
     /// A btsnoop file: datalink 1001 (bare HCI, kind in the flags), 1002 (H4) or 2001 (Linux monitor).
-    public static func btsnoop(_ packets: [CapturePacket], datalink: UInt32 = 1002) -> [UInt8] {
-        var out = Array("btsnoop\0".utf8)
-        out.appendBE32(1)
-        out.appendBE32(datalink)
+    public static func btsnoop(_ packets: [CapturePacket], datalink: UInt32 = BTSnoopFile.h4Datalink) -> [UInt8] {
+        var out = BTSnoopFile.header(datalink: datalink)
         for packet in packets { appendBTSnoopRecord(packet, datalink: datalink, to: &out) }
         return out
     }
 
     /// Appends one btsnoop record (for writers that stream, like the benchmark's).
     public static func appendBTSnoopRecord(_ packet: CapturePacket, datalink: UInt32, to out: inout [UInt8]) {
-        let data: [UInt8]
-        var flags: UInt32
+        let commandOrEvent = packet.kind == .command || packet.kind == .event
+        let received = packet.direction == .controllerToHost
         switch datalink {
-        case 2001:
-            data = packet.bytes
-            flags = UInt32(packet.controller) << 16 | UInt32(packet.monitorOpcode)
-        case 1001:
-            data = packet.bytes
-            flags = (packet.direction == .controllerToHost ? 1 : 0) | (packet.kind == .command || packet.kind == .event ? 2 : 0)
+        case BTSnoopFile.monitorDatalink:
+            let flags = UInt32(packet.controller) << 16 | UInt32(packet.monitorOpcode)
+            BTSnoopFile.appendRecord(packet.bytes, kept: packet.keep, flags: flags, timestamp: packet.timestamp, to: &out)
+        case BTSnoopFile.hciDatalink:
+            let flags = BTSnoopFile.flags(received: received, commandOrEvent: commandOrEvent)
+            BTSnoopFile.appendRecord(packet.bytes, kept: packet.keep, flags: flags, timestamp: packet.timestamp, to: &out)
         default:
-            data = [packet.h4Type] + packet.bytes
-            flags = (packet.direction == .controllerToHost ? 1 : 0) | (packet.kind == .command || packet.kind == .event ? 2 : 0)
+            let flags = BTSnoopFile.flags(received: received, commandOrEvent: commandOrEvent)
+            BTSnoopFile.appendRecord([packet.h4Type] + packet.bytes, kept: packet.keep, flags: flags, timestamp: packet.timestamp, to: &out)
         }
-        let kept = packet.keep.map { min($0, data.count) } ?? data.count
-        out.appendBE32(UInt32(data.count))
-        out.appendBE32(UInt32(kept))
-        out.appendBE32(flags)
-        out.appendBE32(0)
-        out.appendBE64(UInt64(bitPattern: packet.timestamp + btsnoopEpochOffset))
-        out += data.prefix(kept)
     }
 
     /// The packet as a pcap/pcapng linktype carries it: 187 H4, 201 direction word and H4, 254 monitor header.
@@ -256,22 +248,5 @@ public struct PcapngBuilder {
         u32(UInt32(data.count), &body)
         body += data
         block(type: 2, body: body)
-    }
-}
-
-extension Array where Element == UInt8 {
-    mutating func appendBE16(_ value: UInt16) { append(contentsOf: [UInt8(value >> 8), UInt8(value & 0xFF)]) }
-    mutating func appendLE16(_ value: UInt16) { append(contentsOf: [UInt8(value & 0xFF), UInt8(value >> 8)]) }
-    mutating func appendBE32(_ value: UInt32) {
-        for shift in stride(from: 24, through: 0, by: -8) { append(UInt8((value >> UInt32(shift)) & 0xFF)) }
-    }
-    mutating func appendLE32(_ value: UInt32) {
-        for shift in stride(from: 0, through: 24, by: 8) { append(UInt8((value >> UInt32(shift)) & 0xFF)) }
-    }
-    mutating func appendBE64(_ value: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) { append(UInt8((value >> UInt64(shift)) & 0xFF)) }
-    }
-    mutating func appendLE64(_ value: UInt64) {
-        for shift in stride(from: 0, through: 56, by: 8) { append(UInt8((value >> UInt64(shift)) & 0xFF)) }
     }
 }

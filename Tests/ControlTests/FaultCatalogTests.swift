@@ -39,6 +39,9 @@ import Testing
         #expect(kind.operations.contains(spec.on))
         let request = try ContractTests.encode(FaultRequest(spec))
         #expect(try FaultSpecDecoder.spec(request) == spec)
+        // A client reading it back (`gattemu ctl status` decodes the presets) gets the same fault.
+        let decoded = try JSONDecoder().decode(FaultRequest.self, from: Data(kind.example.utf8))
+        #expect(try FaultSpecDecoder.spec(ContractTests.encode(decoded)) == spec)
         var validator = SchemaValidator()
         #expect(validator.problems(try Self.parse(kind.example), FaultRequest.schema) == [], "\(kind.example)")
         #expect(validator.problems(request, FaultRequest.schema) == [], "\(request)")
@@ -93,6 +96,29 @@ import Testing
                 try FaultSpecDecoder.spec(Self.parse(#"{"on": "notify", "corrupt": {"xor": "\#(bad)"}}"#))
             }
         }
+    }
+
+    /// `rewrite`'s match and replace take the one value grammar: hex text, or `{"hex"|"utf8"|"base64": …}`; the decoder and
+    /// the schema agree on every form, except the byte count (over 512 bytes of hex with separators or of UTF-8), which a
+    /// schema cannot count and the decoder refuses as a conflict.
+    @Test func rewriteTakesTheOneValueGrammar() throws {
+        let cases: [(match: String, replace: String, valid: Bool)] = [
+            (#""51 60""#, #""""#, true), (#"{"hex": "0x51"}"#, #"{"base64": "UWA="}"#, true), (#"{"utf8": "ok"}"#, #"{"utf8": ""}"#, true),
+            (#""""#, #""01""#, false), (#"{"hex": ""}"#, #""01""#, false), (#"{"utf8": ""}"#, #""01""#, false),
+            (#"{"base64": " "}"#, #""01""#, false), (#"{"base64": "U"}"#, #""01""#, false), (#""0x0x01""#, #""01""#, false),
+            (#"{"hex": "01", "utf8": "a"}"#, #""01""#, false), (#"1"#, #""01""#, false), (#""01""#, #"{"base64": "="}"#, false),
+        ]
+        for (match, replace, valid) in cases {
+            let text = #"{"on": "notify", "rewrite": {"match": \#(match), "replace": \#(replace)}}"#
+            var validator = SchemaValidator()
+            #expect(((try? FaultSpecDecoder.spec(Self.parse(text))) != nil) == valid, "decoder: \(text)")
+            #expect(validator.problems(try Self.parse(text), FaultRequest.schema).isEmpty == valid, "schema: \(text)")
+        }
+        let wide = #"{"on": "notify", "rewrite": {"match": {"utf8": "\#(String(repeating: "é", count: 257))"}, "replace": ""}}"#
+        var validator = SchemaValidator()
+        #expect(validator.problems(try Self.parse(wide), FaultRequest.schema).isEmpty)
+        let error = #expect(throws: FaultSpecError.self) { try FaultSpecDecoder.spec(Self.parse(wide)) }
+        #expect(error?.kind == .conflict && error?.description == "rewrite: match: 514 bytes, over the 512-byte value limit")
     }
 
     /// The OpenAPI document carries the catalog for the dashboard's form and the docs' check.

@@ -28,15 +28,13 @@ import Testing
         let emulator = try Emulator(profile: profile, options: options, log: log)
         try await emulator.start()
         let application = try #require(bluetoothd.applications.first)
-        let objects = try await bluetoothd.managedObjects(application.owner, application.path)
-        func path(_ suffix: String) throws -> DBusObjectPath {
-            try #require(
-                objects.first { $0.value[StandInBluetoothd.Names.gattCharacteristic]?["UUID"]?.string?.hasSuffix(suffix) == true }?.key)
+        func path(_ suffix: String) async throws -> DBusObjectPath {
+            try await bluetoothd.characteristicPath(application.owner, application.path, uuidSuffix: suffix)
         }
         // The central subscribes at ATT MTU 23 (an Android phone before requestMtu).
         let mtu23 = StandInBluetoothd.options(mtu: 23, device: Self.device)
-        let chunked = try await bluetoothd.acquireNotify(application.owner, try path("000000000001"), options: mtu23).socket
-        let whole = try await bluetoothd.acquireNotify(application.owner, try path("000000000002"), options: mtu23).socket
+        let chunked = try await bluetoothd.acquireNotify(application.owner, try await path("000000000001"), options: mtu23).socket
+        let whole = try await bluetoothd.acquireNotify(application.owner, try await path("000000000002"), options: mtu23).socket
         let value = (0..<50).map { UInt8($0) }
         try await emulator.notify(characteristic: "chunked", value: value, indicate: false)
         try await emulator.notify(characteristic: "whole", value: value, indicate: false)

@@ -42,6 +42,7 @@ import Testing
 
     @Test func base64() throws {
         try Self.check(Patterns.base64, "AQz09+/= \n", length: 9, seed: 3) { StrictParse.base64($0) != nil }
+        try Self.check(Patterns.nonEmptyBase64, "AQz+= \n", length: 9, seed: 8) { StrictParse.base64($0).map { !$0.isEmpty } ?? false }
     }
 
     @Test func durations() throws {

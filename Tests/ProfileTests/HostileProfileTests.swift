@@ -125,6 +125,9 @@ import TextEscaping
                 #"extends-not-json.json:2:3 extends: "/etc/shadow" is not a .json file; extends only reads .json profiles"#
             ]),
         Case(
+            attack: "fault rewrites growing values, and a 600-byte match", file: "rewrite-too-long.json",
+            rejected: ["rewrite-too-long.json:9:57 faults[1].rewrite: match: 600 bytes, over the 512-byte value limit"]),
+        Case(
             attack: "NUL, BEL and ESC in names and keys", file: "control-characters.json",
             rejected: [
                 #"control-characters.json:3:18 variables["bell\u{7}"]: "bell\u{7}" is not a valid name (use letters, digits and '_', starting with a letter)"#,

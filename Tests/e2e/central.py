@@ -82,6 +82,26 @@ async def amgmt(*args: str, timeout: float = 15.0) -> str:
     return out.decode(errors="replace")
 
 
+async def open_user_channel(adapter: str):
+    """Bumble's transport on controller `adapter` (hciN) through the kernel's HCI user channel. The channel needs
+    the controller down and bluetoothd to let go of it: the index is powered off first (retried while the kernel
+    says EBUSY); once bound, bluetoothd no longer sees it, until the channel is closed."""
+    from bumble.transport import open_transport
+    index = adapter.removeprefix("hci")
+    last = None
+    for _ in range(20):
+        try:
+            await amgmt("--index", index, "power", "off")
+        except Exception as e:  # noqa: BLE001
+            last = e
+        try:
+            return await open_transport(f"hci-socket:{index}")
+        except Exception as e:  # noqa: BLE001 - EBUSY while powering down
+            last = e
+            await asyncio.sleep(0.5)
+    raise RuntimeError(f"cannot open HCI user channel on {adapter}: {last}")
+
+
 @dataclass
 class AdvInfo:
     address: str
@@ -146,6 +166,7 @@ class Connection:
     async def write(self, uuid: str, data: bytes, response: bool = True) -> None: raise NotImplementedError
     async def subscribe(self, uuid: str, callback: Callable[[bytes], None], indicate: bool = False) -> None:
         raise NotImplementedError
+    async def read_descriptor(self, uuid: str, descriptor: str) -> bytes: raise NotImplementedError
     async def disconnect(self) -> None: raise NotImplementedError
     @property
     def is_connected(self) -> bool: raise NotImplementedError
@@ -432,6 +453,17 @@ class BumbleConnection(Connection):
         await self._on_current_table(lambda: self._char(uuid).write_value(bytes(data), with_response=response))
         self._note("write", bytes(data).hex())
 
+    async def read_descriptor(self, uuid, descriptor):
+        """The value of the descriptor `descriptor` (e.g. "2901", User Description) of characteristic `uuid`."""
+        from bumble.core import UUID
+        char = self._char(uuid)
+        if not char.descriptors_discovered:
+            await self._peer.discover_descriptors(char)
+        found = char.get_descriptor(UUID(norm_uuid(descriptor)))
+        if found is None:
+            raise KeyError(f"descriptor {descriptor} of {uuid} not found")
+        return bytes(await found.read_value())
+
     async def subscribe(self, uuid, callback, indicate=False):
         await self._follow_service_changed()
         char = self._char(uuid)
@@ -618,24 +650,8 @@ class BumbleCentral(Central):
     async def start(self):
         from bumble.device import Device
         from bumble.hci import Address
-        from bumble.transport import open_transport
         logging.getLogger("bumble").setLevel(logging.WARNING)
-        # The HCI user channel needs the controller down and bluetoothd to let go
-        # of it; after binding, bluetoothd no longer sees this index at all.
-        last = None
-        for _ in range(20):
-            try:
-                await amgmt("--index", str(self.index), "power", "off")
-            except Exception as e:  # noqa: BLE001
-                last = e
-            try:
-                self.transport = await open_transport(f"hci-socket:{self.index}")
-                break
-            except Exception as e:  # noqa: BLE001 - EBUSY while powering down
-                last = e
-                await asyncio.sleep(0.5)
-        else:
-            raise RuntimeError(f"cannot open HCI user channel on {self.adapter}: {last}")
+        self.transport = await open_user_channel(self.adapter)
         self.device = Device.with_hci("gattemu-central", Address(self.address),
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
@@ -803,6 +819,13 @@ class BleakConnection(Connection):
 
     async def write(self, uuid, data, response=True):
         await self._client.write_gatt_char(norm_uuid(uuid), bytes(data), response=response)
+
+    async def read_descriptor(self, uuid, descriptor):
+        char = self._client.services.get_characteristic(norm_uuid(uuid))
+        found = char.get_descriptor(norm_uuid(descriptor)) if char is not None else None
+        if found is None:
+            raise KeyError(f"descriptor {descriptor} of {uuid} not found")
+        return bytes(await self._client.read_gatt_descriptor(found.handle))
 
     async def subscribe(self, uuid, callback, indicate=False):
         # BlueZ picks notify or indicate from the characteristic's flags.

@@ -183,7 +183,7 @@ async def central(env) -> Central:
 
 
 def _is_gattemu(argv: list[str]) -> bool:
-    return any(Path(a).name == "gattemu" for a in argv[:1]) and "run" in argv[1:2]
+    return any(Path(a).name == "gattemu" for a in argv[:1]) and argv[1:2] in (["run"], ["relay"])
 
 
 def gattemu_ready(output: str) -> bool:
@@ -256,6 +256,10 @@ async def start_peripheral(env, central, request):
         return p
 
     yield start
+    # A relay first: it would connect to its device again as soon as the links below are dropped.
+    for p in started:
+        if p.argv[1:2] == ["relay"]:
+            p.stop()
     # Links first, then the peripherals: stopping a peripheral under a live link leaves the link to
     # the next test.
     try:
@@ -381,6 +385,22 @@ def bluetoothd(action: str, timeout: float = 90.0) -> None:
     subprocess.run([f"{root}/scripts/sandbox-bluetoothd", action], check=True, timeout=timeout)
 
 
+@pytest.fixture
+def single_att_channel(tmp_path_factory):
+    """bluetoothd restarted with `[GATT] Channels = 1` for the test (no EATT), then as before. gattemu relay needs it
+    where order matters: with EATT, bluetoothd as a central spreads write commands over several ATT channels and
+    the device receives them out of order (docs/relay.md). List it before the fixtures that start peripherals."""
+    conf = tmp_path_factory.mktemp("bluetoothd") / "main.conf"
+    conf.write_text("[Policy]\nAutoEnable=true\n\n[GATT]\nChannels = 1\n")
+    os.environ["GATTEMU_BLUETOOTHD_CONF"] = str(conf)
+    try:
+        bluetoothd("restart")
+        yield conf
+    finally:
+        os.environ.pop("GATTEMU_BLUETOOTHD_CONF", None)
+        bluetoothd("restart")
+
+
 def bluez_version() -> str:
     """Version of the running peripheral-side bluetoothd, e.g. "5.66" or "5.82"."""
     root = os.environ["GATTEMU_ROOT"]
@@ -450,3 +470,86 @@ def needs_separate_stack(central):
     if central.stack != "bumble":
         pytest.skip("needs a central stack independent of the peripheral's bluetoothd "
                     "(GATTEMU_CENTRAL_STACK=bumble)")
+
+
+# Controller plan of the relay tests (issue 29). The sandbox brings up GATTEMU_PERIPH and GATTEMU_CENTRAL and, with
+# its patched btvirt (five controllers), GATTEMU_CENTRAL2 and GATTEMU_CENTRAL3, all four driven by bluetoothd until a
+# Bumble stack takes one through the HCI user channel. The relay needs two that bluetoothd drives: its upstream
+# (central towards the device) and its mirror (the peripheral the phone sees).
+#
+#                      device is gattemu (start_gattemu)    device is Bumble (start_bumble_device)
+#   device             GATTEMU_PERIPH (bluetoothd)          GATTEMU_CENTRAL3 (Bumble, user channel)
+#   relay upstream     GATTEMU_CENTRAL2 (bluetoothd)        GATTEMU_CENTRAL2 (bluetoothd)
+#   relay mirror       GATTEMU_CENTRAL3 (bluetoothd)        GATTEMU_PERIPH (bluetoothd)
+#   test central       GATTEMU_CENTRAL (Bumble)             GATTEMU_CENTRAL (Bumble)
+CONTROLLER_PLAN = {
+    "gattemu": {"device": "GATTEMU_PERIPH", "upstream": "GATTEMU_CENTRAL2", "mirror": "GATTEMU_CENTRAL3"},
+    "bumble": {"device": "GATTEMU_CENTRAL3", "upstream": "GATTEMU_CENTRAL2", "mirror": "GATTEMU_PERIPH"},
+}
+BUMBLE_DEVICE = HERE / "fixtures" / "bumble_device.py"
+
+
+def relay_controllers(device: str) -> dict[str, str]:
+    """The controllers (hciN) of a relay test whose real device is `device` ("gattemu" or "bumble"), by role:
+    device, upstream, mirror, central (CONTROLLER_PLAN). Skips the test, naming what is missing, when the VM did
+    not bring them up (GATTEMU_BTVIRT=system exports no extra controllers)."""
+    roles = {**CONTROLLER_PLAN[device], "central": "GATTEMU_CENTRAL"}
+    missing = sorted({var for var in roles.values() if not os.environ.get(var)})
+    if missing:
+        pytest.skip(f"the {device} relay layout needs {', '.join(missing)} (the sandbox's patched btvirt, "
+                    f"GATTEMU_CONTROLLERS >= 5); this VM has none")
+    return {role: os.environ[var] for role, var in roles.items()}
+
+
+def bumble_device_ready(output: str) -> bool:
+    return "bumble-device: ready " in output
+
+
+async def controller_powered(adapter: str) -> bool:
+    """bluetoothd (or anyone) has `adapter` powered: btmgmt's current settings say so."""
+    from central import amgmt
+    try:
+        out = await amgmt("--index", adapter.removeprefix("hci"), "info", timeout=10)
+    except Exception:  # noqa: BLE001 - a controller held by a user channel does not answer
+        return False
+    return any(line.strip().startswith("current settings:") and " powered" in f" {line.split(':', 1)[1]}"
+               for line in out.splitlines())
+
+
+async def give_back(adapter: str, timeout: float = 20.0) -> None:
+    """Powers `adapter` on again once a Bumble stack let go of it (bluetoothd sees the index again, powered off),
+    so the tests after it find the controller as the VM brought it up."""
+    from central import amgmt
+    end = time.monotonic() + timeout
+    while not await controller_powered(adapter):
+        if time.monotonic() >= end:
+            raise AssertionError(f"{adapter} not powered again within {timeout}s after the Bumble device let go of it")
+        with contextlib.suppress(Exception):
+            await amgmt("--index", adapter.removeprefix("hci"), "power", "on", timeout=10)
+        await asyncio.sleep(0.3)
+
+
+@pytest.fixture
+async def start_bumble_device(env, central, start_peripheral):
+    """Factory: start_bumble_device(name="BumbleDev", secure=False, seed=1) -> Peripheral running
+    fixtures/bumble_device.py, a BLE peripheral gattemu did not write, on the Bumble device's controller of
+    CONTROLLER_PLAN (GATTEMU_CENTRAL3; skips when the VM has none). `await p.advertising(central, name=...)` waits
+    for its ready line, then for its advertisement. At teardown it stops and the controller goes back to
+    bluetoothd, powered."""
+    adapter = relay_controllers("bumble")["device"]
+    started: list[Peripheral] = []
+
+    def start(name: str = "BumbleDev", secure: bool = False, seed: int = 1) -> Peripheral:
+        cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(BUMBLE_DEVICE))} --adapter {{adapter}} --name {{name}}"
+        extra = ["--seed", str(seed)] + (["--secure"] if secure else [])
+        p = start_peripheral(name=name, cmd=cmd, adapter=adapter, extra_args=extra)
+        p.ready = bumble_device_ready
+        started.append(p)
+        return p
+
+    yield start
+    if started:
+        await central.disconnect_all()
+        for p in started:
+            p.stop()
+        await give_back(adapter)

@@ -49,6 +49,9 @@ def open_browser():
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    # Selenium's own wait for chromedriver's answer (120 s) must outlast the page-load timeout below, or a slow
+    # first page on a loaded host ends as a read timeout that looks like a hang.
+    driver.command_executor.client_config.timeout = 300
     driver.set_page_load_timeout(180)  # the VM emulates its CPU (TCG): Chromium's first page takes a while
     driver.set_script_timeout(60)
     return driver
@@ -229,7 +232,8 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
                 Select(form.find_element("name", "action")).select_by_value("corrupt")
                 Select(form.find_element("name", "on")).select_by_value("notify")
                 Select(form.find_element("name", "characteristic")).select_by_value("data")
-                for name, text in (("value", "ff"), ("count", "1"), ("id", "page-fault")):
+                Select(form.find_element("name", "value:form")).select_by_value("hex")  # {"hex": …}, not the example's flipBits
+                for name, text in (("value.hex", "ff"), ("count", "1"), ("id", "page-fault")):
                     field = form.find_element("name", name)
                     type_into(field, text)
                 form.find_element("css selector", "button[type=submit]").click()

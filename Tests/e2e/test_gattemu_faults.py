@@ -37,6 +37,16 @@ async def connect_when_advertised(central, peripheral):
     return await central.connect(name=name)
 
 
+async def tx_notifications(conn) -> asyncio.Queue[bytes]:
+    """Subscribes to the Noke TX notifications; the queue gets those sent from a second on."""
+    received: asyncio.Queue[bytes] = asyncio.Queue()
+    await conn.subscribe(TX_UUID, received.put_nowait)
+    await asyncio.sleep(1)
+    while not received.empty():
+        received.get_nowait()
+    return received
+
+
 def start_gattemu(start_peripheral, profile: str, extra: str = ""):
     cmd = f"{GATTEMU} run {ROOT}/profiles/{profile} --adapter {{adapter}} --control 127.0.0.1:{PORT} --seed 5 {extra}"
     return start_peripheral(cmd=cmd)
@@ -63,11 +73,7 @@ async def test_dropped_notification_never_arrives_but_the_next_does(central, sta
     p = start_gattemu(start_peripheral, "noke-lock.json")
     conn = await connect_when_advertised(central, p)
     try:
-        received: asyncio.Queue[bytes] = asyncio.Queue()
-        await conn.subscribe(TX_UUID, received.put_nowait)
-        await asyncio.sleep(1)
-        while not received.empty():
-            received.get_nowait()
+        received = await tx_notifications(conn)
         status, _ = await api("POST", "/v1/faults", {"on": "notify", "characteristic": "tx", "nth": 2, "drop": True})
         assert status == 201
         for value in ("a1", "a2", "a3"):
@@ -203,6 +209,54 @@ async def test_notifications_truncated_corrupted_duplicated_and_reordered(centra
             await asyncio.sleep(0.2)
         await asyncio.sleep(1)
         assert [v.hex() for v in received] == ["a1a1", "a2eea2", "a3a3a3", "a3a3a3", "a5a5a5", "a4a4a4"], received
+    finally:
+        await conn.disconnect()
+
+
+RX_UUID = "1bc50002-0200-d29e-e511-446c609db825"
+# A plain Noke unlock command (Tests/e2e/flows.py): the profile answers 51 60 <byte 2> and zeros to 20 bytes.
+NOKE_UNLOCK = bytes.fromhex("0000c20081e628151d34af9c8878e4efbb84311d")
+
+
+async def test_rewrite_changes_only_the_matched_notification_bytes_and_corrupt_changes_the_write(central, start_peripheral):
+    """Through the control API: a rewrite on TX changes exactly the matched bytes of the answer the central receives
+    (the rest is the fault-free answer's, byte for byte); a corrupt on a write to RX changes what the profile sees (its
+    answer echoes the written byte 2), and the event log has the central's value and the one the profile got."""
+    p = start_gattemu(start_peripheral, "noke-lock.json")
+    conn = await connect_when_advertised(central, p)
+    try:
+        received = await tx_notifications(conn)
+
+        async def answer_to(command: bytes) -> bytes:
+            await conn.write(RX_UUID, command, response=True)
+            return await asyncio.wait_for(received.get(), 10)
+
+        plain = await answer_to(NOKE_UNLOCK)
+        assert plain == bytes.fromhex("5160c2") + bytes(17), plain.hex()
+
+        rewrite = {"on": "notify", "characteristic": "tx", "rewrite": {"match": {"hex": "60 c2"}, "replace": {"utf8": "Z"}}}
+        status, added = await api("POST", "/v1/faults", rewrite)
+        assert status == 201, added
+        rewritten = await answer_to(NOKE_UNLOCK)
+        assert rewritten == plain.replace(b"\x60\xc2", b"Z") == bytes.fromhex("515a") + bytes(17), rewritten.hex()
+        assert (await api("DELETE", "/v1/faults"))[0] == 200
+
+        status, added = await api("POST", "/v1/faults", {"on": "write", "characteristic": "rx", "corrupt": {"at": 2, "hex": "ee"},
+                                                          "count": 1})
+        assert status == 201, added
+        corrupted = await answer_to(NOKE_UNLOCK)
+        assert corrupted == bytes.fromhex("5160ee") + bytes(17), corrupted.hex()
+        assert await answer_to(NOKE_UNLOCK) == plain, "count 1: the next write is the central's again"
+
+        _, events = await api("GET", "/v1/events?since=0")
+        writes = [e for e in events["events"] if e["event"] == "write" and e.get("characteristic") == "rx"]
+        assert [e["value"] for e in writes] == [NOKE_UNLOCK.hex()] * 4, writes
+        changed = [e for e in events["events"] if e["event"] == "note" and "written value changed by faults" in e.get("detail", "")]
+        expected = bytearray(NOKE_UNLOCK)
+        expected[2] = 0xEE
+        assert [e["value"] for e in changed] == [expected.hex()], changed
+        fired = [e["detail"] for e in events["events"] if e["event"] == "fault"]
+        assert any("rewrite every 60 C2 → 5A" in d for d in fired) and any("corrupt: bytes at 2 := EE" in d for d in fired), fired
     finally:
         await conn.disconnect()
 

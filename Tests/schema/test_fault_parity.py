@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
-from fault_catalog import DOCS, PROFILE_SCHEMA, expected_docs, expected_text, json_schema, openapi  # noqa: E402
+from fault_catalog import DASHBOARD, DOCS, PROFILE_SCHEMA, expected_dashboard, expected_docs, expected_text, json_schema, openapi  # noqa: E402
 
 DOCUMENT = openapi()
 CATALOG = DOCUMENT["x-fault-catalog"]
@@ -57,6 +57,12 @@ EXCEPTIONS = {
                                     {"on": "write", "characteristic": "ro", "error": "failed"}),
     "variant-unknown": ("names an advertisement variant the profile does not have (a reference)",
                         {"on": "start", "advertise": "nope"}),
+    "rewrite-match-over-512-bytes": ("514 bytes of UTF-8 in 257 characters (a byte count no JSON Schema can take)",
+                                     {"on": "notify", "rewrite": {"match": {"utf8": "\u00e9" * 257}, "replace": ""}}),
+    "rewrite-replace-over-512-bytes": ("513 bytes as hex with separators (a byte count no JSON Schema can take)",
+                                       {"on": "write", "rewrite": {"match": "01", "replace": "ab " * 513}}),
+    "rewrite-base64-over-512-bytes": ("684 base64 characters are 513 bytes (the text limit is the control API's Value's)",
+                                      {"on": "read", "rewrite": {"match": {"base64": "A" * 684}, "replace": ""}}),
     "pair-without-security": ("a pairing fault in a profile that does not pair (depends on another section)",
                               {"on": "pair", "refuse": True}),
 }
@@ -92,6 +98,19 @@ EXTRA_VALUES = {
                 {"xor": "0X80 01"}, {"xor": "80:01-02\t03"}, {"hex": "ff", "xor": "ff"}, {"flipBits": 1, "at": 0},
                 {"at": 1}, {"hex": 255}],
     "truncate": [0, 512, 513, "3"],
+    "rewrite": [{"match": "51 60", "replace": ""}, {"match": "0x51", "replace": "0x"}, {"match": "", "replace": "01"},
+                {"match": "0x", "replace": "01"}, {"match": "f", "replace": "01"}, {"match": "01", "replace": "zz"},
+                {"match": {"hex": "ff"}, "replace": {"hex": ""}}, {"match": {"hex": ""}, "replace": "01"},
+                {"match": {"utf8": "ok"}, "replace": {"utf8": ""}}, {"match": {"utf8": ""}, "replace": "01"},
+                {"match": {"utf8": "x" * 512}, "replace": {"utf8": "y" * 512}}, {"match": {"utf8": "x" * 513}, "replace": ""},
+                {"match": {"base64": "UWA="}, "replace": {"base64": ""}}, {"match": {"base64": " \n"}, "replace": "01"},
+                {"match": {"base64": "U"}, "replace": "01"}, {"match": {"base64": "UWA"}, "replace": "01"},
+                {"match": {"base64": "A" * 680}, "replace": ""}, {"match": {"base64": "A" * 688}, "replace": ""},
+                {"match": "ff" * 512, "replace": "ff" * 512}, {"match": "ff" * 2049, "replace": ""}, {"match": {"hex": "01", "utf8": "a"}, "replace": "01"},
+                {"match": {"ascii": "a"}, "replace": "01"}, {"match": {}, "replace": "01"}, {"match": 1, "replace": "01"},
+                {"match": "01"}, {"replace": "01"}, {"match": "01", "replace": "02", "all": False},
+                {"match": "01", "replace": "02", "all": True}, {"match": "01", "replace": "02", "all": 1},
+                {"match": "01", "replace": "02", "all": None}, {"match": "01", "replace": "02", "every": True}],
     "duplicate": [1, 100, 0, 101],
     "silence": [0, "10s", 100000000, 100000001, "1.5ms", "-1s"],
     "advertise": [None, "touched", "", 5],
@@ -218,6 +237,7 @@ def profile_validator():
 def test_schema_json_and_docs_are_the_catalogs():
     assert PROFILE_SCHEMA.read_text() == expected_text(), "profiles/schema.json's fault definition is stale: run scripts/fault-catalog"
     assert DOCS.read_text() == expected_docs(), "docs/control.md's table of fault kinds is stale: run scripts/fault-catalog"
+    assert DASHBOARD.read_text() == expected_dashboard(), "the dashboard's fault catalog is stale: run scripts/fault-catalog"
 
 
 def test_profiles_verdict_parity(binaries, tmp_path):
@@ -339,7 +359,7 @@ def test_schema_json_accepts_every_profile_gattemu_accepts(binaries):
 # The `gattemu ctl fault add` options of each kind; a kind added to the catalog fails here until ctl has one.
 CTL_OPTIONS = {
     "delay": ["--delay", "100ms-300ms"], "drop": ["--drop"], "error": ["--error", "0x80"], "corrupt": ["--flip-bits", "2"],
-    "truncate": ["--truncate", "3"], "duplicate": ["--duplicate"], "reorder": ["--reorder"], "disconnect": ["--disconnect"],
+    "truncate": ["--truncate", "3"], "rewrite": ["--rewrite", "5160=5161"], "duplicate": ["--duplicate"], "reorder": ["--reorder"], "disconnect": ["--disconnect"],
     "silence": ["--silence", "1s"], "advertise": ["--advertise", "touched"], "powerCycle": ["--power-cycle", "2s"],
     "refuse": ["--refuse-pairing"], "wrongPasskey": ["--wrong-passkey"], "forgetBonds": ["--forget-bonds"],
 }

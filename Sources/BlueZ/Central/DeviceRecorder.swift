@@ -31,6 +31,44 @@ public enum DeviceRecorder {
     public static func record(
         _ query: DeviceQuery, adapter: Adapter, options: Options = Options(), progress: Progress = { _ in }
     ) async throws(CentralError) -> CentralRecording {
+        var (recording, device) = try await find(query, adapter: adapter, options: options, progress: progress)
+        do {
+            try await walk(device, into: &recording, options: options, progress: progress)
+        } catch {
+            await finish(device, &recording, options: options)
+            throw error
+        }
+        await finish(device, &recording, options: options)
+        return recording
+    }
+
+    /// Finds, connects, walks and reads the device as ``record(_:adapter:options:progress:)`` does (without
+    /// listening), and leaves it connected: the recording so far and the device, for `gattemu relay`. End with
+    /// ``release(_:_:options:)``.
+    public static func attach(
+        _ query: DeviceQuery, adapter: Adapter, options: Options = Options(), progress: Progress = { _ in }
+    ) async throws(CentralError) -> (CentralRecording, RemoteDevice) {
+        var (recording, device) = try await find(query, adapter: adapter, options: options, progress: progress)
+        var walking = options
+        walking.listen = .zero
+        do {
+            try await walk(device, into: &recording, options: walking, progress: progress)
+        } catch {
+            await finish(device, &recording, options: options)
+            throw error
+        }
+        return (recording, device)
+    }
+
+    /// Disconnects an attached device (unless it did), forgets it when `options` say, stops following it.
+    public static func release(_ device: RemoteDevice, _ recording: inout CentralRecording, options: Options = Options()) async {
+        await finish(device, &recording, options: options)
+    }
+
+    /// Scans for the device, records its advertisement and starts following it.
+    private static func find(
+        _ query: DeviceQuery, adapter: Adapter, options: Options, progress: Progress
+    ) async throws(CentralError) -> (CentralRecording, RemoteDevice) {
         progress("scanning on \(adapter.name) for \(query) (up to \(options.scanTimeout.wholeSeconds) s)")
         let discovery = try await DeviceDiscovery.start(on: adapter, forgetting: query)
         let found: DeviceProperties
@@ -60,14 +98,7 @@ public enum DeviceRecorder {
 
         let device = try await RemoteDevice.follow(advertisement, adapter: adapter)
         recording.pairedBefore = device.properties.paired
-        do {
-            try await walk(device, into: &recording, options: options, progress: progress)
-        } catch {
-            await finish(device, &recording, options: options)
-            throw error
-        }
-        await finish(device, &recording, options: options)
-        return recording
+        return (recording, device)
     }
 
     private static func walk(

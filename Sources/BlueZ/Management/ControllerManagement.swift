@@ -9,6 +9,9 @@ public struct ControllerManagement: Sendable {
     /// The controller index (`hci3` → 3).
     public let index: UInt16
 
+    /// The controller with management index `index`.
+    init(index: UInt16) { self.index = index }
+
     /// The controller behind an adapter named `hciN`; nil for any other name.
     public init?(adapterName: String) {
         guard adapterName.hasPrefix("hci"), let index = UInt16(adapterName.dropFirst(3)), String(index) == adapterName.dropFirst(3) else {
@@ -44,8 +47,8 @@ public struct ControllerManagement: Sendable {
         init?(_ parameters: [UInt8]) {
             guard parameters.count >= 17, let address = BluetoothAddress(littleEndian: parameters[0..<6]) else { return nil }
             publicAddress = address
-            supportedSettings = parameters[9..<13].reversed().reduce(0) { $0 << 8 | UInt32($1) }
-            currentSettings = parameters[13..<17].reversed().reduce(0) { $0 << 8 | UInt32($1) }
+            supportedSettings = ControllerManagement.uint32(parameters[9..<13])
+            currentSettings = ControllerManagement.uint32(parameters[13..<17])
         }
     }
 
@@ -94,8 +97,10 @@ public struct ControllerManagement: Sendable {
         }
     }
 
-    private static func offLoop(_ work: @escaping @Sendable () throws(ManagementError) -> [UInt8]) async throws(ManagementError) -> [UInt8]
-    {
+    /// Four little-endian bytes of an answer as a number.
+    static func uint32(_ bytes: ArraySlice<UInt8>) -> UInt32 { bytes.reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+
+    static func offLoop(_ work: @escaping @Sendable () throws(ManagementError) -> [UInt8]) async throws(ManagementError) -> [UInt8] {
         let result = await Task.detached { () -> Result<[UInt8], ManagementError> in
             do throws(ManagementError) { return .success(try work()) } catch { return .failure(error) }
         }.value

@@ -11,17 +11,23 @@
 enum ManagementSocket {
     /// Management opcodes gattemu uses (Linux `mgmt-api.txt`).
     enum Opcode: UInt16 {
+        case readControllerIndexList = 0x0003
         case readControllerInformation = 0x0004
         case setPrivacy = 0x002F
         case setStaticAddress = 0x002B
         case setSecureConnections = 0x002D
+        case readControllerConfiguration = 0x0037
+        case setPublicAddress = 0x0039
 
         var name: String {
             switch self {
+            case .readControllerIndexList: "Read Controller Index List"
             case .readControllerInformation: "Read Controller Information"
             case .setPrivacy: "Set Privacy"
             case .setStaticAddress: "Set Static Address"
             case .setSecureConnections: "Set Secure Connections"
+            case .readControllerConfiguration: "Read Controller Configuration Information"
+            case .setPublicAddress: "Set Public Address"
             }
         }
     }

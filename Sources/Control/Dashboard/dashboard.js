@@ -368,11 +368,15 @@
       part.append(table);
       box.append(part);
     }
+    // Rebuilt only when the characteristics change: a refresh must not take the select away from the user.
     const select = document.querySelector("#fault-form select[name=characteristic]");
-    const chosen = select.value;
-    select.replaceChildren(new Option("(any)", ""));
-    for (const c of characteristics) select.append(new Option(c.id, c.id));
-    select.value = chosen;
+    const ids = [""].concat(characteristics.map((c) => c.id));
+    if (ids.join("\n") !== Array.from(select.options, (option) => option.value).join("\n")) {
+      const chosen = select.value;
+      select.replaceChildren(new Option("(any)", ""));
+      for (const c of characteristics) select.append(new Option(c.id, c.id));
+      select.value = chosen;
+    }
   }
 
   function renderFaults(faults, presets) {
@@ -423,35 +427,246 @@
 
   // MARK: Fault form
 
+  // The "New fault" form is built from the fault catalog this page carries as script data (#fault-catalog, made from
+  // the server's FaultCatalog by scripts/fault-catalog): the action select lists every kind, `on` only the kind's
+  // operations, and the value's fields follow the kind's JSON Schema (a flag, a bounded number, text with a pattern
+  // or names, null, an object's members, alternatives), so a new kind needs no change here. Field names are the
+  // value's path ("value", "value.min"; an alternatives select is "PATH:form").
+
+  // The operations on a characteristic (FaultOperation.isAboutCharacteristic); the server refuses a characteristic
+  // on the others, so a stale list here shows an error, never installs a wrong fault.
+  const CHARACTERISTIC_OPERATIONS = ["read", "write", "notify", "indicate"];
+  const faultForm = { kinds: [], value: null };
+
+  function readCatalog() {
+    try {
+      const kinds = JSON.parse($("fault-catalog").textContent);
+      return Array.isArray(kinds) ? kinds.filter((kind) => kind && typeof kind.name === "string" && Array.isArray(kind.operations)) : [];
+    } catch (_) {
+      return [];
+    }
+  }
+
+  // The schemas a value may match: nested oneOf flattened.
+  function alternatives(schema) {
+    if (!schema || typeof schema !== "object") return [];
+    return Array.isArray(schema.oneOf) ? schema.oneOf.flatMap(alternatives) : [schema];
+  }
+
+  const isFlag = (schema) => schema.type === "boolean" && Array.isArray(schema.enum) && schema.enum.length === 1 && schema.enum[0] === true;
+  const isObject = (schema) => schema.type === "object" && schema.properties && typeof schema.properties === "object";
+  const required = (schema) => (Array.isArray(schema.required) ? schema.required : []);
+
+  // The forms a value can take, as the choices of its alternatives select: true, one text field for every scalar
+  // alternative together ("value"), and each object.
+  function choices(schema) {
+    const leaves = alternatives(schema);
+    const result = [];
+    if (leaves.some(isFlag)) result.push({ key: "true", label: "true", flag: true });
+    const scalars = leaves.filter((leaf) => !isFlag(leaf) && !isObject(leaf));
+    if (scalars.length) result.push({ key: "value", label: "value", hint: scalarHint(scalars), scalars });
+    for (const leaf of leaves.filter(isObject)) {
+      const names = Object.keys(leaf.properties);
+      const label = "{" + names.map((name) => name + (required(leaf).includes(name) ? "" : "?")).join(", ") + "}";
+      result.push({ key: (required(leaf).length ? required(leaf) : names).join("+"), label, object: leaf });
+    }
+    return result;
+  }
+
+  // Words for a text field's accepted forms ("0–512", "a name, text", "empty for null").
+  function scalarHint(scalars) {
+    const words = [];
+    for (const s of scalars) {
+      const types = Array.isArray(s.type) ? s.type : [s.type];
+      if (types.includes("integer") || types.includes("number")) {
+        words.push((s.minimum ?? "") + "–" + (s.maximum ?? "") + (s.description ? " " + s.description : ""));
+      } else if (Array.isArray(s.enum)) {
+        words.push("a name");
+      } else if (types.includes("string")) {
+        words.push("text");
+      } else if (types.includes("boolean")) {
+        words.push("true or false");
+      }
+      if (s.nullable || types.includes("null")) words.push("empty for null");
+    }
+    return Array.from(new Set(words)).join(", ") || "value";
+  }
+
+  // The choice an example value takes.
+  function choiceFor(list, value) {
+    if (value === true && list.some((choice) => choice.flag)) return list.find((choice) => choice.flag);
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      const keys = Object.keys(value);
+      const object = list.find((choice) => choice.object && required(choice.object).every((name) => keys.includes(name))
+        && keys.every((name) => name in choice.object.properties));
+      if (object) return object;
+    }
+    return list.find((choice) => choice.scalars) || list[0];
+  }
+
+  // A scalar typed in a text field, as JSON: a whole number or a number where the schema takes one, true/false
+  // where it takes a boolean, null for empty (or "null") where it takes null, else the text.
+  function scalarValue(text, scalars, optional) {
+    const types = new Set(scalars.flatMap((s) => (Array.isArray(s.type) ? s.type : [s.type])));
+    const nullable = types.has("null") || scalars.some((s) => s.nullable === true);
+    if (text === "" && optional) return undefined;
+    if ((text === "" || text === "null") && nullable) return null;
+    if (types.has("integer") && /^-?[0-9]{1,15}$/.test(text)) return Number.parseInt(text, 10);
+    if (types.has("number") && text !== "" && Number.isFinite(Number(text))) return Number(text);
+    if (types.has("boolean") && (text === "true" || text === "false")) return text === "true";
+    return text;
+  }
+
+  // An editor for a value of `schema` at `path`: its element and read(); filled from `example`.
+  function valueEditor(schema, path, example, optional) {
+    const list = choices(schema);
+    const box = el("span", "fault-field");
+    let current = null;
+    const show = (choice, value) => {
+      current = choice;
+      box.replaceChildren();
+      if (!choice) return;
+      if (choice.flag) {
+        box.append(el("span", "mono", "true"));
+      } else if (choice.scalars) {
+        const input = el("input");
+        input.name = path;
+        input.autocomplete = "off";
+        input.title = choice.hint;
+        input.placeholder = choice.hint;
+        const names = choice.scalars.flatMap((s) => (Array.isArray(s.enum) ? s.enum.filter((n) => typeof n === "string") : []));
+        if (names.length) {
+          const datalist = el("datalist");
+          datalist.id = "fault-names-" + path.replace(/[^A-Za-z0-9]/g, "-");
+          for (const name of names) datalist.append(new Option(name, name));
+          input.setAttribute("list", datalist.id);
+          box.append(datalist);
+        }
+        if (value !== undefined && value !== null && typeof value !== "object") input.value = String(value);
+        box.append(input);
+      } else if (choice.object) {
+        choice.editors = [];
+        for (const [name, member] of Object.entries(choice.object.properties)) {
+          const optionalMember = !required(choice.object).includes(name);
+          const editor = valueEditor(member, path + "." + name, value && typeof value === "object" ? value[name] : undefined, optionalMember);
+          const label = el("label", null, name + (optionalMember ? " (optional)" : ""));
+          label.append(editor.node);
+          box.append(label);
+          choice.editors.push({ name, editor });
+        }
+      }
+    };
+    const node = el("span", "fault-value-part");
+    if (list.length > 1) {
+      const select = el("select");
+      select.name = path + ":form";
+      select.setAttribute("aria-label", path + " form");
+      for (const choice of list) select.append(new Option(choice.label, choice.key));
+      const chosen = choiceFor(list, example);
+      select.value = chosen.key;
+      select.addEventListener("change", () => show(list.find((choice) => choice.key === select.value), undefined));
+      node.append(select);
+    }
+    node.append(box);
+    show(choiceFor(list, example), example);
+    const read = () => {
+      if (!current) return undefined;
+      if (current.flag) return true;
+      if (current.scalars) return scalarValue(String(box.querySelector("input").value).trim(), current.scalars, optional);
+      const object = {};
+      for (const { name, editor } of current.editors) {
+        const member = editor.read();
+        if (member !== undefined) object[name] = member;
+      }
+      return object;
+    };
+    return { node, read };
+  }
+
+  function selectedKind() {
+    const action = document.querySelector("#fault-form select[name=action]").value;
+    return faultForm.kinds.find((kind) => kind.name === action) || null;
+  }
+
+  // The example spec of a kind, or {} when it is not JSON.
+  function exampleOf(kind) {
+    try {
+      const spec = JSON.parse(kind.example);
+      return spec && typeof spec === "object" ? spec : {};
+    } catch (_) {
+      return {};
+    }
+  }
+
+  // Rebuilds `on` and the value's fields for the chosen kind; the value starts as the kind's example.
+  function renderFaultKind() {
+    const form = $("fault-form");
+    const kind = selectedKind();
+    const on = form.querySelector("select[name=on]");
+    on.replaceChildren();
+    const box = $("fault-value");
+    box.replaceChildren(el("legend", null, kind ? kind.name : "value"));
+    faultForm.value = null;
+    $("fault-help").textContent = "";
+    if (!kind) return;
+    if (kind.implicitOn) on.append(new Option("(" + kind.implicitOn + ")", ""));
+    for (const operation of kind.operations) on.append(new Option(operation, operation));
+    if (!kind.implicitOn) on.value = kind.suggestedOn && kind.operations.includes(kind.suggestedOn) ? kind.suggestedOn : kind.operations[0];
+    faultForm.value = valueEditor(kind.schema, "value", exampleOf(kind)[kind.name], false);
+    box.append(faultForm.value.node);
+    $("fault-help").textContent = kind.summary + " Value: " + kind.value + ". Example: " + kind.example;
+    renderFaultScope();
+  }
+
+  // Characteristic only for an operation on one, after only on start.
+  function renderFaultScope() {
+    const form = $("fault-form");
+    const kind = selectedKind();
+    const on = form.querySelector("select[name=on]").value || (kind && kind.implicitOn) || "";
+    form.querySelector("[data-scope=characteristic]").hidden = !CHARACTERISTIC_OPERATIONS.includes(on);
+    form.querySelector("[data-scope=after]").hidden = on !== "start";
+  }
+
+  function setUpFaultForm() {
+    faultForm.kinds = readCatalog();
+    const action = document.querySelector("#fault-form select[name=action]");
+    for (const kind of faultForm.kinds) action.append(new Option(kind.name, kind.name));
+    action.addEventListener("change", renderFaultKind);
+    document.querySelector("#fault-form select[name=on]").addEventListener("change", renderFaultScope);
+    renderFaultKind();
+  }
+
+  // The spec the form describes; the server judges it (its error is shown in the form).
   function faultFromForm(form) {
     const data = new FormData(form);
-    const value = String(data.get("value") || "").trim();
-    const action = String(data.get("action"));
+    const kind = selectedKind();
     const spec = {};
-    const number = (text) => (/^[0-9]+$/.test(text) ? Number.parseInt(text, 10) : text);
-    switch (action) {
-      case "drop": case "reorder": case "disconnect": spec[action] = true; break;
-      case "error": spec.error = value || "not-authorized"; break;
-      case "delay": {
-        const range = value.split("-");
-        spec.delay = range.length === 2 ? { min: number(range[0]), max: number(range[1]) } : number(value || "200ms");
-        break;
-      }
-      case "corrupt": spec.corrupt = /^[0-9]+$/.test(value) ? { flipBits: Number.parseInt(value, 10) } : { hex: value || "ff" }; break;
-      case "truncate": spec.truncate = Number.parseInt(value || "0", 10); break;
-      case "duplicate": spec.duplicate = value ? Number.parseInt(value, 10) : true; break;
-      case "silence": spec.silence = number(value || "5s"); break;
-      case "advertise": spec.advertise = value && value !== "base" ? value : null; break;
-      case "powerCycle": spec.powerCycle = value ? number(value) : true; break;
-    }
-    const defaults = { error: "write", drop: "write", delay: "write", corrupt: "notify", truncate: "notify", duplicate: "notify", reorder: "notify" };
-    const on = String(data.get("on") || "") || defaults[action] || "";
-    if (on) spec.on = on;
-    if (data.get("characteristic")) spec.characteristic = String(data.get("characteristic"));
-    for (const key of ["nth", "count"]) if (data.get(key)) spec[key] = Number.parseInt(String(data.get(key)), 10);
-    if (data.get("probability")) spec.probability = Number.parseFloat(String(data.get("probability")));
-    if (data.get("id")) spec.id = String(data.get("id"));
+    const text = (name) => String(data.get(name) || "").trim();
+    const number = (value) => (/^-?[0-9]{1,15}$/.test(value) ? Number.parseInt(value, 10) : value);
+    if (text("on")) spec.on = text("on");
+    if (!form.querySelector("[data-scope=characteristic]").hidden && text("characteristic")) spec.characteristic = text("characteristic");
+    if (text("central")) spec.central = text("central");
+    if (kind && faultForm.value) spec[kind.name] = faultForm.value.read();
+    for (const key of ["nth", "count", "seed"]) if (text(key)) spec[key] = number(text(key));
+    if (text("probability")) spec.probability = Number.isFinite(Number(text("probability"))) ? Number(text("probability")) : text("probability");
+    if (!form.querySelector("[data-scope=after]").hidden && text("after")) spec.after = number(text("after"));
+    if (text("id")) spec.id = text("id");
     return spec;
+  }
+
+  async function installFault(form) {
+    const problem = $("fault-error");
+    try {
+      await api("POST", "/v1/faults", faultFromForm(form));
+      problem.hidden = true;
+      problem.textContent = "";
+      show("fault installed", true);
+      scheduleRefresh(100);
+    } catch (error) {
+      problem.textContent = error.message;
+      problem.hidden = false;
+      show("fault not installed: " + error.message);
+    }
   }
 
   // MARK: Events
@@ -606,9 +821,10 @@
     });
     $("reset").addEventListener("click", () => act("reset", "POST", "/v1/reset"));
     $("faults-clear").addEventListener("click", () => act("faults cleared", "DELETE", "/v1/faults"));
+    setUpFaultForm();
     $("fault-form").addEventListener("submit", (submit) => {
       submit.preventDefault();
-      act("fault installed", "POST", "/v1/faults", faultFromForm(submit.target));
+      installFault(submit.target);
     });
     $("filter-text").addEventListener("input", applyFilter);
     $("filter-central").addEventListener("change", applyFilter);

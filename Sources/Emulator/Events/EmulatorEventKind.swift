@@ -14,4 +14,9 @@ public enum EmulatorEventKind: String, Sendable, CaseIterable {
     case pairing
     /// A central finished pairing; `unpaired`: gattemu made bluetoothd forget it.
     case paired, unpaired
+    /// `gattemu relay`: the real device's side of an operation (its answer, or a notification it sent), with the
+    /// time the device took; `device-lost`/`device-back`: the link to the real device went down, came back.
+    case relayed
+    case deviceLost = "device-lost"
+    case deviceBack = "device-back"
 }

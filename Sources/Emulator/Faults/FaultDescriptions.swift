@@ -11,6 +11,8 @@ extension FaultAction {
         case .corrupt(.replace(let at, let bytes)): "corrupt: bytes at \(at) := \(bytes.hexString())"
         case .corrupt(.xor(let at, let mask)): "corrupt: bytes at \(at) ^= \(mask.hexString())"
         case .truncate(let n): "truncate to \(n) byte\(n == 1 ? "" : "s")"
+        case .rewrite(let match, let replace, let all):
+            "rewrite \(all ? "every" : "the first") \(match.hexString(separator: " ")) → \(replace.isEmpty ? "(nothing)" : replace.hexString(separator: " "))"
         case .duplicate(let copies): copies == 1 ? "duplicate" : "duplicate ×\(copies)"
         case .reorder: "reorder"
         case .disconnect: "disconnect"

@@ -39,7 +39,7 @@ public struct FiredFault: Sendable, Equatable {
     public var occurrence: Int
     /// The resolved delay for `delay`, in milliseconds.
     public var delayMilliseconds: Int?
-    /// Resolved byte changes for `corrupt`/`truncate`.
+    /// Resolved byte changes for `corrupt`, `truncate` and `rewrite`.
     public var mutation: ValueMutation?
 }
 
@@ -50,8 +50,20 @@ public enum ValueMutation: Sendable, Equatable {
     case replace(at: Int, bytes: [UInt8])
     case xor(at: Int, mask: [UInt8])
     case truncate(Int)
+    /// Replace each occurrence of `match` (the first only unless `all`), left to right, never inside a replacement.
+    case rewrite(match: [UInt8], replace: [UInt8], all: Bool)
 
-    public func apply(to value: [UInt8]) -> [UInt8] {
+    /// `value` changed; a result longer than ``ATTMTU/maximumValueLength`` (the ATT value limit) is cut to it (``applied(to:)`` says so).
+    public func apply(to value: [UInt8]) -> [UInt8] { applied(to: value).bytes }
+
+    /// `value` changed, cut to ``ATTMTU/maximumValueLength`` (the ATT value limit), and how many bytes the cut removed.
+    public func applied(to value: [UInt8]) -> (bytes: [UInt8], cut: Int) {
+        let bytes = changed(value)
+        let limit = ATTMTU.maximumValueLength
+        return bytes.count > limit ? (Array(bytes.prefix(limit)), bytes.count - limit) : (bytes, 0)
+    }
+
+    private func changed(_ value: [UInt8]) -> [UInt8] {
         var bytes = value
         switch self {
         case .flipBits(let draws):
@@ -69,6 +81,22 @@ public enum ValueMutation: Sendable, Equatable {
             for (index, byte) in mask.enumerated() where at + index < bytes.count { bytes[at + index] ^= byte }
         case .truncate(let keep):
             bytes = Array(bytes.prefix(keep))
+        case .rewrite(let match, let replacement, let all):
+            guard !match.isEmpty, match.count <= bytes.count else { return bytes }
+            var result: [UInt8] = []
+            var index = 0
+            var replaced = false
+            while index < bytes.count {
+                if !(replaced && !all), index + match.count <= bytes.count, bytes[index..<index + match.count].elementsEqual(match) {
+                    result += replacement
+                    index += match.count
+                    replaced = true
+                } else {
+                    result.append(bytes[index])
+                    index += 1
+                }
+            }
+            bytes = result
         }
         return bytes
     }
@@ -97,8 +125,15 @@ public struct FaultPlan: Sendable, Equatable {
     public var isEmpty: Bool { fired.isEmpty }
 
     /// `value` after every mutation, in order.
-    public func mutate(_ value: [UInt8]) -> [UInt8] {
-        mutations.reduce(value) { $1.apply(to: $0) }
+    public func mutate(_ value: [UInt8]) -> [UInt8] { mutated(value).bytes }
+
+    /// `value` after every mutation, in order, and how many bytes were cut off results longer than
+    /// ``ATTMTU/maximumValueLength`` (the ATT value limit).
+    public func mutated(_ value: [UInt8]) -> (bytes: [UInt8], cut: Int) {
+        mutations.reduce((value, 0)) { result, mutation in
+            let next = mutation.applied(to: result.0)
+            return (next.bytes, result.1 + next.cut)
+        }
     }
 }
 
@@ -239,6 +274,9 @@ public struct FaultEngine: Sendable, Equatable {
         case .truncate(let keep):
             fired.mutation = .truncate(keep)
             plan.mutations.append(.truncate(keep))
+        case .rewrite(let match, let replace, let all):
+            fired.mutation = .rewrite(match: match, replace: replace, all: all)
+            plan.mutations.append(.rewrite(match: match, replace: replace, all: all))
         case .duplicate(let copies):
             plan.extraCopies += copies
         case .reorder:

@@ -31,7 +31,7 @@ let droppedAnswerHold: Duration = .seconds(35)
 extension Emulator {
     /// Asks the fault engine about a read or write and applies what does not depend on the answer:
     /// logs fired faults, waits out delays, holds dropped requests, throws injected errors and schedules
-    /// disconnects. The returned plan's mutations are for the read answer.
+    /// disconnects. The returned plan's mutations are for the read answer or the written value.
     ///
     /// `answerable` is false for writes bluetoothd already acknowledged: a drop then only means the
     /// behaviour engine does not see the write, and an error cannot reach the central.
@@ -69,6 +69,31 @@ extension Emulator {
         return plan
     }
 
+    /// `value` as the plan's byte faults (corrupt, truncate, rewrite) change it; a result cut to the ATT value limit
+    /// is logged.
+    func mutated(_ value: [UInt8], by plan: FaultPlan, central: BluetoothAddress?, characteristic: String) -> [UInt8] {
+        guard !plan.mutations.isEmpty else { return value }
+        let (bytes, cut) = plan.mutated(value)
+        if cut > 0 {
+            log.record(
+                .note, central: central, characteristic: characteristic,
+                detail: "faults made a value of \(bytes.count + cut) bytes: cut to \(bytes.count), the ATT value limit")
+        }
+        return bytes
+    }
+
+    /// A written value as the plan's byte faults change it before the behaviour engine sees it. A change is logged
+    /// with the value the engine gets (the `write` event before it has the central's).
+    func mutatedWrite(_ value: [UInt8], by plan: FaultPlan, central: BluetoothAddress, characteristic: String) -> [UInt8] {
+        let bytes = mutated(value, by: plan, central: central, characteristic: characteristic)
+        if bytes != value {
+            log.record(
+                .note, central: central, characteristic: characteristic, value: bytes,
+                detail: "written value changed by faults (\(value.count) → \(bytes.count) bytes): the behaviour engine gets this one")
+        }
+        return bytes
+    }
+
     /// Applies faults to a connection: disconnects and adapter-level actions.
     func applyConnectFaults(_ address: BluetoothAddress) {
         let plan = faultState.engine.plan(for: FaultOperation(.connect, centrals: [address.description]))
@@ -91,6 +116,7 @@ extension Emulator {
             if plan.disconnect { scheduleDisconnect(recipients) }
             if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
         }
+        _ = mutated(value, by: plan, central: address, characteristic: characteristic)  // logs a cut; the engine mutates again
         let values = faultState.engine.notificationValues(value, characteristic: characteristic, plan: plan)
         if values.isEmpty {
             log.record(

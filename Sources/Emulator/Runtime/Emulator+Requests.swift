@@ -10,6 +10,15 @@ extension Emulator: GattRequestHandler {
         recordOperation(
             .read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
         request.context.begin()
+        if let upstream = relayState.upstream {
+            // A relay: the device answers, the faults act on both sides of it.
+            let faults = try await applyFaults(.read, id, central)
+            let bytes = mutated(
+                try await relayRead(upstream, id, offset: request.offset, central: central), by: faults, central: central.address,
+                characteristic: id.description)
+            recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
+            return bytes
+        }
         if let descriptor = id.descriptor {
             // Descriptors are served from their declared value.
             let value = descriptorValue(characteristic: id.characteristic, descriptor: descriptor)
@@ -23,7 +32,7 @@ extension Emulator: GattRequestHandler {
         let reply = try await run(outcome, central: central)
         switch reply {
         case .value(let bytes)?:
-            let answer = faults.mutate(bytes)
+            let answer = mutated(bytes, by: faults, central: central.address, characteristic: id.description)
             recordOperation(.answer, central: central.address, characteristic: id.description, value: answer)
             return answer
         case .error(let error)?:
@@ -31,7 +40,8 @@ extension Emulator: GattRequestHandler {
         case .success?, nil:
             let stored = engine.value(of: id.characteristic)
             guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
-            let bytes = faults.mutate(Array(stored.dropFirst(request.offset)))
+            let bytes = mutated(
+                Array(stored.dropFirst(request.offset)), by: faults, central: central.address, characteristic: id.description)
             recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
             return bytes
         }
@@ -47,14 +57,19 @@ extension Emulator: GattRequestHandler {
                 + (request.offset > 0 ? " offset \(request.offset)" : ""))
         request.context.begin()
         if request.prepareAuthorize { return }
+        if let upstream = relayState.upstream {
+            try await relay(request, to: upstream, central: central)
+            return
+        }
         guard id.descriptor == nil else { return }
+        let faults: FaultPlan
         do {
-            _ = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
+            faults = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
         } catch {
             if request.bluetoothdAnswered { return }
             throw error
         }
-        var value = request.value
+        var value = mutatedWrite(request.value, by: faults, central: central.address, characteristic: id.description)
         if request.offset > 0 {
             // A long write arrives in pieces at increasing offsets: assemble on the stored value.
             var stored = engine.value(of: id.characteristic)
@@ -79,6 +94,25 @@ extension Emulator: GattRequestHandler {
         }
     }
 
+    /// A write forwarded to the relay's device after the faults acted on it; a write bluetoothd already
+    /// acknowledged goes as a Write Command and its errors stay in the log.
+    private func relay(_ request: GattWriteRequest, to upstream: any RelayUpstream, central: CentralID) async throws(ATTError) {
+        let id = request.attribute
+        do {
+            let faults = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
+            let value = mutatedWrite(request.value, by: faults, central: central.address, characteristic: id.description)
+            try await relayWrite(
+                upstream, id, value: value, offset: request.offset,
+                withResponse: request.kind != .command && !request.bluetoothdAnswered, central: central)
+        } catch {
+            if request.bluetoothdAnswered { return }
+            throw answer(error, central, id)
+        }
+        if !request.bluetoothdAnswered {
+            recordOperation(.answer, central: central.address, characteristic: id.description, detail: "success")
+        }
+    }
+
     public func subscriptionChanged(_ change: GattSubscriptionChange) async {
         let central = centralID(change.context)
         let subscribed = change.kind == .started || change.kind == .acquired
@@ -87,6 +121,9 @@ extension Emulator: GattRequestHandler {
             subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
             detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
         change.context.begin()
+        if let upstream = relayState.upstream {
+            await relaySubscription(upstream, change.characteristic, central: central.address, subscribed: subscribed)
+        }
         let event: EngineEvent =
             subscribed
             ? .subscribe(characteristic: change.characteristic, central: central)
@@ -145,12 +182,19 @@ extension Emulator: GattRequestHandler {
             connectedCentrals.append(address)
             log.record(.connected, central: address)
             applyConnectFaults(address)
+            await relayState.upstream?.central(address, connected: true)
             _ = try? await run(engine.handle(.connect(CentralID(address: address))), central: CentralID(address: address))
         case .disconnected(let address):
             connectedCentrals.removeAll { $0 == address }
             faultState.mtus[address] = nil
             log.record(.disconnected, central: address)
             pairingEnded(with: address)
+            for (characteristic, subscribers) in relayState.subscribers where subscribers.contains(address) {
+                if let upstream = relayState.upstream {
+                    await relaySubscription(upstream, characteristic, central: address, subscribed: false)
+                }
+            }
+            await relayState.upstream?.central(address, connected: false)
             _ = try? await run(engine.handle(.disconnect(CentralID(address: address))), central: CentralID(address: address))
         case .paired(let address):
             log.record(.paired, central: address)

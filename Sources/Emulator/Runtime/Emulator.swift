@@ -54,6 +54,8 @@ public actor Emulator {
     var pairing = PairingState()
     /// The address change gattemu made: the LE privacy key it gave the controller (see `Emulator+Address.swift`).
     var address = AddressState()
+    /// `gattemu relay`: the device behind the mirror (see `Emulator+Relay.swift`).
+    var relayState = RelayState()
     let terminationRequests: AsyncStream<String>.Continuation
     /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
     public nonisolated let terminations: AsyncStream<String>
@@ -216,7 +218,7 @@ public actor Emulator {
     func startAdvertising() async throws(BlueZError) {
         // One start at a time: a power-on signal and gattemu's own power cycle both start advertising, and the
         // second must not export the objects the first is registering.
-        guard let adapter, let stack, advertisements.isEmpty, !startingAdvertising else { return }
+        guard let adapter, let stack, advertisements.isEmpty, !startingAdvertising, !relayState.deviceAway else { return }
         startingAdvertising = true
         defer { startingAdvertising = false }
         for (index, spec) in engine.advertisements().enumerated() {

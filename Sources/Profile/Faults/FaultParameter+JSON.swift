@@ -15,6 +15,8 @@ extension FaultParameter {
         case .duration: fits = FaultSpecDecoder.milliseconds(node) != nil
         case .attError: fits = FaultSpecDecoder.attError(node) != nil
         case .hexBytes: fits = FaultSpecDecoder.hexBytes(node) != nil
+        case .value(let nonEmpty): fits = FaultSpecDecoder.valueBytes(node).map { !nonEmpty || !$0.isEmpty } ?? false
+        case .boolean: fits = node.boolValue != nil
         case .variant:
             if case .null = node.value { return nil }
             fits = node.stringValue.map { !$0.isEmpty } ?? false

@@ -72,10 +72,13 @@ public enum FaultAction: Sendable, Equatable {
     case drop
     /// Answer the read/write with this ATT error (the behaviour engine does not see the request).
     case error(ATTError)
-    /// Change bytes of a notification or read answer.
+    /// Change bytes of a notification, read answer or written value.
     case corrupt(Corruption)
-    /// Keep only the first `n` bytes of a notification or read answer.
+    /// Keep only the first `n` bytes of a notification, read answer or written value.
     case truncate(Int)
+    /// Replace each occurrence of `match` (the first only unless `all`) by `replace` in a notification, read answer
+    /// or written value; the result is cut to ``FaultCatalog/maximumValueBytes``.
+    case rewrite(match: [UInt8], replace: [UInt8], all: Bool)
     /// Send a notification `1 + copies` times.
     case duplicate(copies: Int)
     /// Hold a notification back and send it right after the next one of the same characteristic.
@@ -103,6 +106,7 @@ public enum FaultAction: Sendable, Equatable {
         case .error: "error"
         case .corrupt: "corrupt"
         case .truncate: "truncate"
+        case .rewrite: "rewrite"
         case .duplicate: "duplicate"
         case .reorder: "reorder"
         case .disconnect: "disconnect"

@@ -171,6 +171,14 @@ public enum FaultSpecDecoder {
             if let hex = node["hex"] { return .corrupt(.replace(at: int(node["at"]), bytes: hexBytes(hex) ?? [])) }
             return .corrupt(.xor(at: int(node["at"]), mask: node["xor"].flatMap(hexBytes) ?? []))
         case "truncate": return .truncate(int(node))
+        case "rewrite":
+            let (match, replace) = (node["match"].flatMap(valueBytes) ?? [], node["replace"].flatMap(valueBytes) ?? [])
+            for (name, bytes) in [("match", match), ("replace", replace)] where bytes.count > FaultCatalog.maximumValueBytes {
+                var error = fail("\(name): \(bytes.count) bytes, over the \(FaultCatalog.maximumValueBytes)-byte value limit")
+                error.kind = .conflict
+                throw error
+            }
+            return .rewrite(match: match, replace: replace, all: node["all"]?.boolValue ?? true)
         case "duplicate": return .duplicate(copies: node.boolValue == true ? 1 : int(node))
         case "reorder": return .reorder
         case "disconnect": return .disconnect
@@ -192,6 +200,21 @@ public enum FaultSpecDecoder {
             let bytes = parseHex(text), !bytes.isEmpty
         else { return nil }
         return bytes
+    }
+
+    /// A value in the one value grammar (``ValueForm``): hex text as in a profile, or `{"hex": …}`, `{"utf8": …}` or
+    /// `{"base64": …}`, its text at most the form's ``ValueForm/textLimit`` scalars; nil for anything else. Its byte
+    /// count is the caller's to bound.
+    static func valueBytes(_ node: JSONNode) -> [UInt8]? {
+        var form = ValueForm.hex
+        var text = node.stringValue
+        if case .object(let members) = node.value {
+            guard members.count == 1, let member = members.first, let named = ValueForm(rawValue: member.key) else { return nil }
+            form = named
+            text = member.value.stringValue
+        }
+        guard let text, text.unicodeScalars.count <= form.textLimit else { return nil }
+        return form.bytes(text)
     }
 
     /// `500`, `"500ms"`, `"5s"`, `"1.5s"` → milliseconds (≤ 100,000,000, about 27.8 hours); exactly what

@@ -1,0 +1,132 @@
+import BlueZ
+import Bluetooth
+import Profile
+
+/// `gattemu relay`'s part of the emulator: the device it forwards to, who subscribed through the mirror, and
+/// whether the device is away.
+struct RelayState: Sendable {
+    var upstream: (any RelayUpstream)?
+    /// The centrals subscribed to each characteristic through the mirror: the device is subscribed while any is.
+    var subscribers: [String: Set<BluetoothAddress>] = [:]
+    /// The link to the device is down: the mirror does not advertise and refuses what arrives.
+    var deviceAway = false
+}
+
+extension Emulator {
+    /// Makes this emulator a relay: reads, writes and subscriptions go to `upstream`, its answers and
+    /// notifications come back (see ``RelayUpstream``). Call before ``start()``.
+    public func relay(to upstream: any RelayUpstream) {
+        relayState.upstream = upstream
+    }
+
+    /// The device's answer to a read, timed and logged as the relayed leg.
+    func relayRead(
+        _ upstream: any RelayUpstream, _ id: GattAttributeID, offset: Int, central: CentralID
+    ) async throws(ATTError) -> [UInt8] {
+        guard !relayState.deviceAway else { throw answer(.failed, central, id) }
+        let start = ContinuousClock.now
+        do {
+            let bytes = try await upstream.read(id, offset: offset)
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description, value: bytes,
+                detail: "device answered the read" + (offset > 0 ? " at offset \(offset)" : "") + " in \(Self.milliseconds(since: start))")
+            return bytes
+        } catch {
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description,
+                detail: "device answered the read with error \(error) in \(Self.milliseconds(since: start))")
+            throw error
+        }
+    }
+
+    /// Forwards a write to the device, timed and logged as the relayed leg.
+    func relayWrite(
+        _ upstream: any RelayUpstream, _ id: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool, central: CentralID
+    ) async throws(ATTError) {
+        guard !relayState.deviceAway else { throw answer(.failed, central, id) }
+        let start = ContinuousClock.now
+        let what = withResponse ? "write" : "write command"
+        do {
+            try await upstream.write(id, value: value, offset: offset, withResponse: withResponse)
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description, value: value,
+                detail: withResponse
+                    ? "device answered the write in \(Self.milliseconds(since: start))"
+                    : "write command sent to the device in \(Self.milliseconds(since: start))")
+        } catch {
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description, value: value,
+                detail: "device answered the \(what) with error \(error) in \(Self.milliseconds(since: start))")
+            throw error
+        }
+    }
+
+    /// Follows a central's subscription through the mirror: the device is subscribed when the first central
+    /// subscribes and unsubscribed when the last one leaves.
+    func relaySubscription(_ upstream: any RelayUpstream, _ characteristic: String, central: BluetoothAddress, subscribed: Bool) async {
+        let before = relayState.subscribers[characteristic, default: []]
+        var after = before
+        if subscribed { after.insert(central) } else { after.remove(central) }
+        relayState.subscribers[characteristic] = after.isEmpty ? nil : after
+        guard before.isEmpty != after.isEmpty, !relayState.deviceAway else { return }
+        do {
+            try await upstream.setSubscribed(characteristic, subscribed)
+            log.record(
+                .relayed, central: central, characteristic: characteristic, detail: subscribed ? "device subscribed" : "device unsubscribed"
+            )
+        } catch {
+            log.record(
+                .relayed, central: central, characteristic: characteristic,
+                detail: "device refused to \(subscribed ? "subscribe" : "unsubscribe"): \(error)")
+        }
+    }
+
+    /// A notification or indication the device sent: logged as the relayed leg, then sent to the mirror's
+    /// subscribers through the fault engine as any notification.
+    public func relayNotification(_ characteristic: String, value: [UInt8], indicate: Bool) async {
+        log.record(.relayed, characteristic: characteristic, value: value, detail: "device \(indicate ? "indicated" : "notified")")
+        guard !stopped, profile.characteristic(characteristic) != nil else { return }
+        engine.store(value, for: characteristic)
+        await perform(
+            .notify(characteristic: characteristic, value: value, target: .allSubscribers, indicate: indicate), central: latestCentral)
+    }
+
+    /// The link to the device went down: the mirror stops advertising and its centrals are disconnected (a real
+    /// device gone away takes its links with it).
+    public func deviceLost(_ reason: String) async {
+        guard !relayState.deviceAway, !stopped else { return }
+        relayState.deviceAway = true
+        relayState.subscribers = [:]
+        log.record(.deviceLost, detail: reason)
+        await stopAdvertising()
+        for central in connectedCentrals {
+            log.record(.note, central: central, detail: "disconnecting: the device is away")
+            do {
+                try await adapter?.disconnect(central: central)
+            } catch {
+                log.record(.error, central: central, detail: error.description)
+            }
+        }
+    }
+
+    /// The device is back (connected and its table read again): the mirror advertises again.
+    public func deviceBack(_ detail: String? = nil) async {
+        guard relayState.deviceAway, !stopped else { return }
+        relayState.deviceAway = false
+        log.record(.deviceBack, detail: detail)
+        guard engine.isAdvertising else { return }
+        do {
+            try await startAdvertising()
+        } catch {
+            log.record(.error, detail: "advertising again after the device came back: \(error.description)")
+        }
+    }
+
+    /// `12.3 ms`.
+    static func milliseconds(since start: ContinuousClock.Instant) -> String {
+        let elapsed = ContinuousClock.now - start
+        let (seconds, attoseconds) = elapsed.components
+        let tenths = (seconds * 10_000) + attoseconds / 100_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10) ms"
+    }
+}

@@ -1,0 +1,291 @@
+import BlueZ
+import Bluetooth
+import DBus
+import Emulator
+import Profile
+import Replica
+import Synchronization
+import TextEscaping
+
+/// The relay's link to the real device, as a central on the upstream adapter: forwards what the mirror's
+/// centrals do (``RelayUpstream``), hands the device's notifications to the emulator in order, records the
+/// conversation, and follows the link: when the device drops or goes away the emulator is told
+/// (``Emulator/deviceLost(_:)``) and the link attaches again as soon as the device is back.
+public final class RelayLink: RelayUpstream {
+    public struct Options: Sendable {
+        public var connectTimeout: Duration = .seconds(15)
+        /// How long a read or write may wait for the device (ATT's own transaction timeout is 30 s).
+        public var operationTimeout: Duration = .seconds(30)
+        /// Pause between attempts to reach the device again.
+        public var retryInterval: Duration = .seconds(1)
+        /// How often the link's state is looked at.
+        public var pollInterval: Duration = .milliseconds(100)
+        /// Notifications waiting for the emulator at most; past it they are dropped and counted.
+        public var notificationQueue = 4096
+
+        public init() {}
+    }
+
+    /// One notification or indication from the device.
+    struct Notification: Sendable {
+        var characteristic: String
+        var value: [UInt8]
+        var indicate: Bool
+    }
+
+    private struct State: Sendable {
+        var device: RemoteDevice?
+        var targets: RelayTargets
+        var subscriptions: [String: RemoteSubscription] = [:]
+        var attached = true
+        var droppedNotifications = 0
+        /// The last whole value read of each attribute, for the Read Blobs that follow (see ``read(_:offset:)``).
+        var wholeValues: [GattAttributeID: [UInt8]] = [:]
+        var stopped = false
+    }
+
+    public let recording: RelayRecording
+    private let stack: BlueZStack
+    private let adapterName: String
+    private let address: BluetoothAddress
+    private let profile: DeviceProfile
+    private let options: Options
+    private let state: Mutex<State>
+    private let notifications: AsyncStream<Notification>.Continuation
+    private let notificationStream: AsyncStream<Notification>
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
+    public init(
+        device: RemoteDevice, table: RemoteGattTable, handles: [DBusObjectPath: UInt16], profile: DeviceProfile, stack: BlueZStack,
+        recording: RelayRecording, options: Options = Options()
+    ) {
+        self.stack = stack
+        self.adapterName = device.adapter.name
+        self.address = device.properties.address ?? .zero
+        self.profile = profile
+        self.options = options
+        self.recording = recording
+        state = Mutex(State(device: device, targets: RelayTargets(profile: profile, table: table, handles: handles)))
+        (notificationStream, notifications) = AsyncStream.makeStream(
+            of: Notification.self, bufferingPolicy: .bufferingOldest(options.notificationQueue))
+    }
+
+    /// Mirror characteristics the device has no counterpart for.
+    public var unmatched: [String] { state.withLock { $0.targets.unmatched } }
+
+    /// Starts handing notifications to `emulator` and following the link.
+    public func start(emulator: Emulator) {
+        let stream = notificationStream
+        let forwarding = Task {
+            for await notification in stream {
+                await emulator.relayNotification(notification.characteristic, value: notification.value, indicate: notification.indicate)
+            }
+        }
+        let following = Task { [weak self] in
+            guard let self else { return }
+            await self.follow(emulator)
+        }
+        tasks.withLock { $0 += [forwarding, following] }
+    }
+
+    /// Unsubscribes, disconnects from the device (forgetting it unless it was paired) and stops.
+    public func stop(forget: Bool) async {
+        let (device, subscriptions) = state.withLock { state in
+            state.stopped = true
+            defer { state.subscriptions = [:] }
+            return (state.device, Array(state.subscriptions.values))
+        }
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        notifications.finish()
+        for subscription in subscriptions { await subscription.stop() }
+        if let device {
+            await device.disconnect()
+            if forget, !device.properties.paired { await device.forget() }
+            await device.stop()
+        }
+    }
+
+    // MARK: RelayUpstream
+
+    public func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] {
+        let (object, handle) = try target(attribute)
+        // A phone reads a long value as a Read and Read Blobs at increasing offsets; BlueZ reads the whole value for
+        // the first (a long read of its own): the blobs are served from it, and the device sees one long read.
+        if offset > 0, let whole = state.withLock({ $0.wholeValues[attribute] }) {
+            guard offset <= whole.count else { throw .invalidOffset }
+            return Array(whole.dropFirst(offset))
+        }
+        do {
+            let bytes = try await RemoteGattIO.read(
+                object.path, interface: object.interface, offset: 0, connection: stack.connection, timeout: options.operationTimeout)
+            state.withLock { $0.wholeValues[attribute] = bytes }
+            if offset == 0, attribute.descriptor == nil, let handle { recording.record(.read(handle: handle, offset: 0, value: bytes)) }
+            if offset <= bytes.count { return Array(bytes.dropFirst(offset)) }
+        } catch {
+            if attribute.descriptor == nil, let handle {
+                recording.record(.error(handle: handle, request: offset > 0 ? .readBlobRequest : .readRequest, code: Self.code(error)))
+            }
+            throw Self.answer(error, writing: false)
+        }
+        throw .invalidOffset
+    }
+
+    public func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {
+        let (object, handle) = try target(attribute)
+        do {
+            try await RemoteGattIO.write(
+                object.path, interface: object.interface, value: value, offset: offset, type: withResponse ? .request : .command,
+                connection: stack.connection, timeout: options.operationTimeout)
+            if attribute.descriptor == nil, let handle {
+                recording.record(.write(handle: handle, value: value, withResponse: withResponse))
+            }
+        } catch {
+            if attribute.descriptor == nil, let handle {
+                recording.record(.error(handle: handle, request: withResponse ? .writeRequest : .writeCommand, code: Self.code(error)))
+            }
+            throw Self.answer(error, writing: true)
+        }
+    }
+
+    public func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {
+        let target = state.withLock { $0.targets.characteristics[characteristic] }
+        guard let target else { throw .notSupported }
+        let indicate = target.properties.contains(.indicate) && !target.properties.contains(.notify)
+        if !subscribed {
+            let existing = state.withLock { $0.subscriptions.removeValue(forKey: characteristic) }
+            await existing?.stop()
+            if let handle = target.handle { recording.record(.subscribe(handle: handle, notify: false, indicate: false)) }
+            return
+        }
+        guard state.withLock({ $0.subscriptions[characteristic] == nil }) else { return }
+        let continuation = notifications
+        let recording = self.recording
+        let handle = target.handle
+        let link = self
+        let subscription: RemoteSubscription
+        do {
+            subscription = try await RemoteSubscription.start(target.path, connection: stack.connection) { value in
+                if let handle { recording.record(.notification(handle: handle, value: value, indication: indicate)) }
+                if case .dropped = continuation.yield(Notification(characteristic: characteristic, value: value, indicate: indicate)) {
+                    link.state.withLock { $0.droppedNotifications += 1 }
+                }
+            }
+        } catch {
+            throw Self.answer(error, writing: true)
+        }
+        let kept = state.withLock { state -> Bool in
+            guard state.subscriptions[characteristic] == nil, !state.stopped else { return false }
+            state.subscriptions[characteristic] = subscription
+            return true
+        }
+        if !kept { await subscription.stop() }
+        if let handle { recording.record(.subscribe(handle: handle, notify: !indicate, indicate: indicate)) }
+    }
+
+    public func central(_ central: BluetoothAddress, connected: Bool) async {
+        if connected { recording.connected(central) } else { recording.disconnected() }
+    }
+
+    /// Notifications dropped because the emulator could not keep up.
+    public var droppedNotifications: Int { state.withLock { $0.droppedNotifications } }
+
+    // MARK: Following the link
+
+    private func target(_ attribute: GattAttributeID) throws(ATTError) -> ((path: DBusObjectPath, interface: String), UInt16?) {
+        let found = state.withLock { state in
+            (state.attached ? state.targets.object(attribute) : nil, state.targets.characteristics[attribute.characteristic]?.handle)
+        }
+        guard let object = found.0 else { throw .failed }
+        return (object, found.1)
+    }
+
+    /// Watches the device's link; when it goes down, tells the emulator and attaches again once the device is back.
+    private func follow(_ emulator: Emulator) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: options.pollInterval)
+            let (device, stopped) = state.withLock { ($0.device, $0.stopped) }
+            guard !stopped else { return }
+            if let device, device.properties.connected, !device.isGone { continue }
+            let reason =
+                device == nil || device?.isGone == true
+                ? "bluetoothd removed the device \(address) (bluetoothd restarted, or the device was forgotten)"
+                : "the device \(address) disconnected"
+            let subscriptions = state.withLock { state in
+                state.attached = false
+                defer { state.subscriptions = [:] }
+                return Array(state.subscriptions.values)
+            }
+            await emulator.deviceLost(reason)
+            for subscription in subscriptions { await subscription.stop() }
+            let started = ContinuousClock.now
+            var attempts = 0
+            while !Task.isCancelled, !state.withLock({ $0.stopped }) {
+                attempts += 1
+                if await attach() {
+                    await emulator.deviceBack(
+                        "the device \(address) is connected again after \(Self.seconds(since: started)) (attempt \(attempts))")
+                    break
+                }
+                try? await Task.sleep(for: options.retryInterval)
+            }
+        }
+    }
+
+    /// One attempt to reach the device again: the same device object if bluetoothd still has it, else a scan
+    /// for its address; connect, read the table again and match it with the mirror's.
+    private func attach() async -> Bool {
+        let adapter: Adapter
+        do {
+            adapter = try await stack.adapter(adapterName)
+            if !adapter.powered { try await adapter.powerOn() }
+        } catch {
+            return false
+        }
+        var device = state.withLock { $0.device }
+        if device == nil || device?.isGone == true {
+            await device?.stop()
+            device = nil
+            state.withLock { $0.device = nil }
+            guard let discovery = try? await DeviceDiscovery.start(on: adapter) else { return false }
+            let found = try? await discovery.find(.address(address), timeout: .seconds(5), settle: .zero)
+            await discovery.stop()
+            guard let found, let followed = try? await RemoteDevice.follow(found, adapter: adapter) else { return false }
+            device = followed
+            state.withLock { $0.device = followed }
+        }
+        guard let device else { return false }
+        do {
+            try await device.connect(timeout: options.connectTimeout)
+            let table = try await RemoteGattTable.read(device: device.path, stack: stack)
+            let targets = RelayTargets(profile: profile, table: table)
+            let handles = state.withLock { $0.targets }
+            state.withLock { state in
+                state.targets = targets.keepingHandles(of: handles)
+                state.attached = true
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    // MARK: Errors
+
+    /// The ATT error the device sent, as BlueZ reported it.
+    static func code(_ error: RemoteGattError) -> ATTErrorCode {
+        error.attError ?? .unlikelyError
+    }
+
+    /// What the mirror answers for the device's error: the same code where bluetoothd lets an application send it;
+    /// else `failed` (0x80): insufficient authentication or encryption come from the mirror's security flags.
+    static func answer(_ error: RemoteGattError, writing: Bool) -> ATTError {
+        error.attError.flatMap(ATTError.init(sending:)) ?? .failed
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> String {
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+        let tenths = seconds * 10 + attoseconds / 100_000_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+}

@@ -1,0 +1,58 @@
+import Bluetooth
+import Replica
+import Synchronization
+
+/// What went through the relay, as the conversation of a ``DeviceReplica`` (value handles, times since the
+/// relay attached), kept for the recorded profile and the capture. Bounded: past ``maximumEvents`` only counted.
+public final class RelayRecording: Sendable {
+    /// Events kept at most (a week-long rig must not grow without end).
+    public static let maximumEvents = 200_000
+
+    private let start: ContinuousClock.Instant
+    private let state = Mutex(State())
+
+    private struct State {
+        var events: [DeviceReplica.Event] = []
+        var dropped = 0
+        var connection = 0
+        var connectedCentrals = 0
+    }
+
+    public init(start: ContinuousClock.Instant = .now) { self.start = start }
+
+    /// The conversation so far, and how many events did not fit.
+    public var conversation: (events: [DeviceReplica.Event], dropped: Int) {
+        state.withLock { ($0.events, $0.dropped) }
+    }
+
+    /// A central connected to the mirror (a new connection of the recording when none was connected).
+    func connected(_ central: BluetoothAddress) {
+        state.withLock { state in
+            state.connectedCentrals += 1
+            if state.connectedCentrals == 1 { state.connection += 1 }
+            append(&state, .connected(central))
+        }
+    }
+
+    func disconnected() {
+        state.withLock { state in
+            guard state.connectedCentrals > 0 else { return }
+            state.connectedCentrals -= 1
+            if state.connectedCentrals == 0 { append(&state, .disconnected) }
+        }
+    }
+
+    func record(_ kind: DeviceReplica.Event.Kind) {
+        state.withLock { append(&$0, kind) }
+    }
+
+    private func append(_ state: inout State, _ kind: DeviceReplica.Event.Kind) {
+        guard state.events.count < Self.maximumEvents else {
+            state.dropped += 1
+            return
+        }
+        let elapsed = (ContinuousClock.now - start).components
+        let time = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        state.events.append(DeviceReplica.Event(kind, time: time, connection: max(1, state.connection)))
+    }
+}

@@ -1,0 +1,260 @@
+import ArgumentParser
+import BlueZ
+import Control
+import Dispatch
+import Emulator
+import FoundationEssentials
+import Logging
+import NIOCore
+import Profile
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `run` and `relay` share: the event log, the control API, faults, and serving the device until SIGINT or
+/// SIGTERM (``serve(_:adapter:attach:detach:)``).
+struct ServingOptions: ParsableArguments {
+    @Option(help: "Console event format: text or json.")
+    var logFormat: EventLog.Format = .text
+
+    @Option(help: "Also write every event as JSON lines to this file.")
+    var events: String?
+
+    @Option(help: "How notifications reach bluetoothd: acquire (AcquireNotify sockets) or properties (PropertiesChanged).")
+    var notifyPath: NotifyPathArgument = .acquire
+
+    @Option(help: "Seed for random values (same seed, same events → same bytes); default: a new one per run, printed at start.")
+    var seed: UInt64?
+
+    @Flag(help: "Exit (status 1) when bluetoothd goes away, instead of waiting for it and registering again.")
+    var exitOnLoss = false
+
+    @Flag(name: .shortAndLong, help: "Log more.")
+    var verbose = false
+
+    @Option(help: ArgumentHelp("Serve the control API on HOST:PORT, or 'off'.", valueName: "address"))
+    var control = ControlEndpoint.default.description
+
+    @Option(
+        help: ArgumentHelp(
+            "Bearer token every control request must carry, or 'none' (no token: any local user may drive gattemu). Default: a new one, in a file only you can read, that `gattemu ctl` finds. Visible to other users: prefer --control-token-file or $GATTEMU_CONTROL_TOKEN.",
+            valueName: "token"))
+    var controlToken: String?
+
+    @Option(help: ArgumentHelp("Read the control token from the first line of this file (mode 600 or 400).", valueName: "file"))
+    var controlTokenFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Also accept this Host for the control API (repeatable): a name, or NAME:PORT for a tunnel or proxy on another port.",
+            valueName: "name"))
+    var controlAllowHost: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Let web pages of this origin call the control API (repeatable, exact, e.g. http://localhost:3000).", valueName: "origin"))
+    var controlAllowOrigin: [String] = []
+
+    @Option(help: ArgumentHelp("Inject the faults of this JSON scenario file (see docs/control.md).", valueName: "file"))
+    var scenario: String?
+
+    /// Serves `profile` on `adapter` until SIGINT, SIGTERM or a fatal loss: the control API first (answering 503
+    /// until the device has started), then the emulator; `attach` runs after the emulator is made and before it
+    /// starts, `detach` after it stopped and before the log closes.
+    func serve(
+        _ profile: DeviceProfile, adapter: String?, attach: (Emulator, EventLog) async throws -> Void = { _, _ in },
+        detach: (Emulator, EventLog) async -> Void = { _, _ in }
+    ) async throws {
+        let endpoint = try controlEndpoint()
+        let environment = ProcessInfo.processInfo.environment
+        var token = try endpoint == nil ? nil : resolvedControlToken()
+        let makeTokenFile = endpoint != nil && token == nil && controlToken != Self.noToken
+        if makeTokenFile {
+            // Checked (and made) before anything starts: a folder someone else planted ends the run here.
+            do {
+                _ = try ControlTokenFile.prepareDirectory(environment: environment)
+            } catch {
+                throw Failure.runtime(error.message)
+            }
+            token = ControlTokenFile.newToken()
+        }
+        let access: ControlAccess
+        do {
+            access = try ControlAccess(allowedHosts: controlAllowHost, allowedOrigins: controlAllowOrigin)
+        } catch {
+            throw Failure.badInput(error.message)
+        }
+        let faults = try profile.faults + loadScenario(scenario, for: profile)
+        let log: EventLog
+        do {
+            log = try EventLog(format: logFormat, file: events)
+        } catch {
+            throw Failure.badInput("\(error)")
+        }
+        var options = EmulatorOptions(adapter: adapter)
+        options.notifyPath = notifyPath.path
+        options.seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
+        options.exitOnLoss = exitOnLoss
+        if let address = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"] { options.bus = .address(address) }
+        let emulator: Emulator
+        do {
+            emulator = try Emulator(profile: profile, options: options, log: log)
+        } catch {
+            throw Failure.runtime("\(error)")
+        }
+        let server: ControlServer?
+        do {
+            server = try endpoint.map { endpoint throws(ControlSetupError) in
+                try ControlServer(endpoint: endpoint, token: token, target: emulator, access: access, ready: false)
+            }
+        } catch {
+            throw Failure.badInput(error.message)
+        }
+        let signals = SignalWaiter([SIGINT, SIGTERM])
+        var controlTask: Task<Void, Never>?
+        var tokenFile: String?
+        defer { if let tokenFile, let token { ControlTokenFile.remove(path: tokenFile, token: token) } }
+        do {
+            try await attach(emulator, log)
+            // The API listens first (a port in use fails before bluetoothd is touched) and answers 503 until
+            // the device has started: whoever sees the device on air can use the API at once.
+            if let server {
+                controlTask = try await startControl(server, log: log)
+                if makeTokenFile, let token { tokenFile = try writeTokenFile(token, server: server, environment: environment) }
+            }
+            try await emulator.start()
+            for spec in faults { try await emulator.addFault(spec) }
+            server?.readiness.markReady()
+            if let server, let tokenFile, let token { announceToken(token, file: tokenFile, server: server) }
+        } catch {
+            controlTask?.cancel()
+            await emulator.stop()
+            log.close()
+            throw error as? Failure ?? Failure.runtime("\(error)")
+        }
+        let ending = await withTaskGroup(of: Ending.self) { group in
+            group.addTask { .signal(await signals.next()) }
+            group.addTask {
+                for await reason in emulator.terminations { return .failure(reason) }
+                return .signal(0)
+            }
+            let first = await group.next() ?? .signal(0)
+            group.cancelAll()
+            return first
+        }
+        if case .signal(let number) = ending { log.record(.note, detail: "signal \(number): shutting down") }
+        // Stop first so event streams carry everything up to `stopped`, end them, then let the
+        // control server finish its open responses.
+        await emulator.stop()
+        await detach(emulator, log)
+        log.finishSubscriptions()
+        controlTask?.cancel()
+        await controlTask?.value
+        log.close()
+        if case .failure(let reason) = ending { throw Failure.runtime(reason) }
+    }
+
+    private enum Ending: Sendable {
+        case signal(Int32)
+        case failure(String)
+    }
+
+    /// `--control`, checked before anything starts (bad input exits 2); nil for `off`.
+    func controlEndpoint() throws -> ControlEndpoint? {
+        if control == "off" { return nil }
+        guard let endpoint = ControlEndpoint(parsing: control) else {
+            throw Failure.badInput("--control \(control): expected HOST:PORT (e.g. 127.0.0.1:8765) or off")
+        }
+        if !endpoint.isLoopback, controlToken == nil || controlToken == Self.noToken, controlTokenFile == nil, Self.environmentToken == nil
+        {
+            throw Failure.badInput(
+                "--control \(endpoint) is not a loopback address: give --control-token-file FILE (or $\(ControlToken.environmentVariable), or --control-token TOKEN)"
+            )
+        }
+        return endpoint
+    }
+
+    /// The token from `--control-token`, `--control-token-file` or `$GATTEMU_CONTROL_TOKEN` (in that order;
+    /// the two options together are refused); a token on the command line is warned about.
+    func resolvedControlToken() throws -> String? {
+        if controlToken != nil, controlTokenFile != nil {
+            throw Failure.badInput("give --control-token or --control-token-file, not both")
+        }
+        if controlToken == Self.noToken {
+            DescriptorOutput.writeError(
+                "gattemu: warning: --control-token none: the control API asks for no token; every user and process of this machine can read the event log and drive gattemu\n"
+            )
+            return nil
+        }
+        if let controlToken {
+            if controlToken.isEmpty { throw Failure.badInput("--control-token must not be empty") }
+            DescriptorOutput.writeError(
+                "gattemu: warning: --control-token is visible to other users of this machine (ps, /proc/PID/cmdline); prefer --control-token-file FILE or $\(ControlToken.environmentVariable)\n"
+            )
+            return controlToken
+        }
+        if let controlTokenFile {
+            do {
+                return try ControlToken.read(file: controlTokenFile, option: "--control-token-file")
+            } catch {
+                throw Failure.badInput(error.message)
+            }
+        }
+        return Self.environmentToken
+    }
+
+    /// `--control-token none`: the explicit opt-out of the token.
+    static let noToken = "none"
+
+    /// Writes the token made for this run where `gattemu ctl` finds it (the bound port's file), as soon as the API
+    /// listens.
+    func writeTokenFile(_ token: String, server: ControlServer, environment: [String: String]) throws -> String {
+        do {
+            return try ControlTokenFile.write(token, port: server.boundPort ?? server.endpoint.port, environment: environment)
+        } catch {
+            throw Failure.runtime(error.message)
+        }
+    }
+
+    /// Prints where the token is and the dashboard's address with the token in its fragment (never sent to the
+    /// server, nor in a `Referer`), on standard error only (the event log never holds the token), once the device
+    /// has started: a run that fails before then says only why (one line).
+    func announceToken(_ token: String, file path: String, server: ControlServer) {
+        let host = ControlEndpoint.authority(
+            server.endpoint.isWildcard ? "127.0.0.1" : server.endpoint.host, port: server.boundPort ?? server.endpoint.port)
+        DescriptorOutput.writeError(
+            "gattemu: control API token in \(path) (gattemu ctl reads it); dashboard: http://\(host)/#token=\(token)\n")
+    }
+
+    /// `$GATTEMU_CONTROL_TOKEN`, unless unset or empty.
+    static var environmentToken: String? {
+        ProcessInfo.processInfo.environment[ControlToken.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Starts the control server and waits until it listens (or failed to).
+    func startControl(_ server: ControlServer, log: EventLog) async throws -> Task<Void, Never> {
+        let (ready, continuation) = AsyncStream.makeStream(of: Result<String, ControlSetupError>.self)
+        var logger = Logger(label: "gattemu.control")
+        logger.logLevel = verbose ? .info : .warning
+        let task = Task {
+            do {
+                try await server.run(logger: logger) { continuation.yield(.success($0)) }
+            } catch {
+                let reason = (error as? IOError)?.reason ?? "\(error)"
+                continuation.yield(.failure(ControlSetupError(message: "control API on \(server.endpoint): \(reason)")))
+            }
+            continuation.finish()
+        }
+        for await result in ready {
+            switch result {
+            case .success(let address):
+                log.record(.note, detail: "control API on http://\(address)/v1" + (server.token == nil ? "" : " (token required)"))
+                return task
+            case .failure(let error):
+                throw Failure.runtime(error.message)
+            }
+        }
+        throw Failure.runtime("control API on \(server.endpoint) stopped before it started")
+    }
+}

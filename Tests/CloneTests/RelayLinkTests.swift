@@ -1,0 +1,96 @@
+import BlueZ
+import BlueZTestSupport
+import Bluetooth
+import DBus
+import Relay
+import Replica
+import Testing
+
+/// `gattemu relay`'s device side on the stand-in bluetoothd: the mirror's characteristics matched with the device's
+/// (duplicate UUIDs each their own), reads passed on with the device's bytes and ATT errors, subscriptions carrying
+/// notifications into the recording with the recording's handles.
+@Suite struct RelayLinkTests {
+    func attach(_ peripheral: RemotePeripheral, _ query: String) async throws -> (Rig, BlueZStack, RelaySession) {
+        let rig = try await Rig([peripheral])
+        var options = DeviceRecorder.Options()
+        options.scanTimeout = .seconds(5)
+        options.settle = .milliseconds(200)
+        let stack = try await BlueZStack.connect(bus: .address(rig.bus.address))
+        let session = try await RelaySession.attach(
+            try #require(DeviceQuery(parsing: query)), adapter: try await stack.adapter("hci0"), options: options)
+        return (rig, stack, session)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func duplicateUUIDsEachMatchTheirOwnCharacteristic() async throws {
+        let (rig, stack, session) = try await attach(CloneDuplicateUUIDTests.keyboard(), "Keys K380")
+        defer { Task { await stack.close() } }
+        let targets = RelayTargets(profile: session.profile, table: session.recording.table, handles: session.handles)
+        #expect(targets.unmatched.isEmpty)
+        let reports = ["report", "report_2", "report_3"].compactMap { targets.characteristics[$0] }
+        #expect(reports.map(\.handle) == [0x0012, 0x0016, 0x001A])
+        #expect(Set(reports.map(\.path)).count == 3)
+        let batteries = session.profile.services.filter { $0.id.hasPrefix("battery") }.flatMap(\.characteristics).map(\.id)
+        #expect(Set(batteries.compactMap { targets.characteristics[$0]?.path }).count == 2)
+        #expect(session.replica.conversation.isEmpty, "the mirror's profile has no rules: the device answers")
+        await session.device.disconnect()
+        withExtendedLifetime(rig) {}
+    }
+
+    @Test(.timeLimit(.minutes(1))) func readsPassTheDevicesBytesAndErrorsAndNotificationsAreRecorded() async throws {
+        let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
+        defer { Task { await stack.close() } }
+        let recording = RelayRecording()
+        let link = RelayLink(
+            device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
+            recording: recording)
+        let ids = Dictionary(uniqueKeysWithValues: session.profile.services.flatMap(\.characteristics).map { ($0.uuid.description, $0.id) })
+        let session4 = try #require(ids[Lock.session])
+        let read = try await link.read(GattAttributeID(characteristic: session4), offset: 0)
+        #expect(read == Lock.sessionValue)
+        await #expect(throws: ATTError.application(0x80)) {
+            try await link.read(GattAttributeID(characteristic: try #require(ids[Lock.broken])), offset: 0)
+        }
+        // Insufficient authentication is no code an application may send: the mirror's flags ask for pairing instead.
+        await #expect(throws: ATTError.failed) {
+            try await link.read(GattAttributeID(characteristic: try #require(ids[Lock.secret])), offset: 0)
+        }
+        await #expect(throws: ATTError.failed) { try await link.read(GattAttributeID(characteristic: "no such id"), offset: 0) }
+        try await link.setSubscribed(try #require(ids[Lock.tx]), true)
+        for _ in 0..<100 where recording.conversation.events.filter(\.isNotification).count < 2 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let events = recording.conversation.events.map(\.kind)
+        #expect(events.first == .read(handle: 0x0017, offset: 0, value: Lock.sessionValue))
+        #expect(events.contains(.error(handle: 0x001F, request: .readRequest, code: ATTErrorCode(rawValue: 0x80))))
+        #expect(events.contains(.subscribe(handle: 0x0014, notify: true, indicate: false)))
+        #expect(
+            events.filter { if case .notification = $0 { true } else { false } } == [
+                .notification(handle: 0x0014, value: [0x51, 0x60], indication: false),
+                .notification(handle: 0x0014, value: [0x51, 0x61], indication: false),
+            ])
+        await link.stop(forget: true)
+        withExtendedLifetime(rig) {}
+    }
+
+    @Test func deviceErrorsMapToWhatBlueZLetsAnApplicationSend() {
+        #expect(ATTError(sending: .readNotPermitted) == .notPermitted)
+        #expect(ATTError(sending: .writeNotPermitted) == .notPermitted)
+        #expect(ATTError(sending: .insufficientAuthorization) == .notAuthorized)
+        #expect(ATTError(sending: .invalidOffset) == .invalidOffset)
+        #expect(ATTError(sending: .invalidAttributeValueLength) == .invalidValueLength)
+        #expect(ATTError(sending: .requestNotSupported) == .notSupported)
+        #expect(ATTError(sending: ATTErrorCode(rawValue: 0x9F)) == .application(0x9F))
+        for code: UInt8 in [0x01, 0x05, 0x0E, 0x0F, 0xA0, 0xFF] {
+            #expect(ATTError(sending: ATTErrorCode(rawValue: code)) == nil, "\(code)")
+        }
+        // Each one sent comes back as the code the central receives.
+        for code: UInt8 in [0x02, 0x06, 0x07, 0x08, 0x0D, 0x80, 0x9F] {
+            let error = ATTError(sending: ATTErrorCode(rawValue: code))
+            #expect(error?.code(writing: code == 0x03) == ATTErrorCode(rawValue: code), "\(code)")
+        }
+    }
+}
+
+extension DeviceReplica.Event {
+    fileprivate var isNotification: Bool { if case .notification = kind { true } else { false } }
+}
