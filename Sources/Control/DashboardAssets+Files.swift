@@ -1069,7 +1069,8 @@ extension DashboardAssets {
           const OUTBOUND = new Set(["answer", "notify", "indicate"]);
           const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
             "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
-            "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired"];
+            "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired", "relayed", "device-lost",
+            "device-back"];
 
           function el(tag, className, text) {
             const node = document.createElement(tag);
