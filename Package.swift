@@ -99,7 +99,7 @@ let package = Package(
             name: "gattemu",
             dependencies: [
                 "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
-                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay", "CaptureExport",
+                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay", "CaptureExport", "Lexical",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

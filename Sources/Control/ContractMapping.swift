@@ -201,7 +201,7 @@ extension PairingPrompt {
     init(_ prompt: PairingSnapshot.Prompt) {
         self.init(
             id: Int(clamping: prompt.id), central: prompt.central?.description ?? "", kind: PairingPromptKind(prompt.kind),
-            passkey: prompt.passkey.map(Passkey.digits))
+            passkey: prompt.passkey.map(Passkey.digits), device: prompt.device ? true : nil)
     }
 }
 
@@ -217,7 +217,9 @@ extension PairingPromptKind {
 
 extension DisplayedPasskey {
     init(_ displayed: PairingSnapshot.Displayed) {
-        self.init(central: displayed.central?.description ?? "", passkey: Passkey.digits(displayed.passkey))
+        self.init(
+            central: displayed.central?.description ?? "", passkey: Passkey.digits(displayed.passkey), device: displayed.device ? true : nil
+        )
     }
 }
 
@@ -240,6 +242,14 @@ extension AddressChanged {
         self.init(
             adapter: change.adapter, identity: change.identity?.description ?? "", irk: change.irk.map { Hex.string($0) },
             changes: change.changes)
+    }
+}
+
+extension RelaySnapshotResult {
+    init(_ snapshot: RelaySnapshot) {
+        self.init(
+            operations: snapshot.operations, notRecorded: snapshot.notRecorded, profile: snapshot.profile, capture: snapshot.capture,
+            captureRecords: snapshot.captureRecords)
     }
 }
 

@@ -59,6 +59,7 @@ struct ControlRoutes: Sendable {
                 await target.reset()
                 return JSONResponse.make(OkResult())
             },
+            "relaySnapshot": { _, _ in try await relaySnapshot() },
             "openapi": { _, _ in OpenAPIDocument.response() },
             "dashboard": { _, _ in DashboardAssets.response(.page) },
             "dashboardStyle": { _, _ in DashboardAssets.response(.style) },
@@ -213,6 +214,14 @@ struct ControlRoutes: Sendable {
         let answer = try Bodies.decoding { () throws(BodyError) in try ControlBody.pairingAnswer(node) }
         do {
             return JSONResponse.make(PairingAnswered(try await target.answerPairing(prompt: answer.prompt, PromptReply(answer.reply))))
+        } catch {
+            throw ControlError(error)
+        }
+    }
+
+    func relaySnapshot() async throws(ControlError) -> Response {
+        do {
+            return JSONResponse.make(RelaySnapshotResult(try await target.relaySnapshot()))
         } catch {
             throw ControlError(error)
         }

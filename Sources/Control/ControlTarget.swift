@@ -27,6 +27,7 @@ public protocol ControlTarget: Sendable {
     func forgetBond(_ address: String) async throws(ControlFailure)
     func setService(_ id: String, present: Bool) async throws(ControlFailure) -> Bool
     func changeAddress(_ request: AddressChoice) async throws(ControlFailure) -> AddressChange
+    func relaySnapshot() async throws(ControlFailure) -> RelaySnapshot
 }
 
 extension Emulator: ControlTarget {}

@@ -323,7 +323,11 @@ extension DashboardAssets {
             $("pairing-mode").textContent = pairing.io + ", " + pairing.pairing + (pairing.confirm === "api" ? ", confirmed here" : "");
             const shown = $("pairing-displayed");
             shown.hidden = !pairing.displayed;
-            if (pairing.displayed) shown.textContent = "Passkey shown: " + pairing.displayed.passkey + " (for " + pairing.displayed.central + ")";
+            if (pairing.displayed) {
+              shown.textContent = pairing.displayed.device
+                ? "The real device " + pairing.displayed.central + " asks for passkey " + pairing.displayed.passkey + ": type it on the device"
+                : "Passkey shown: " + pairing.displayed.passkey + " (for " + pairing.displayed.central + ")";
+            }
             renderPrompt(pairing.prompt);
             let bonds = [];
             try { bonds = (await api("GET", "/v1/bonds")).bonds; } catch (_) { bonds = []; }
@@ -363,8 +367,10 @@ extension DashboardAssets {
               return b;
             };
             const row = el("div", "row");
+            // `device`: the relay pairs with the real device (its address), not a phone with gattemu.
+            const who = prompt.device ? "The real device " + prompt.central : prompt.central;
             if (prompt.kind === "passkey-entry") {
-              box.append(el("p", null, prompt.central + " shows a passkey: type it"));
+              box.append(el("p", null, who + " shows a passkey: type it"));
               const input = el("input");
               input.id = "pairing-passkey";
               input.inputMode = "numeric";
@@ -376,7 +382,7 @@ extension DashboardAssets {
               row.append(input, type, button("Refuse", { accept: false }));
             } else {
               box.append(el("p", null, prompt.kind === "numeric-comparison"
-                ? "Does " + prompt.central + " show " + prompt.passkey + "?" : prompt.central + " wants to pair (just works)"));
+                ? "Does " + who + " show " + prompt.passkey + "?" : who + " wants to pair (just works)"));
               row.append(button("Accept", { accept: true }), button("Refuse", { accept: false }));
             }
             box.append(row);

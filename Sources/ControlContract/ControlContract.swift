@@ -116,6 +116,11 @@ public enum ControlContract {
             summary: "Behaviour back to the profile's initial state (connections, subscriptions and faults kept)",
             description: "Done", content: json(OkResult.reference)),
         Operation(
+            .post, "/v1/relay/snapshot", id: "relaySnapshot",
+            summary:
+                "`gattemu relay`: write the session so far as it is written on exit (-o profile, --capture btsnoop); 409 for a device that is no relay or a relay started without either",
+            description: "Written", content: json(RelaySnapshotResult.reference), errors: [409, 503]),
+        Operation(
             .get, "/v1/openapi.json", id: "openapi", summary: "This document", description: "OpenAPI 3 document",
             content: json(.anyObject), isPublic: true),
         Operation(
@@ -139,7 +144,9 @@ public enum ControlContract {
         VariableBody.self, VariableResult.self, FaultRequest.self, FaultsBody.self, Fault.self, FaultList.self, FaultsAdded.self,
         FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
         PairingStatus.self, PairingPrompt.self, DisplayedPasskey.self, PairingAnswerBody.self, PairingAnswered.self, Bond.self,
-        BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, AddressBody.self, AddressChanged.self, ErrorBody.self,
+        BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, AddressBody.self, AddressChanged.self,
+        RelaySnapshotResult.self,
+        ErrorBody.self,
     ]
 
     /// The operation for `method` and a request path (`/v1/faults/f1`), or nil.

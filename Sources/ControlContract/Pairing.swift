@@ -44,7 +44,11 @@ public struct PairingStatus: ContractType, Equatable {
             PairingStatus(
                 agent: true, io: "DisplayYesNo", pairing: "accept", confirm: "api",
                 prompt: PairingPrompt(id: 3, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "123456"),
-                displayed: DisplayedPasskey(central: "AA:BB:CC:DD:EE:02", passkey: "012345"))
+                displayed: DisplayedPasskey(central: "AA:BB:CC:DD:EE:02", passkey: "012345")),
+            PairingStatus(
+                agent: true, io: "KeyboardDisplay", pairing: "accept", confirm: "auto",
+                prompt: PairingPrompt(id: 4, central: "D0:1F:A6:44:B3:6F", kind: .passkeyEntry, device: true),
+                displayed: DisplayedPasskey(central: "D0:1F:A6:44:B3:6F", passkey: "654321", device: true)),
         ]
     }
 }
@@ -70,12 +74,16 @@ public struct PairingPrompt: ContractType, Equatable {
     public var kind: PairingPromptKind
     /// Six digits, for numeric comparison.
     public var passkey: String?
+    /// True when `gattemu relay` pairs with the real device: `central` is then the device's address, and a
+    /// passkey entry asks for the passkey the device displays.
+    public var device: Bool?
 
-    public init(id: Int, central: String, kind: PairingPromptKind, passkey: String? = nil) {
+    public init(id: Int, central: String, kind: PairingPromptKind, passkey: String? = nil, device: Bool? = nil) {
         self.id = id
         self.central = central
         self.kind = kind
         self.passkey = passkey
+        self.device = device
     }
 
     public static let schemaName = "PairingPrompt"
@@ -85,12 +93,14 @@ public struct PairingPrompt: ContractType, Equatable {
             required("central", .string(pattern: Patterns.address)),
             required("kind", PairingPromptKind.schema),
             optional("passkey", .string(pattern: Patterns.passkey)),
+            optional("device", .boolean),
         ])
     }
     public static var examples: [PairingPrompt] {
         [
             PairingPrompt(id: 1, central: "AA:BB:CC:DD:EE:01", kind: .passkeyEntry),
             PairingPrompt(id: 2, central: "AA:BB:CC:DD:EE:01", kind: .numericComparison, passkey: "000042"),
+            PairingPrompt(id: 3, central: "D0:1F:A6:44:B3:6F", kind: .passkeyEntry, device: true),
         ]
     }
 
@@ -103,17 +113,28 @@ public struct DisplayedPasskey: ContractType, Equatable {
     public var central: String
     /// Six digits.
     public var passkey: String
+    /// True when `gattemu relay` pairs with the real device, which asks for this passkey: type it on the device.
+    public var device: Bool?
 
-    public init(central: String, passkey: String) {
+    public init(central: String, passkey: String, device: Bool? = nil) {
         self.central = central
         self.passkey = passkey
+        self.device = device
     }
 
     public static let schemaName = "DisplayedPasskey"
     public static var schema: Schema {
-        .object([required("central", .string(pattern: Patterns.address)), required("passkey", .string(pattern: Patterns.passkey))])
+        .object([
+            required("central", .string(pattern: Patterns.address)), required("passkey", .string(pattern: Patterns.passkey)),
+            optional("device", .boolean),
+        ])
     }
-    public static var examples: [DisplayedPasskey] { [DisplayedPasskey(central: "AA:BB:CC:DD:EE:01", passkey: "012345")] }
+    public static var examples: [DisplayedPasskey] {
+        [
+            DisplayedPasskey(central: "AA:BB:CC:DD:EE:01", passkey: "012345"),
+            DisplayedPasskey(central: "D0:1F:A6:44:B3:6F", passkey: "654321", device: true),
+        ]
+    }
 }
 
 /// `POST /v1/pairing`: the answer to the prompt `prompt` (its id) — `{"prompt": 1, "passkey": "123456"}` (passkey

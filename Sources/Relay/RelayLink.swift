@@ -22,6 +22,12 @@ public final class RelayLink: RelayUpstream {
         public var pollInterval: Duration = .milliseconds(100)
         /// Notifications waiting for the emulator at most; past it they are dropped and counted.
         public var notificationQueue = 4096
+        /// How the relay answers the device's pairing.
+        public var pairing = DevicePairing()
+        /// When the last phone leaves the mirror: keep the device's link (default), or drop it and connect again at
+        /// once, so that each phone's session meets a freshly connected device (one that resets its session state
+        /// when its central disconnects).
+        public var reconnectWhenPhonesLeave = false
 
         public init() {}
     }
@@ -42,18 +48,25 @@ public final class RelayLink: RelayUpstream {
         /// The last whole value read of each attribute, for the Read Blobs that follow (see ``read(_:offset:)``).
         var wholeValues: [GattAttributeID: [UInt8]] = [:]
         var stopped = false
+        /// Phones connected to the mirror now.
+        var phones = 0
+        /// The link is dropped and made again on purpose (``Options/reconnectWhenPhonesLeave``): not a loss.
+        var cycling = false
     }
 
     public let recording: RelayRecording
     private let stack: BlueZStack
     private let adapterName: String
     private let address: BluetoothAddress
+    public var deviceAddress: BluetoothAddress { address }
+    public var devicePairing: DevicePairing { options.pairing }
     private let profile: DeviceProfile
     private let options: Options
     private let state: Mutex<State>
     private let notifications: AsyncStream<Notification>.Continuation
     private let notificationStream: AsyncStream<Notification>
     private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let emulator = Mutex<Emulator?>(nil)
 
     /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
     public init(
@@ -76,6 +89,7 @@ public final class RelayLink: RelayUpstream {
 
     /// Starts handing notifications to `emulator` and following the link.
     public func start(emulator: Emulator) {
+        self.emulator.withLock { $0 = emulator }
         let stream = notificationStream
         let forwarding = Task {
             for await notification in stream {
@@ -185,6 +199,45 @@ public final class RelayLink: RelayUpstream {
 
     public func central(_ central: BluetoothAddress, connected: Bool) async {
         if connected { recording.connected(central) } else { recording.disconnected() }
+        let last = state.withLock { state -> Bool in
+            state.phones = max(0, state.phones + (connected ? 1 : -1))
+            return state.phones == 0 && !connected
+        }
+        if last, options.reconnectWhenPhonesLeave {
+            let cycling = Task { [weak self] in
+                guard let self else { return }
+                await self.reconnect()
+            }
+            tasks.withLock { $0.append(cycling) }
+        }
+    }
+
+    /// The last phone left (``Options/reconnectWhenPhonesLeave``): drops the device's link and makes it again. A
+    /// phone that connects meanwhile gets `failed` until the link is back; if the device cannot be reached again,
+    /// the usual loss follows (``follow(_:)``).
+    private func reconnect() async {
+        let device = state.withLock { state -> RemoteDevice? in
+            guard state.attached, !state.stopped, !state.cycling, state.phones == 0 else { return nil }
+            state.cycling = true
+            state.attached = false
+            state.wholeValues = [:]
+            return state.device
+        }
+        guard let device else { return }
+        let subscriptions = state.withLock { state in
+            defer { state.subscriptions = [:] }
+            return Array(state.subscriptions.values)
+        }
+        for subscription in subscriptions { await subscription.stop() }
+        let started = ContinuousClock.now
+        await device.disconnect()
+        let back = await attach()
+        state.withLock { $0.cycling = false }
+        let emulator = self.emulator.withLock { $0 }
+        await emulator?.relayNote(
+            back
+                ? "relay: the last phone left: the device \(address) was disconnected and connected again in \(Self.seconds(since: started))"
+                : "relay: the last phone left: the device \(address) was disconnected and could not be connected again at once")
     }
 
     /// Notifications dropped because the emulator could not keep up.
@@ -206,6 +259,7 @@ public final class RelayLink: RelayUpstream {
             try? await Task.sleep(for: options.pollInterval)
             let (device, stopped) = state.withLock { ($0.device, $0.stopped) }
             guard !stopped else { return }
+            if state.withLock({ $0.cycling }) { continue }
             if let device, device.properties.connected, !device.isGone { continue }
             let reason =
                 device == nil || device?.isGone == true

@@ -17,7 +17,7 @@ struct Ctl: AsyncParsableCommand {
         subcommands: [
             CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
             CtlSetVariable.self, CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self,
-            CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self,
+            CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self, CtlSnapshot.self,
         ])
 }
 
@@ -235,6 +235,23 @@ struct CtlReset: AsyncParsableCommand {
     func run() async throws {
         let (_, json) = try await options.client().call(.POST, "/v1/reset", as: OkResult.self)
         options.output(json) { "reset" }
+    }
+}
+
+struct CtlSnapshot: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapshot", abstract: "Have `gattemu relay` write the session so far (its -o profile and --capture file).",
+        discussion: "Refused (exit 1) by a gattemu that is not a relay, or a relay started without -o and --capture.")
+    @OptionGroup var options: CtlOptions
+
+    func run() async throws {
+        let (result, json) = try await options.client().call(.POST, "/v1/relay/snapshot", as: RelaySnapshotResult.self)
+        options.output(json) {
+            var lines = ["\(result.operations) operations recorded" + (result.notRecorded > 0 ? ", \(result.notRecorded) not kept" : "")]
+            if let profile = result.profile { lines.append("profile written to \(profile)") }
+            if let capture = result.capture { lines.append("capture of \(result.captureRecords ?? 0) records written to \(capture)") }
+            return lines.joined(separator: "\n")
+        }
     }
 }
 

@@ -5,9 +5,15 @@ import CaptureExport
 import DBus
 import Emulator
 import FoundationEssentials
+import Lexical
 import Profile
 import Relay
 import Replica
+import TextEscaping
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Stand between a phone and a real device: connect to the device as a central on one adapter, offer its mirror
 /// on another, forward every operation both ways, and record the session as a profile.
@@ -51,16 +57,47 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Give up when the device has not been seen within this many seconds.", valueName: "seconds"))
     var scanTimeout: Double = 20
 
+    @Option(
+        help: ArgumentHelp(
+            "The passkey the device displays when the relay pairs with it (six digits); without it, the control API's prompt (GET/POST /v1/pairing) asks.",
+            valueName: "passkey"))
+    var devicePasskey: String?
+
+    @Option(help: "Whether the relay pairs with the device when it asks for security: accept (default) or refuse.")
+    var devicePairing: DevicePairingMode = .accept
+
+    @Option(
+        help:
+            "When the last phone disconnects from the mirror: keep the device's link (default), or reconnect it at once so that each phone session meets a freshly connected device."
+    )
+    var onPhoneDisconnect: PhoneDisconnect = .keep
+
     @OptionGroup var serving: ServingOptions
 
     enum AddressMode: String, ExpressibleByArgument, CaseIterable {
         case own, device
     }
 
+    enum DevicePairingMode: String, ExpressibleByArgument, CaseIterable {
+        case accept, refuse
+    }
+
+    enum PhoneDisconnect: String, ExpressibleByArgument, CaseIterable {
+        case keep, reconnect
+    }
+
     func validate() throws {
         guard DeviceQuery(parsing: device) != nil else {
             throw ValidationError("\(device.isEmpty ? "an empty name" : "\"\(device)\""): not an address nor a name")
         }
+        if let devicePasskey, StrictParse.passkey(devicePasskey) == nil {
+            throw ValidationError("--device-passkey: six decimal digits, not \"\(TerminalText.escaped(devicePasskey))\"")
+        }
+    }
+
+    /// How the relay answers the device's pairing.
+    var pairingSettings: DevicePairing {
+        DevicePairing(passkey: devicePasskey.flatMap(StrictParse.passkey), accept: devicePairing == .accept)
     }
 
     func run() async throws {
@@ -91,18 +128,31 @@ struct RelayCommand: AsyncParsableCommand {
         recorderOptions.connectTimeout = .seconds(15)
         recorderOptions.connectAttempts = 5
         let session: RelaySession
+        // bluetoothd pairs with the device when it refuses a read for security: an agent must answer it while the
+        // table is read. The emulator's agent takes over once the mirror runs.
+        let say: @Sendable (String) -> Void = { line in DescriptorOutput.writeError("gattemu: relay: \(TerminalText.escaped(line))\n") }
+        let attachAgent: PairingAgent
+        do {
+            attachAgent = try await PairingAgent.register(
+                capability: DevicePairing.agentCapability,
+                handler: DeviceAttachPairing(device: query, settings: pairingSettings, say: say), stack: stack)
+        } catch {
+            await stack.close()
+            throw Failure.runtime(error.description)
+        }
         do {
             let upstream = try await stack.adapter(upstreamAdapter)
-            session = try await RelaySession.attach(query, adapter: upstream, options: recorderOptions) { line in
-                DescriptorOutput.writeError("gattemu: relay: \(line)\n")
-            }
+            session = try await RelaySession.attach(query, adapter: upstream, options: recorderOptions) { line in say(line) }
         } catch let error as BlueZError {
+            await attachAgent.unregister()
             await stack.close()
             throw Failure.runtime(error.description)
         } catch {
+            await attachAgent.unregister()
             await stack.close()
             throw Failure.runtime("\(error)")
         }
+        await attachAgent.unregister()
         do {
             try await mirror.take(session.device, stack: stack)
         } catch {
@@ -112,18 +162,31 @@ struct RelayCommand: AsyncParsableCommand {
         }
         let recording = RelayRecording()
         let startedAt = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        var linkOptions = RelayLink.Options()
+        linkOptions.pairing = pairingSettings
+        linkOptions.reconnectWhenPhonesLeave = onPhoneDisconnect == .reconnect
         let link = RelayLink(
             device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
-            recording: recording)
+            recording: recording, options: linkOptions)
         if !link.unmatched.isEmpty {
             DescriptorOutput.writeError("gattemu: relay: no device counterpart for \(link.unmatched.joined(separator: ", "))\n")
         }
         let note = mirror.note
+        let outputs = RelayOutputs(profile: output, capture: capture, session: session, recording: recording, startedAt: startedAt)
         do {
             try await serving.serve(
                 session.profile, adapter: mirror.adapter,
                 attach: { emulator, log in
-                    await emulator.relay(to: link)
+                    let snapshot: RelaySnapshotWriter? =
+                        outputs.writesAnything
+                        ? { @Sendable () throws(ControlFailure) -> RelaySnapshot in
+                            let written = try outputs.write()
+                            for problem in written.problems {
+                                log.record(.error, detail: "relay: the recorded profile does not load (a gattemu bug): \(problem)")
+                            }
+                            return written.snapshot
+                        } : nil
+                    await emulator.relay(to: link, snapshot: snapshot)
                     link.start(emulator: emulator)
                     log.record(.note, detail: note)
                     log.record(
@@ -152,25 +215,24 @@ struct RelayCommand: AsyncParsableCommand {
             throw error
         }
         await stack.close()
-        let replica = session.recordedReplica(recording)
-        if let output {
-            let result = ReplicaProfile(replica).build()
-            try ReplicaOutput.deliver(
-                result, to: output, header: ["relayed \(session.device.label): \(replica.conversation.count) operations recorded"])
+        guard outputs.writesAnything else { return }
+        let written: RelayOutputs.Written
+        do {
+            written = try outputs.write()
+        } catch {
+            throw Failure.runtime(error.message)
         }
-        if let capture {
-            let central =
-                replica.conversation.lazy.compactMap { event -> BluetoothAddress? in
-                    if case .connected(let address?) = event.kind { address } else { nil }
-                }.first ?? .zero
-            let written = BTSnoopExport.write(replica, central: central, start: startedAt)
-            do {
-                try Data(written.bytes).write(to: URL(filePath: capture), options: .atomic)
-            } catch {
-                throw Failure.runtime("cannot write \(capture): \(error)")
-            }
-            let notes = written.notes.map { "\n- " + $0 }.joined()
-            DescriptorOutput.writeError("gattemu: relay: capture of \(written.frames) records written to \(capture)\(notes)\n")
+        if !written.profileReport.isEmpty {
+            var bytes = Array((written.profileReport.map(TerminalText.escaped).joined(separator: "\n") + "\n").utf8)
+            DescriptorOutput.writeAll(&bytes, to: STDOUT_FILENO)
+        }
+        if !written.captureReport.isEmpty {
+            DescriptorOutput.writeError(
+                written.captureReport.map { "gattemu: relay: " + TerminalText.escaped($0) }.joined(separator: "\n") + "\n")
+        }
+        if !written.problems.isEmpty {
+            throw Failure.runtime(
+                "the recorded profile does not load (a gattemu bug; please report it):\n" + written.problems.joined(separator: "\n"))
         }
     }
 }

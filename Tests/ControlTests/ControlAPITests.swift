@@ -283,7 +283,8 @@ import Testing
                 let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
                 #expect(paths.contains("/v1/faults/{id}"))
                 #expect(paths.contains("/v1/events/stream"))
-                #expect(paths.count == 23)
+                #expect(paths.count == 24)
+                #expect(paths.contains("/v1/relay/snapshot"))
             }
         }
     }

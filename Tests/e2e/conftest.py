@@ -531,7 +531,7 @@ async def give_back(adapter: str, timeout: float = 20.0) -> None:
 
 @pytest.fixture
 async def start_bumble_device(env, central, start_peripheral):
-    """Factory: start_bumble_device(name="BumbleDev", secure=False, seed=1) -> Peripheral running
+    """Factory: start_bumble_device(name="BumbleDev", secure=False, seed=1, passkey=None) -> Peripheral running
     fixtures/bumble_device.py, a BLE peripheral gattemu did not write, on the Bumble device's controller of
     CONTROLLER_PLAN (GATTEMU_CENTRAL3; skips when the VM has none). `await p.advertising(central, name=...)` waits
     for its ready line, then for its advertisement. At teardown it stops and the controller goes back to
@@ -539,9 +539,9 @@ async def start_bumble_device(env, central, start_peripheral):
     adapter = relay_controllers("bumble")["device"]
     started: list[Peripheral] = []
 
-    def start(name: str = "BumbleDev", secure: bool = False, seed: int = 1) -> Peripheral:
+    def start(name: str = "BumbleDev", secure: bool = False, seed: int = 1, passkey: str | None = None) -> Peripheral:
         cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(BUMBLE_DEVICE))} --adapter {{adapter}} --name {{name}}"
-        extra = ["--seed", str(seed)] + (["--secure"] if secure else [])
+        extra = ["--seed", str(seed)] + (["--secure"] if secure else []) + (["--passkey", passkey] if passkey else [])
         p = start_peripheral(name=name, cmd=cmd, adapter=adapter, extra_args=extra)
         p.ready = bumble_device_ready
         started.append(p)

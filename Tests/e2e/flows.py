@@ -417,14 +417,15 @@ class BumbleRun:
 
 
 async def bumble_flow(central, say: Say = print, name: str = "BumbleDev", mtu: int = BUMBLE_MTU,
-                      seed: int | None = 0, requests: int = 3, pair: bool = False,
+                      seed: int | None = 0, requests: int = 3, pair: bool | str = False,
                       address: str | None = None) -> BumbleRun:
     """The Bumble device's app: find NAME with BUMBLE_SERVICE, read the 300-byte BLOB and its User Description,
     subscribe to RESPONSE (notify) and STATUS (indicate), write a hello and `requests - 1` more requests to REQUEST
     (each answered on RESPONSE), one command to COMMAND without response (answered on STATUS), read FAULTY (refused
     with an application error), read LOCKED and write it (refused). The written payloads come from `seed` (default:
     the same every run; None: random). Errors are the results of FAULTY and LOCKED; any other error ends the flow.
-    `pair`: pair first (just works, bonding), as the app of a device started with --secure must."""
+    `pair`: pair first (just works, bonding), as the app of a device started with --secure must; a passkey (six
+    digits): pair typing it (KeyboardOnly, MITM), as the app of a device started with --passkey must."""
     run = BumbleRun()
     draw = central_bytes(seed)
     say(f"scan for name {name} with service {BUMBLE_SERVICE}")
@@ -435,11 +436,16 @@ async def bumble_flow(central, say: Say = print, name: str = "BumbleDev", mtu: i
     say(f"connected, MTU {conn.mtu}")
     if pair:
         try:
-            await conn.pair("NoInputNoOutput", mitm=False)
+            if isinstance(pair, str):
+                async def typed() -> int:
+                    return int(pair)
+                await conn.pair("KeyboardOnly", mitm=True, type_passkey=typed)
+            else:
+                await conn.pair("NoInputNoOutput", mitm=False)
         except BaseException:
             await conn.disconnect()
             raise
-        say("paired (just works), link encrypted")
+        say("paired (" + ("passkey typed" if isinstance(pair, str) else "just works") + "), link encrypted")
 
     async def refused(what: str, operation) -> None:
         try:

@@ -16,6 +16,7 @@ import pytest
 
 from central import amgmt
 from conftest import CONTROLLER_PLAN, bluetoothd, relay_controllers, report
+from controlapi import api
 from flows import BLEPROOF_SERVICE, BUMBLE_SERVICE, FLOWS, LEAF_SERVICE, NOKE_SERVICE, bumble_flow, transcript_diff
 
 CASES = {
@@ -180,27 +181,148 @@ async def test_relay_follows_the_device_away_and_back(central, start_gattemu, st
            f"bluetoothd restart: relay back and the flow passing {restart_back:.1f} s after the restart began")
 
 
-async def test_a_device_gattemu_did_not_write_through_the_relay(central, start_bumble_device, start_peripheral,
+DEVICE_PASSKEY = "314159"
+
+
+async def answer_device_prompt(port: int, passkey: str, stop: asyncio.Event) -> list[dict]:
+    """Answers the relay's pairing prompts for the device (`"device": true`) with `passkey` until `stop`; the
+    prompts answered."""
+    answered: list[dict] = []
+    while not stop.is_set():
+        try:
+            _, status = await api("GET", "/v1/pairing", port=port)
+        except Exception:  # noqa: BLE001 - the API is not up yet
+            status = {}
+        prompt = status.get("prompt")
+        if prompt and prompt.get("device") and prompt["id"] not in {p["id"] for p in answered}:
+            code, body = await api("POST", "/v1/pairing", {"prompt": prompt["id"], "passkey": passkey}, port=port)
+            assert code == 200, body
+            answered.append(prompt)
+        await asyncio.sleep(0.1)
+    return answered
+
+
+@pytest.mark.parametrize("mode", ["open", "secure", "passkey"])
+async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, start_bumble_device, start_peripheral,
                                                                gattemu_bin, needs_separate_stack, tmp_path):
     """A Bumble peripheral on a controller of its own (notifications, indications, a 300-byte value read in blobs, an
-    application error, a refused write): its app flow through the relay gives the same bytes as directly. (Its
-    `--secure` variant does not pass through the relay yet: bluetoothd's upstream pairing has no agent; docs/relay.md.)"""
-    secure = False
+    application error, a refused write): its app flow through the relay gives the same bytes as directly.
+    `secure`: the device needs an encrypted link (just works): the relay pairs with it while it reads the table, the
+    mirror asks the phone to pair, and the phone's flow pairs with the mirror. `passkey`: the device needs an
+    authenticated link and displays a passkey: the relay's pairing with it waits for the passkey through the control
+    API (a prompt marked `device`), answered while the phone's flow runs."""
     plan = relay_controllers("bumble")
-    device = start_bumble_device(name="BumbleDev", secure=secure, seed=3)
+    passkey = DEVICE_PASSKEY if mode == "passkey" else None
+    device = start_bumble_device(name="BumbleDev", secure=mode == "secure", seed=3, passkey=passkey)
     adv = await device.advertising(central, name="BumbleDev", service_uuid=BUMBLE_SERVICE)
-    direct = (await bumble_flow(central, lambda _line: None, seed=3, pair=secure, address=adv.address)).transcript
+    direct = (await bumble_flow(central, lambda _line: None, seed=3, pair=passkey or mode == "secure",
+                                address=adv.address)).transcript
     await central.disconnect_all()
+    events = tmp_path / "relay.jsonl"
     relay = start_peripheral(
         name="relay", adapter=plan["mirror"],
         cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {plan['upstream']}",
-        extra_args=["--events", str(tmp_path / "relay.jsonl"), "--control", "off"])
+        extra_args=["--events", str(events), "--control", f"127.0.0.1:{RELAY_PORT}"])
     mirror_address = os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"]
     await relay.advertising(central, address=mirror_address, timeout=120, service_uuid=BUMBLE_SERVICE)
-    relayed = (await bumble_flow(central, lambda _line: None, seed=3, pair=secure, address=mirror_address)).transcript
+    stop = asyncio.Event()
+    prompts = asyncio.create_task(answer_device_prompt(RELAY_PORT, DEVICE_PASSKEY, stop))
+    try:
+        relayed = (await bumble_flow(central, lambda _line: None, seed=3, pair=mode != "open",
+                                     address=mirror_address)).transcript
+    finally:
+        stop.set()
+        answered = await prompts
     difference = transcript_diff(direct, relayed, ("direct", "relayed"))
     assert difference is None, f"{difference}\n{relay.tail(80)}"
     await central.disconnect_all()
     assert relay.stop() == 0, relay.tail()
-    report(f"relay of a Bumble device ({'encrypted, paired on both legs' if secure else 'open'}): {len(direct)} transcript "
-           "steps byte-identical directly and through the relay (notifications, indications, a 300-byte value, errors)")
+    log = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    pairing = [f"{e.get('central')} {e.get('detail')}" for e in log if e["event"] == "pairing"]
+    device_legs = [line for line in pairing if line.startswith(adv.address.upper()) and "device:" in line]
+    if mode == "open":
+        assert not answered and not device_legs, pairing
+    if mode == "passkey":
+        assert [p["kind"] for p in answered] == ["passkey-entry"], (answered, pairing)
+        assert all(p["central"] == adv.address.upper() for p in answered), answered
+        assert any("typed 314159 (control API)" in line for line in device_legs), pairing
+    if mode != "open":
+        # The phone paired with the mirror; the device said it was paired with (its own output).
+        assert any(not line.startswith(adv.address.upper()) and "accepted" in line for line in pairing), pairing
+        assert "paired with" in device.output(), device.output()[-2000:]
+    report(f"relay of a Bumble device ({mode}{': paired on both legs' if mode != 'open' else ''}"
+           f"{', the passkey typed through the control API' if answered else ''}): {len(direct)} transcript steps "
+           "byte-identical directly and through the relay (notifications, indications, a 300-byte value, errors)")
+
+
+RELAY_PORT = 8771
+
+
+async def test_a_snapshot_writes_the_session_so_far(central, start_gattemu, start_peripheral, gattemu_bin,
+                                                    relay_adapters, needs_separate_stack, tmp_path):
+    """`POST /v1/relay/snapshot` (and `gattemu ctl snapshot`) writes the profile and capture while the relay runs:
+    the profile loads, has the flow's writes as rules, and the capture imports; a gattemu that is no relay answers 409."""
+    profile, flow = FLOWS["noke"]
+    match = CASES["noke"]
+    device = start_gattemu(profile, args=["--seed", SEED, "--control", f"127.0.0.1:{RELAY_PORT + 1}"])
+    adv = await device.advertising(central, **match)
+    code, body = await api("POST", "/v1/relay/snapshot", port=RELAY_PORT + 1)
+    assert code == 409 and "not a relay" in body.get("error", ""), (code, body)
+    recorded, capture = tmp_path / "snap.json", tmp_path / "snap.btsnoop"
+    relay = start_relay(start_peripheral, gattemu_bin, adv.address, relay_adapters, tmp_path,
+                        "-o", str(recorded), "--capture", str(capture), "--control", f"127.0.0.1:{RELAY_PORT}")
+    await relay.advertising(central, address=relay_adapters[2], timeout=120, **match)
+    await run_flow(flow, central, relay_adapters[2])
+    await central.disconnect_all()
+    code, body = await api("POST", "/v1/relay/snapshot", port=RELAY_PORT)
+    assert code == 200, body
+    assert body["profile"] == str(recorded) and body["capture"] == str(capture) and body["operations"] > 0, body
+    assert body["captureRecords"] > 0 and body["notRecorded"] == 0, body
+    snapshot = json.loads(recorded.read_text())
+    assert snapshot.get("rules"), "the snapshot has no replay rules"
+    made = subprocess.run([gattemu_bin, "validate", str(recorded)], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert made.returncode == 0, made.stdout + made.stderr
+    imported = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(tmp_path / "imp.json")],
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    ctl = subprocess.run([gattemu_bin, "ctl", "--control", f"http://127.0.0.1:{RELAY_PORT}", "snapshot"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert ctl.returncode == 0 and f"profile written to {recorded}" in ctl.stdout, ctl.stdout + ctl.stderr
+    assert relay.stop() == 0, relay.tail()
+    # On exit the same files again, with at least what the snapshot had.
+    assert len(json.loads(recorded.read_text()).get("rules", [])) >= len(snapshot["rules"])
+    report(f"relay snapshot: {body['operations']} operations, {len(snapshot['rules'])} rules, "
+           f"{body['captureRecords']} capture records written while running")
+
+
+async def test_the_device_link_is_made_again_for_each_phone_session(central, start_gattemu, start_peripheral, gattemu_bin,
+                                                                   relay_adapters, needs_separate_stack, tmp_path):
+    """`--on-phone-disconnect reconnect`: when the phone leaves the mirror, the relay drops the device's link and
+    makes it again, so the next phone session meets a freshly connected device (the device's own log shows a second
+    connection from the relay); the flow passes in both sessions. The default keeps the link (one connection)."""
+    profile, flow = FLOWS["noke"]
+    match = CASES["noke"]
+    _, _, mirror_address = relay_adapters
+    counts = {}
+    for mode in ("keep", "reconnect"):
+        device = start_gattemu(profile, args=["--seed", SEED])
+        adv = await device.advertising(central, **match)
+        relay = start_relay(start_peripheral, gattemu_bin, adv.address, relay_adapters, tmp_path,
+                            "--on-phone-disconnect", mode)
+        await relay.advertising(central, address=mirror_address, timeout=120, **match)
+        for _ in range(2):
+            assert await run_flow(flow, central, mirror_address), relay.tail()
+            await central.disconnect_all()
+            await asyncio.sleep(3)
+        assert relay.stop() == 0, relay.tail()
+        device_log = [json.loads(line) for line in device.events.read_text().splitlines() if line.strip()]
+        counts[mode] = sum(1 for e in device_log if e["event"] == "connected")
+        notes = [e.get("detail", "") for e in relay_events(relay) if e["event"] == "note"]
+        if mode == "reconnect":
+            assert any("disconnected and connected again" in n for n in notes), notes
+        device.stop()
+        await central.wait_gone(name=adv.name, timeout=30)
+    assert counts["keep"] == 1 and counts["reconnect"] >= 2, counts
+    report(f"relay --on-phone-disconnect: the device saw {counts['keep']} connection with keep, "
+           f"{counts['reconnect']} with reconnect over two phone sessions")

@@ -10,13 +10,46 @@ struct RelayState: Sendable {
     var subscribers: [String: Set<BluetoothAddress>] = [:]
     /// The link to the device is down: the mirror does not advertise and refuses what arrives.
     var deviceAway = false
+    /// Writes the recording so far (`POST /v1/relay/snapshot`); nil when the relay has nowhere to write it.
+    var snapshotWriter: RelaySnapshotWriter?
 }
 
 extension Emulator {
     /// Makes this emulator a relay: reads, writes and subscriptions go to `upstream`, its answers and
-    /// notifications come back (see ``RelayUpstream``). Call before ``start()``.
-    public func relay(to upstream: any RelayUpstream) {
+    /// notifications come back (see ``RelayUpstream``); `snapshot` writes the recording so far when the control API
+    /// asks. Call before ``start()``.
+    public func relay(to upstream: any RelayUpstream, snapshot: RelaySnapshotWriter? = nil) {
         relayState.upstream = upstream
+        relayState.snapshotWriter = snapshot
+    }
+
+    /// `POST /v1/relay/snapshot`: the recording so far written where the relay writes it on exit. The writing runs
+    /// off the D-Bus loop (a long session makes a large profile); 409 when this is no relay or it writes nothing.
+    public func relaySnapshot() async throws(ControlFailure) -> RelaySnapshot {
+        guard relayState.upstream != nil else {
+            throw ControlFailure(.conflict, "not a relay: only `gattemu relay` records a session to snapshot")
+        }
+        guard let writer = relayState.snapshotWriter else {
+            throw ControlFailure(.conflict, "the relay was started without -o PROFILE or --capture FILE: there is nowhere to write")
+        }
+        let outcome = await Task.detached { () -> Result<RelaySnapshot, ControlFailure> in
+            do throws(ControlFailure) {
+                return .success(try await writer())
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        switch outcome {
+        case .success(let snapshot):
+            let written = [snapshot.profile.map { "profile \($0)" }, snapshot.capture.map { "capture \($0)" }].compactMap { $0 }
+            log.record(
+                .note,
+                detail: "relay: snapshot of \(snapshot.operations) operations written (\(written.joined(separator: ", ")))")
+            return snapshot
+        case .failure(let failure):
+            log.record(.error, detail: "relay: snapshot not written: \(failure.message)")
+            throw failure
+        }
     }
 
     /// The device's answer to a read, timed and logged as the relayed leg.
@@ -120,6 +153,11 @@ extension Emulator {
         } catch {
             log.record(.error, detail: "advertising again after the device came back: \(error.description)")
         }
+    }
+
+    /// A line of the relay's own in the event log.
+    public func relayNote(_ detail: String) {
+        log.record(.note, detail: detail)
     }
 
     /// `12.3 ms`.

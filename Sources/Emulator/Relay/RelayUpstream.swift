@@ -6,8 +6,13 @@ import Bluetooth
 /// device). Attach with ``Emulator/relay(to:)`` before ``Emulator/start()``.
 ///
 /// The device's notifications come back through ``Emulator/relayNotification(_:value:indicate:)``, its link's
-/// state through ``Emulator/deviceLost(_:)`` and ``Emulator/deviceBack()``.
+/// state through ``Emulator/deviceLost(_:)`` and ``Emulator/deviceBack()``. What bluetoothd asks while it pairs
+/// with the device (the same agent answers both legs) is answered as ``devicePairing`` says.
 public protocol RelayUpstream: AnyObject, Sendable {
+    /// The device's address: pairing requests naming it are the device's leg, not a phone's.
+    var deviceAddress: BluetoothAddress { get }
+    /// How the relay answers the device's pairing.
+    var devicePairing: DevicePairing { get }
     /// Reads the device's characteristic or descriptor from `offset`.
     func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8]
     /// Writes `value` at `offset`; `withResponse` false for a Write Command.
@@ -16,4 +21,25 @@ public protocol RelayUpstream: AnyObject, Sendable {
     func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError)
     /// A central connected to or disconnected from the mirror.
     func central(_ central: BluetoothAddress, connected: Bool) async
+}
+
+/// How the relay pairs with the device when bluetoothd asks (the device refused an operation for security, or
+/// asked to pair): just works and numeric comparison are accepted; a passkey the device displays is typed from
+/// `passkey`, else asked of the control API (`GET`/`POST /v1/pairing`, a prompt with `device: true`).
+public struct DevicePairing: Sendable, Equatable {
+    /// The device's static passkey (`gattemu relay --device-passkey`); nil: the control API types it.
+    public var passkey: UInt32?
+    /// Whether the relay pairs with the device at all (`--device-pairing refuse` shows what a phone sees of a device
+    /// the relay could not pair with).
+    public var accept: Bool
+
+    public init(passkey: UInt32? = nil, accept: Bool = true) {
+        self.passkey = passkey
+        self.accept = accept
+    }
+
+    /// The IO capability of bluetoothd's agent while it relays: the kernel takes one for the whole machine, so it
+    /// must serve both legs. KeyboardDisplay types a device's passkey and gives a phone numeric comparison (an
+    /// authenticated link) or passkey entry, whichever the phone can do.
+    public static let agentCapability: IOCapability = .keyboardDisplay
 }

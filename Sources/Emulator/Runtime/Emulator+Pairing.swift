@@ -20,19 +20,30 @@ struct PendingPairingPrompt {
     let request: PairingRequest
     /// What the prompt asks; only just works, numeric comparison and passkey entry wait for the control API.
     let kind: PairingSnapshot.PromptKind
+    /// The relay's pairing with the real device, not a central's with gattemu.
+    let device: Bool
     let reply: CheckedContinuation<PairingAnswer, Never>
 
     var snapshot: PairingSnapshot.Prompt {
         var passkey: UInt32?
         if case .confirmation(_, let shown) = request { passkey = shown }
-        return PairingSnapshot.Prompt(id: id, central: request.central, kind: kind, passkey: passkey)
+        return PairingSnapshot.Prompt(id: id, central: request.central, kind: kind, passkey: passkey, device: device)
     }
 }
 
 extension Emulator: PairingHandler {
-    /// Registers the pairing agent when the profile needs one (bluetoothd's default agent).
+    /// The agent's settings: the profile's; a relay's agent is always there and answers for both legs, with
+    /// ``DevicePairing/agentCapability``.
+    var agentSecurity: SecurityDefinition? {
+        guard relayState.upstream != nil else { return profile.pairingSecurity }
+        var security = profile.pairingSecurity ?? .standard
+        security.io = DevicePairing.agentCapability
+        return security
+    }
+
+    /// Registers the pairing agent when the profile needs one, or gattemu relays (bluetoothd's default agent).
     func registerAgent(stack: BlueZStack) async throws(BlueZError) {
-        guard let security = profile.pairingSecurity, pairing.agent == nil else { return }
+        guard let security = agentSecurity, pairing.agent == nil else { return }
         pairing.agent = try await PairingAgent.register(capability: security.io, handler: self, stack: stack)
         log.record(
             .note,
@@ -85,6 +96,9 @@ extension Emulator: PairingHandler {
 
     public func answer(_ request: PairingRequest) async -> PairingAnswer {
         let central = request.central
+        if let upstream = relayState.upstream, central == upstream.deviceAddress {
+            return await answerForDevice(request, upstream.devicePairing)
+        }
         guard let security = profile.pairingSecurity else {
             log.record(.pairing, central: central, detail: "\(request): refused (the profile does not pair)")
             return .reject
@@ -98,7 +112,7 @@ extension Emulator: PairingHandler {
             return .accept
         case .passkeyDisplay(_, let passkey, _):
             // Shown (GET /v1/pairing) until this pairing ends: ``pairingEnded(with:)``.
-            pairing.displayed = PairingSnapshot.Displayed(central: central, passkey: passkey)
+            pairing.displayed = PairingSnapshot.Displayed(central: central, passkey: passkey, device: false)
             log.record(.pairing, central: central, detail: "\(request): the central's user types it")
             return .accept
         case .authorization, .confirmation, .passkeyEntry:
@@ -148,20 +162,50 @@ extension Emulator: PairingHandler {
         }
     }
 
+    /// `gattemu relay`: what bluetoothd asks while it pairs with the real device (the relay is the central there).
+    /// Logged with the device's address and "device:" first.
+    private func answerForDevice(_ request: PairingRequest, _ settings: DevicePairing) async -> PairingAnswer {
+        let device = request.central
+        switch request {
+        case .pinCode:
+            log.record(.pairing, central: device, detail: "device: \(request): refused (LE only)")
+            return .reject
+        case .service:
+            return .accept
+        case _ where !settings.accept:
+            log.record(.pairing, central: device, detail: "device: \(request): refused (--device-pairing refuse)")
+            return .reject
+        case .authorization, .confirmation:
+            log.record(.pairing, central: device, detail: "device: \(request): accepted")
+            return .accept
+        case .passkeyEntry:
+            if let passkey = settings.passkey {
+                log.record(.pairing, central: device, detail: "device: \(request): typed --device-passkey")
+                return .passkey(passkey)
+            }
+            return await ask(request, .passkeyEntry, device: true)
+        case .passkeyDisplay(_, let passkey, _):
+            pairing.displayed = PairingSnapshot.Displayed(central: device, passkey: passkey, device: true)
+            log.record(.pairing, central: device, detail: "device: \(request): type it on the device")
+            return .accept
+        }
+    }
+
     /// Waits for `POST /v1/pairing`, at most ``SecurityDefinition/promptSeconds``; a newer question replaces (cancels) an older one.
-    private func ask(_ request: PairingRequest, _ kind: PairingSnapshot.PromptKind) async -> PairingAnswer {
+    private func ask(_ request: PairingRequest, _ kind: PairingSnapshot.PromptKind, device: Bool = false) async -> PairingAnswer {
         resolvePrompt(with: .cancel)
         pairing.nextPrompt += 1
         let id = pairing.nextPrompt
         log.record(
             .pairing, central: request.central,
-            detail: "\(request): prompt \(id) waiting for POST /v1/pairing (at most \(SecurityDefinition.promptSeconds) s)")
+            detail: (device ? "device: " : "")
+                + "\(request): prompt \(id) waiting for POST /v1/pairing (at most \(SecurityDefinition.promptSeconds) s)")
         Task(executorPreference: loop) { [weak self] in
             try? await Task.sleep(for: .seconds(SecurityDefinition.promptSeconds))
             await self?.promptTimedOut(id)
         }
         return await withCheckedContinuation { reply in
-            pairing.prompt = PendingPairingPrompt(id: id, request: request, kind: kind, reply: reply)
+            pairing.prompt = PendingPairingPrompt(id: id, request: request, kind: kind, device: device, reply: reply)
         }
     }
 
@@ -192,7 +236,7 @@ extension Emulator: PairingHandler {
     // MARK: Control API
 
     public func pairingStatus() -> PairingSnapshot {
-        guard let security = profile.pairingSecurity else { return PairingSnapshot(agent: false) }
+        guard let security = agentSecurity else { return PairingSnapshot(agent: false) }
         return PairingSnapshot(
             agent: pairing.agent?.isRegistered ?? false, security: security, prompt: pairing.prompt?.snapshot,
             displayed: pairing.displayed)
@@ -232,7 +276,9 @@ extension Emulator: PairingHandler {
             case .accept: "accepted"
             default: "refused"
             }
-        log.record(.pairing, central: prompt.request.central, detail: "\(prompt.request): \(outcome) (control API)")
+        log.record(
+            .pairing, central: prompt.request.central,
+            detail: (prompt.device ? "device: " : "") + "\(prompt.request): \(outcome) (control API)")
         resolvePrompt(with: answer)
         return prompt.snapshot
     }

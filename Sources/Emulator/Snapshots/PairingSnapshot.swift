@@ -22,12 +22,16 @@ public struct PairingSnapshot: Sendable, Equatable {
         public var kind: PromptKind
         /// The number to compare (numeric comparison).
         public var passkey: UInt32?
+        /// `gattemu relay`'s pairing with the real device: `central` is the device's address.
+        public var device = false
     }
 
     /// The passkey gattemu displayed for the pairing under way.
     public struct Displayed: Sendable, Equatable {
         public var central: BluetoothAddress?
         public var passkey: UInt32
+        /// `gattemu relay`'s pairing with the real device: type it on the device.
+        public var device = false
     }
 
     /// The agent is registered with bluetoothd.

@@ -314,6 +314,11 @@ class Client:
         """`POST /v1/reset`: behaviour back to the profile's initial state (connections and faults kept)."""
         return self._call(OPERATIONS["reset"], {})
 
+    @operation("relaySnapshot")
+    def relay_snapshot(self) -> dict:
+        """`POST /v1/relay/snapshot`: `gattemu relay` writes the session so far (its `-o` profile, `--capture` file)."""
+        return self._call(OPERATIONS["relaySnapshot"], {})
+
     @operation("openapi")
     def openapi(self) -> dict:
         """`GET /v1/openapi.json`: the OpenAPI document the server serves."""

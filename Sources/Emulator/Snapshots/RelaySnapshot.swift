@@ -1,0 +1,24 @@
+/// What `gattemu relay` wrote of the session so far (`POST /v1/relay/snapshot`): the recorded profile and the
+/// capture, at the paths it was started with (`-o`, `--capture`).
+public struct RelaySnapshot: Sendable, Equatable {
+    /// Operations recorded so far, and those past the recording's bound (counted, not kept).
+    public var operations: Int
+    public var notRecorded: Int
+    /// Where the profile was written; nil without `-o`.
+    public var profile: String?
+    /// Where the capture was written, and its records; nil without `--capture`.
+    public var capture: String?
+    public var captureRecords: Int?
+
+    public init(operations: Int, notRecorded: Int, profile: String? = nil, capture: String? = nil, captureRecords: Int? = nil) {
+        self.operations = operations
+        self.notRecorded = notRecorded
+        self.profile = profile
+        self.capture = capture
+        self.captureRecords = captureRecords
+    }
+}
+
+/// Writes the relayed session so far; runs off the D-Bus loop (``Emulator/relaySnapshot()`` calls it on another
+/// executor), and one at a time.
+public typealias RelaySnapshotWriter = @Sendable () async throws(ControlFailure) -> RelaySnapshot

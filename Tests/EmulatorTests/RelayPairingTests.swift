@@ -1,0 +1,105 @@
+import BlueZ
+import BlueZTestSupport
+import Bluetooth
+import DBus
+import DBusTestSupport
+import Foundation
+import Profile
+import Testing
+
+@testable import Emulator
+
+/// `gattemu relay`'s pairing: one agent answers both legs. What bluetoothd asks about the real device (the relay
+/// is the central there) is answered as the relay's settings say; what it asks about a phone is the mirror
+/// profile's, as for any emulated device.
+@Suite struct RelayPairingTests {
+    static let device = BluetoothAddress("F0:E0:D0:00:00:0D")!
+    static let devicePath: DBusValue = .objectPath("/org/bluez/hci1/dev_F0_E0_D0_00_00_0D")
+    static let phonePath: DBusValue = .objectPath("/org/bluez/hci0/dev_F0_E0_D0_00_00_01")
+
+    /// The device side of the relay, doing nothing but naming the device.
+    final class Upstream: RelayUpstream {
+        let deviceAddress = RelayPairingTests.device
+        let devicePairing: DevicePairing
+        init(_ pairing: DevicePairing) { devicePairing = pairing }
+        func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] { [] }
+        func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {}
+        func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {}
+        func central(_ central: BluetoothAddress, connected: Bool) async {}
+    }
+
+    static func started(
+        _ pairing: DevicePairing, security: String? = nil, flags: String = #"["read"]"#
+    ) async throws -> (PrivateBus, StandInBluetoothd, Emulator, EventLog) {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        let log = try EventLog(format: .text)
+        let emulator = try Emulator(profile: PairingAgentTests.profile(security: security, flags: flags), options: options, log: log)
+        await emulator.relay(to: Upstream(pairing))
+        try await emulator.start()
+        return (bus, bluetoothd, emulator, log)
+    }
+
+    /// A relay always has an agent (the device may ask for security whatever the mirror's profile says), with
+    /// KeyboardDisplay; the device's just works and numeric comparison are accepted, while a phone pairing with
+    /// the mirror of an open device is refused as the profile says.
+    @Test func theDevicesPairingIsAcceptedAndAPhonesFollowsTheMirrorsProfile() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(DevicePairing())
+        #expect(bluetoothd.defaultAgent?.capability == "KeyboardDisplay")
+        #expect(await emulator.pairingStatus().agent)
+        _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.devicePath])
+        _ = try await bluetoothd.askAgent("RequestConfirmation", [Self.devicePath, .uint32(424_242)])
+        do {
+            _ = try await bluetoothd.askAgent("RequestConfirmation", [Self.phonePath, .uint32(424_242)])
+            Issue.record("a phone paired with the mirror of a device that never asked for it")
+        } catch {
+            #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected")
+        }
+        let details = log.events(since: 0).filter { $0.kind == .pairing }.map { "\($0.central ?? "-") \($0.detail ?? "")" }
+        #expect(details.contains("F0:E0:D0:00:00:0D device: numeric comparison 424242: accepted"), "\(details)")
+        #expect(details.contains { $0.hasPrefix("F0:E0:D0:00:00:01 ") && $0.contains("refused (the profile does not pair)") }, "\(details)")
+        await emulator.stop()
+        #expect(bluetoothd.agents.isEmpty)
+        _ = bus
+    }
+
+    /// The passkey the device displays: typed from `--device-passkey`, or asked of the control API with a prompt
+    /// marked as the device's, whose answer bluetoothd gets.
+    @Test func theDevicesPasskeyComesFromTheSettingsOrTheControlAPI() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(DevicePairing(passkey: 4321))
+        #expect(try await bluetoothd.askAgent("RequestPasskey", [Self.devicePath]) == [.uint32(4321)])
+        #expect(!log.events(since: 0).contains { $0.detail?.contains("004321") == true }, "the device's passkey is not logged")
+        await emulator.stop()
+
+        let (bus2, asking, other, _) = try await Self.started(DevicePairing(), security: "{}")
+        let answered = AsyncCollector<[DBusValue]>()
+        Task { answered.append((try? await asking.askAgent("RequestPasskey", [Self.devicePath])) ?? []) }
+        let status = try await PairingAgentTests.prompted(other)
+        let prompt = try #require(status.prompt)
+        #expect(prompt.device && prompt.central == Self.device && prompt.kind == .passkeyEntry)
+        _ = try await other.answerPairing(prompt: prompt.id, .passkey(987_654))
+        #expect(await answered.wait(for: 1) == [[.uint32(987_654)]])
+
+        // The device asks the relay to type on it (the relay shows the passkey): shown as the device's.
+        _ = try await asking.askAgent("DisplayPasskey", [Self.devicePath, .uint32(123_456), .uint16(0)])
+        #expect(await other.pairingStatus().displayed == PairingSnapshot.Displayed(central: Self.device, passkey: 123_456, device: true))
+        await other.stop()
+        _ = (bus, bus2)
+    }
+
+    /// `--device-pairing refuse`: the relay does not pair with the device; the phone's pairing is the mirror's.
+    @Test func refusingTheDevicesPairingLeavesThePhonesAlone() async throws {
+        let (bus, bluetoothd, emulator, _) = try await Self.started(DevicePairing(accept: false), flags: #"["read", "encrypt-read"]"#)
+        do {
+            _ = try await bluetoothd.askAgent("RequestConfirmation", [Self.devicePath, .uint32(1)])
+            Issue.record("paired with the device although told not to")
+        } catch {
+            #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected")
+        }
+        _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.phonePath])
+        await emulator.stop()
+        _ = bus
+    }
+}
