@@ -1,3 +1,4 @@
+import Bluetooth
 import ControlBodies
 import ControlContract
 import Emulator
@@ -152,12 +153,12 @@ struct ControlRoutes: Sendable {
     }
 
     /// The `{address}` of a central's route, checked and in upper case; 400 otherwise.
-    func centralAddress(_ context: BasicRequestContext) throws(ControlError) -> String {
+    func centralAddress(_ context: BasicRequestContext) throws(ControlError) -> BluetoothAddress {
         let given = try context.parameter("address")
-        guard StrictParse.isAddress(given) else {
+        guard StrictParse.isAddress(given), let address = BluetoothAddress(given) else {
             throw .badRequest("bad central address \"\(given.prefix(40))\": expected AA:BB:CC:DD:EE:FF")
         }
-        return given.uppercased()
+        return address
     }
 
     func disconnect(_ context: BasicRequestContext) async throws(ControlError) -> Response {
@@ -167,7 +168,7 @@ struct ControlRoutes: Sendable {
         } catch {
             throw ControlError(error)
         }
-        return JSONResponse.make(DisconnectResult(central: address))
+        return JSONResponse.make(DisconnectResult(central: address.description))
     }
 
     func advertisement(_ request: Request) async throws(ControlError) -> Response {
@@ -242,7 +243,7 @@ struct ControlRoutes: Sendable {
         } catch {
             throw ControlError(error)
         }
-        return JSONResponse.make(BondForgotten(central: address))
+        return JSONResponse.make(BondForgotten(central: address.description))
     }
 
     // MARK: Faults

@@ -1,4 +1,5 @@
 import BlueZ
+import Bluetooth
 import Emulator
 import Profile
 
@@ -18,13 +19,13 @@ public protocol ControlTarget: Sendable {
     func faults() async -> [ActiveFault]
     func removeFault(id: String) async -> Bool
     func clearFaults() async -> Int
-    func disconnect(central: String) async throws(ControlFailure)
+    func disconnect(central: BluetoothAddress) async throws(ControlFailure)
     func setAdvertisement(variant: String?) async throws(ControlFailure)
     func reset() async
     func pairingStatus() async -> PairingSnapshot
     func answerPairing(prompt: UInt64, _ reply: PromptReply) async throws(ControlFailure) -> PairingSnapshot.Prompt
     func bonds() async throws(ControlFailure) -> [PairedCentral]
-    func forgetBond(_ address: String) async throws(ControlFailure)
+    func forgetBond(_ address: BluetoothAddress) async throws(ControlFailure)
     func setService(_ id: String, present: Bool) async throws(ControlFailure) -> Bool
     func changeAddress(_ request: AddressChoice) async throws(ControlFailure) -> AddressChange
     func relaySnapshot() async throws(ControlFailure) -> RelaySnapshot

@@ -32,11 +32,12 @@ public final class RelayLink: RelayUpstream {
         public init() {}
     }
 
-    /// One notification or indication from the device.
-    struct Notification: Sendable {
-        var characteristic: String
-        var value: [UInt8]
-        var indicate: Bool
+    /// The device's notifications not yet handed to the emulator, oldest first (at most
+    /// ``Options/notificationQueue``), and whether a hand-over is under way.
+    private struct Pending: Sendable {
+        var queue: [RelayedNotification] = []
+        var draining = false
+        var emulator: Emulator?
     }
 
     private struct State: Sendable {
@@ -63,8 +64,7 @@ public final class RelayLink: RelayUpstream {
     private let profile: DeviceProfile
     private let options: Options
     private let state: Mutex<State>
-    private let notifications: AsyncStream<Notification>.Continuation
-    private let notificationStream: AsyncStream<Notification>
+    private let pending = Mutex(Pending())
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let emulator = Mutex<Emulator?>(nil)
 
@@ -80,8 +80,6 @@ public final class RelayLink: RelayUpstream {
         self.options = options
         self.recording = recording
         state = Mutex(State(device: device, targets: RelayTargets(profile: profile, table: table, handles: handles)))
-        (notificationStream, notifications) = AsyncStream.makeStream(
-            of: Notification.self, bufferingPolicy: .bufferingOldest(options.notificationQueue))
     }
 
     /// Mirror characteristics the device has no counterpart for.
@@ -90,17 +88,49 @@ public final class RelayLink: RelayUpstream {
     /// Starts handing notifications to `emulator` and following the link.
     public func start(emulator: Emulator) {
         self.emulator.withLock { $0 = emulator }
-        let stream = notificationStream
-        let forwarding = Task {
-            for await notification in stream {
-                await emulator.relayNotification(notification.characteristic, value: notification.value, indicate: notification.indicate)
-            }
+        let waiting = pending.withLock { pending -> Bool in
+            pending.emulator = emulator
+            guard !pending.queue.isEmpty, !pending.draining else { return false }
+            pending.draining = true
+            return true
         }
+        if waiting { emulator.relayNotifications(from: takeNotifications) }
         let following = Task { [weak self] in
             guard let self else { return }
             await self.follow(emulator)
         }
-        tasks.withLock { $0 += [forwarding, following] }
+        tasks.withLock { $0 += [following] }
+    }
+
+    /// A notification from the device (on the subscription's socket queue): queued, and handed to the emulator on
+    /// its own executor, as many at a time as have arrived (one executor hop per batch, not per notification).
+    private func arrived(_ notification: RelayedNotification) {
+        enum Outcome { case queued, dropped, handOver(Emulator) }
+        let outcome = pending.withLock { pending -> Outcome in
+            guard pending.queue.count < options.notificationQueue else { return .dropped }
+            pending.queue.append(notification)
+            guard !pending.draining, let emulator = pending.emulator else { return .queued }
+            pending.draining = true
+            return .handOver(emulator)
+        }
+        switch outcome {
+        case .queued: break
+        case .dropped: state.withLock { $0.droppedNotifications += 1 }
+        case .handOver(let emulator): emulator.relayNotifications(from: takeNotifications)
+        }
+    }
+
+    /// The queued notifications, all of them; an empty answer ends the hand-over (atomically: one arriving after
+    /// it starts the next).
+    private func takeNotifications() -> [RelayedNotification] {
+        pending.withLock { pending in
+            if pending.queue.isEmpty {
+                pending.draining = false
+                return []
+            }
+            defer { pending.queue = [] }
+            return pending.queue
+        }
     }
 
     /// Unsubscribes, disconnects from the device (forgetting it unless it was paired) and stops.
@@ -111,7 +141,7 @@ public final class RelayLink: RelayUpstream {
             return (state.device, Array(state.subscriptions.values))
         }
         for task in tasks.withLock({ $0 }) { task.cancel() }
-        notifications.finish()
+        pending.withLock { $0.queue = [] }
         for subscription in subscriptions { await subscription.stop() }
         if let device {
             await device.disconnect()
@@ -173,17 +203,13 @@ public final class RelayLink: RelayUpstream {
             return
         }
         guard state.withLock({ $0.subscriptions[characteristic] == nil }) else { return }
-        let continuation = notifications
         let recording = self.recording
         let handle = target.handle
-        let link = self
         let subscription: RemoteSubscription
         do {
-            subscription = try await RemoteSubscription.start(target.path, connection: stack.connection) { value in
+            subscription = try await RemoteSubscription.start(target.path, connection: stack.connection) { [weak self] value in
                 if let handle { recording.record(.notification(handle: handle, value: value, indication: indicate)) }
-                if case .dropped = continuation.yield(Notification(characteristic: characteristic, value: value, indicate: indicate)) {
-                    link.state.withLock { $0.droppedNotifications += 1 }
-                }
+                self?.arrived(RelayedNotification(characteristic: characteristic, value: value, indicate: indicate))
             }
         } catch {
             throw Self.answer(error, writing: true)

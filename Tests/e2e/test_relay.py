@@ -209,8 +209,10 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, s
     application error, a refused write): its app flow through the relay gives the same bytes as directly.
     `secure`: the device needs an encrypted link (just works): the relay pairs with it while it reads the table, the
     mirror asks the phone to pair, and the phone's flow pairs with the mirror. `passkey`: the device needs an
-    authenticated link and displays a passkey: the relay's pairing with it waits for the passkey through the control
-    API (a prompt marked `device`), answered while the phone's flow runs."""
+    authenticated link to be written and displays a passkey: the phone's first write through the mirror makes
+    bluetoothd pair with the device, and the relay's pairing waits for the passkey through the control API (a prompt
+    marked `device`), answered while the phone's flow runs. The phone is not asked to pair then: the mirror's security
+    comes from what the device showed while its table was read (reads only)."""
     plan = relay_controllers("bumble")
     passkey = DEVICE_PASSKEY if mode == "passkey" else None
     device = start_bumble_device(name="BumbleDev", secure=mode == "secure", seed=3, passkey=passkey)
@@ -219,16 +221,18 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, s
                                 address=adv.address)).transcript
     await central.disconnect_all()
     events = tmp_path / "relay.jsonl"
+    recorded, capture = tmp_path / "bumble.json", tmp_path / "bumble.btsnoop"
     relay = start_peripheral(
         name="relay", adapter=plan["mirror"],
         cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {plan['upstream']}",
-        extra_args=["--events", str(events), "--control", f"127.0.0.1:{RELAY_PORT}"])
+        extra_args=["--events", str(events), "--control", f"127.0.0.1:{RELAY_PORT}", "-o", str(recorded),
+                    "--capture", str(capture)])
     mirror_address = os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"]
     await relay.advertising(central, address=mirror_address, timeout=120, service_uuid=BUMBLE_SERVICE)
     stop = asyncio.Event()
     prompts = asyncio.create_task(answer_device_prompt(RELAY_PORT, DEVICE_PASSKEY, stop))
     try:
-        relayed = (await bumble_flow(central, lambda _line: None, seed=3, pair=mode != "open",
+        relayed = (await bumble_flow(central, lambda _line: None, seed=3, pair=mode == "secure",
                                      address=mirror_address)).transcript
     finally:
         stop.set()
@@ -246,13 +250,36 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, s
         assert [p["kind"] for p in answered] == ["passkey-entry"], (answered, pairing)
         assert all(p["central"] == adv.address.upper() for p in answered), answered
         assert any("typed 314159 (control API)" in line for line in device_legs), pairing
-    if mode != "open":
-        # The phone paired with the mirror; the device said it was paired with (its own output).
+    if mode == "secure":
+        # The phone paired with the mirror.
         assert any(not line.startswith(adv.address.upper()) and "accepted" in line for line in pairing), pairing
-        assert "paired with" in device.output(), device.output()[-2000:]
-    report(f"relay of a Bumble device ({mode}{': paired on both legs' if mode != 'open' else ''}"
+    if mode != "open":
+        # The device says it was paired with (its own output), by the relay's upstream controller too.
+        upstream_address = os.environ[CONTROLLER_PLAN["bumble"]["upstream"] + "_ADDRESS"].upper()
+        assert f"paired with {upstream_address}" in device.output(), device.output()[-2000:]
+    # The recorded profile, run alone by gattemu, answers the flow with the same bytes; the capture imports to the
+    # same table and rules.
+    imported = tmp_path / "imported.json"
+    made = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(imported)], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert made.returncode == 0, made.stdout + made.stderr
+    mine, theirs = json.loads(recorded.read_text()), json.loads(imported.read_text())
+    for key in ("services", "rules"):
+        assert without_descriptions(theirs.get(key)) == without_descriptions(mine.get(key)), key
+    device.stop()
+    replay = start_peripheral(name="BumbleDev", cmd=f"{gattemu_bin} run {recorded} --adapter {{adapter}}",
+                              adapter=plan["mirror"], extra_args=["--control", "off"])
+    replay_address = os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"]
+    await replay.advertising(central, address=replay_address, timeout=60, service_uuid=BUMBLE_SERVICE)
+    replayed = (await bumble_flow(central, lambda _line: None, seed=3, pair=mode == "secure",
+                                  address=replay_address)).transcript
+    difference = transcript_diff(direct, replayed, ("direct", "replayed"))
+    assert difference is None, f"{difference}\n{replay.tail(80)}"
+    await central.disconnect_all()
+    report(f"relay of a Bumble device ({mode}{': paired on both legs' if mode == 'secure' else ''}"
            f"{', the passkey typed through the control API' if answered else ''}): {len(direct)} transcript steps "
-           "byte-identical directly and through the relay (notifications, indications, a 300-byte value, errors)")
+           "byte-identical directly, through the relay and from the recorded profile (notifications, indications, a "
+           "300-byte value, errors); the capture imports to the same table and rules")
 
 
 RELAY_PORT = 8771
@@ -286,7 +313,7 @@ async def test_a_snapshot_writes_the_session_so_far(central, start_gattemu, star
     imported = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(tmp_path / "imp.json")],
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert imported.returncode == 0, imported.stdout + imported.stderr
-    ctl = subprocess.run([gattemu_bin, "ctl", "--control", f"http://127.0.0.1:{RELAY_PORT}", "snapshot"],
+    ctl = subprocess.run([gattemu_bin, "ctl", "snapshot", "--control", f"http://127.0.0.1:{RELAY_PORT}"],
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert ctl.returncode == 0 and f"profile written to {recorded}" in ctl.stdout, ctl.stdout + ctl.stderr
     assert relay.stop() == 0, relay.tail()

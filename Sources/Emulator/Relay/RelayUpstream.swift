@@ -43,3 +43,16 @@ public struct DevicePairing: Sendable, Equatable {
     /// authenticated link) or passkey entry, whichever the phone can do.
     public static let agentCapability: IOCapability = .keyboardDisplay
 }
+
+/// One notification or indication from the device, as the relay hands it to the emulator.
+public struct RelayedNotification: Sendable, Equatable {
+    public var characteristic: String
+    public var value: [UInt8]
+    public var indicate: Bool
+
+    public init(characteristic: String, value: [UInt8], indicate: Bool) {
+        self.characteristic = characteristic
+        self.value = value
+        self.indicate = indicate
+    }
+}

@@ -217,8 +217,8 @@ extension Emulator {
     }
 
     /// Disconnects a connected central.
-    public func disconnect(central address: String) async throws(ControlFailure) {
-        guard let connected = connectedCentrals.first(where: { BluetoothAddress(address) == $0 }) else {
+    public func disconnect(central address: BluetoothAddress) async throws(ControlFailure) {
+        guard let connected = connectedCentrals.first(where: { address == $0 }) else {
             throw ControlFailure(
                 .notFound, "central \(address) is not connected", details: ["connected": connectedCentrals.map(\.description)])
         }

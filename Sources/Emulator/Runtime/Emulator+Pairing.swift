@@ -308,8 +308,7 @@ extension Emulator: PairingHandler {
     }
 
     /// Makes bluetoothd forget a paired central (its keys, and the link if up), as a factory reset would.
-    public func forgetBond(_ address: String) async throws(ControlFailure) {
-        guard let typed = BluetoothAddress(address) else { throw ControlFailure(.invalid, "bad central address") }
+    public func forgetBond(_ typed: BluetoothAddress) async throws(ControlFailure) {
         let known = try await bonds()
         guard known.contains(where: { $0.address == typed }) else {
             throw ControlFailure(.notFound, "no central \(typed) is paired", details: ["known": known.map(\.address.description)])

@@ -1,0 +1,33 @@
+import Bluetooth
+import Profile
+import Synchronization
+import Testing
+
+@testable import Emulator
+
+/// The device's notifications reach the emulator in the order they came, in batches taken until none is left.
+@Suite struct RelayNotificationsTests {
+    @Test func batchesAreHandedOverInOrderUntilNoneIsLeft() async throws {
+        let log = try EventLog(format: .text)
+        let emulator = try Emulator(
+            profile: PairingAgentTests.profile(security: nil, flags: #"["notify"]"#), options: EmulatorOptions(), log: log)
+        let batches = Mutex<[[RelayedNotification]]>(
+            (0..<5).map { batch in
+                (0..<(batch * 7 + 1)).map { RelayedNotification(characteristic: "level", value: [UInt8(batch), UInt8($0)], indicate: false) }
+            })
+        let taken = Mutex(0)
+        emulator.relayNotifications {
+            taken.withLock { $0 += 1 }
+            return batches.withLock { $0.isEmpty ? [] : $0.removeFirst() }
+        }
+        var relayed: [[UInt8]] = []
+        for _ in 0..<200 {
+            relayed = log.events(since: 0).filter { $0.kind == .relayed }.compactMap(\.value)
+            if relayed.count == 75, taken.withLock({ $0 }) == 6 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let expected = (0..<5).flatMap { batch in (0..<(batch * 7 + 1)).map { [UInt8(batch), UInt8($0)] } }
+        #expect(relayed == expected)
+        #expect(taken.withLock { $0 } == 6, "five batches, then one empty answer that ends the hand-over")
+    }
+}
