@@ -151,7 +151,8 @@ let package = Package(
             dependencies: ["Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
-        .executableTarget(name: "gattemu-control-fixture", dependencies: ["Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),
+        .executableTarget(
+            name: "gattemu-control-fixture", dependencies: ["Bluetooth", "Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),
         .testTarget(
             name: "ControlTests",
             dependencies: [

@@ -13,7 +13,8 @@ extension Fault {
     init(_ fault: ActiveFault) {
         self.init(
             id: fault.id, on: FaultTrigger(rawValue: fault.spec.on.rawValue) ?? .start, action: fault.spec.action.name,
-            summary: fault.spec.action.summary, characteristic: fault.spec.scope.characteristic, central: fault.spec.scope.central,
+            summary: fault.spec.action.summary, characteristic: fault.spec.scope.characteristic,
+            central: fault.spec.scope.central?.description,
             nth: fault.spec.scope.nth, count: fault.spec.scope.count, probability: fault.spec.scope.probability,
             seed: fault.spec.scope.seed,
             matched: fault.matched, fired: fault.fired, exhausted: fault.exhausted, description: fault.spec.description)
@@ -52,7 +53,7 @@ extension FaultRequest {
         id = spec.id
         description = spec.description
         characteristic = spec.scope.characteristic
-        central = spec.scope.central
+        central = spec.scope.central?.description
         if spec.scope.nth != 1 { nth = spec.scope.nth }
         if spec.scope.count != (spec.scope.nth != 1 ? 1 : nil) { count = spec.scope.count }
         if spec.scope.probability != 1 { probability = spec.scope.probability }
@@ -65,7 +66,7 @@ extension Event {
     /// A logged event in the contract's form (what ``EmulatorEvent/json`` writes).
     public init(_ event: EmulatorEvent) {
         self.init(
-            seq: event.sequence, t: (event.time * 1000).rounded() / 1000, event: EventKind(event.kind), central: event.central,
+            seq: event.sequence, t: (event.time * 1000).rounded() / 1000, event: EventKind(event.kind), central: event.central?.description,
             characteristic: event.characteristic, value: event.value?.hexString(uppercase: false), detail: event.detail)
     }
 }

@@ -10,6 +10,7 @@
 // of HTML that the page must show as text); --note TEXT logs a note with TEXT as its detail, after them.
 // --lose-bluetoothd-after-ms N logs `bluetoothd-lost` after N ms and `bluetoothd-back` N ms later, as a
 // bluetoothd restart does (the emulator itself is not involved).
+import Bluetooth
 import Control
 import ControlContract
 import Dispatch
@@ -64,7 +65,7 @@ let log = try EventLog(format: .json, console: open("/dev/null", O_WRONLY))
 let emulator = try Emulator(profile: profile, options: EmulatorOptions(), log: log)
 for spec in profile.faults { _ = try? await emulator.addFault(spec) }
 
-let central = "AA:BB:CC:DD:EE:01"
+let central = BluetoothAddress("AA:BB:CC:DD:EE:01")
 let kinds: [(EmulatorEvent.Kind, String?, [UInt8]?, String?)] = [
     (.write, "rx", [0x51, 0x60, 0x01, 0x02], "request"),
     (.answer, "rx", nil, "success"),

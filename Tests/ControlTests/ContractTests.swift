@@ -1,3 +1,4 @@
+import Bluetooth
 import ControlBodies
 import ControlContract
 import Emulator
@@ -115,7 +116,8 @@ import Testing
     @Test func eventLogJSONIsTheEventType() throws {
         let events = [
             EmulatorEvent(
-                sequence: 3, time: 12.3456, kind: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: [0x51, 0x60],
+                sequence: 3, time: 12.3456, kind: .write, central: BluetoothAddress("AA:BB:CC:DD:EE:01"), characteristic: "rx",
+                value: [0x51, 0x60],
                 detail: "request \"q\"\n"),
             EmulatorEvent(sequence: 4, time: 0, kind: .bluetoothdLost),
             EmulatorEvent(sequence: 5, time: 1, kind: .notify, value: []),

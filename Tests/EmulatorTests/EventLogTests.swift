@@ -1,3 +1,4 @@
+import Bluetooth
 import Emulator
 import Foundation
 import Testing
@@ -5,7 +6,7 @@ import Testing
 @Suite struct EventLogTests {
     @Test func jsonLinesAreValidJSONWithEveryField() throws {
         let event = EmulatorEvent(
-            sequence: 7, time: 1234.5678, kind: .write, central: "00:AA:01:02:00:02", characteristic: "rx",
+            sequence: 7, time: 1234.5678, kind: .write, central: BluetoothAddress("00:AA:01:02:00:02"), characteristic: "rx",
             value: [0x00, 0x51, 0xFF], detail: "quote \" backslash \\ newline \n tab \t bell \u{07} é")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(event.json.utf8)) as? [String: Any])
         #expect(object["seq"] as? Int == 7)
@@ -18,13 +19,15 @@ import Testing
     }
 
     @Test func textLinesAreAligned() {
-        let event = EmulatorEvent(time: 5.0004, kind: .notify, central: "AA", characteristic: "tx", value: [0x51, 0x60])
-        #expect(event.text == "     5.000 ms notify       AA tx 5160")
+        let event = EmulatorEvent(
+            time: 5.0004, kind: .notify, central: BluetoothAddress("00:AA:01:02:00:02"), characteristic: "tx", value: [0x51, 0x60])
+        #expect(event.text == "     5.000 ms notify       00:AA:01:02:00:02 tx 5160")
         #expect(EmulatorEvent(time: 12345678.9, kind: .advertisementChanged).text.hasPrefix("12345678.900 ms advertisement-changed"))
         #expect(EmulatorEvent(time: 0, kind: .read, value: []).text.hasSuffix("(empty)"))
         #expect(EmulatorEvent(time: 0, kind: .read).text == "     0.000 ms read        ")
         #expect(EmulatorEvent(time: 0.0456, kind: .mtu, detail: "517").text == "     0.046 ms mtu          517")
-        let read = EmulatorEvent(sequence: 3, time: 1, kind: .read, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", mtu: 185)
+        let read = EmulatorEvent(
+            sequence: 3, time: 1, kind: .read, central: BluetoothAddress("AA:BB:CC:DD:EE:01"), characteristic: "rx", mtu: 185)
         #expect(read.json == #"{"central":"AA:BB:CC:DD:EE:01","characteristic":"rx","event":"read","mtu":185,"seq":3,"t":1.0}"#)
         #expect(!read.text.contains("185"), "text lines leave the MTU to the mtu events")
         #expect(EmulatorEvent(time: 99.9996, kind: .write).text.hasPrefix("   100.000 ms write"))
@@ -145,7 +148,7 @@ import Testing
 
     @Test func controlCharactersAreEscapedInTextLines() {
         let event = EmulatorEvent(
-            time: 0, kind: .note, central: "AA", characteristic: "x\u{1B}[2J", detail: "rule \u{1B}]0;owned\u{07} \u{9B}31m done\r\n")
+            time: 0, kind: .note, central: .zero, characteristic: "x\u{1B}[2J", detail: "rule \u{1B}]0;owned\u{07} \u{9B}31m done\r\n")
         let text = event.text
         #expect(!text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
         #expect(text.contains("x\\u{1B}[2J"))

@@ -1,3 +1,4 @@
+import Bluetooth
 import Profile
 import Testing
 
@@ -9,11 +10,11 @@ func fault(_ json: String) throws -> FaultSpec {
 }
 
 func write(_ characteristic: String = "config", central: String = "AA:BB:CC:DD:EE:01") -> FaultOperation {
-    FaultOperation(.write, characteristic: characteristic, centrals: [central])
+    FaultOperation(.write, characteristic: characteristic, centrals: [BluetoothAddress(central)!])
 }
 
 func notify(_ characteristic: String = "tx", centrals: [String] = ["AA:BB:CC:DD:EE:01"]) -> FaultOperation {
-    FaultOperation(.notify, characteristic: characteristic, centrals: centrals)
+    FaultOperation(.notify, characteristic: characteristic, centrals: centrals.map { BluetoothAddress($0)! })
 }
 
 @Suite struct FaultEngineScopeTests {
@@ -224,7 +225,9 @@ func notify(_ characteristic: String = "tx", centrals: [String] = ["AA:BB:CC:DD:
             #"{"on": "write", "characteristic": "rx", "central": "aa:bb:cc:dd:ee:ff", "nth": 3, "probability": 0.25, "seed": 9, "drop": true}"#
         )
         #expect(
-            scoped.scope == FaultScope(characteristic: "rx", central: "AA:BB:CC:DD:EE:FF", nth: 3, count: 1, probability: 0.25, seed: 9))
+            scoped.scope
+                == FaultScope(
+                    characteristic: "rx", central: BluetoothAddress("AA:BB:CC:DD:EE:FF"), nth: 3, count: 1, probability: 0.25, seed: 9))
     }
 
     @Test func refusesBadSpecsWithAReason() {

@@ -110,7 +110,8 @@ import Testing
         #expect(reply == [.uint32(12345)])
         #expect(
             log.events(since: 0).contains {
-                $0.kind == .pairing && $0.central == "F0:E0:D0:00:00:01" && $0.detail?.contains("typed the profile's passkey") == true
+                $0.kind == .pairing && $0.central == BluetoothAddress("F0:E0:D0:00:00:01")
+                    && $0.detail?.contains("typed the profile's passkey") == true
             })
         // A static passkey is a secret of the device: never in the log (the registration note included).
         #expect(!log.events(since: 0).contains { $0.detail?.contains("012345") == true }, "\(log.events(since: 0).compactMap(\.detail))")

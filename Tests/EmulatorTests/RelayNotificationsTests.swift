@@ -13,7 +13,9 @@ import Testing
             profile: PairingAgentTests.profile(security: nil, flags: #"["notify"]"#), options: EmulatorOptions(), log: log)
         let batches = Mutex<[[RelayedNotification]]>(
             (0..<5).map { batch in
-                (0..<(batch * 7 + 1)).map { RelayedNotification(characteristic: "level", value: [UInt8(batch), UInt8($0)], indicate: false) }
+                (0..<(batch * 7 + 1)).map {
+                    RelayedNotification(characteristic: "level", value: [UInt8(batch), UInt8($0)], indicate: false)
+                }
             })
         let taken = Mutex(0)
         emulator.relayNotifications {

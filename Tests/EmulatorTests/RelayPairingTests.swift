@@ -57,7 +57,7 @@ import Testing
         } catch {
             #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected")
         }
-        let details = log.events(since: 0).filter { $0.kind == .pairing }.map { "\($0.central ?? "-") \($0.detail ?? "")" }
+        let details = log.events(since: 0).filter { $0.kind == .pairing }.map { "\($0.central?.description ?? "-") \($0.detail ?? "")" }
         #expect(details.contains("F0:E0:D0:00:00:0D device: numeric comparison 424242: accepted"), "\(details)")
         #expect(details.contains { $0.hasPrefix("F0:E0:D0:00:00:01 ") && $0.contains("refused (the profile does not pair)") }, "\(details)")
         await emulator.stop()

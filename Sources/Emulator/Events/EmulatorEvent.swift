@@ -1,3 +1,4 @@
+import Bluetooth
 import FoundationEssentials
 import Profile
 import TextEscaping
@@ -12,7 +13,7 @@ public struct EmulatorEvent: Sendable, Equatable {
     /// Milliseconds since gattemu started (monotonic clock).
     public var time: Double
     public var kind: Kind
-    public var central: String?
+    public var central: BluetoothAddress?
     public var characteristic: String?
     public var value: [UInt8]?
     public var detail: String?
@@ -20,7 +21,7 @@ public struct EmulatorEvent: Sendable, Equatable {
     public var mtu: Int?
 
     public init(
-        sequence: Int = 0, time: Double, kind: Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
+        sequence: Int = 0, time: Double, kind: Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
         detail: String? = nil, mtu: Int? = nil
     ) {
         self.sequence = sequence
@@ -53,7 +54,7 @@ public struct EmulatorEvent: Sendable, Equatable {
         if width < 12 { line += repeatElement(UInt8(ascii: " "), count: 12 - width) }
         if let central {
             line.append(UInt8(ascii: " "))
-            Self.appendEscaped(central, to: &line)
+            Self.appendEscaped(central.description, to: &line)
         }
         if let characteristic {
             line.append(UInt8(ascii: " "))
@@ -78,7 +79,7 @@ public struct EmulatorEvent: Sendable, Equatable {
     /// One JSON object with sorted keys, for JSON-lines logs.
     public var json: String {
         var members: [String] = []
-        if let central { members.append("\"central\":" + JSONText.quoted(central)) }
+        if let central { members.append("\"central\":\"\(central)\"") }
         if let characteristic { members.append("\"characteristic\":" + JSONText.quoted(characteristic)) }
         if let detail { members.append("\"detail\":" + JSONText.quoted(detail)) }
         members.append("\"event\":" + JSONText.quoted(kind.rawValue))

@@ -111,20 +111,13 @@ public final class EventLog: Sendable {
         return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
     }
 
+    /// Records an event of `central`, named in the log by its address (nil: of no central).
     public func record(
-        _ kind: EmulatorEvent.Kind, central: String? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
+        _ kind: EmulatorEvent.Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
         detail: String? = nil, mtu: Int? = nil
     ) {
         record(
             EmulatorEvent(time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu))
-    }
-
-    /// Records an event of `central`, named in the log by its address (nil: of no central).
-    public func record(
-        _ kind: EmulatorEvent.Kind, central: BluetoothAddress?, characteristic: String? = nil, value: [UInt8]? = nil,
-        detail: String? = nil, mtu: Int? = nil
-    ) {
-        record(kind, central: central?.description, characteristic: characteristic, value: value, detail: detail, mtu: mtu)
     }
 
     public func record(_ event: EmulatorEvent) {

@@ -7,9 +7,9 @@ public struct FaultOperation: Sendable, Equatable {
     public var kind: FaultOperationKind
     public var characteristic: String?
     /// The central(s) concerned: the requester, or a notification's recipients.
-    public var centrals: [String]
+    public var centrals: [BluetoothAddress]
 
-    public init(_ kind: FaultOperationKind, characteristic: String? = nil, centrals: [String] = []) {
+    public init(_ kind: FaultOperationKind, characteristic: String? = nil, centrals: [BluetoothAddress] = []) {
         self.kind = kind
         self.characteristic = characteristic
         self.centrals = centrals
@@ -244,7 +244,7 @@ public struct FaultEngine: Sendable, Equatable {
 
     func matches(_ scope: FaultScope, _ operation: FaultOperation) -> Bool {
         if let characteristic = scope.characteristic, characteristic != operation.characteristic { return false }
-        if let central = scope.central, !operation.centrals.contains(where: { $0.equalsIgnoringCase(central) }) {
+        if let central = scope.central, !operation.centrals.contains(central) {
             return false
         }
         return true

@@ -41,7 +41,7 @@ extension Emulator {
     ) async throws(ATTError) -> FaultPlan {
         guard id.descriptor == nil else { return FaultPlan() }
         let plan = faultState.engine.plan(
-            for: FaultOperation(kind, characteristic: id.characteristic, centrals: [central.address.description]))
+            for: FaultOperation(kind, characteristic: id.characteristic, centrals: [central.address]))
         guard !plan.isEmpty else { return plan }
         record(plan, central: central.address, characteristic: id.characteristic)
         if plan.disconnect { scheduleDisconnect([central.address]) }
@@ -96,7 +96,7 @@ extension Emulator {
 
     /// Applies faults to a connection: disconnects and adapter-level actions.
     func applyConnectFaults(_ address: BluetoothAddress) {
-        let plan = faultState.engine.plan(for: FaultOperation(.connect, centrals: [address.description]))
+        let plan = faultState.engine.plan(for: FaultOperation(.connect, centrals: [address]))
         guard !plan.isEmpty else { return }
         record(plan, central: address, characteristic: nil)
         if plan.disconnect { scheduleDisconnect([address]) }
@@ -110,7 +110,7 @@ extension Emulator {
             address.map { [$0] }
             ?? engine.subscribers[characteristic]?.map(\.address) ?? connectedCentrals
         let plan = faultState.engine.plan(
-            for: FaultOperation(indicate ? .indicate : .notify, characteristic: characteristic, centrals: recipients.map(\.description)))
+            for: FaultOperation(indicate ? .indicate : .notify, characteristic: characteristic, centrals: recipients))
         if !plan.isEmpty {
             record(plan, central: address, characteristic: characteristic)
             if plan.disconnect { scheduleDisconnect(recipients) }

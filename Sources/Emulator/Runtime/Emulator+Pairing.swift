@@ -119,7 +119,7 @@ extension Emulator: PairingHandler {
             break
         }
         // Pairing faults: refuse, answer wrongly, or anything that applies to any operation (disconnect, …).
-        let plan = faultState.engine.plan(for: FaultOperation(.pair, centrals: [central.description]))
+        let plan = faultState.engine.plan(for: FaultOperation(.pair, centrals: [central]))
         if !plan.isEmpty {
             record(plan, central: central, characteristic: nil)
             if plan.disconnect { scheduleDisconnect([central]) }

@@ -40,8 +40,8 @@ extension FaultOperation {
 /// at most `count` times (unlimited when nil).
 public struct FaultScope: Sendable, Equatable {
     public var characteristic: String?
-    /// `AA:BB:CC:DD:EE:FF` (compared case-insensitively).
-    public var central: String?
+    /// The one central it applies to; nil: any.
+    public var central: BluetoothAddress?
     public var nth: Int
     public var count: Int?
     public var probability: Double
@@ -51,7 +51,7 @@ public struct FaultScope: Sendable, Equatable {
     public var afterMilliseconds: Int
 
     public init(
-        characteristic: String? = nil, central: String? = nil, nth: Int = 1, count: Int? = nil,
+        characteristic: String? = nil, central: BluetoothAddress? = nil, nth: Int = 1, count: Int? = nil,
         probability: Double = 1, seed: UInt64? = nil, afterMilliseconds: Int = 0
     ) {
         self.characteristic = characteristic

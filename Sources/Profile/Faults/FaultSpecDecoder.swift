@@ -94,10 +94,10 @@ public enum FaultSpecDecoder {
             scope.characteristic = text
         }
         if let value = node["central"] {
-            guard let text = value.stringValue, isAddress(text) else {
+            guard let text = value.stringValue, isAddress(text), let address = BluetoothAddress(text) else {
                 throw fail(value, "central", "expected an address like AA:BB:CC:DD:EE:FF")
             }
-            scope.central = text.uppercased()
+            scope.central = address
         }
         if let value = node["nth"] {
             guard let number = value.intValue, number >= 1, number <= FaultCatalog.maximumCount else {
