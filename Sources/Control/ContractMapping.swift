@@ -85,12 +85,13 @@ extension AdvertisementInfo {
             ADPayload(hex: data.bytes.hexString(uppercase: false), structures: data.structures.map(ADField.init))
         }
         self.init(
-            localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs, solicitUUIDs: advertisement.solicitUUIDs,
+            localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs.map(\.description),
+            solicitUUIDs: advertisement.solicitUUIDs.map(\.description),
             manufacturerData: advertisement.manufacturerData.sorted { $0.key < $1.key }.map {
                 CompanyData(company: Int($0.key), hex: $0.value.hexString(uppercase: false))
             },
             serviceData: advertisement.serviceData.sorted { $0.key < $1.key }.map {
-                ServiceData(uuid: $0.key, hex: $0.value.hexString(uppercase: false))
+                ServiceData(uuid: $0.key.description, hex: $0.value.hexString(uppercase: false))
             },
             appearance: advertisement.appearance.map(Int.init), txPower: advertisement.txPower.map(Int.init),
             otherStructures: advertisement.data.sorted { $0.key < $1.key }.map {

@@ -1,5 +1,6 @@
 import BlueZ
 import BlueZTestSupport
+import Bluetooth
 import DBus
 import DBusTestSupport
 import Testing
@@ -8,7 +9,7 @@ import Testing
     static func noke() -> Advertisement {
         var advertisement = Advertisement()
         advertisement.localName = "NOKE3E_00AA01010001"
-        advertisement.serviceUUIDs = ["1bc50001-0200-d29e-e511-446c609db825"]
+        advertisement.serviceUUIDs = [BluetoothUUID("1bc50001-0200-d29e-e511-446c609db825")!]
         advertisement.manufacturerData = [0xFFFF: [0x40, 2, 10, 0, 0]]
         return advertisement
     }
@@ -20,8 +21,10 @@ import Testing
         #expect(budget.scanResponseBytes == 21)
         #expect(budget.fits)
         var mixed = Advertisement()
-        mixed.serviceUUIDs = ["180f", "0000180a-0000-1000-8000-00805f9b34fb", "12345678-0000-1000-8000-00805f9b34fb"]
-        mixed.serviceData = ["180f": [1]]
+        mixed.serviceUUIDs = ["180f", "0000180a-0000-1000-8000-00805f9b34fb", "12345678-0000-1000-8000-00805f9b34fb"].map {
+            BluetoothUUID($0)!
+        }
+        mixed.serviceData = [BluetoothUUID(0x180F): [1]]
         mixed.includes = ["tx-power"]
         mixed.appearance = 0x0341
         // flags 3, 16-bit list 2+4, 32-bit list 2+4, service data 2+2+1, appearance 4, tx power 3.

@@ -35,7 +35,7 @@ import Testing
         #expect(profile.deviceName(environment: Self.environment) == Lock.name)
         let advertisement = try #require(profile.advertisements(variant: nil, environment: Self.environment).first)
         #expect(advertisement.localName == Lock.name)
-        #expect(advertisement.serviceUUIDs.map { $0.lowercased() } == [Lock.service])
+        #expect(advertisement.serviceUUIDs.map(\.description) == [Lock.service.lowercased()])
         #expect(advertisement.manufacturerData == [0xFFFF: [0x40, 0x02, 0x0A]])
         #expect(advertisement.data == [0x24: [0xAB]])
 

@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -23,7 +24,7 @@ import Testing
         #expect(engine.value(of: "info") == Array("iPhone ABC".utf8))
         let advertisement = try #require(engine.advertisements().first)
         #expect(advertisement.localName == "BLEProof")
-        #expect(advertisement.serviceUUIDs == ["000018aa-0000-1000-8000-00805f9b34fb"])
+        #expect(advertisement.serviceUUIDs.map(\.description) == ["000018aa-0000-1000-8000-00805f9b34fb"])
     }
 
     @Test func rightPasswordIsIndicatedOk() throws {

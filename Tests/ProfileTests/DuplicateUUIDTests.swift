@@ -1,3 +1,4 @@
+import Bluetooth
 import Foundation
 import Testing
 
@@ -90,6 +91,9 @@ import Testing
               "services": [ { "id": "hid", "uuid": "1812" }, { "id": "battery_left", "uuid": "180f" }, { "id": "battery_right", "uuid": "180F" } ] }
             """)
         let advertisement = try #require(profile.advertisements(variant: nil, environment: adapter).first)
-        #expect(advertisement.serviceUUIDs == ["00001812-0000-1000-8000-00805f9b34fb", "0000180f-0000-1000-8000-00805f9b34fb"])
+        #expect(
+            advertisement.serviceUUIDs.map(\.description) == [
+                "00001812-0000-1000-8000-00805f9b34fb", "0000180f-0000-1000-8000-00805f9b34fb",
+            ])
     }
 }

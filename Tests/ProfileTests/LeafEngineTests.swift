@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -122,7 +123,7 @@ import Testing
 
     @Test func touchSwitchesTheAdvertisementForAWhile() throws {
         var engine = try engine([("variables.touchDuration", "2500")])
-        #expect(engine.advertisements().first?.serviceUUIDs == [credentialUUID])
+        #expect(engine.advertisements().first?.serviceUUIDs.map(\.description) == [credentialUUID])
         let touch = engine.handle(.trigger("touch", arguments: [:]))
         #expect(
             touch.effects == [
@@ -131,12 +132,12 @@ import Testing
             ])
         #expect(engine.advertisementVariant == "touched")
         // Two 128-bit UUIDs do not fit legacy advertising: the touch UUID stands in for the credential UUID.
-        #expect(engine.advertisements().first?.serviceUUIDs == [touchUUID])
+        #expect(engine.advertisements().first?.serviceUUIDs.map(\.description) == [touchUUID])
         // The identity advertisement has no touched variant: it keeps the reader UID meanwhile.
-        #expect(engine.advertisements().last?.serviceData == [credentialUUID: Array("LEAFRDR1".utf8)])
+        #expect(engine.advertisements().last?.serviceData == [BluetoothUUID(credentialUUID)!: Array("LEAFRDR1".utf8)])
         let end = engine.handle(.timer("touchEnd"))
         #expect(end.effects == [.switchAdvertisement(variant: nil)])
-        #expect(engine.advertisements().first?.serviceUUIDs == [credentialUUID])
+        #expect(engine.advertisements().first?.serviceUUIDs.map(\.description) == [credentialUUID])
     }
 
     @Test func publicUUIDsAndTheReaderUIDInServiceData() throws {
@@ -144,8 +145,8 @@ import Testing
         #expect(engine.profile.services.first?.uuid.description == credentialUUID)
         #expect(engine.profile.characteristic("data")?.uuid.description == "ee8732b3-2d52-409b-9084-70ad31f6c790")
         let advertisements = engine.advertisements()
-        #expect(advertisements.map(\.serviceUUIDs) == [[credentialUUID], []])
-        #expect(advertisements.map(\.serviceData) == [[:], [credentialUUID: hex("0102030405060708")]])
+        #expect(advertisements.map { $0.serviceUUIDs.map(\.description) } == [[credentialUUID], []])
+        #expect(advertisements.map(\.serviceData) == [[:], [BluetoothUUID(credentialUUID)!: hex("0102030405060708")]])
         #expect(advertisements.map(\.localName) == ["ETHSD01FA644B36F", "ETHSD01FA644B36F"])
     }
 
@@ -154,13 +155,13 @@ import Testing
         let engine = BehaviourEngine(profile: profile, environment: adapter)
         #expect(engine.deviceName() == "BRVO")
         #expect(engine.advertisements().map(\.localName) == ["BRVO", "BRVO"])
-        #expect(engine.advertisements().last?.serviceData == [credentialUUID: Array("LEAFRDR1".utf8)])
+        #expect(engine.advertisements().last?.serviceData == [BluetoothUUID(credentialUUID)!: Array("LEAFRDR1".utf8)])
     }
 
     @Test func touchPlaceholderIsReplacedWithOneSet() throws {
         let real = "12345678-90ab-cdef-1234-567890abcdef"
         var engine = try engine([("advertisements.discovery.variants.touched.serviceUUIDs", #"["\#(real)"]"#)])
         _ = engine.handle(.trigger("touch", arguments: [:]))
-        #expect(engine.advertisements().first?.serviceUUIDs == [real])
+        #expect(engine.advertisements().first?.serviceUUIDs.map(\.description) == [real])
     }
 }

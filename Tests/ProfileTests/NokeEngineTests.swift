@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -18,7 +19,7 @@ import Testing
         let advertisement = try #require(engine.advertisements().first)
         #expect(advertisement.localName == "NOKE3E_D01FA644B36F")
         #expect(advertisement.localName?.count == 19)
-        #expect(advertisement.serviceUUIDs == ["1bc50001-0200-d29e-e511-446c609db825"])
+        #expect(advertisement.serviceUUIDs.map(\.description) == ["1bc50001-0200-d29e-e511-446c609db825"])
         // locked (2 << 5), firmware 2.10, auto-unlock 0
         #expect(advertisement.manufacturerData == [0xFFFF: [0x40, 0x02, 0x0A, 0x00, 0x00]])
     }

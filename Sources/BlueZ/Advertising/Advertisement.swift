@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 
 /// The contents of one LE advertisement (`org.bluez.LEAdvertisement1`), as plain values.
@@ -10,10 +11,10 @@ public struct Advertisement: Sendable, Equatable {
     public var kind: Kind = .peripheral
     /// Goes in the scan response (BlueZ 5.66 puts the local name there).
     public var localName: String?
-    public var serviceUUIDs: [String] = []
-    public var solicitUUIDs: [String] = []
+    public var serviceUUIDs: [BluetoothUUID] = []
+    public var solicitUUIDs: [BluetoothUUID] = []
     public var manufacturerData: [UInt16: [UInt8]] = [:]
-    public var serviceData: [String: [UInt8]] = [:]
+    public var serviceData: [BluetoothUUID: [UInt8]] = [:]
     public var appearance: UInt16?
     /// Requested TX power in dBm (experimental in 5.66).
     public var txPower: Int16?
@@ -35,13 +36,14 @@ public struct Advertisement: Sendable, Equatable {
     var properties: [String: DBusValue] {
         var properties: [String: DBusValue] = ["Type": .string(kind.rawValue)]
         if let localName { properties["LocalName"] = .string(localName) }
-        if !serviceUUIDs.isEmpty { properties["ServiceUUIDs"] = .strings(serviceUUIDs) }
-        if !solicitUUIDs.isEmpty { properties["SolicitUUIDs"] = .strings(solicitUUIDs) }
+        if !serviceUUIDs.isEmpty { properties["ServiceUUIDs"] = .strings(serviceUUIDs.map(\.description)) }
+        if !solicitUUIDs.isEmpty { properties["SolicitUUIDs"] = .strings(solicitUUIDs.map(\.description)) }
         if !manufacturerData.isEmpty {
             properties["ManufacturerData"] = .variantBytesDictionary(manufacturerData, key: .uint16, DBusValue.uint16)
         }
         if !serviceData.isEmpty {
-            properties["ServiceData"] = .variantBytesDictionary(serviceData, key: .string, DBusValue.string)
+            properties["ServiceData"] = .variantBytesDictionary(
+                Dictionary(uniqueKeysWithValues: serviceData.map { ($0.key.description, $0.value) }), key: .string, DBusValue.string)
         }
         if let appearance { properties["Appearance"] = .uint16(appearance) }
         if let txPower { properties["TxPower"] = .int16(txPower) }

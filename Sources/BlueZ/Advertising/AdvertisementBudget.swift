@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// How many bytes an advertisement takes in the legacy advertising data and scan response (31 each).
 ///
 /// Mirrors what BlueZ 5.66 and the kernel build: flags (3 bytes) in the advertising data, the local name
@@ -27,7 +29,7 @@ public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible 
             advertisingData.append(Item(field: "manufacturerData[\(company.hexLiteral(digits: 4))]", bytes: 2 + 2 + bytes.count))
         }
         for (uuid, bytes) in advertisement.serviceData.sorted(by: { $0.key < $1.key }) {
-            advertisingData.append(Item(field: "serviceData[\(uuid)]", bytes: 2 + Self.uuidSize(uuid) + bytes.count))
+            advertisingData.append(Item(field: "serviceData[\(uuid)]", bytes: 2 + uuid.advertisedSize + bytes.count))
         }
         if advertisement.appearance != nil || advertisement.includes.contains("appearance") {
             advertisingData.append(Item(field: "appearance", bytes: 4))
@@ -43,24 +45,12 @@ public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible 
         }
     }
 
-    private mutating func addUUIDs(_ uuids: [String], field: String) {
-        let sizes = Dictionary(grouping: uuids, by: Self.uuidSize)
+    private mutating func addUUIDs(_ uuids: [BluetoothUUID], field: String) {
+        let sizes = Dictionary(grouping: uuids, by: \.advertisedSize)
         for size in sizes.keys.sorted() {
             let count = sizes[size]?.count ?? 0
             advertisingData.append(Item(field: "\(field) (\(count) × \(size * 8)-bit)", bytes: 2 + size * count))
         }
-    }
-
-    /// 2, 4 or 16: the bytes a UUID takes on air (Bluetooth base UUIDs shrink to 16 or 32 bits).
-    public static func uuidSize(_ uuid: String) -> Int {
-        let lower = uuid.lowercased()
-        let base = "-0000-1000-8000-00805f9b34fb"
-        if lower.count == 4 { return 2 }
-        if lower.count == 8 { return 4 }
-        if lower.count == 36, lower.hasSuffix(base) {
-            return lower.hasPrefix("0000") ? 2 : 4
-        }
-        return 16
     }
 
     public var description: String {

@@ -9,10 +9,9 @@ import Profile
 public enum AdvertisementBytes {
     public static func build(_ advertisement: Advertisement) -> (advertisingData: AdvertisingData, scanResponse: AdvertisingData) {
         var data: [ADStructure] = [ADStructure(type: .flags, data: [advertisement.discoverable == false ? 0x04 : 0x06])]
-        func uuidLists(_ uuids: [String], types: [Int: ADType]) {
-            let parsed = uuids.compactMap(BluetoothUUID.init)
+        func uuidLists(_ uuids: [BluetoothUUID], types: [Int: ADType]) {
             for size in [2, 4, 16] {
-                let sized = parsed.filter { $0.advertisedSize == size }
+                let sized = uuids.filter { $0.advertisedSize == size }
                 guard !sized.isEmpty, let type = types[size] else { continue }
                 data.append(ADStructure(type: type, data: sized.flatMap { $0.littleEndian(compact: true) }))
             }
@@ -24,8 +23,7 @@ public enum AdvertisementBytes {
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
             data.append(ADStructure(type: .manufacturerData, data: [UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))
         }
-        for (uuidText, bytes) in advertisement.serviceData.sorted(by: { $0.key < $1.key }) {
-            guard let uuid = BluetoothUUID(uuidText) else { continue }
+        for (uuid, bytes) in advertisement.serviceData.sorted(by: { $0.key < $1.key }) {
             let type: ADType = uuid.advertisedSize == 2 ? .serviceData16 : uuid.advertisedSize == 4 ? .serviceData32 : .serviceData128
             data.append(ADStructure(type: type, data: uuid.littleEndian(compact: true) + bytes))
         }

@@ -259,7 +259,9 @@ public actor Emulator {
     static func describe(_ advertisement: Advertisement) -> String {
         var parts: [String] = []
         if let name = advertisement.localName { parts.append("name \"\(name)\"") }
-        if !advertisement.serviceUUIDs.isEmpty { parts.append("services \(advertisement.serviceUUIDs.joined(separator: ","))") }
+        if !advertisement.serviceUUIDs.isEmpty {
+            parts.append("services \(advertisement.serviceUUIDs.map(\.description).joined(separator: ","))")
+        }
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
             parts.append("manufacturer \(company.hexLiteral(digits: 4)): " + bytes.hexString(separator: " ", uppercase: false))
         }

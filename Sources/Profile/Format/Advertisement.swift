@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// BlueZ LEAdvertisement1 `Type`.
 public enum AdvertisementType: String, Sendable, Equatable, CaseIterable {
     case peripheral, broadcast
@@ -7,12 +9,12 @@ public enum AdvertisementType: String, Sendable, Equatable, CaseIterable {
 public struct AdvertisementFields: Sendable, Equatable {
     public var type: AdvertisementType?
     public var localName: Template?
-    public var serviceUUIDs: [String]?
-    public var solicitUUIDs: [String]?
+    public var serviceUUIDs: [BluetoothUUID]?
+    public var solicitUUIDs: [BluetoothUUID]?
     /// Company id → data after the company id.
     public var manufacturerData: [UInt16: Template]?
-    /// Normalised service UUID → data.
-    public var serviceData: [String: Template]?
+    /// Service UUID → data.
+    public var serviceData: [BluetoothUUID: Template]?
     public var appearance: UInt16?
     public var txPower: Int?
     /// BlueZ `Includes` values, e.g. `tx-power`, `appearance`, `local-name`.
@@ -61,14 +63,14 @@ public struct AdvertisementDefinition: Sendable, Equatable {
 
 /// An advertisement resolved to concrete values, ready for LEAdvertisement1.
 ///
-/// UUIDs are lowercase 128-bit strings; templates have been rendered for one adapter and state.
+/// Templates have been rendered for one adapter and state.
 public struct AdvertisementSpec: Sendable, Equatable {
     public var type: AdvertisementType = .peripheral
     public var localName: String?
-    public var serviceUUIDs: [String] = []
-    public var solicitUUIDs: [String] = []
+    public var serviceUUIDs: [BluetoothUUID] = []
+    public var solicitUUIDs: [BluetoothUUID] = []
     public var manufacturerData: [UInt16: [UInt8]] = [:]
-    public var serviceData: [String: [UInt8]] = [:]
+    public var serviceData: [BluetoothUUID: [UInt8]] = [:]
     public var appearance: UInt16?
     public var txPower: Int?
     public var includes: [String] = []

@@ -121,12 +121,12 @@ extension ProfileDecoder {
         if let value = node["serviceData"] {
             let dataPath = sub("serviceData")
             if case .object(let members) = value.value {
-                var data: [String: Template] = [:]
+                var data: [BluetoothUUID: Template] = [:]
                 for member in members {
                     let memberPath = JSONPath.appending(member.key, to: dataPath)
                     guard let uuid = uuid(JSONNode(.string(member.key), at: member.keyLocation), memberPath) else { continue }
                     if let source = valueSource(member.value, memberPath, usage: .advertisement) {
-                        data[uuid.description] = source.template
+                        data[uuid] = source.template
                     }
                 }
                 fields.serviceData = data

@@ -21,7 +21,7 @@ extension ProfileDecoder {
         if let services = root["services"], let items = array(services, "services") {
             profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
         }
-        for service in profile.services { serviceUUIDsByID[service.id] = service.uuid.description }
+        for service in profile.services { serviceUUIDsByID[service.id] = service.uuid }
         characteristicIDsByUUID = DeviceProfile.characteristicIDsByUUID(profile.characteristics)
         if let advertisements = root["advertisements"], let items = array(advertisements, "advertisements") {
             profile.advertisements = items.enumerated().compactMap {

@@ -19,7 +19,7 @@ struct ProfileDecoder {
     /// notifications), and parsing is most of the cost of loading.
     var parsedTemplates: [String: Template] = [:]
     /// Service UUIDs by service id, so advertisements can name services by id.
-    var serviceUUIDsByID: [String: String] = [:]
+    var serviceUUIDsByID: [String: BluetoothUUID] = [:]
     /// The ids of the characteristics decoded so far by UUID, for the hint when a rule names one by UUID.
     var characteristicIDsByUUID: [BluetoothUUID: [String]] = [:]
     let file: String
@@ -182,16 +182,16 @@ struct ProfileDecoder {
     }
 
     /// UUIDs, where an entry may also be the id of a service in the profile (e.g. `"credential"`).
-    mutating func uuidList(_ node: JSONNode, _ path: String) -> [String]? {
+    mutating func uuidList(_ node: JSONNode, _ path: String) -> [BluetoothUUID]? {
         guard let items = array(node, path) else { return nil }
-        var seen: Set<String> = []
-        return items.enumerated().compactMap { index, item -> String? in
+        var seen: Set<BluetoothUUID> = []
+        return items.enumerated().compactMap { index, item -> BluetoothUUID? in
             if case .string(let text) = item.value, BluetoothUUID(text) == nil,
                 let uuid = serviceUUIDsByID[text]
             {
                 return uuid
             }
-            return uuid(item, JSONPath.appending(index, to: path))?.description
+            return uuid(item, JSONPath.appending(index, to: path))
         }.filter { seen.insert($0).inserted }  // two services that share a UUID, named by id: advertised once
     }
 
