@@ -484,7 +484,7 @@ private struct Builder {
     mutating func buildRules() {
         var exchanges: [Exchange] = []
         var subscriptions: [(event: DeviceReplica.Event, handle: UInt16, answers: [Answer])] = []
-        var reads: [UInt16: [(DeviceReplica.Event, [UInt8])]] = [:]
+        var reads: [UInt16: [(DeviceReplica.Event, ReadOutcome)]] = [:]
         var unsolicited: [(DeviceReplica.Event, Answer)] = []
         /// Where notifications go now, per connection: the latest write, or the latest subscription.
         enum Owner {
@@ -520,8 +520,13 @@ private struct Builder {
                 case .none: unsolicited.append((event, answer))
                 }
             case .read(let handle, let offset, let value):
-                if offset == 0, characteristicIDs[handle] != nil { reads[handle, default: []].append((event, value)) }
+                if offset == 0, characteristicIDs[handle] != nil { reads[handle, default: []].append((event, .value(value))) }
             case .error(let handle, let request, let code):
+                // A read the device refused (not for security: the characteristic's flags say that) is replayed
+                // as the same refusal.
+                if request == .readRequest, !code.asksForSecurity, characteristicIDs[handle] != nil, Self.failName(code) != nil {
+                    reads[handle, default: []].append((event, .error(code)))
+                }
                 if request == .writeRequest || request == .prepareWriteRequest || request == .executeWriteRequest,
                     let index = exchanges.lastIndex(where: { $0.handle == handle && $0.event.connection == event.connection }),
                     !code.asksForSecurity
@@ -634,23 +639,45 @@ private struct Builder {
         }
     }
 
-    mutating func buildReadRules(_ reads: [UInt16: [(DeviceReplica.Event, [UInt8])]]) {
+    /// What one read of the device gave: its value, or the ATT error it refused the read with.
+    enum ReadOutcome: Equatable, Hashable {
+        case value([UInt8])
+        case error(ATTErrorCode)
+
+        var action: OrderedJSON {
+            switch self {
+            case .value(let bytes): .object([("reply", .hex(bytes))])
+            case .error(let code): .object([("fail", .string(Builder.failName(code) ?? "failed"))])
+            }
+        }
+    }
+
+    mutating func buildReadRules(_ reads: [UInt16: [(DeviceReplica.Event, ReadOutcome)]]) {
         for handle in reads.keys.sorted() {
             guard let occurrences = reads[handle], let characteristic = characteristicIDs[handle] else { continue }
-            let values = occurrences.map(\.1)
-            guard Set(values).count > 1 else { continue }  // Always the same: the initial value answers.
+            let outcomes = occurrences.map(\.1)
+            if Set(outcomes).count == 1, case .error(let code) = outcomes[0] {
+                // Refused every time: one rule.
+                addRule(
+                    id: "\(characteristic)-read", on: .object([("read", .string(characteristic))]), when: nil,
+                    actions: [outcomes[0].action],
+                    description: "read refused with error \(code)" + Self.at(occurrences[0].0) + " (all \(occurrences.count) times)")
+                report.append("\(characteristic): every read refused with error \(code); replayed so")
+                continue
+            }
+            guard Set(outcomes).count > 1 else { continue }  // Always the same value: the initial value answers.
             let counter = ids.unique("\(characteristic)_read")
             state.append((counter, .int(0)))
-            for (index, (event, value)) in occurrences.enumerated() {
+            for (index, (event, outcome)) in occurrences.enumerated() {
                 let last = index == occurrences.count - 1
-                var actions: [OrderedJSON] = [.object([("reply", .hex(value))])]
+                var actions: [OrderedJSON] = [outcome.action]
                 if !last { actions.append(.object([("set", .object([(counter, .object([("increment", .int(1))]))]))])) }
                 addRule(
                     id: "\(characteristic)-read", on: .object([("read", .string(characteristic))]),
                     when: .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))]),
                     actions: actions, description: "read" + Self.at(event) + " (occurrence \(index + 1) of \(occurrences.count))")
             }
-            report.append("\(characteristic): read \(occurrences.count) times with different values; replayed in order")
+            report.append("\(characteristic): read \(occurrences.count) times with different answers; replayed in order")
         }
     }
 

@@ -109,6 +109,35 @@ enum Recordings {
         #expect(result.report.contains { $0.contains("MTU 247") })
     }
 
+    /// A read the device refused with an ATT error is refused the same way by the profile (a relay or a capture
+    /// saw it); reads that were answered and refused in turn are replayed in that order. Refusals for security
+    /// are the flags' business and make no rule.
+    @Test func refusedReadsAreReplayedAsRefusals() throws {
+        let connected = DeviceReplica.Event(.connected(BluetoothAddress("F0:E0:D0:00:00:01")), time: 1.0)
+        let central = CentralID(address: BluetoothAddress("F0:E0:D0:00:00:01")!)
+        func engine(_ events: [DeviceReplica.Event]) throws -> (BehaviourEngine, String) {
+            var replica = Recordings.lock()
+            replica.conversation = [connected] + events
+            let profile = try Self.load(ReplicaProfile(replica).build())
+            var engine = BehaviourEngine(
+                profile: profile, environment: EngineEnvironment(adapterAddress: BluetoothAddress("D0:1F:A6:44:B3:6F")!))
+            _ = engine.handle(.connect(central))
+            return (engine, profile.characteristics[2].id)
+        }
+        let refused = DeviceReplica.Event(.error(handle: 0x0018, request: .readRequest, code: ATTErrorCode(rawValue: 0x85)), time: 1.1)
+        var (always, session) = try engine([refused, refused])
+        for _ in 0..<3 {
+            #expect(always.handle(.read(characteristic: session, central: central, offset: 0)).reply == .error(.application(0x85)))
+        }
+        let answered = DeviceReplica.Event(.read(handle: 0x0018, offset: 0, value: [7]), time: 1.2)
+        var (turns, id) = try engine([answered, refused, answered])
+        let replies = (0..<4).map { _ in turns.handle(.read(characteristic: id, central: central, offset: 0)).reply }
+        #expect(replies == [.value([7]), .error(.application(0x85)), .value([7]), .value([7])])
+        let security = DeviceReplica.Event(.error(handle: 0x0018, request: .readRequest, code: .insufficientEncryption), time: 1.1)
+        var (secured, sessionID) = try engine([security])
+        #expect(secured.handle(.read(characteristic: sessionID, central: central, offset: 0)).reply == nil, "no rule: the value answers")
+    }
+
     /// A treadmill sends its live data every second between the app's commands (a real capture: 127 notifications
     /// after one write): the write replays all of them, in order.
     @Test func aWriteFollowedByALongStreamReplaysAllOfIt() throws {

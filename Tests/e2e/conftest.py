@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 # installed copy's plugin (`-p no:gattemu`): the suite drives gattemu through controlapi.py.
 sys.path.insert(0, str(HERE.parents[1] / "clients" / "python"))
 
-from central import Central, open_central, stack_name  # noqa: E402
+from central import Central, amgmt, open_central, stack_name  # noqa: E402
 
 FIXTURE_CMD = f"{sys.executable} {HERE}/fixtures/peripheral.py --adapter {{adapter}} --name {{name}}"
 GATTEMU_CMD = "{root}/.build/debug/gattemu run {profile} --adapter {adapter}"
@@ -535,7 +535,8 @@ async def start_bumble_device(env, central, start_peripheral):
     fixtures/bumble_device.py, a BLE peripheral gattemu did not write, on the Bumble device's controller of
     CONTROLLER_PLAN (GATTEMU_CENTRAL3; skips when the VM has none). `await p.advertising(central, name=...)` waits
     for its ready line, then for its advertisement. At teardown it stops and the controller goes back to
-    bluetoothd, powered."""
+    bluetoothd, powered, and the controllers bluetoothd drives forget any bond with it (the device keeps its keys in
+    memory only: a bond left behind would make the next test's link fail with "key missing")."""
     adapter = relay_controllers("bumble")["device"]
     started: list[Peripheral] = []
 
@@ -553,3 +554,8 @@ async def start_bumble_device(env, central, start_peripheral):
         for p in started:
             p.stop()
         await give_back(adapter)
+        address = os.environ.get(f"{CONTROLLER_PLAN['bumble']['device']}_ADDRESS", "")
+        for role in ("upstream", "mirror"):
+            index = os.environ.get(CONTROLLER_PLAN["bumble"][role], "").removeprefix("hci")
+            if address and index.isdigit():
+                await amgmt("--index", index, "unpair", "-t", "1", address)

@@ -37,6 +37,17 @@ def without_descriptions(value):
     return value
 
 
+def import_matches(gattemu_bin: str, capture: Path, recorded: Path, tmp_path: Path) -> None:
+    """`gattemu import` of the relay's capture gives the table and replay rules of the profile it recorded."""
+    imported = tmp_path / "imported.json"
+    made = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(imported)], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert made.returncode == 0, made.stdout + made.stderr
+    mine, theirs = json.loads(recorded.read_text()), json.loads(imported.read_text())
+    for key in ("services", "rules"):
+        assert without_descriptions(theirs.get(key)) == without_descriptions(mine.get(key)), key
+
+
 async def run_flow(flow, central, address: str) -> list:
     """The flow's byte transcript against the advertiser at `address` (the device and its mirror advertise alike),
     its own random bytes from the seed: two runs write the same."""
@@ -94,13 +105,7 @@ async def test_flow_through_the_relay_is_byte_identical(device, central, start_g
     # The recorded profile, alone, answers the same flow with the same bytes.
     assert recorded.exists(), relay.tail()
     # `gattemu import` of the relay's capture gives the same table and replay rules.
-    imported = tmp_path / "imported.json"
-    made = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(imported)], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-    assert made.returncode == 0, made.stdout + made.stderr
-    mine, theirs = json.loads(recorded.read_text()), json.loads(imported.read_text())
-    for key in ("services", "rules"):
-        assert without_descriptions(theirs.get(key)) == without_descriptions(mine.get(key)), key
+    import_matches(gattemu_bin, capture, recorded, tmp_path)
     replay = start_gattemu(str(recorded), args=["--seed", SEED])
     adv3 = await replay.advertising(central, **match)
     replayed = await run_flow(flow, central, adv3.address)
@@ -259,13 +264,7 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, s
         assert f"paired with {upstream_address}" in device.output(), device.output()[-2000:]
     # The recorded profile, run alone by gattemu, answers the flow with the same bytes; the capture imports to the
     # same table and rules.
-    imported = tmp_path / "imported.json"
-    made = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(imported)], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-    assert made.returncode == 0, made.stdout + made.stderr
-    mine, theirs = json.loads(recorded.read_text()), json.loads(imported.read_text())
-    for key in ("services", "rules"):
-        assert without_descriptions(theirs.get(key)) == without_descriptions(mine.get(key)), key
+    import_matches(gattemu_bin, capture, recorded, tmp_path)
     device.stop()
     replay = start_peripheral(name="BumbleDev", cmd=f"{gattemu_bin} run {recorded} --adapter {{adapter}}",
                               adapter=plan["mirror"], extra_args=["--control", "off"])
