@@ -151,7 +151,7 @@ public final class PairingAgent: Sendable {
                 DBusMethod("AuthorizeService", input: "os") { call in
                     let (central, arguments) = try Self.request(call)
                     let uuid = arguments.dropFirst().first?.string ?? ""
-                    return try Self.reply(await handler.answer(.service(central: central, uuid: String(uuid.prefix(64)))))
+                    return try Self.reply(await handler.answer(.service(central: central, uuid: BluetoothUUID(String(uuid.prefix(64))))))
                 },
             ])
     }

@@ -16,7 +16,8 @@ public enum PairingRequest: Sendable, Equatable, CustomStringConvertible {
     /// Classic (BR/EDR) PIN code requests, which an LE peripheral does not take.
     case pinCode(central: BluetoothAddress)
     /// May this central use a profile (`AuthorizeService`)?
-    case service(central: BluetoothAddress, uuid: String)
+    /// `uuid` nil when bluetoothd named something that is no UUID.
+    case service(central: BluetoothAddress, uuid: BluetoothUUID?)
 
     public var central: BluetoothAddress {
         switch self {
@@ -34,7 +35,7 @@ public enum PairingRequest: Sendable, Equatable, CustomStringConvertible {
         case .passkeyDisplay(_, let passkey, let entered):
             "passkey \(Passkey.digits(passkey)) displayed" + (entered > 0 ? ", \(entered) typed" : "")
         case .pinCode: "PIN code (classic)"
-        case .service(_, let uuid): "service \(uuid)"
+        case .service(_, let uuid): "service \(uuid?.description ?? "(not a UUID)")"
         }
     }
 }
