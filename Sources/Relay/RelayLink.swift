@@ -186,6 +186,8 @@ public final class RelayLink: RelayUpstream {
             }
         } catch {
             if attribute.descriptor == nil, let handle {
+                // The write, then its refusal, as a capture shows them (the replay rule fails that write).
+                recording.record(.write(handle: handle, value: value, withResponse: withResponse))
                 recording.record(.error(handle: handle, request: withResponse ? .writeRequest : .writeCommand, code: Self.code(error)))
             }
             throw Self.answer(error, writing: true)

@@ -661,8 +661,8 @@ private struct Builder {
                 addRule(
                     id: "\(characteristic)-read", on: .object([("read", .string(characteristic))]), when: nil,
                     actions: [outcomes[0].action],
-                    description: "read refused with error \(code)" + Self.at(occurrences[0].0) + " (all \(occurrences.count) times)")
-                report.append("\(characteristic): every read refused with error \(code); replayed so")
+                    description: "read refused with \(code)" + Self.at(occurrences[0].0) + " (all \(occurrences.count) times)")
+                report.append("\(characteristic): every read refused with \(code); replayed so")
                 continue
             }
             guard Set(outcomes).count > 1 else { continue }  // Always the same value: the initial value answers.
