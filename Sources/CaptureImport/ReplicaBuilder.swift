@@ -275,6 +275,13 @@ struct ReplicaBuilder {
                     guard Self.attributeOperations.contains(pdu.opcode) else { continue }
                     noteError(code, handle: handle, request: pdu.opcode, pdu: pdu)
                     flush(pdu.connection, into: &replica.conversation, readValues: &readValues)
+                    // A write the device refused (not for security: the central writes again once paired) is the
+                    // write and then its refusal, so that a replay refuses that write.
+                    if !code.asksForSecurity, case .writeRequest(let written, let value) = message, written == handle,
+                        configurations[handle] == nil
+                    {
+                        replica.conversation.append(writeEvent(handle, value, withResponse: true, at: here))
+                    }
                     var failed = here
                     failed.kind = .error(handle: handle, request: pdu.opcode, code: code)
                     replica.conversation.append(failed)

@@ -89,6 +89,8 @@ enum RelaySession {
             E(.error(handle: 22, request: .readRequest, code: .insufficientAuthentication), time: 1.1),
             E(.subscribe(handle: 19, notify: false, indicate: true), time: 1.2),
             E(.notification(handle: 19, value: [0xA1], indication: true), time: 1.3),
+            // A refused write: the write, then its refusal.
+            E(.write(handle: 11, value: [0x0F], withResponse: true), time: 1.4),
             E(.error(handle: 11, request: .writeRequest, code: .writeNotPermitted), time: 1.4),
             E(.write(handle: 17, value: longWrite, withResponse: true), time: 1.5),
             E(.disconnected, time: 2.0),

@@ -36,7 +36,7 @@ import Testing
             [0x0A] + le16(22), [0x01, 0x0A] + le16(22) + [0x05],
             [0x12] + le16(20) + [0x02, 0x00], [0x13],
             [0x1D] + le16(19) + [0xA1], [0x1E],
-            [0x12] + le16(11), [0x01, 0x12] + le16(11) + [0x03],
+            [0x12] + le16(11) + [0x0F], [0x01, 0x12] + le16(11) + [0x03],
             // The 300-byte write: prepared in parts of MTU − 5.
             [0x16] + le16(17) + le16(0) + written[0..<180], [0x17] + le16(17) + le16(0) + written[0..<180],
             [0x16] + le16(17) + le16(180) + written[180...], [0x17] + le16(17) + le16(180) + written[180...],
