@@ -66,7 +66,6 @@ public final class RelayLink: RelayUpstream {
     private let state: Mutex<State>
     private let pending = Mutex(Pending())
     private let tasks = Mutex<[Task<Void, Never>]>([])
-    private let emulator = Mutex<Emulator?>(nil)
 
     /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
     public init(
@@ -87,7 +86,6 @@ public final class RelayLink: RelayUpstream {
 
     /// Starts handing notifications to `emulator` and following the link.
     public func start(emulator: Emulator) {
-        self.emulator.withLock { $0 = emulator }
         let waiting = pending.withLock { pending -> Bool in
             pending.emulator = emulator
             guard !pending.queue.isEmpty, !pending.draining else { return false }
@@ -186,9 +184,11 @@ public final class RelayLink: RelayUpstream {
             }
         } catch {
             if attribute.descriptor == nil, let handle {
-                // The write, then its refusal, as a capture shows them (the replay rule fails that write).
-                recording.record(.write(handle: handle, value: value, withResponse: withResponse))
-                recording.record(.error(handle: handle, request: withResponse ? .writeRequest : .writeCommand, code: Self.code(error)))
+                // The write, then its refusal, as an import of a capture has them (the replay rule fails that write);
+                // a refusal for security is the flags' business and the phone writes again once paired.
+                let code = Self.code(error)
+                if !code.asksForSecurity { recording.record(.write(handle: handle, value: value, withResponse: withResponse)) }
+                recording.record(.error(handle: handle, request: withResponse ? .writeRequest : .writeCommand, code: code))
             }
             throw Self.answer(error, writing: true)
         }
@@ -261,7 +261,7 @@ public final class RelayLink: RelayUpstream {
         await device.disconnect()
         let back = await attach()
         state.withLock { $0.cycling = false }
-        let emulator = self.emulator.withLock { $0 }
+        let emulator = pending.withLock { $0.emulator }
         await emulator?.relayNote(
             back
                 ? "relay: the last phone left: the device \(address) was disconnected and connected again in \(Self.seconds(since: started))"
