@@ -282,6 +282,11 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, s
     # same table and rules.
     import_matches(gattemu_bin, capture, recorded, tmp_path, security=mode != "secure")
     device.stop()
+    if mode == "secure":
+        # The phone bonded with the mirror's controller, which the replay serves on too: bluetoothd refuses a
+        # bonded central's just-works re-pairing (main.conf JustWorksRepairing = never; docs/pairing.md).
+        await amgmt("--index", plan["mirror"].removeprefix("hci"), "unpair", "-t", "1",
+                    os.environ["GATTEMU_CENTRAL_ADDRESS"])
     replay = start_peripheral(name="BumbleDev", cmd=f"{gattemu_bin} run {recorded} --adapter {{adapter}}",
                               adapter=plan["mirror"], extra_args=["--control", "off"])
     replay_address = os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"]
