@@ -23,28 +23,16 @@ public final class DeviceAttachPairing: PairingHandler {
             say("pairing with \(peer) (\(request)): refused (not the device)")
             return .reject
         }
-        switch request {
-        case .pinCode:
-            say("pairing with \(peer): \(request): refused (LE only)")
+        switch settings.decide(request) {
+        case .answer(let answer, let why):
+            if !why.isEmpty { say("pairing with \(peer): \(request): \(why)") }
+            return answer
+        case .askForPasskey:
+            say(
+                "pairing with \(peer): the device displays a passkey: refused for now (give --device-passkey, or answer "
+                    + "the prompt of GET /v1/pairing once the mirror is up)")
             return .reject
-        case .service:
-            return .accept
-        case _ where !settings.accept:
-            say("pairing with \(peer): \(request): refused (--device-pairing refuse)")
-            return .reject
-        case .authorization, .confirmation:
-            say("pairing with \(peer): \(request): accepted")
-            return .accept
-        case .passkeyEntry:
-            guard let passkey = settings.passkey else {
-                say(
-                    "pairing with \(peer): the device displays a passkey: refused for now (give --device-passkey, or answer "
-                        + "the prompt of GET /v1/pairing once the mirror is up)")
-                return .reject
-            }
-            say("pairing with \(peer): \(request): typed --device-passkey")
-            return .passkey(passkey)
-        case .passkeyDisplay(_, let passkey, _):
+        case .display(let passkey):
             say("pairing with \(peer): type \(Passkey.digits(passkey)) on the device")
             return .accept
         }

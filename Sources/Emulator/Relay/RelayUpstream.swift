@@ -38,6 +38,28 @@ public struct DevicePairing: Sendable, Equatable {
         self.accept = accept
     }
 
+    /// What the relay does with one of bluetoothd's questions about the device, before and after the mirror runs.
+    public enum Decision: Sendable, Equatable {
+        /// Answer at once; `why` is the log's word for it (empty: nothing to log).
+        case answer(PairingAnswer, why: String)
+        /// The device displays a passkey and none was given: the control API is asked (once it is up).
+        case askForPasskey
+        /// The device asks the relay to show `passkey` for typing on it; accepted.
+        case display(UInt32)
+    }
+
+    /// The one rule both agents follow (``Emulator`` and the agent used while the table is read).
+    public func decide(_ request: PairingRequest) -> Decision {
+        switch request {
+        case .pinCode: .answer(.reject, why: "refused (LE only)")
+        case .service: .answer(.accept, why: "")
+        case _ where !accept: .answer(.reject, why: "refused (--device-pairing refuse)")
+        case .authorization, .confirmation: .answer(.accept, why: "accepted")
+        case .passkeyEntry: passkey.map { .answer(.passkey($0), why: "typed --device-passkey") } ?? .askForPasskey
+        case .passkeyDisplay(_, let shown, _): .display(shown)
+        }
+    }
+
     /// The IO capability of bluetoothd's agent while it relays: the kernel takes one for the whole machine, so it
     /// must serve both legs. KeyboardDisplay types a device's passkey and gives a phone numeric comparison (an
     /// authenticated link) or passkey entry, whichever the phone can do.

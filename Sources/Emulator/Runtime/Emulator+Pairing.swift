@@ -166,25 +166,13 @@ extension Emulator: PairingHandler {
     /// Logged with the device's address and "device:" first.
     private func answerForDevice(_ request: PairingRequest, _ settings: DevicePairing) async -> PairingAnswer {
         let device = request.central
-        switch request {
-        case .pinCode:
-            log.record(.pairing, central: device, detail: "device: \(request): refused (LE only)")
-            return .reject
-        case .service:
-            return .accept
-        case _ where !settings.accept:
-            log.record(.pairing, central: device, detail: "device: \(request): refused (--device-pairing refuse)")
-            return .reject
-        case .authorization, .confirmation:
-            log.record(.pairing, central: device, detail: "device: \(request): accepted")
-            return .accept
-        case .passkeyEntry:
-            if let passkey = settings.passkey {
-                log.record(.pairing, central: device, detail: "device: \(request): typed --device-passkey")
-                return .passkey(passkey)
-            }
+        switch settings.decide(request) {
+        case .answer(let answer, let why):
+            if !why.isEmpty { log.record(.pairing, central: device, detail: "device: \(request): \(why)") }
+            return answer
+        case .askForPasskey:
             return await ask(request, .passkeyEntry, device: true)
-        case .passkeyDisplay(_, let passkey, _):
+        case .display(let passkey):
             pairing.displayed = PairingSnapshot.Displayed(central: device, passkey: passkey, device: true)
             log.record(.pairing, central: device, detail: "device: \(request): type it on the device")
             return .accept
