@@ -175,19 +175,20 @@ public final class RelayLink: RelayUpstream {
 
     public func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {
         let (object, handle) = try target(attribute)
+        // Recorded before it is sent: what the device notifies in answer can arrive (on the subscription's socket)
+        // before bluetoothd's reply to the call, and must come after the write in the conversation.
+        let recorded = attribute.descriptor == nil ? handle : nil
+        let ticket = recorded.flatMap { recording.record(.write(handle: $0, value: value, withResponse: withResponse)) }
         do {
             try await RemoteGattIO.write(
                 object.path, interface: object.interface, value: value, offset: offset, type: withResponse ? .request : .command,
                 connection: stack.connection, timeout: options.operationTimeout)
-            if attribute.descriptor == nil, let handle {
-                recording.record(.write(handle: handle, value: value, withResponse: withResponse))
-            }
         } catch {
-            if attribute.descriptor == nil, let handle {
+            if let handle = recorded {
                 // The write, then its refusal, as an import of a capture has them (the replay rule fails that write);
                 // a refusal for security is the flags' business and the phone writes again once paired.
                 let code = Self.code(error)
-                if !code.asksForSecurity { recording.record(.write(handle: handle, value: value, withResponse: withResponse)) }
+                if code.asksForSecurity, let ticket { recording.retract(ticket) }
                 recording.record(.error(handle: handle, request: withResponse ? .writeRequest : .writeCommand, code: code))
             }
             throw Self.answer(error, writing: true)

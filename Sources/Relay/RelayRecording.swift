@@ -13,6 +13,9 @@ public final class RelayRecording: Sendable {
 
     private struct State {
         var events: [DeviceReplica.Event] = []
+        /// Each event's ticket (``record(_:)``), in step with `events`.
+        var tickets: [Int] = []
+        var nextTicket = 0
         var dropped = 0
         var connection = 0
         var connectedCentrals = 0
@@ -42,17 +45,33 @@ public final class RelayRecording: Sendable {
         }
     }
 
-    func record(_ kind: DeviceReplica.Event.Kind) {
+    /// Appends `kind`; the ticket takes it back (``retract(_:)``) while it is still unanswered.
+    @discardableResult
+    func record(_ kind: DeviceReplica.Event.Kind) -> Int? {
         state.withLock { append(&$0, kind) }
     }
 
-    private func append(_ state: inout State, _ kind: DeviceReplica.Event.Kind) {
+    /// Takes back the event of `ticket` (a write recorded before it was sent, then refused for security: the
+    /// phone writes again once paired). Looks from the end, where it is.
+    func retract(_ ticket: Int) {
+        state.withLock { state in
+            guard let index = state.tickets.lastIndex(of: ticket) else { return }
+            state.events.remove(at: index)
+            state.tickets.remove(at: index)
+        }
+    }
+
+    @discardableResult
+    private func append(_ state: inout State, _ kind: DeviceReplica.Event.Kind) -> Int? {
         guard state.events.count < Self.maximumEvents else {
             state.dropped += 1
-            return
+            return nil
         }
         let elapsed = (ContinuousClock.now - start).components
         let time = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         state.events.append(DeviceReplica.Event(kind, time: time, connection: max(1, state.connection)))
+        state.nextTicket += 1
+        state.tickets.append(state.nextTicket)
+        return state.nextTicket
     }
 }

@@ -129,6 +129,10 @@ public struct RemoteCharacteristic: Sendable {
     /// What the device sends once subscribed: after each delay (from the subscription), one value; those
     /// after zero before the subscription is answered.
     public var notifications: [(after: Duration, value: [UInt8])] = []
+    /// A device that answers writes: each value written here is notified on the characteristic with this handle,
+    /// `prefix` first, and only then is the `WriteValue` call answered (`replyAfter` later), as a fast device's
+    /// notification can reach the central before bluetoothd's reply to the write.
+    public var answersWrites: (handle: UInt16, prefix: [UInt8], replyAfter: Duration)?
     public var descriptors: [RemoteDescriptor] = []
 
     public init(uuid: String, flags: [String], handle: UInt16, value: [UInt8] = [], descriptors: [RemoteDescriptor] = []) {

@@ -283,9 +283,13 @@ public final class StandInDevice: Sendable {
                             path, error: characteristic.readError, pairs: characteristic.pairsOnRead, interface: Names.gattCharacteristic))
                 ]
             },
-            DBusMethod("WriteValue", input: "aya{sv}") { call in
+            DBusMethod("WriteValue", input: "aya{sv}") { [weak self] call in
                 let value = try call.arguments.first?.bytes ?? []
                 state.withLock { $0.values[path] = value }
+                if let self, let answer = characteristic.answersWrites, let target = characteristicPath(answer.handle) {
+                    await send(answer.prefix + value, on: target)
+                    try? await Task.sleep(for: answer.replyAfter)
+                }
                 return []
             },
         ]

@@ -72,6 +72,45 @@ import Testing
         withExtendedLifetime(rig) {}
     }
 
+    /// A device whose notification answering a write reaches the relay before bluetoothd's reply to the write:
+    /// the recording still has the write first (a replay rule fires the answer on the write, not on the write
+    /// before it). Failed before the write was recorded at send time: the notification came first.
+    @Test(.timeLimit(.minutes(1))) func aWriteIsRecordedBeforeTheNotificationThatAnswersIt() async throws {
+        var lock = Lock.peripheral()
+        lock.services[0].characteristics[0].answersWrites = (handle: 0x0013, prefix: [0xA0], replyAfter: .milliseconds(200))
+        let (rig, stack, session) = try await attach(lock, Lock.name)
+        defer { Task { await stack.close() } }
+        let recording = RelayRecording()
+        let link = RelayLink(
+            device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
+            recording: recording)
+        let ids = Dictionary(uniqueKeysWithValues: session.profile.services.flatMap(\.characteristics).map { ($0.uuid.description, $0.id) })
+        try await link.setSubscribed(try #require(ids[Lock.tx]), true)
+        for value: UInt8 in 1...3 {
+            try await link.write(GattAttributeID(characteristic: try #require(ids[Lock.rx])), value: [value], offset: 0, withResponse: true)
+        }
+        for _ in 0..<100 where recording.conversation.events.filter(\.isNotification).count < 5 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let conversation = recording.conversation.events.map(\.kind).filter {
+            switch $0 {
+            case .write: true
+            case .notification(handle: 0x0014, let value, _): value.first == 0xA0
+            default: false
+            }
+        }
+        #expect(
+            conversation
+                == [1, 2, 3].flatMap { value -> [DeviceReplica.Event.Kind] in
+                    [
+                        .write(handle: 0x0012, value: [value], withResponse: true),
+                        .notification(handle: 0x0014, value: [0xA0, value], indication: false),
+                    ]
+                })
+        await link.stop(forget: true)
+        withExtendedLifetime(rig) {}
+    }
+
     @Test func deviceErrorsMapToWhatBlueZLetsAnApplicationSend() {
         #expect(ATTError(sending: .readNotPermitted) == .notPermitted)
         #expect(ATTError(sending: .writeNotPermitted) == .notPermitted)
