@@ -1,13 +1,19 @@
 """The test central's own HCI captures, checked against what the central did (tshark as the oracle).
 
 A capture that lost records (btmon dying part-way was seen) cannot be imported faithfully, so each one is
-checked when it is closed: every write the central completed, every notification or indication it
-received and every read it got an answer to must be in it.
+checked: every write the central completed, every notification or indication it received and every read it
+got an answer to must be in it. Checked when it is closed, or (each test's own capture) on the host after the
+VM: `python3 Tests/e2e/captures.py DIR...` (scripts/e2e runs it) checks every `*.btsnoop` that has its
+`*.btsnoop.ops.json` beside it.
 """
 from __future__ import annotations
 
 import collections
+import json
 import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 # ATT opcodes a client sends (requests and commands); the others come from the server.
 CLIENT_OPCODES = {0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20, 0x52, 0xD2}
@@ -99,3 +105,37 @@ def advertising_reports(capture, address: str) -> list[dict]:
                         "uuids_128": [u for u in uuids.split(",") if u], "service_data": [d for d in data.split(",") if d],
                         "name": name})
     return reports
+
+
+def ops_path(capture) -> Path:
+    return Path(str(capture) + ".ops.json")
+
+
+def write_ops(capture, ops: list[tuple]) -> None:
+    """What the central did during `capture`, for check_complete on the host (main below)."""
+    ops_path(capture).write_text(json.dumps([list(op) for op in ops]))
+
+
+def main(dirs: list[str]) -> int:
+    """Checks every capture in `dirs` that has its ops beside it; one line per capture that fails, a summary
+    line; exit 1 if any failed."""
+    captures = sorted(p for d in dirs for p in Path(d).glob("*.btsnoop") if ops_path(p).exists())
+
+    def check(capture: Path) -> str | None:
+        try:
+            check_complete(capture, [tuple(op) for op in json.loads(ops_path(capture).read_text())])
+        except (AssertionError, ValueError, OSError, subprocess.TimeoutExpired) as e:
+            return f"{capture.name}: {e}"
+        return None
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failures = [f for f in pool.map(check, captures) if f]
+    for failure in failures:
+        print(f"check-central-captures: FAILED {failure}")
+    print(f"check-central-captures: {len(captures) - len(failures)} of {len(captures)} central captures hold "
+          f"everything the central did (tshark) in {', '.join(dirs)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

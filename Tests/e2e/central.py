@@ -596,10 +596,13 @@ class BumbleConnection(Connection):
 
 class Recording:
     """The central's HCI traffic going to a btsnoop file (Bumble's snooper); a context manager. `ops` are the
-    operations the central completed meanwhile; closing checks the capture holds them (captures.py)."""
+    operations the central completed meanwhile; closing checks the capture holds them (captures.py), or with
+    `check="later"` writes them beside the capture (`<capture>.ops.json`) for scripts/e2e to check on the host
+    once the VM is done (tshark takes seconds to start under TCG, a fraction of one on the host)."""
 
-    def __init__(self, central: "BumbleCentral", path, check: bool = True):
+    def __init__(self, central: "BumbleCentral", path, check: str = "now"):
         from bumble.snoop import BtSnooper
+        assert check in ("now", "later"), check
         self.central, self.path, self.check = central, path, check
         self.file = open(path, "wb")
         self.previous = central.device.host.snooper
@@ -614,9 +617,12 @@ class Recording:
         self.central.device.host.snooper = self.previous
         self.file.close()
         self.file = None
-        if self.check:
+        if self.check == "now":
             from captures import check_complete
             self.figures = check_complete(self.path, self.ops)
+        else:
+            from captures import write_ops
+            write_ops(self.path, self.ops)
 
     def __enter__(self):
         return self
@@ -656,10 +662,10 @@ class BumbleCentral(Central):
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
 
-    def record(self, path) -> "Recording":
+    def record(self, path, check: str = "now") -> "Recording":
         """Writes this central's HCI traffic (what a phone's btsnoop_hci.log holds) to `path` as btsnoop
         until the returned recording is closed; the recording before it (if any) resumes then."""
-        return Recording(self, path)
+        return Recording(self, path, check)
 
     async def disconnect_all(self):
         if self.device is None:

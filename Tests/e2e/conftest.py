@@ -239,10 +239,11 @@ async def start_peripheral(env, central, request):
     started: list[Peripheral] = []
     out = Path(env["GATTEMU_OUT"])
     await clean_radio(central)
-    # The central's own HCI capture of the test, as a phone would take it (btsnoop_hci.log).
+    # The central's own HCI capture of the test, as a phone would take it (btsnoop_hci.log); scripts/e2e checks
+    # it against what the central did, with tshark on the host (scripts/check-central-captures).
     capture = None
     if getattr(central, "stack", "") == "bumble":
-        capture = central.record(out / f"central-{request.node.name}.btsnoop".replace("/", "_"))
+        capture = central.record(out / f"central-{request.node.name}.btsnoop".replace("/", "_"), check="later")
 
     def start(name: str = "gattemu-fixture", cmd: str | None = None, profile: str | None = None,
               adapter: str | None = None, extra_args: list[str] | tuple = ()) -> Peripheral:
@@ -282,13 +283,114 @@ async def start_peripheral(env, central, request):
                       else f"--- gattemu report {events} failed ({made.returncode}): {made.stderr.strip()}")
 
 
+# Seconds each test file takes in the sandbox (setup, call and teardown of all its tests; `--durations=0` of a
+# whole run on 2026-11-27, 4,015 s in all without the per-test tshark check, now on the host), only to balance
+# the shards of `scripts/e2e --shards N`. A file not listed counts UNLISTED_SECONDS per test; a wrong figure
+# makes one VM finish later, it never leaves a test out.
+FILE_SECONDS: dict[str, float] = {
+    "test_contract_each_profile.py": 479,
+    "test_dashboard.py": 395,
+    "test_relay.py": 350,
+    "test_gattemu_faults.py": 297,
+    "test_gattemu_contract.py": 191,
+    "test_gattemu_random_writes.py": 190,
+    "test_hostile.py": 180,
+    "test_real_capture_replay.py": 173,
+    "test_python_client.py": 157,
+    "test_pairing.py": 139,
+    "test_gattemu_clone.py": 127,
+    "test_gattemu_leaf.py": 120,
+    "test_gattemu_soak.py": 113,
+    "test_import_roundtrip.py": 94,
+    "test_gattemu_ctl.py": 90,
+    "test_phone_centrals.py": 89,
+    "test_hostile_profiles.py": 80,
+    "test_bench_smoke.py": 78,
+    "test_bumble_device.py": 70,
+    "test_relay_soak.py": 69,
+    "test_sandbox.py": 67,
+    "test_sandbox_bluez.py": 54,
+    "test_address_change.py": 54,
+    "test_gattemu_noke.py": 51,
+    "test_gattemu_lifecycle.py": 50,
+    "test_gattemu_multicentral.py": 35,
+    "test_service_changed.py": 33,
+    "test_relay_faults.py": 33,
+    "test_gattemu_resilience.py": 31,
+    "test_gattemu_eventlog.py": 28,
+    "test_relay_address.py": 24,
+    "test_hid_import.py": 22,
+    "test_gattemu_core.py": 19,
+    "test_gattemu_bleproof.py": 13,
+    "test_nonroot.py": 11,
+    "test_package.py": 9,
+}
+UNLISTED_SECONDS = 30.0
+
+
+def shard_of_files(files: dict[str, int], shards: int) -> dict[str, int]:
+    """Each test file (name -> number of its tests) given to one of `shards` VMs (0-based), the longest first to
+    the least loaded: whole files, so that a module's fixtures and its tests' order stay together."""
+    weight = {f: FILE_SECONDS.get(f, UNLISTED_SECONDS * n) for f, n in files.items()}
+    loads = [0.0] * shards
+    owner = {}
+    for f in sorted(files, key=lambda f: (-weight[f], f)):
+        k = min(range(shards), key=lambda k: (loads[k], k))
+        owner[f] = k
+        loads[k] += weight[f]
+    return owner
+
+
+def _select_shard(config, items) -> None:
+    """GATTEMU_E2E_SHARD=K/N (scripts/e2e --shards N): keep the tests of shard K's files, deselect the rest."""
+    spec = os.environ.get("GATTEMU_E2E_SHARD", "")
+    if not spec:
+        return
+    k, _, n = spec.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise pytest.UsageError(f"GATTEMU_E2E_SHARD={spec!r}: expected K/N with 1 <= K <= N")
+    files: dict[str, int] = {}
+    for item in items:
+        files[item.path.name] = files.get(item.path.name, 0) + 1
+    owner = shard_of_files(files, int(n))
+    keep = [item for item in items if owner[item.path.name] == int(k) - 1]
+    dropped = [item for item in items if owner[item.path.name] != int(k) - 1]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+    report(f"shard {spec}: {len(keep)} tests from {sum(1 for f in owner if owner[f] == int(k) - 1)} files")
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests that switch bluetoothd to another BlueZ version run last: BlueZ 5.82 leaves the
     controller's settings changed for the 5.66 that follows (seen: 5.66 then advertised from a
     random address), so every other test sees the VM's controller as booted."""
+    _select_shard(config, items)
     switching = {"bluez", "bluez_582"}
     items.sort(key=lambda item: bool(item.get_closest_marker("switches_bluez")
                                       or switching & set(getattr(item, "fixturenames", ()))))
+
+
+# The sandbox kills COMMAND at GATTEMU_TIMEOUT seconds of the VM's uptime, and pytest's closing summary (the
+# tracebacks of every failure and error) would die with it. Past this many seconds before that, each test left
+# fails at setup instead, so the run ends with its summary and says which tests it never ran.
+TIME_MARGIN = 300.0
+
+
+def _uptime() -> float:
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    limit = os.environ.get("GATTEMU_TIMEOUT", "")
+    if not limit.isdigit() or not os.path.isdir("/run/gattemu"):
+        return
+    left = int(limit) - 20 - _uptime()
+    if left < TIME_MARGIN:
+        pytest.fail(f"not run: {left:.0f} s of the sandbox's {limit} s were left (the suite stops {TIME_MARGIN:.0f} s "
+                    f"early so that its summary is printed); the suite is too slow for its timeout", pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,6 +5,7 @@ fresh device with the same seed; the profile the relay records, run alone, answe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -223,9 +224,25 @@ async def answer_device_prompt(port: int, passkey: str, stop: asyncio.Event) -> 
     return answered
 
 
+@pytest.fixture
+async def phone_unpaired_after(central):
+    """After the test, the phone's bond with the mirror's controller (GATTEMU_PERIPH in the Bumble layout, where every
+    later test serves) is removed on both sides, passed or failed: bluetoothd refuses a bonded central's just-works
+    re-pairing (JustWorksRepairing = never), which failed test_service_changed's pairing long after this test."""
+    yield
+    index = os.environ[CONTROLLER_PLAN["bumble"]["mirror"]].removeprefix("hci")
+    with contextlib.suppress(Exception):
+        await amgmt("--index", index, "unpair", "-t", "1", os.environ["GATTEMU_CENTRAL_ADDRESS"])
+    keystore = getattr(getattr(central, "device", None), "keystore", None)
+    if keystore is not None:
+        with contextlib.suppress(Exception):
+            await keystore.delete(os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"])
+
+
 @pytest.mark.parametrize("mode", ["open", "secure", "passkey"])
 async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, start_bumble_device, start_peripheral,
-                                                               gattemu_bin, needs_separate_stack, tmp_path):
+                                                               gattemu_bin, needs_separate_stack, tmp_path,
+                                                               phone_unpaired_after):
     """A Bumble peripheral on a controller of its own (notifications, indications, a 300-byte value read in blobs, an
     application error, a refused write): its app flow through the relay gives the same bytes as directly.
     `secure`: the device needs an encrypted link (just works): the relay pairs with it while it reads the table, the
@@ -347,29 +364,42 @@ async def test_the_device_link_is_made_again_for_each_phone_session(central, sta
                                                                    relay_adapters, needs_separate_stack, tmp_path):
     """`--on-phone-disconnect reconnect`: when the phone leaves the mirror, the relay drops the device's link and
     makes it again, so the next phone session meets a freshly connected device (the device's own log shows a second
-    connection from the relay); the flow passes in both sessions. The default keeps the link (one connection)."""
+    connection from the relay); the flow passes in both sessions. The default keeps the link (no new connection
+    while the phones come and go)."""
     profile, flow = FLOWS["noke"]
     match = CASES["noke"]
     _, _, mirror_address = relay_adapters
-    counts = {}
+    counts, lost = {}, {}
     for mode in ("keep", "reconnect"):
         device = start_gattemu(profile, args=["--seed", SEED])
         adv = await device.advertising(central, **match)
         relay = start_relay(start_peripheral, gattemu_bin, adv.address, relay_adapters, tmp_path,
                             "--on-phone-disconnect", mode)
         await relay.advertising(central, address=mirror_address, timeout=120, **match)
+
+        def device_connections() -> int:
+            log = [json.loads(line) for line in device.events.read_text().splitlines() if line.strip()]
+            return sum(1 for e in log if e["event"] == "connected")
+
+        # Counted from here: the relay's attaching may itself take more than one attempt on a loaded machine.
+        attached = device_connections()
         for _ in range(2):
             assert await run_flow(flow, central, mirror_address), relay.tail()
             await central.disconnect_all()
             await asyncio.sleep(3)
         assert relay.stop() == 0, relay.tail()
-        device_log = [json.loads(line) for line in device.events.read_text().splitlines() if line.strip()]
-        counts[mode] = sum(1 for e in device_log if e["event"] == "connected")
-        notes = [e.get("detail", "") for e in relay_events(relay) if e["event"] == "note"]
+        counts[mode] = device_connections() - attached
+        log = relay_events(relay)
+        notes = [e.get("detail", "") for e in log if e["event"] == "note"]
+        # A link the device really lost (a loaded machine, a supervision timeout) is made again in either mode: the
+        # relay says so (device-lost), and that connection is not the mode's doing.
+        lost[mode] = sum(1 for e in log if e["event"] == "device-lost")
         if mode == "reconnect":
             assert any("disconnected and connected again" in n for n in notes), notes
+        else:
+            assert not any("disconnected and connected again" in n for n in notes), notes
         device.stop()
         await central.wait_gone(name=adv.name, timeout=30)
-    assert counts["keep"] == 1 and counts["reconnect"] >= 2, counts
-    report(f"relay --on-phone-disconnect: the device saw {counts['keep']} connection with keep, "
-           f"{counts['reconnect']} with reconnect over two phone sessions")
+    assert counts["keep"] == lost["keep"] and counts["reconnect"] >= 1 + lost["reconnect"], (counts, lost)
+    report(f"relay --on-phone-disconnect: over two phone sessions the device saw {counts['keep']} new connections "
+           f"with keep, {counts['reconnect']} with reconnect")
