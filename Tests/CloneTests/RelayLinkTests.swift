@@ -21,6 +21,16 @@ import Testing
         return (rig, stack, session)
     }
 
+    /// A link to the attached device with a recording of its own, and the mirror's characteristic ids by UUID.
+    func link(_ session: RelaySession, _ stack: BlueZStack) -> (RelayLink, RelayRecording, [String: String]) {
+        let recording = RelayRecording()
+        let link = RelayLink(
+            device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
+            recording: recording)
+        let ids = Dictionary(uniqueKeysWithValues: session.profile.services.flatMap(\.characteristics).map { ($0.uuid.description, $0.id) })
+        return (link, recording, ids)
+    }
+
     @Test(.timeLimit(.minutes(1))) func duplicateUUIDsEachMatchTheirOwnCharacteristic() async throws {
         let (rig, stack, session) = try await attach(CloneDuplicateUUIDTests.keyboard(), "Keys K380")
         defer { Task { await stack.close() } }
@@ -39,11 +49,7 @@ import Testing
     @Test(.timeLimit(.minutes(1))) func readsPassTheDevicesBytesAndErrorsAndNotificationsAreRecorded() async throws {
         let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
         defer { Task { await stack.close() } }
-        let recording = RelayRecording()
-        let link = RelayLink(
-            device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
-            recording: recording)
-        let ids = Dictionary(uniqueKeysWithValues: session.profile.services.flatMap(\.characteristics).map { ($0.uuid.description, $0.id) })
+        let (link, recording, ids) = link(session, stack)
         let session4 = try #require(ids[Lock.session])
         let read = try await link.read(GattAttributeID(characteristic: session4), offset: 0)
         #expect(read == Lock.sessionValue)
@@ -80,11 +86,7 @@ import Testing
         lock.services[0].characteristics[0].answersWrites = (handle: 0x0013, prefix: [0xA0], replyAfter: .milliseconds(200))
         let (rig, stack, session) = try await attach(lock, Lock.name)
         defer { Task { await stack.close() } }
-        let recording = RelayRecording()
-        let link = RelayLink(
-            device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
-            recording: recording)
-        let ids = Dictionary(uniqueKeysWithValues: session.profile.services.flatMap(\.characteristics).map { ($0.uuid.description, $0.id) })
+        let (link, recording, ids) = link(session, stack)
         try await link.setSubscribed(try #require(ids[Lock.tx]), true)
         for value: UInt8 in 1...3 {
             try await link.write(GattAttributeID(characteristic: try #require(ids[Lock.rx])), value: [value], offset: 0, withResponse: true)
