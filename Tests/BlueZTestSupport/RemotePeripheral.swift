@@ -38,6 +38,9 @@ public struct RemotePeripheral: Sendable {
         case failsFirst(Int)
         /// Connected, but the services are never resolved.
         case neverResolves
+        /// Connected at once (as `Get` says), but the signals saying so, with the services resolved, come this much
+        /// later: a loaded bluetoothd (or bus) late with its `PropertiesChanged`.
+        case announcesLate(Duration)
     }
 
     public var connecting = Connecting.succeeds

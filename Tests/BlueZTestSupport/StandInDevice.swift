@@ -145,13 +145,21 @@ public final class StandInDevice: Sendable {
         default: break
         }
         if isConnected { throw DBusError.named("org.bluez.Error.AlreadyConnected", message: "Already Connected") }
+        var uuids = peripheral.uuids.map(Self.fullUUID)
+        for service in peripheral.services where !uuids.contains(Self.fullUUID(service.uuid)) {
+            uuids.append(Self.fullUUID(service.uuid))
+        }
+        if case .announcesLate(let delay) = peripheral.connecting {
+            state.withLock { $0.properties["Connected"] = .boolean(true) }
+            try await exportGATT()
+            schedule(after: delay) { [self, uuids] in
+                await set(["Connected": .boolean(true), "ServicesResolved": .boolean(true), "UUIDs": .strings(uuids)])
+            }
+            return
+        }
         await set(["Connected": .boolean(true)])
         try await exportGATT()
         if peripheral.connecting != .neverResolves {
-            var uuids = peripheral.uuids.map(Self.fullUUID)
-            for service in peripheral.services where !uuids.contains(Self.fullUUID(service.uuid)) {
-                uuids.append(Self.fullUUID(service.uuid))
-            }
             await set(["ServicesResolved": .boolean(true), "UUIDs": .strings(uuids)])
         }
         if let after = peripheral.disconnectsAfter {

@@ -139,6 +139,14 @@ import Testing
         #expect(rig.adapter.device("D0:1F:A6:00:00:03")?.connectCalls == 3)
         let flakyRecording = try await rig.record("Flaky")
         #expect(flakyRecording.connectAttempt == 2)
+        // A link that is up but announced 3 s late (a loaded bluetoothd): one attempt, not a dropped link and another
+        // connection (failed before bluetoothd was asked after the 2 s grace: attempt 2 of a link that was up).
+        var late = Lock.peripheral(address: "D0:1F:A6:00:00:07", name: "Late")
+        late.connecting = .announcesLate(.seconds(3))
+        let lateRig = try await Rig([late])
+        let lateRecording = try await lateRig.record("Late")
+        #expect(lateRecording.connectAttempt == 1)
+        #expect(lateRig.adapter.device("D0:1F:A6:00:00:07")?.connectCalls == 1)
         await #expect { try await rig.record("Twin") } throws: { error in
             "\(error)".hasPrefix("2 devices match named \"Twin\": D0:1F:A6:00:00:05 \"Twin\"")
         }

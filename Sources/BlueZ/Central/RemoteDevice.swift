@@ -83,13 +83,18 @@ public final class RemoteDevice: Sendable {
                 await disconnect(wait: .seconds(2))
                 continue
             }
-            // `Connected` may be announced just after the reply: a grace period before "not connected" counts.
-            let connectedBy = ContinuousClock.now + .seconds(2)
+            // `Connected` may be announced just after the reply: a grace period before "not connected" counts, and
+            // then bluetoothd is asked (its signal can be seconds late on a loaded machine: taking that for a lost link
+            // dropped links that were up, and a device that starts a session per connection saw a new one).
+            var connectedBy = ContinuousClock.now + .seconds(2)
             let end = ContinuousClock.now + timeout
             while ContinuousClock.now < end {
                 let device = current.value
                 if device.connected, device.servicesResolved { return attempt }
-                if !device.connected, ContinuousClock.now >= connectedBy { break }
+                if !device.connected, ContinuousClock.now >= connectedBy {
+                    guard await refresh(), current.value.connected else { break }
+                    connectedBy = ContinuousClock.now + .seconds(2)
+                }
                 try? await Task.sleep(for: .milliseconds(25))
             }
             reason =
@@ -99,6 +104,18 @@ public final class RemoteDevice: Sendable {
             await disconnect(wait: .seconds(2))
         }
         throw .connectFailed(address: label, reason: reason + (attempts > 1 ? " (\(attempts) attempts)" : ""))
+    }
+
+    /// Reads the device's properties again (`GetAll`) into ``properties``; false when bluetoothd did not answer.
+    private func refresh() async -> Bool {
+        guard
+            let reply = try? await adapter.stack.connection.call(
+                destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
+                arguments: [.string(BlueZNames.device)], timeout: .seconds(10)),
+            let properties = reply.first?.stringKeyedDictionary
+        else { return false }
+        current.withLock { $0.apply(changed: properties, invalidated: []) }
+        return true
     }
 
     /// Disconnects (`Disconnect`) and waits up to `wait` for BlueZ to say so; errors are ignored.
