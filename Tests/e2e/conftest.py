@@ -240,7 +240,7 @@ async def start_peripheral(env, central, request):
     out = Path(env["GATTEMU_OUT"])
     await clean_radio(central)
     # The central's own HCI capture of the test, as a phone would take it (btsnoop_hci.log); scripts/e2e checks
-    # it against what the central did, with tshark on the host (scripts/check-central-captures).
+    # it against what the central did, with tshark on the host (python3 Tests/e2e/captures.py).
     capture = None
     if getattr(central, "stack", "") == "bumble":
         capture = central.record(out / f"central-{request.node.name}.btsnoop".replace("/", "_"), check="later")

@@ -19,6 +19,7 @@ from central import amgmt
 from conftest import CONTROLLER_PLAN, bluetoothd, relay_controllers, report
 from controlapi import api
 from flows import BLEPROOF_SERVICE, BUMBLE_SERVICE, FLOWS, LEAF_SERVICE, NOKE_SERVICE, bumble_flow, transcript_diff
+from recording import read_events
 
 CASES = {
     "noke": dict(name_prefix="NOKE", service_uuid=NOKE_SERVICE),
@@ -143,7 +144,7 @@ def start_relay(start_peripheral, gattemu_bin, device_address: str, relay_adapte
 
 
 def relay_events(relay) -> list[dict]:
-    return [json.loads(line) for line in relay.events.read_text().splitlines() if line.strip()]
+    return read_events(relay.events)
 
 
 async def wait_event(relay, kind: str, after: int = 0, timeout: float = 60.0) -> dict:
@@ -378,8 +379,7 @@ async def test_the_device_link_is_made_again_for_each_phone_session(central, sta
         await relay.advertising(central, address=mirror_address, timeout=120, **match)
 
         def device_connections() -> int:
-            log = [json.loads(line) for line in device.events.read_text().splitlines() if line.strip()]
-            return sum(1 for e in log if e["event"] == "connected")
+            return sum(1 for e in read_events(device.events) if e["event"] == "connected")
 
         # Counted from here: the relay's attaching may itself take more than one attempt on a loaded machine.
         attached = device_connections()

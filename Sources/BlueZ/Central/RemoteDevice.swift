@@ -37,12 +37,7 @@ public final class RemoteDevice: Sendable {
                     $0.servicesResolved = false
                 }
             }
-            let reply = try await remote.adapter.stack.connection.call(
-                destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
-                arguments: [.string(BlueZNames.device)], timeout: .seconds(10))
-            if let properties = reply.first?.stringKeyedDictionary {
-                current.withLock { $0.apply(changed: properties, invalidated: []) }
-            }
+            try await remote.refresh()
         } catch let error as CentralError {
             await remote.signals.cancel()
             throw error
@@ -92,7 +87,7 @@ public final class RemoteDevice: Sendable {
                 let device = current.value
                 if device.connected, device.servicesResolved { return attempt }
                 if !device.connected, ContinuousClock.now >= connectedBy {
-                    guard await refresh(), current.value.connected else { break }
+                    guard (try? await refresh()) != nil, current.value.connected else { break }
                     connectedBy = ContinuousClock.now + .seconds(2)
                 }
                 try? await Task.sleep(for: .milliseconds(25))
@@ -106,16 +101,14 @@ public final class RemoteDevice: Sendable {
         throw .connectFailed(address: label, reason: reason + (attempts > 1 ? " (\(attempts) attempts)" : ""))
     }
 
-    /// Reads the device's properties again (`GetAll`) into ``properties``; false when bluetoothd did not answer.
-    private func refresh() async -> Bool {
-        guard
-            let reply = try? await adapter.stack.connection.call(
-                destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
-                arguments: [.string(BlueZNames.device)], timeout: .seconds(10)),
-            let properties = reply.first?.stringKeyedDictionary
-        else { return false }
-        current.withLock { $0.apply(changed: properties, invalidated: []) }
-        return true
+    /// Reads the device's properties (`GetAll`) into ``properties``.
+    private func refresh() async throws(DBusError) {
+        let reply = try await adapter.stack.connection.call(
+            destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
+            arguments: [.string(BlueZNames.device)], timeout: .seconds(10))
+        if let properties = reply.first?.stringKeyedDictionary {
+            current.withLock { $0.apply(changed: properties, invalidated: []) }
+        }
     }
 
     /// Disconnects (`Disconnect`) and waits up to `wait` for BlueZ to say so; errors are ignored.
