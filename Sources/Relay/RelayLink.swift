@@ -28,6 +28,9 @@ public final class RelayLink: RelayUpstream {
         /// once, so that each phone's session meets a freshly connected device (one that resets its session state
         /// when its central disconnects).
         public var reconnectWhenPhonesLeave = false
+        /// How long a phone's operation waits for the link being made again (``reconnectWhenPhonesLeave``) before it
+        /// is answered `failed`: within bluetoothd's 25 s wait for the mirror's answer.
+        public var relinkWait: Duration = .seconds(15)
 
         public init() {}
     }
@@ -151,7 +154,7 @@ public final class RelayLink: RelayUpstream {
     // MARK: RelayUpstream
 
     public func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] {
-        let (object, handle) = try target(attribute)
+        let (object, handle) = try await target(attribute)
         // A phone reads a long value as a Read and Read Blobs at increasing offsets; BlueZ reads the whole value for
         // the first (a long read of its own): the blobs are served from it, and the device sees one long read.
         if offset > 0, let whole = state.withLock({ $0.wholeValues[attribute] }) {
@@ -174,7 +177,7 @@ public final class RelayLink: RelayUpstream {
     }
 
     public func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {
-        let (object, handle) = try target(attribute)
+        let (object, handle) = try await target(attribute)
         // Recorded before it is sent: what the device notifies in answer can arrive (on the subscription's socket)
         // before bluetoothd's reply to the call, and must come after the write in the conversation.
         let recorded = attribute.descriptor == nil ? handle : nil
@@ -196,6 +199,7 @@ public final class RelayLink: RelayUpstream {
     }
 
     public func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {
+        await relinked()  // the device's objects, as the link being made again finds them
         let target = state.withLock { $0.targets.characteristics[characteristic] }
         guard let target else { throw .notSupported }
         let indicate = target.properties.contains(.indicate) && !target.properties.contains(.notify)
@@ -242,8 +246,8 @@ public final class RelayLink: RelayUpstream {
     }
 
     /// The last phone left (``Options/reconnectWhenPhonesLeave``): drops the device's link and makes it again. A
-    /// phone that connects meanwhile gets `failed` until the link is back; if the device cannot be reached again,
-    /// the usual loss follows (``follow(_:)``).
+    /// phone that connects meanwhile is answered once the link is back (``Options/relinkWait`` at most); if the
+    /// device cannot be reached again, the usual loss follows (``follow(_:)``).
     private func reconnect() async {
         let device = state.withLock { state -> RemoteDevice? in
             guard state.attached, !state.stopped, !state.cycling, state.phones == 0 else { return nil }
@@ -274,12 +278,21 @@ public final class RelayLink: RelayUpstream {
 
     // MARK: Following the link
 
-    private func target(_ attribute: GattAttributeID) throws(ATTError) -> ((path: DBusObjectPath, interface: String), UInt16?) {
+    private func target(_ attribute: GattAttributeID) async throws(ATTError) -> ((path: DBusObjectPath, interface: String), UInt16?) {
+        await relinked()
         let found = state.withLock { state in
             (state.attached ? state.targets.object(attribute) : nil, state.targets.characteristics[attribute.characteristic]?.handle)
         }
         guard let object = found.0 else { throw .failed }
         return (object, found.1)
+    }
+
+    /// Returns once the link is not being made again on purpose (or after ``Options/relinkWait``).
+    private func relinked() async {
+        let end = ContinuousClock.now + options.relinkWait
+        while state.withLock({ $0.cycling && !$0.stopped }), ContinuousClock.now < end {
+            try? await Task.sleep(for: options.pollInterval)
+        }
     }
 
     /// Watches the device's link; when it goes down, tells the emulator and attaches again once the device is back.
