@@ -289,14 +289,12 @@ async def start_peripheral(env, central, request):
 # makes one VM finish later, it never leaves a test out.
 FILE_SECONDS: dict[str, float] = {
     "test_contract_each_profile.py": 479,
-    "test_dashboard.py": 395,
     "test_relay.py": 350,
     "test_gattemu_faults.py": 297,
     "test_gattemu_contract.py": 191,
     "test_gattemu_random_writes.py": 190,
     "test_hostile.py": 180,
     "test_real_capture_replay.py": 173,
-    "test_python_client.py": 157,
     "test_pairing.py": 139,
     "test_gattemu_clone.py": 127,
     "test_gattemu_leaf.py": 120,
@@ -304,10 +302,12 @@ FILE_SECONDS: dict[str, float] = {
     "test_import_roundtrip.py": 94,
     "test_gattemu_ctl.py": 90,
     "test_phone_centrals.py": 89,
+    "test_dashboard.py": 70,  # the browser on the host (--webdriver) since 2026-11-28; 395 s in the VM
     "test_hostile_profiles.py": 80,
     "test_bench_smoke.py": 78,
     "test_bumble_device.py": 70,
     "test_relay_soak.py": 69,
+    "test_python_client.py": 35,  # the venv made on the host (civenv.py) since 2026-11-28; 157 s in the VM
     "test_sandbox.py": 67,
     "test_sandbox_bluez.py": 54,
     "test_address_change.py": 54,
@@ -476,9 +476,14 @@ def bluetoothd_outlives_the_test(request):
         return
     log = Path(os.environ.get("GATTEMU_OUT", "/nonexistent")) / "bluetoothd.log"
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:]) if log.exists() else "(no log)"
-    report(f"bluetoothd DIED during {request.node.name}; started again for the tests after it")
+    # How it ended, when the kernel saw it: a fatal signal is logged there ("bluetoothd[PID]: segfault at …").
+    kernel = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30).stdout.splitlines()
+    kernel = [line for line in kernel if "bluetoothd" in line][-5:]
+    report(f"bluetoothd DIED during {request.node.name}; started again for the tests after it"
+           + "".join(f"\n  kernel: {line}" for line in kernel))
     subprocess.run([ctl, "start"], timeout=120)
-    pytest.fail(f"the peripheral-side bluetoothd is not running after this test; its log ends:\n{tail}")
+    pytest.fail(f"the peripheral-side bluetoothd is not running after this test; the kernel's log of it: {kernel}; "
+                f"its log ends:\n{tail}")
 
 
 def bluetoothd(action: str, timeout: float = 90.0) -> None:

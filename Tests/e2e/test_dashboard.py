@@ -1,10 +1,14 @@
-"""The dashboard (served by `gattemu run` at /) in headless Chromium inside the VM, while the test central
-runs the LEAF flow against gattemu on the virtual radio.
+"""The dashboard (served by `gattemu run` at /) in headless Chromium, while the test central runs the LEAF flow
+against gattemu on the virtual radio.
 
-Needs in the VM (all from the host's root, shared read-only): Debian's chromium and chromium-driver
-(/usr/bin/chromium, /usr/bin/chromedriver; scripts/bootstrap installs them) and selenium in the venv
-(scripts/bootstrap's PIP_PKGS). No browser is downloaded. Chromium runs headless with --no-sandbox (root in
-the VM) and its profile in a temporary directory. Screenshots: $GATTEMU_OUT/dashboard-*.png.
+The browser runs outside the VM when the sandbox offers one (scripts/sandbox --webdriver --forward 8772, as
+scripts/e2e starts it): Debian's chromium on the host, driven through the host's chromedriver
+(GATTEMU_WEBDRIVER), opens the dashboard through the forwarded port (GATTEMU_FORWARD_8772), as a user's browser
+opens a rig's dashboard through a tunnel: gattemu is told that name with --control-allow-host. Under TCG a
+Chromium inside the VM took minutes per page and, with a second VM beside it, never answered (CI, 2026-11-27).
+Without them (a plain scripts/sandbox run) Chromium runs inside the VM: Debian's chromium and chromium-driver
+from the host's root and selenium in the venv; no browser is downloaded. Chromium runs headless with
+--no-sandbox (root) and its own profile directory. Screenshots: $GATTEMU_OUT/dashboard-*.png.
 
 Selenium calls block, so they run in threads (asyncio.to_thread): the central's stack shares the event loop.
 """
@@ -37,18 +41,35 @@ def say(line):
     print(f"central: {line}")
 
 
+def dashboard(port: int = PORT) -> tuple[str, list[str]]:
+    """Where the browser finds the dashboard of a gattemu whose API is on 127.0.0.1:`port` here, and the
+    arguments that make gattemu answer to that name: the forwarded port when the browser is outside the VM."""
+    forwarded = os.environ.get(f"GATTEMU_FORWARD_{port}")
+    if os.environ.get("GATTEMU_WEBDRIVER"):
+        assert forwarded, f"GATTEMU_WEBDRIVER without GATTEMU_FORWARD_{port}: run the sandbox with --forward {port}"
+        return f"http://{forwarded}", ["--control", f"127.0.0.1:{port}", "--control-allow-host", forwarded]
+    return f"http://127.0.0.1:{port}", ["--control", f"127.0.0.1:{port}"]
+
+
 def open_browser():
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="gattemu-chromium-")
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
                      "--disable-extensions", "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
-                     "--disable-backgrounding-occluded-windows", "--window-size=1400,1800", f"--user-data-dir={profile}"):
+                     "--disable-backgrounding-occluded-windows", "--window-size=1400,1800"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    remote = os.environ.get("GATTEMU_WEBDRIVER")
+    if remote:  # the host's chromedriver; it gives Chromium a profile directory of its own
+        from selenium.webdriver.chromium.remote_connection import ChromiumRemoteConnection
+        # Chromium's commands (the browser's console log, console_errors) as webdriver.Chrome has them.
+        executor = ChromiumRemoteConnection(remote, vendor_prefix="goog", browser_name="chrome")
+        driver = webdriver.Remote(command_executor=executor, options=options)
+    else:
+        from selenium.webdriver.chrome.service import Service
+        options.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='gattemu-chromium-')}")
+        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     # Selenium's own wait for chromedriver's answer (120 s) must outlast the page-load timeout below, or a slow
     # first page on a loaded host ends as a read timeout that looks like a hang.
     driver.command_executor.client_config.timeout = 300
@@ -99,7 +120,8 @@ def type_into(field, text: str) -> None:
 
 
 def console_errors(driver) -> list[str]:
-    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    from selenium.webdriver.remote.command import Command
+    return [e["message"] for e in driver.execute(Command.GET_LOG, {"type": "browser"})["value"] if e["level"] == "SEVERE"]
 
 
 def page_wait(driver, script: str, *args, timeout: float = 30.0, what: str = "condition"):
@@ -114,8 +136,21 @@ def page_wait(driver, script: str, *args, timeout: float = 30.0, what: str = "co
         time.sleep(0.05)
 
 
-# Notes, in the page, when each event reaches the timeline (Date.now(), the VM's clock, as time.time() in the
-# test): Timeline.add is wrapped on the instance the dashboard uses. One WebDriver call reads them all at the end,
+def page_clock_offset(driver) -> float:
+    """Seconds the page's clock (Date.now(): the browser's machine, the host when GATTEMU_WEBDRIVER) is ahead of
+    this process's time.time(), from the quickest of a few round trips (error at most half of it)."""
+    best = None
+    for _ in range(5):
+        before = time.time()
+        page = driver.execute_script("return Date.now()") / 1000
+        after = time.time()
+        if best is None or after - before < best[0]:
+            best = (after - before, page - (before + after) / 2)
+    return best[1]
+
+
+# Notes, in the page, when each event reaches the timeline (Date.now(), on the page's clock: see
+# page_clock_offset): Timeline.add is wrapped on the instance the dashboard uses. One WebDriver call reads them all at the end,
 # so the test's polling does not slow the page down or add its own latency (Chromium runs under TCG here).
 RECORD_ARRIVALS = """
 const timeline = window.gattemuTimeline;
@@ -134,11 +169,12 @@ return window.gattemuTimeline.events.filter(e => e.seq in window.gattemuArrivals
 
 
 async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
-    p = start_gattemu(PROFILE, "variables.touchDuration=10000", args=["--control", f"127.0.0.1:{PORT}"])
+    base, control = dashboard()
+    p = start_gattemu(PROFILE, "variables.touchDuration=10000", args=control)
     adv = await p.advertising(central, name=leaf_name(), service_uuid=LEAF_SERVICE)
     assert LEAF_TOUCH_SERVICE not in adv.service_uuids
     # As `gattemu run` prints it: the page takes the token from the fragment.
-    url = f"http://127.0.0.1:{PORT}/#token={token(PORT)}"
+    url = f"{base}/#token={token(PORT)}"
     driver = await asyncio.to_thread(open_browser)
     try:
         await asyncio.to_thread(driver.get, url)
@@ -159,6 +195,7 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
 
         # 2. The LEAF flow; every write and notification shows in the timeline within 1 s.
         await asyncio.to_thread(driver.execute_script, RECORD_ARRIVALS)
+        offset = await asyncio.to_thread(page_clock_offset, driver)
         operations: list[tuple[str, str, float]] = []  # (event kind, hex, when the central did/saw it: time.time())
         conn = await central.connect(name=leaf_name())
         try:
@@ -189,7 +226,7 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:
                 for kind, value, at in await asyncio.to_thread(driver.execute_script, ARRIVALS):
-                    seen.setdefault((kind, value), at)
+                    seen.setdefault((kind, value), at - offset)
                 if all((kind, value) in seen for kind, value, _ in operations):
                     break
                 await asyncio.sleep(0.3)
@@ -202,6 +239,7 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
             delays = [seen[(k, v)] - at for k, v, at in operations]
             report(f"dashboard timeline (LEAF flow): {len(operations)} writes and notifications, each shown "
                    f"{min(delays) * 1000:.0f}–{max(delays) * 1000:.0f} ms after the central wrote or received it"
+                   f" (the page's clock {offset * 1000:+.0f} ms from the VM's, taken out)"
                    f" ({sum(1 for d in delays if d > 1.0)} over 1 s)")
 
             # The central and its MTU are listed (the row is redrawn as status refreshes: wait for the MTU in it).
@@ -281,11 +319,12 @@ async def test_dashboard_shows_the_passkey_and_forgets_the_bond(central, start_g
     screen) and types it; the bond appears in the pairing card, and its Forget button makes bluetoothd forget it."""
     from test_pairing import read_info, secure_profile
     profile = secure_profile(tmp_path, {"io": "DisplayOnly"}, "ShowsPasskey")
-    p = start_gattemu(profile, args=["--control", f"127.0.0.1:{PORT}"])
+    base, control = dashboard()
+    p = start_gattemu(profile, args=control)
     await p.wait_ready(60)
     driver = await asyncio.to_thread(open_browser)
     try:
-        await asyncio.to_thread(driver.get, f"http://127.0.0.1:{PORT}/#token={token(PORT)}")
+        await asyncio.to_thread(driver.get, f"{base}/#token={token(PORT)}")
         await asyncio.to_thread(page_wait, driver, "return !document.getElementById('card-pairing').hidden",
                                 what="the pairing card", timeout=60)
         mode = await asyncio.to_thread(driver.execute_script, "return document.getElementById('pairing-mode').textContent")

@@ -1,6 +1,6 @@
 """docs/ci.md's example test (clients/python/examples/test_leaf_example.py), run as the doc's reader runs it: a fresh
 venv, `pip install clients/python` and pytest (offline: the wheels scripts/bootstrap keeps in
-/var/cache/gattemu/wheels), then pytest on exactly that file, the plugin starting `gattemu run` on the peripheral's
+/var/cache/gattemu/wheels; civenv.py, on the host when scripts/e2e runs the suite), then pytest on exactly that file, the plugin starting `gattemu run` on the peripheral's
 adapter. This test's central plays the app under test: it finds the touched reader, subscribes to the data
 characteristic, writes dUID + AUTH_REQ and must receive the reader's first answer cut to 3 bytes by the example's
 fault. The example passes only if it saw that write and that fault, and gattemu exited 0 afterwards."""
@@ -9,18 +9,17 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import shutil
 import subprocess
 import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+import civenv
 from conftest import report
 from flows import LEAF_DATA, LEAF_TOUCH_SERVICE, Inbox, leaf_frame, leaf_write, quiet
 
 ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
 EXAMPLE = ROOT / "clients" / "python" / "examples" / "test_leaf_example.py"
-WHEELS = Path(os.environ.get("GATTEMU_WHEELS", "/var/cache/gattemu/wheels"))
 
 
 def run(argv: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
@@ -31,20 +30,16 @@ def run(argv: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
 
 
 async def test_the_ci_example_passes_in_a_fresh_venv(central, start_peripheral, gattemu_bin, env, tmp_path):
-    assert list(WHEELS.glob("pytest-*.whl")), f"no pytest wheel in {WHEELS}: run scripts/bootstrap"
-    # `pip install clients/python` from a copy: the project is read-only in the VM and setuptools builds in place.
-    source = tmp_path / "python"
-    shutil.copytree(ROOT / "clients" / "python", source,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    venv = tmp_path / "venv"
-    started = time.monotonic()
-    await asyncio.to_thread(run, ["/usr/bin/python3", "-m", "venv", venv], 300)
-    await asyncio.to_thread(run, [venv / "bin" / "pip", "install", "-q", "--disable-pip-version-check", "--no-cache-dir",
-                                  "--no-index", "--find-links", WHEELS, source, "pytest"], 900)
-    installed = (await asyncio.to_thread(run, [venv / "bin" / "python", "-c",
-                                               "import gattemu; print(gattemu.__file__)"], 60)).stdout.strip()
-    assert installed.startswith(str(venv)), installed  # the fresh venv's copy, not the tree's or the suite's venv's
-    setup = time.monotonic() - started
+    made_outside = os.environ.get("GATTEMU_CI_VENV")
+    if made_outside:  # scripts/e2e made it for this run, on the host (civenv.py)
+        venv, where = Path(made_outside), "made on the host for this run"
+        assert (venv / "bin" / "python").exists(), f"GATTEMU_CI_VENV={venv}: no venv there"
+        installed = (await asyncio.to_thread(run, [venv / "bin" / "python", "-c", "import gattemu; print(gattemu.__file__)"],
+                                             120)).stdout.strip()
+        assert installed.startswith(str(venv)), installed
+    else:
+        venv = tmp_path / "venv"
+        where = f"made in the VM in {await asyncio.to_thread(civenv.make, venv):.0f} s"
 
     out = Path(env["GATTEMU_OUT"])
     junit = out / "ci-example-junit.xml"
@@ -92,5 +87,5 @@ async def test_the_ci_example_passes_in_a_fresh_venv(central, start_peripheral, 
     assert "1 passed" in text, text[-3000:]
     cases = list(ElementTree.parse(junit).iter("testcase"))
     assert [c.get("name") for c in cases] == ["test_the_app_writes_its_first_frame_after_a_touch"]
-    report(f"CI example (clients/python/examples/test_leaf_example.py): fresh venv + pip install in {setup:.0f} s, "
+    report(f"CI example (clients/python/examples/test_leaf_example.py): fresh venv + pip install ({where}), "
            f"passed; the central got AUTH_RSP cut to {len(first)} bytes")
