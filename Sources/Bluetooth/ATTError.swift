@@ -7,12 +7,13 @@ public enum ATTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An application error code, 0x80…0x9F (sent as `org.bluez.Error.Failed` with message `0x80`).
     case application(UInt8)
 
-    /// The names profiles and fault specs use, e.g. `not-permitted`.
-    public static let namesInProfiles: [String: ATTError] = [
-        "failed": .failed, "in-progress": .inProgress, "not-permitted": .notPermitted,
-        "not-authorized": .notAuthorized, "invalid-offset": .invalidOffset,
-        "invalid-value-length": .invalidValueLength, "not-supported": .notSupported,
+    /// The errors with a name of their own (all but ``application(_:)``).
+    public static let named: [ATTError] = [
+        .failed, .inProgress, .notPermitted, .notAuthorized, .invalidOffset, .invalidValueLength, .notSupported,
     ]
+
+    /// The names profiles and fault specs use, e.g. `not-permitted` (each error's ``description``).
+    public static let namesInProfiles: [String: ATTError] = Dictionary(uniqueKeysWithValues: named.map { ($0.description, $0) })
 
     /// The application error codes.
     public static let applicationCodes: ClosedRange<UInt8> = 0x80...0x9F

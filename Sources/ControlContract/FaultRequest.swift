@@ -1,3 +1,4 @@
+import Bluetooth
 import FaultCatalog
 import Lexical
 
@@ -286,9 +287,8 @@ public enum ATTErrorValue: Sendable, Equatable {
     /// 128…159.
     case code(Int)
 
-    public static let names = [
-        "failed", "in-progress", "invalid-offset", "invalid-value-length", "not-authorized", "not-permitted", "not-supported",
-    ]
+    /// ``ATTError``'s names, sorted.
+    public static let names = ATTError.namesInProfiles.keys.sorted()
 }
 
 /// `corrupt`: flip bits, replace bytes, or XOR them.

@@ -807,18 +807,11 @@ private struct Builder {
         text.replacingOccurrences(of: "{", with: "{{").replacingOccurrences(of: "}", with: "}}")
     }
 
-    /// The profile's name for an ATT error a write may fail with (application errors as `0x80`).
+    /// The profile's name for the ATT error a recorded read or write failed with: the error that makes BlueZ send
+    /// that code (``ATTError/init(sending:)``), or `failed` for an unlikely error, which no BlueZ application can
+    /// send; nil for the codes bluetoothd decides itself (security).
     static func failName(_ code: ATTErrorCode) -> String? {
-        if code.isApplicationError { return "0x" + Hex.string([code.rawValue]) }
-        switch code {
-        case .writeNotPermitted, .readNotPermitted: return "not-permitted"
-        case .insufficientAuthorization: return "not-authorized"
-        case .invalidOffset: return "invalid-offset"
-        case .invalidAttributeValueLength: return "invalid-value-length"
-        case .requestNotSupported: return "not-supported"
-        case .unlikelyError: return "failed"
-        default: return nil
-        }
+        (ATTError(sending: code) ?? (code == .unlikelyError ? .failed : nil))?.description
     }
 }
 

@@ -136,6 +136,17 @@ enum Recordings {
         let security = DeviceReplica.Event(.error(handle: 0x0018, request: .readRequest, code: .insufficientEncryption), time: 1.1)
         var (secured, sessionID) = try engine([security])
         #expect(secured.handle(.read(characteristic: sessionID, central: central, offset: 0)).reply == nil, "no rule: the value answers")
+        // Each code as the error that makes BlueZ send it (ATTError(sending:)); an unlikely error, which no BlueZ
+        // application can send, as `failed`.
+        let codes: [(UInt8, ATTError)] = [
+            (0x9C, .application(0x9C)), (0xFE, .inProgress), (0x0E, .failed), (0x02, .notPermitted),
+            (0x07, .invalidOffset), (0x0D, .invalidValueLength), (0x06, .notSupported),
+        ]
+        for (code, error) in codes {
+            let event = DeviceReplica.Event(.error(handle: 0x0018, request: .readRequest, code: ATTErrorCode(rawValue: code)), time: 1.1)
+            var (replay, characteristic) = try engine([event])
+            #expect(replay.handle(.read(characteristic: characteristic, central: central, offset: 0)).reply == .error(error), "0x\(code)")
+        }
     }
 
     /// A treadmill sends its live data every second between the app's commands (a real capture: 127 notifications
