@@ -124,15 +124,19 @@ import Testing
             let before = openDescriptorCount()
             var idle: [RawConnection] = []
             for _ in 0..<(cap + 50) { idle.append(try RawConnection(port: port)) }
-            // Let the server take them all.
+            // Let the server take them all. A connection it accepts while it closes the longest-idle one is counted
+            // with it until the close completes (cap + 1, seen under load): the figures are those of one moment
+            // once it settled.
+            var (connections, descriptors) = (server.connections.count, openDescriptorCount())
             let deadline = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
-                if server.connections.count <= cap, openDescriptorCount() <= before + idle.count + cap + 2 { break }
+                (connections, descriptors) = (server.connections.count, openDescriptorCount())
+                if connections <= cap, descriptors <= before + idle.count + cap + 2 { break }
             }
-            #expect(server.connections.count <= cap)
+            #expect(connections <= cap)
             // Our own client sockets, the server's side of at most `cap` of them, and a little slack.
-            #expect(openDescriptorCount() <= before + idle.count + cap + 2)
+            #expect(descriptors <= before + idle.count + cap + 2)
 
             let clock = ContinuousClock()
             let start = clock.now
