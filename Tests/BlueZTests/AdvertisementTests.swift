@@ -93,6 +93,42 @@ import Testing
         #expect(bluetoothd.advertisements.count == 1, "a released advertisement is not unregistered again")
     }
 
+    /// bluetoothd 5.66 answers an advertisement's `PropertiesChanged` with a management command whose reply it hands
+    /// to the advertisement's client, uncancelled when the client goes (src/advertising.c, `properties_changed` →
+    /// `refresh_advertisement(client, NULL, NULL)`): an `UnregisterAdvertisement` right after an update freed the
+    /// client under that reply and bluetoothd died (the sandbox, twice: gattemu stopped 20 ms after a rule changed
+    /// the advertisement). Unregistering waits until ``AdvertisementRegistration/refreshSettle`` has passed since
+    /// the last update; an update after unregistering sends nothing.
+    @Test func unregisteringRightAfterAnUpdateLetsBluetoothdFinishItsRefresh() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        let stack = try await BlueZStack.connect(bus: .address(bus.address))
+        let adapter = try await stack.adapter("00:aa:01:01:00:01")
+        let registration = try await AdvertisementRegistration.register(Self.noke(), adapter: adapter, stack: stack)
+        let changes = AsyncCollector<DBusSignal>()
+        _ = try await bluetoothd.connection.subscribe(to: DBusMatchRule(path: registration.path, member: "PropertiesChanged")) {
+            changes.append($0)
+        }
+        var unlocked = Self.noke()
+        unlocked.manufacturerData = [0xFFFF: [0x00, 2, 10, 0, 0]]
+        let updated = ContinuousClock.now
+        #expect(try await registration.update(unlocked))
+        await registration.unregister()
+        #expect(ContinuousClock.now - updated >= AdvertisementRegistration.refreshSettle)
+        #expect(bluetoothd.advertisements.isEmpty)
+        #expect(await changes.wait(for: 1).count == 1)
+
+        #expect(try await registration.update(Self.noke()) == false, "unregistered: nothing to tell bluetoothd")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(changes.values.count == 1)
+
+        // Without an update, unregistering does not wait.
+        let again = try await AdvertisementRegistration.register(Self.noke(), adapter: adapter, stack: stack)
+        let started = ContinuousClock.now
+        await again.unregister()
+        #expect(ContinuousClock.now - started < AdvertisementRegistration.refreshSettle)
+    }
+
     @Test func missingBluetoothdAndAdaptersGiveOneLineReasons() async throws {
         let bus = try PrivateBus()
         await #expect(throws: BlueZError.self) {

@@ -9,10 +9,24 @@ public final class AdvertisementRegistration: Sendable {
     public let adapterPath: DBusObjectPath
     let stack: BlueZStack
     private let current: Locked<Advertisement>
-    private let state = Mutex(State.registered)
+    private let state = Mutex(Lifecycle())
     private let onRelease: @Sendable () -> Void
 
-    enum State { case registered, released, unregistered }
+    enum Phase { case registered, released, unregistered }
+
+    private struct Lifecycle {
+        var phase = Phase.registered
+        /// When ``update(_:)`` last told bluetoothd of new contents.
+        var lastUpdate: ContinuousClock.Instant?
+    }
+
+    /// How long after an update ``unregister()`` waits before it unregisters: bluetoothd 5.66 answers the update's
+    /// `PropertiesChanged` with a management command whose reply goes to the advertisement's client, and does not
+    /// cancel it when the client is unregistered (src/advertising.c: `properties_changed` calls
+    /// `refresh_advertisement(client, NULL, NULL)`, so `client_free` has no id to cancel); unregistering before the
+    /// reply frees the client under it, and bluetoothd crashed (the sandbox: gattemu stopped 20 ms after a rule
+    /// changed its advertisement). The reply takes milliseconds, up to a few hundred on a loaded machine.
+    public static let refreshSettle: Duration = .milliseconds(500)
 
     /// Checks the budget, exports the advertisement at `path` and registers it.
     ///
@@ -69,8 +83,8 @@ public final class AdvertisementRegistration: Sendable {
                 DBusMethod("Release") { [weak self] _ in
                     guard let self else { return [] }
                     let wasRegistered = state.withLock { state in
-                        defer { state = .released }
-                        return state == .registered
+                        defer { state.phase = .released }
+                        return state.phase == .registered
                     }
                     if wasRegistered { onRelease() }
                     return []
@@ -84,10 +98,12 @@ public final class AdvertisementRegistration: Sendable {
     public var advertisement: Advertisement { current.value }
 
     /// Whether bluetoothd still has it (false after `Release` or ``unregister()``).
-    public var isRegistered: Bool { state.withLock { $0 == .registered } }
+    public var isRegistered: Bool { state.withLock { $0.phase == .registered } }
 
-    /// Replaces the contents; fails, leaving the old contents, when the new ones do not fit.
-    public func update(_ advertisement: Advertisement) async throws(BlueZError) {
+    /// Replaces the contents and tells bluetoothd what changed; false when nothing was sent (no change, or
+    /// bluetoothd no longer has it). Fails, leaving the old contents, when the new ones do not fit.
+    @discardableResult
+    public func update(_ advertisement: Advertisement) async throws(BlueZError) -> Bool {
         let budget = AdvertisementBudget(advertisement)
         guard budget.fits else { throw .advertisementTooLarge(budget) }
         let old = current.withLock { current in
@@ -98,22 +114,35 @@ public final class AdvertisementRegistration: Sendable {
         let after = advertisement.properties
         let changed = after.filter { before[$0.key] != $0.value }
         let removed = before.keys.filter { after[$0] == nil }.sorted()
-        guard !changed.isEmpty || !removed.isEmpty else { return }
+        guard !changed.isEmpty || !removed.isEmpty else { return false }
+        // Stamped before it is sent, under the lock unregister() takes: an unregistering that follows waits.
+        let registered = state.withLock { state in
+            guard state.phase == .registered else { return false }
+            state.lastUpdate = .now
+            return true
+        }
+        guard registered else { return false }
         do {
             try await stack.connection.emitPropertiesChanged(
                 path: path, interface: BlueZNames.advertisement, changed: changed, invalidated: removed)
         } catch {
             throw .call("cannot update the advertisement", error)
         }
+        return true
     }
 
-    /// Unregisters it from BlueZ (if still registered) and removes the object.
+    /// Unregisters it from BlueZ (if still registered) and removes the object; within ``refreshSettle`` of an
+    /// update, it waits for the rest of it first.
     public func unregister() async {
-        let wasRegistered = state.withLock { state in
-            defer { state = .unregistered }
-            return state == .registered
+        let (wasRegistered, lastUpdate) = state.withLock { state in
+            defer { state.phase = .unregistered }
+            return (state.phase == .registered, state.lastUpdate)
         }
         if wasRegistered {
+            if let lastUpdate {
+                let rest = Self.refreshSettle - (ContinuousClock.now - lastUpdate)
+                if rest > .zero { try? await Task.sleep(for: rest) }
+            }
             _ = try? await stack.connection.call(
                 destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.advertisingManager,
                 member: "UnregisterAdvertisement", arguments: [.objectPath(path)], timeout: .seconds(5))

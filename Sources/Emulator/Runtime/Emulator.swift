@@ -239,13 +239,15 @@ public actor Emulator {
     }
 
     func refreshAdvertisements() async {
+        guard !stopped else { return }  // stopping: the advertisements are going, nothing to change on air
         let specs = engine.advertisements()
         for (registration, spec) in zip(advertisements, specs) {
             let advertisement = ProfileMapping.advertisement(spec)
             guard advertisement != registration.advertisement else { continue }
             do {
-                try await registration.update(advertisement)
-                log.record(.advertisementChanged, detail: Self.describe(advertisement))
+                if try await registration.update(advertisement) {
+                    log.record(.advertisementChanged, detail: Self.describe(advertisement))
+                }
             } catch {
                 log.record(.error, detail: error.description)
             }
