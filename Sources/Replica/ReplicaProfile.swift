@@ -233,7 +233,10 @@ private struct Builder {
         // Includes, now that every service has its id.
         for (index, service) in emulatedServices.enumerated()
         where !service.includes.isEmpty {
-            let included = service.includes.compactMap { serviceIDs[$0] }
+            if let start = service.handle, service.includes.contains(start), let id = serviceIDs[start] {
+                report.append("the \(id) service's include of itself (handle 0x\(Hex.word(start))) left out: a profile cannot say it")
+            }
+            let included = includedStarts(of: service).compactMap { serviceIDs[$0] }
             guard !included.isEmpty, case .object(var members) = services[index] else { continue }
             members.insert(("includes", .array(included.map(OrderedJSON.string))), at: members.count - 1)
             services[index] = .object(members)
@@ -294,6 +297,17 @@ private struct Builder {
         return .object(object)
     }
 
+    /// The services `service` includes, by start handle, as the profile has them: services it has, once each, not
+    /// itself (a recorded include declaration may name the service's own range).
+    func includedStarts(of service: DeviceReplica.Service) -> [UInt16] {
+        let known = Set(emulatedServices.compactMap(\.handle))
+        var starts: [UInt16] = []
+        for start in service.includes where known.contains(start) && start != service.handle && !starts.contains(start) {
+            starts.append(start)
+        }
+        return starts
+    }
+
     /// Why BlueZ would not lay the attributes out where the device had them; nil when it would: each
     /// service's handles consecutive from its declaration (includes first), each characteristic as BlueZ
     /// builds it — declaration, value, the client configuration (notify/indicate), the extended properties,
@@ -304,6 +318,10 @@ private struct Builder {
             let name = Self.uuidText(service.uuid)
             guard let start = service.handle else { return "service \(name) has no known handle" }
             guard start > previousEnd else { return "service \(name) at 0x\(Hex.word(start)) overlaps the one before it" }
+            // The device's include declarations take handles whether or not the profile can have them all.
+            guard includedStarts(of: service).count == service.includes.count else {
+                return "service \(name) includes itself, a service twice or one not emulated: its handles move"
+            }
             var next = Int(start) + 1 + service.includes.count
             for characteristic in service.characteristics {
                 let what = "characteristic \(Self.uuidText(characteristic.uuid))"

@@ -109,6 +109,20 @@ enum Recordings {
         #expect(result.report.contains { $0.contains("MTU 247") })
     }
 
+    /// A capture whose include declaration names its own service (the capture fuzz target: "a service cannot include
+    /// itself", and `gattemu import` wrote a profile that does not load): the include is left out and said so,
+    /// the profile loads, and the handles are not pinned (the declaration took a handle the profile cannot give).
+    @Test func aServiceThatIncludesItselfGivesAProfileThatLoads() throws {
+        var replica = Recordings.lock()
+        let start = try #require(replica.services[1].handle)  // the lock's service (GAP's is BlueZ's own)
+        replica.services[1].includes = [start, start]
+        let result = ReplicaProfile(replica).build()
+        let profile = try Self.load(result)
+        #expect(profile.services.allSatisfy { $0.includes.isEmpty })
+        #expect(result.report.contains { $0.contains("include of itself") })
+        #expect(result.report.contains { $0.contains("handles not pinned") && $0.contains("includes itself") })
+    }
+
     /// A read the device refused with an ATT error is refused the same way by the profile (a relay or a capture
     /// saw it); reads that were answered and refused in turn are replayed in that order. Refusals for security
     /// are the flags' business and make no rule.
