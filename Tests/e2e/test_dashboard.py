@@ -8,7 +8,8 @@ opens a rig's dashboard through a tunnel: gattemu is told that name with --contr
 Chromium inside the VM took minutes per page and, with a second VM beside it, never answered (CI, 2026-11-27).
 Without them (a plain scripts/sandbox run) Chromium runs inside the VM: Debian's chromium and chromium-driver
 from the host's root and selenium in the venv; no browser is downloaded. Chromium runs headless with
---no-sandbox (root) and its own profile directory. Screenshots: $GATTEMU_OUT/dashboard-*.png.
+--no-sandbox and its own profile directory (on the host as nobody: scripts/sandbox). Screenshots:
+$GATTEMU_OUT/dashboard-*.png.
 
 Selenium calls block, so they run in threads (asyncio.to_thread): the central's stack shares the event loop.
 """
@@ -297,6 +298,8 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
         made = await asyncio.to_thread(subprocess.run, [p.argv[0], "report", str(p.events), "-o", str(html)],
                                        capture_output=True, text=True, timeout=120)
         assert made.returncode == 0, made.stderr
+        # gattemu writes it for its owner only; the browser outside the VM runs as nobody (scripts/sandbox).
+        html.chmod(0o644)
         await asyncio.to_thread(driver.get, html.as_uri())
         shown = await asyncio.to_thread(page_wait, driver,
                                         "return window.gattemuTimeline && window.gattemuTimeline.events.length &&"
