@@ -1,7 +1,7 @@
 """docs/ci.md's example test (clients/python/examples/test_leaf_example.py), run as the doc's reader runs it: a fresh
 venv, `pip install clients/python` and pytest (offline: the wheels scripts/bootstrap keeps in
-/var/cache/gattemu/wheels; civenv.py, on the host when scripts/e2e runs the suite), then pytest on exactly that file, the plugin starting `gattemu run` on the peripheral's
-adapter. This test's central plays the app under test: it finds the touched reader, subscribes to the data
+/var/cache/gattemu/wheels; civenv.py, on the host when scripts/e2e runs the suite), then pytest on exactly that
+file, the plugin starting `gattemu run` on the peripheral's adapter. This test's central plays the app under test: it finds the touched reader, subscribes to the data
 characteristic, writes dUID + AUTH_REQ and must receive the reader's first answer cut to 3 bytes by the example's
 fault. The example passes only if it saw that write and that fault, and gattemu exited 0 afterwards."""
 from __future__ import annotations
