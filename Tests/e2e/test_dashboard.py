@@ -16,6 +16,7 @@ Selenium calls block, so they run in threads (asyncio.to_thread): the central's 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import secrets
 import subprocess
@@ -298,9 +299,14 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
         made = await asyncio.to_thread(subprocess.run, [p.argv[0], "report", str(p.events), "-o", str(html)],
                                        capture_output=True, text=True, timeout=120)
         assert made.returncode == 0, made.stderr
-        # gattemu writes it for its owner only; the browser outside the VM runs as nobody (scripts/sandbox).
-        html.chmod(0o644)
-        await asyncio.to_thread(driver.get, html.as_uri())
+        # The browser outside the VM runs as nobody on the host (scripts/sandbox), which need not be able to reach
+        # the out dir (nor read the file: gattemu writes it for its owner only): it gets the file's bytes, as the
+        # report's reader on another machine would.
+        if os.environ.get("GATTEMU_WEBDRIVER"):
+            location = "data:text/html;base64," + base64.b64encode(html.read_bytes()).decode()
+        else:
+            location = html.as_uri()
+        await asyncio.to_thread(driver.get, location)
         shown = await asyncio.to_thread(page_wait, driver,
                                         "return window.gattemuTimeline && window.gattemuTimeline.events.length &&"
                                         " window.gattemuTimeline.events.map(e => [e.event, e.value || ''])",
