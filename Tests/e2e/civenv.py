@@ -43,10 +43,16 @@ def make(venv: Path) -> float:
         run(["/usr/bin/python3", "-m", "venv", venv], 300)
         run([venv / "bin" / "pip", "install", "-q", "--disable-pip-version-check", "--no-cache-dir",
              "--no-index", "--find-links", WHEELS, source, "pytest"], 900)
-    installed = run([venv / "bin" / "python", "-c", "import gattemu; print(gattemu.__file__)"], 60).stdout.strip()
-    if not installed.startswith(str(venv)):  # the fresh venv's copy, not the tree's or the suite's venv's
-        raise RuntimeError(f"gattemu imported from {installed}, not from {venv}")
+    check(venv)
     return time.monotonic() - started
+
+
+def check(venv: Path) -> None:
+    """Raises unless `venv`'s python imports the client from `venv` itself (the fresh venv's copy, not the tree's
+    or the suite's venv's)."""
+    installed = run([venv / "bin" / "python", "-c", "import gattemu; print(gattemu.__file__)"], 120).stdout.strip()
+    if not installed.startswith(str(venv)):
+        raise RuntimeError(f"gattemu imported from {installed}, not from {venv}")
 
 
 if __name__ == "__main__":

@@ -302,17 +302,17 @@ FILE_SECONDS: dict[str, float] = {
     "test_import_roundtrip.py": 94,
     "test_gattemu_ctl.py": 90,
     "test_phone_centrals.py": 89,
-    "test_dashboard.py": 70,  # the browser on the host (--webdriver) since 2026-11-28; 395 s in the VM
     "test_hostile_profiles.py": 80,
     "test_bench_smoke.py": 78,
     "test_bumble_device.py": 70,
+    "test_dashboard.py": 70,  # the browser on the host (--webdriver) since 2026-11-28; 395 s in the VM
     "test_relay_soak.py": 69,
-    "test_python_client.py": 35,  # the venv made on the host (civenv.py) since 2026-11-28; 157 s in the VM
     "test_sandbox.py": 67,
     "test_sandbox_bluez.py": 54,
     "test_address_change.py": 54,
     "test_gattemu_noke.py": 51,
     "test_gattemu_lifecycle.py": 50,
+    "test_python_client.py": 35,  # the venv made on the host (civenv.py) since 2026-11-28; 157 s in the VM
     "test_gattemu_multicentral.py": 35,
     "test_service_changed.py": 33,
     "test_relay_faults.py": 33,

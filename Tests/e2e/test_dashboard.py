@@ -33,6 +33,8 @@ PROFILE = "leaf-reader.json"
 PORT = 8772
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+# The host's chromedriver (scripts/sandbox --webdriver), when the browser runs outside the VM.
+REMOTE = os.environ.get("GATTEMU_WEBDRIVER")
 
 
 def leaf_name() -> str:
@@ -47,7 +49,7 @@ def dashboard(port: int = PORT) -> tuple[str, list[str]]:
     """Where the browser finds the dashboard of a gattemu whose API is on 127.0.0.1:`port` here, and the
     arguments that make gattemu answer to that name: the forwarded port when the browser is outside the VM."""
     forwarded = os.environ.get(f"GATTEMU_FORWARD_{port}")
-    if os.environ.get("GATTEMU_WEBDRIVER"):
+    if REMOTE:
         assert forwarded, f"GATTEMU_WEBDRIVER without GATTEMU_FORWARD_{port}: run the sandbox with --forward {port}"
         return f"http://{forwarded}", ["--control", f"127.0.0.1:{port}", "--control-allow-host", forwarded]
     return f"http://127.0.0.1:{port}", ["--control", f"127.0.0.1:{port}"]
@@ -62,11 +64,10 @@ def open_browser():
                      "--disable-backgrounding-occluded-windows", "--window-size=1400,1800"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    remote = os.environ.get("GATTEMU_WEBDRIVER")
-    if remote:  # the host's chromedriver; it gives Chromium a profile directory of its own
+    if REMOTE:  # the host's chromedriver; it gives Chromium a profile directory of its own
         from selenium.webdriver.chromium.remote_connection import ChromiumRemoteConnection
         # Chromium's commands (the browser's console log, console_errors) as webdriver.Chrome has them.
-        executor = ChromiumRemoteConnection(remote, vendor_prefix="goog", browser_name="chrome")
+        executor = ChromiumRemoteConnection(REMOTE, vendor_prefix="goog", browser_name="chrome")
         driver = webdriver.Remote(command_executor=executor, options=options)
     else:
         from selenium.webdriver.chrome.service import Service
@@ -302,7 +303,7 @@ async def test_dashboard_follows_the_leaf_flow(central, start_gattemu):
         # The browser outside the VM runs as nobody on the host (scripts/sandbox), which need not be able to reach
         # the out dir (nor read the file: gattemu writes it for its owner only): it gets the file's bytes, as the
         # report's reader on another machine would.
-        if os.environ.get("GATTEMU_WEBDRIVER"):
+        if REMOTE:
             location = "data:text/html;base64," + base64.b64encode(html.read_bytes()).decode()
         else:
             location = html.as_uri()

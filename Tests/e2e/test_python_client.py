@@ -1,9 +1,9 @@
 """docs/ci.md's example test (clients/python/examples/test_leaf_example.py), run as the doc's reader runs it: a fresh
 venv, `pip install clients/python` and pytest (offline: the wheels scripts/bootstrap keeps in
 /var/cache/gattemu/wheels; civenv.py, on the host when scripts/e2e runs the suite), then pytest on exactly that
-file, the plugin starting `gattemu run` on the peripheral's adapter. This test's central plays the app under test: it finds the touched reader, subscribes to the data
-characteristic, writes dUID + AUTH_REQ and must receive the reader's first answer cut to 3 bytes by the example's
-fault. The example passes only if it saw that write and that fault, and gattemu exited 0 afterwards."""
+file, the plugin starting `gattemu run` on the peripheral's adapter. This test's central plays the app under test:
+it finds the touched reader, subscribes to the data characteristic, writes dUID + AUTH_REQ and must receive the
+reader's first answer cut to 3 bytes by the example's fault. The example passes only if it saw that write and that fault, and gattemu exited 0 afterwards."""
 from __future__ import annotations
 
 import asyncio
@@ -22,21 +22,12 @@ ROOT = Path(os.environ.get("GATTEMU_ROOT", Path(__file__).resolve().parents[2]))
 EXAMPLE = ROOT / "clients" / "python" / "examples" / "test_leaf_example.py"
 
 
-def run(argv: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
-                            stdin=subprocess.DEVNULL, **kwargs)
-    assert result.returncode == 0, f"{' '.join(map(str, argv))}: exit {result.returncode}\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
-    return result
-
-
 async def test_the_ci_example_passes_in_a_fresh_venv(central, start_peripheral, gattemu_bin, env, tmp_path):
     made_outside = os.environ.get("GATTEMU_CI_VENV")
     if made_outside:  # scripts/e2e made it for this run, on the host (civenv.py)
         venv, where = Path(made_outside), "made on the host for this run"
         assert (venv / "bin" / "python").exists(), f"GATTEMU_CI_VENV={venv}: no venv there"
-        installed = (await asyncio.to_thread(run, [venv / "bin" / "python", "-c", "import gattemu; print(gattemu.__file__)"],
-                                             120)).stdout.strip()
-        assert installed.startswith(str(venv)), installed
+        await asyncio.to_thread(civenv.check, venv)
     else:
         venv = tmp_path / "venv"
         where = f"made in the VM in {await asyncio.to_thread(civenv.make, venv):.0f} s"
