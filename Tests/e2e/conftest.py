@@ -135,6 +135,12 @@ class Peripheral:
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output().splitlines()[-lines:])
 
+    def last_line(self) -> str:
+        """The process's last output line (or that it printed nothing): pytest's short summary, all a CI log may
+        keep, shows only a failure's first line, so that line says where the process was."""
+        lines = self.output().splitlines()[1:]  # [0] is start()'s "=== time argv" header
+        return f"last line {lines[-1].strip()!r}" if lines else "no output at all"
+
     async def wait_ready(self, timeout: float = 60.0) -> None:
         """Returns once the process says it is registered (or at once without a `ready` test); fails
         with its output if it exits first or takes longer than `timeout`."""
@@ -143,10 +149,11 @@ class Peripheral:
         end = time.monotonic() + timeout
         while not self.ready(self.output()):
             if not self.running:
-                raise AssertionError(f"{self.argv[0]} exited with {self.proc.returncode} before it was ready; "
-                                     f"output:\n{self.tail()}")
+                raise AssertionError(f"{self.argv[0]} exited with {self.proc.returncode} before it was ready "
+                                     f"({self.last_line()}); output:\n{self.tail()}")
             if time.monotonic() >= end:
-                raise AssertionError(f"{self.argv[0]} not ready within {timeout}s; output:\n{self.tail()}")
+                raise AssertionError(f"{self.argv[0]} not ready within {timeout}s ({self.last_line()}); "
+                                     f"output:\n{self.tail()}")
             await asyncio.sleep(0.05)
 
     async def advertising(self, central: Central, timeout: float = 60.0, **match):

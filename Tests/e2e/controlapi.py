@@ -63,7 +63,7 @@ async def api(method: str, path: str, body=None, port: int = PORT) -> tuple[int,
     return await asyncio.to_thread(call, method, path, body, port)
 
 
-async def wait_for_api(peripheral, timeout: float = 30, port: int = PORT) -> dict:
+async def wait_for_api(peripheral, timeout: float = 60, port: int = PORT) -> dict:
     """Once the peripheral says it is ready, polls `GET /v1/status` until the API answers and gattemu advertises;
     returns that status. Fails with the peripheral's output if it exits or takes longer than `timeout` (each)."""
     await peripheral.wait_ready(timeout)
@@ -77,4 +77,5 @@ async def wait_for_api(peripheral, timeout: float = 30, port: int = PORT) -> dic
         except gattemu.ConnectionFailed:
             pass
         await asyncio.sleep(0.3)
-    raise AssertionError("control API did not come up:\n" + peripheral.output())
+    raise AssertionError(f"control API did not come up within {timeout}s ({peripheral.last_line()}):\n"
+                         + peripheral.output())

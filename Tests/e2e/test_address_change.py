@@ -31,7 +31,7 @@ def resolves(adv, irk_hex: str) -> bool:
 async def test_the_central_finds_the_device_under_its_new_address(central, start_gattemu, tmp_path, needs_separate_stack):
     profile = bleproof_named(tmp_path, NAME)
     p = start_gattemu(profile, args=["--control", "127.0.0.1:8765"])
-    status = await wait_for_api(p, timeout=60)
+    status = await wait_for_api(p)
     assert status["adapter"].get("privateAddresses") is None, status["adapter"]
     first = await p.advertising(central, name=NAME)
     assert address_type(first) == "public", address_type(first)
@@ -76,7 +76,7 @@ async def test_the_central_finds_the_device_under_its_new_address(central, start
     # The keys went back in the answers only: whoever reads the log cannot follow the device.
     assert not any(key in p.output() for key in keys), "an IRK is in gattemu's log"
     again = start_gattemu(profile, args=["--control", "127.0.0.1:8765"])
-    await wait_for_api(again, timeout=60)
+    await wait_for_api(again)
     back = await again.advertising(central, name=NAME, timeout=30)
     assert back.address == first.address and address_type(back) == "public", (back.address, address_type(back))
     steps.append(f"gattemu stopped: back at {back.address}")

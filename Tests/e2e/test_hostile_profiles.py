@@ -37,7 +37,7 @@ async def test_hostile_profile_under_writes(name, central, start_gattemu, tmp_pa
     wrapper = tmp_path / f"{name}-advertised.json"
     wrapper.write_text(json.dumps({"extends": str(HOSTILE / f"{name}.json"), "advertisements": [{"localName": "Hostile"}]}))
     p = start_gattemu(str(wrapper), args=["--allow-extends-outside", "--control", "127.0.0.1:8765"])
-    await wait_for_api(p, timeout=60)
+    await wait_for_api(p)
     conn = await central.connect(name="Hostile")
     writes, errors, peak, slowest = 0, 0, rss_mib(p.proc.pid), 0.0
     try:

@@ -162,7 +162,7 @@ MODES = [
 @pytest.mark.parametrize("mode,security,io,users,expected", MODES, ids=[m[0].split(" (")[0].replace(" ", "-")[:40] for m in MODES])
 async def test_pairing_mode(central, secure, mode, security, io, users, expected):
     p, name = secure(security)
-    await wait_for_api(p, timeout=60)
+    await wait_for_api(p)
     conn = await central.connect(name=name)
     try:
         if users.startswith("fault-"):
@@ -233,7 +233,7 @@ async def test_secure_connections_mode(central, secure, security, io, central_sc
     legacy pairing otherwise. (`only` is refused by validate: Linux drops such links, docs/pairing.md.)"""
     mode = security["secureConnections"]
     p, name = secure(security)
-    await wait_for_api(p, timeout=60)
+    await wait_for_api(p)
     conn = await central.connect(name=name)
     try:
         outcome = "paired"
@@ -270,7 +270,7 @@ async def test_bond_survives_a_gattemu_restart_and_a_forgotten_bond_fails_like_a
     bond behind the central's back: the central's encrypted reconnect fails (PIN or key missing), and pairing
     again makes it work."""
     p, name = secure(None)
-    await wait_for_api(p, timeout=60)
+    await wait_for_api(p)
     conn = await central.connect(name=name)
     steps = []
     try:
@@ -285,7 +285,7 @@ async def test_bond_survives_a_gattemu_restart_and_a_forgotten_bond_fails_like_a
         p.stop()
 
         p2, name = secure(None)  # a new gattemu on the same adapter: bluetoothd kept the keys
-        await wait_for_api(p2, timeout=60)
+        await wait_for_api(p2)
         conn = await central.connect(name=name)
         assert (await read_info(conn)).startswith("refused"), "the link starts unencrypted"
         await conn.encrypt()

@@ -34,7 +34,7 @@ async def changed_within(changes: list, count: int, timeout: float = 15.0) -> bo
 @pytest.mark.parametrize("bluez", ["5.66", "5.82"], indirect=True)
 async def test_service_changed_reaches_a_bonded_central(bluez, central, start_gattemu, tmp_path, needs_separate_stack):
     p = start_gattemu(update_profile(tmp_path), args=["--control", "127.0.0.1:8765"])
-    await wait_for_api(p, timeout=60)
+    await wait_for_api(p)
     conn = await central.connect(name="Updatable")
     steps = []
     try:

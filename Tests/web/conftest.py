@@ -76,14 +76,17 @@ def server_factory(binaries):
 
 
 @pytest.fixture
-def browser():
+def browser(tmp_path):
     options = webdriver.ChromeOptions()
     options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                      "--window-size=1400,1800", "--no-first-run", "--disable-extensions"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    # Chromium leaves an org.chromium.Chromium.* directory in TMPDIR per session: in pytest's own temporary
+    # directory, not in the machine's /tmp, where a CI rig's runs would pile them up.
+    service = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"),
+                      env={**os.environ, "TMPDIR": str(tmp_path)})
     driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(20)
     yield driver
