@@ -7,14 +7,15 @@ against the fixture, test_gattemu_contract.py runs the LEAF profile at length).
 Before schemathesis, every service of the profile is hidden and shown again through the API, one by one and then
 all at once: bluetoothd refuses a GATT application with no objects, and hiding a profile's last service once
 answered 503 with the device left without its table (issue #27). Each must answer 200, the device must keep
-advertising, and the table must be complete again at the end."""
+advertising, and the table must be complete again at the end.
+
+schemathesis itself runs on the host under scripts/e2e (contract.py), against the port forwarded out of the VM."""
 from __future__ import annotations
 
 import asyncio
 import json
 import os
 import re
-import subprocess
 import time
 import urllib.parse
 from pathlib import Path
@@ -23,9 +24,10 @@ import gattemu
 import pytest
 
 from conftest import report
+from contract import control_args, run_schemathesis
 
-PORT = 8774
-VENV = Path(os.environ.get("GATTEMU_VENV", "/var/cache/gattemu/venv"))
+PORT = 8774  # scripts/e2e forwards it (--forward) for the host's schemathesis
+EXAMPLES = int(os.environ.get("GATTEMU_CONTRACT_EXAMPLES", "2"))
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = sorted(p.name for p in (ROOT / "profiles").glob("*.json") if p.name != "schema.json")
 
@@ -68,7 +70,7 @@ async def test_schemathesis_finds_nothing_in_the_live_api_of_each_profile(profil
     token_file = tmp_path / "token"
     token_file.write_text(token + "\n")
     token_file.chmod(0o600)
-    p = start_gattemu(profile, args=["--control", f"127.0.0.1:{PORT}", "--control-token-file", str(token_file)])
+    p = start_gattemu(profile, args=[*control_args(PORT), "--control-token-file", str(token_file)])
     url = f"http://127.0.0.1:{PORT}"
     started = time.monotonic()
     state = await wait_serving(p, url, token)
@@ -92,20 +94,12 @@ async def test_schemathesis_finds_nothing_in_the_live_api_of_each_profile(profil
 
     out = Path(os.environ["GATTEMU_OUT"])
     name = profile.removesuffix(".json")
-    argv = [str(VENV / "bin" / "schemathesis"), "run", f"{url}/v1/openapi.json", "--url", url, "--checks", "all",
-            "-H", f"Authorization: Bearer {token}", "--exclude-path", "/v1/events/stream",
-            "--phases", "fuzzing,stateful",
-            "--max-examples", os.environ.get("GATTEMU_CONTRACT_EXAMPLES", "2"),
-            "--seed", "1", "--generation-database", "none", "--request-timeout", "20",
-            "--report", "junit", "--report-dir", str(out / f"schemathesis-live-{name}"), "--no-color"]
-    result = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=600,
-                                     cwd=tmp_path, stdin=subprocess.DEVNULL)
-    text = result.stdout + result.stderr
+    returncode, text = await run_schemathesis(PORT, token, f"live-{name}", EXAMPLES, tmp_path)
     (out / f"schemathesis-live-{name}.txt").write_text(text)
-    assert result.returncode == 0, (f"schemathesis found problems with {profile} (exit {result.returncode}; all "
-                                    f"output: {out}/schemathesis-live-{name}.txt):\n{text[-12000:]}\n"
-                                    f"gattemu:\n{p.tail(60)}")
-    counts = re.search(r"(\d+) generated, (\d+) passed", result.stdout)
+    assert returncode == 0, (f"schemathesis found problems with {profile} (exit {returncode}; all "
+                             f"output: {out}/schemathesis-live-{name}.txt):\n{text[-12000:]}\n"
+                             f"gattemu:\n{p.tail(60)}")
+    counts = re.search(r"(\d+) generated, (\d+) passed", text)
     assert counts and counts.group(1) == counts.group(2) and int(counts.group(1)) > 0, text[-3000:]
     assert p.running, f"gattemu exited during the run:\n{p.tail()}"
     # Still serving, and once what the run left is undone (faults, behaviour, variant, services), advertising

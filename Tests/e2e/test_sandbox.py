@@ -101,3 +101,41 @@ async def test_soak_connect_subscribe_write_notify_cycles(central, start_periphe
           f"first-attempt success {first}/{len(attempts)} ({100 * first / len(attempts):.0f}%), "
           f"attempts per cycle {attempts}")
     assert len(attempts) == cycles and all(a >= 1 for a in attempts)
+
+
+HOSTILE_RUNNER_BODIES = [
+    ({"url": "http://10.0.2.2:80"}, "url"),
+    ({"url": "http://127.0.0.1:1/x"}, "url"),
+    ({"token": "t\r\nX-Injected: 1"}, "token"),
+    ({"token": "--checks=none"}, None),  # a plain word: schemathesis gets it only inside the -H value
+    ({"name": "../../etc"}, "name"),
+    ({"phases": "coverage"}, "phases"),
+    ({"examples": 10**6}, "examples"),
+    ({"examples": True}, "examples"),
+    ({"timeout": 0}, "timeout"),
+]
+
+
+@pytest.mark.parametrize("change, refused", HOSTILE_RUNNER_BODIES)
+async def test_the_schemathesis_runner_refuses_what_is_not_a_plain_request(change, refused, tmp_path):
+    """Tests/e2e/schemathesis_host.py runs a command on the host for whoever reaches its port: nothing of a body
+    gets onto that command line unchecked. Checked here (argv_for) and, when the sandbox reaches the runner
+    (scripts/e2e: --reach, GATTEMU_SCHEMATHESIS), through it."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from contract import HOST
+    from schemathesis_host import Refused, argv_for
+    body = {"url": "http://127.0.0.1:8774", "token": "abc", "name": "live-x", "phases": "fuzzing", **change}
+    if refused is None:
+        argv, _ = argv_for(body, tmp_path)
+        assert f"Authorization: Bearer {body['token']}" in argv and "--checks=none" not in argv, argv
+        return
+    with pytest.raises(Refused, match=refused):
+        argv_for(body, tmp_path)
+    if HOST:
+        post = urllib.request.Request(f"{HOST}/run", data=json.dumps(body).encode(), method="POST")
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            await asyncio.to_thread(urllib.request.urlopen, post, timeout=30)
+        assert answer.value.code == 400 and refused in json.loads(answer.value.read())["error"]
