@@ -7,7 +7,7 @@ enum ATTOperations {
 
     /// A read at `offset`: Read Request (Read Blob Request past 0), then Read Blob Requests while the device's
     /// answer filled the PDU.
-    static func read(_ handle: UInt16, offset: Int, value: [UInt8], mtu: Int) -> [ATTStep] {
+    static func read(_ handle: AttributeHandle, offset: Int, value: [UInt8], mtu: Int) -> [ATTStep] {
         let room = mtu - 1
         var steps: [ATTStep] = []
         var at = max(0, min(offset, Int(UInt16.max)))
@@ -16,9 +16,9 @@ enum ATTOperations {
         while true {
             let part = Array(rest.prefix(room))
             if first && at == 0 {
-                steps += [.central(.readRequest, le16(handle)), .device(.readResponse, part)]
+                steps += [.central(.readRequest, le16(handle.rawValue)), .device(.readResponse, part)]
             } else {
-                steps += [.central(.readBlobRequest, le16(handle) + le16(UInt16(clamping: at))), .device(.readBlobResponse, part)]
+                steps += [.central(.readBlobRequest, le16(handle.rawValue) + le16(UInt16(clamping: at))), .device(.readBlobResponse, part)]
             }
             first = false
             rest = rest.dropFirst(part.count)
@@ -31,18 +31,18 @@ enum ATTOperations {
     /// A write: Write Command, Write Request, or Prepare Write Requests and an Execute Write when it is longer
     /// than a Write Request holds; `failure` is the device's error instead of its answer to the request it names.
     static func write(
-        _ handle: UInt16, value: [UInt8], withResponse: Bool, mtu: Int, failure: (request: ATTOpcode, code: ATTErrorCode)? = nil
+        _ handle: AttributeHandle, value: [UInt8], withResponse: Bool, mtu: Int, failure: (request: ATTOpcode, code: ATTErrorCode)? = nil
     ) -> [ATTStep] {
-        guard withResponse else { return [.central(.writeCommand, le16(handle) + value.prefix(mtu - 3))] }
+        guard withResponse else { return [.central(.writeCommand, le16(handle.rawValue) + value.prefix(mtu - 3))] }
         if value.count <= mtu - 3 {
-            let request = ATTStep.central(.writeRequest, le16(handle) + value)
+            let request = ATTStep.central(.writeRequest, le16(handle.rawValue) + value)
             return [request, failure.map { .error(.writeRequest, handle: handle, $0.code) } ?? .device(.writeResponse)]
         }
         var steps: [ATTStep] = []
         var offset = 0
         while offset < value.count {
             let part = Array(value[offset..<min(offset + mtu - 5, value.count)])
-            let parameters = le16(handle) + le16(UInt16(clamping: offset)) + part
+            let parameters = le16(handle.rawValue) + le16(UInt16(clamping: offset)) + part
             steps.append(.central(.prepareWriteRequest, parameters))
             if let failure, failure.request == .prepareWriteRequest {
                 return steps + [.error(.prepareWriteRequest, handle: handle, failure.code)]
@@ -57,13 +57,13 @@ enum ATTOperations {
 
     /// A request the device refused, rebuilt from what the recording keeps of it (the opcode and handle); nil
     /// for requests that are not about one attribute.
-    static func refused(_ request: ATTOpcode, handle: UInt16, code: ATTErrorCode) -> [ATTStep]? {
+    static func refused(_ request: ATTOpcode, handle: AttributeHandle, code: ATTErrorCode) -> [ATTStep]? {
         let sent: ATTStep
         switch request {
-        case .readRequest: sent = .central(.readRequest, le16(handle))
-        case .readBlobRequest: sent = .central(.readBlobRequest, le16(handle) + le16(0))
-        case .writeRequest: sent = .central(.writeRequest, le16(handle))
-        case .prepareWriteRequest: sent = .central(.prepareWriteRequest, le16(handle) + le16(0))
+        case .readRequest: sent = .central(.readRequest, le16(handle.rawValue))
+        case .readBlobRequest: sent = .central(.readBlobRequest, le16(handle.rawValue) + le16(0))
+        case .writeRequest: sent = .central(.writeRequest, le16(handle.rawValue))
+        case .prepareWriteRequest: sent = .central(.prepareWriteRequest, le16(handle.rawValue) + le16(0))
         case .executeWriteRequest: sent = .central(.executeWriteRequest, [0x01])
         default: return nil
         }
@@ -71,14 +71,15 @@ enum ATTOperations {
     }
 
     /// A notification, or an indication and the central's confirmation.
-    static func notification(_ handle: UInt16, value: [UInt8], indication: Bool, mtu: Int) -> [ATTStep] {
-        let parameters = le16(handle) + value.prefix(mtu - 3)
+    static func notification(_ handle: AttributeHandle, value: [UInt8], indication: Bool, mtu: Int) -> [ATTStep] {
+        let parameters = le16(handle.rawValue) + value.prefix(mtu - 3)
         if indication { return [.device(.handleValueIndication, parameters), .central(.handleValueConfirmation)] }
         return [.device(.handleValueNotification, parameters)]
     }
 
     /// The client configuration write that (un)subscribes.
-    static func subscribe(configuration: UInt16, notify: Bool, indicate: Bool, mtu: Int, failure: ATTErrorCode? = nil) -> [ATTStep] {
+    static func subscribe(configuration: AttributeHandle, notify: Bool, indicate: Bool, mtu: Int, failure: ATTErrorCode? = nil) -> [ATTStep]
+    {
         let bits: UInt8 = (notify ? 0x01 : 0) | (indicate ? 0x02 : 0)
         return write(configuration, value: [bits, 0x00], withResponse: true, mtu: mtu, failure: failure.map { (.writeRequest, $0) })
     }

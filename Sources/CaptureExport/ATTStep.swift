@@ -14,7 +14,7 @@ struct ATTStep: Sendable, Hashable {
     }
 
     /// The device's Error Response to a `request` on `handle`.
-    static func error(_ request: ATTOpcode, handle: UInt16, _ code: ATTErrorCode) -> ATTStep {
-        device(.errorResponse, [request.rawValue] + HCIPacket.le16(handle) + [code.rawValue])
+    static func error(_ request: ATTOpcode, handle: AttributeHandle, _ code: ATTErrorCode) -> ATTStep {
+        device(.errorResponse, [request.rawValue] + HCIPacket.le16(handle.rawValue) + [code.rawValue])
     }
 }

@@ -124,7 +124,7 @@ struct ExportSession {
         let event = events[index]
         moveClock(to: event.time)
         /// The next event when it is the device's error for this one's request on `handle`.
-        func failure(_ handle: UInt16) -> (request: ATTOpcode, code: ATTErrorCode)? {
+        func failure(_ handle: AttributeHandle) -> (request: ATTOpcode, code: ATTErrorCode)? {
             guard index + 1 < events.count, events[index + 1].connection == event.connection,
                 case .error(handle, let request, let code) = events[index + 1].kind,
                 [.writeRequest, .prepareWriteRequest, .executeWriteRequest].contains(request)
@@ -233,8 +233,8 @@ struct ExportSession {
     /// Reads, right after discovery, of the values the conversation does not show: a characteristic's value
     /// neither read nor last notified as it is, a descriptor's value never read.
     private mutating func valueReads() -> [ATTStep] {
-        var read: Set<UInt16> = []
-        var notified: [UInt16: [UInt8]] = [:]
+        var read: Set<AttributeHandle> = []
+        var notified: [AttributeHandle: [UInt8]] = [:]
         for event in replica.conversation {
             switch event.kind {
             case .read(let handle, 0, _): read.insert(handle)
@@ -243,7 +243,7 @@ struct ExportSession {
             }
         }
         var steps: [ATTStep] = []
-        var known: Set<UInt16> = []
+        var known: Set<AttributeHandle> = []
         for service in table.services {
             for characteristic in service.characteristics {
                 known.insert(characteristic.value)

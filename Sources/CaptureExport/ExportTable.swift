@@ -6,29 +6,29 @@ import Replica
 /// are missing or out of order are left out (with a note): discovery can only show a table that could exist.
 struct ExportTable {
     struct Include {
-        var handle: UInt16
-        var start: UInt16
-        var end: UInt16
+        var handle: AttributeHandle
+        var start: AttributeHandle
+        var end: AttributeHandle
         var uuid: BluetoothUUID
     }
 
     struct Characteristic {
         var uuid: BluetoothUUID
         var properties: CharacteristicProperties
-        var declaration: UInt16
-        var value: UInt16
+        var declaration: AttributeHandle
+        var value: AttributeHandle
         /// The last handle of the characteristic (before the next declaration or the service's end).
-        var end: UInt16
-        var descriptors: [(handle: UInt16, uuid: BluetoothUUID)]
+        var end: AttributeHandle
+        var descriptors: [(handle: AttributeHandle, uuid: BluetoothUUID)]
         /// The client configuration's handle, when the table has one.
-        var configuration: UInt16?
+        var configuration: AttributeHandle?
     }
 
     struct Service {
         var uuid: BluetoothUUID
         var primary: Bool
-        var handle: UInt16
-        var end: UInt16
+        var handle: AttributeHandle
+        var end: AttributeHandle
         var includes: [Include] = []
         var characteristics: [Characteristic] = []
     }
@@ -36,37 +36,39 @@ struct ExportTable {
     private(set) var services: [Service] = []
     private(set) var notes: [String] = []
     /// Client configuration handles by the value handle they configure.
-    private(set) var configurations: [UInt16: UInt16] = [:]
+    private(set) var configurations: [AttributeHandle: AttributeHandle] = [:]
 
     init(_ replica: DeviceReplica) {
         var accepted: [(DeviceReplica.Service, Service)] = []
-        var previousEnd = 0
+        var previousEnd: AttributeHandle = 0
         for source in replica.services.sorted(by: { ($0.handle ?? 0) < ($1.handle ?? 0) }) {
             guard let handle = source.handle, handle > 0 else {
                 notes.append("service \(source.uuid) has no handle: left out of the discovery")
                 continue
             }
-            guard Int(handle) > previousEnd else {
-                notes.append("service \(source.uuid) at 0x\(Hex.word(handle)) overlaps the one before it: left out")
+            guard handle > previousEnd else {
+                notes.append("service \(source.uuid) at 0x\(Hex.word(handle.rawValue)) overlaps the one before it: left out")
                 continue
             }
             guard let service = Self.service(source, notes: &notes) else { continue }
             accepted.append((source, service))
-            previousEnd = Int(service.end)
+            previousEnd = service.end
         }
         // Includes name other services of the table by their declaration's handle.
         let byHandle = Dictionary(accepted.map { ($0.1.handle, $0.1) }, uniquingKeysWith: { first, _ in first })
         for index in accepted.indices {
             let (source, service) = accepted[index]
             var includes: [Include] = []
-            let room = Int(service.characteristics.first?.declaration ?? service.end) - Int(service.handle) - 1
+            let room = Int((service.characteristics.first?.declaration ?? service.end).rawValue) - Int(service.handle.rawValue) - 1
             for included in source.includes.prefix(max(room, 0)) {
                 guard let target = byHandle[included] else {
-                    notes.append("service \(source.uuid) includes 0x\(Hex.word(included)), not a service of the table: left out")
+                    notes.append("service \(source.uuid) includes 0x\(Hex.word(included.rawValue)), not a service of the table: left out")
                     continue
                 }
                 includes.append(
-                    Include(handle: service.handle + UInt16(includes.count) + 1, start: target.handle, end: target.end, uuid: target.uuid))
+                    Include(
+                        handle: AttributeHandle(rawValue: service.handle.rawValue + UInt16(includes.count) + 1), start: target.handle,
+                        end: target.end, uuid: target.uuid))
             }
             accepted[index].1.includes = includes
         }
@@ -83,15 +85,16 @@ struct ExportTable {
         let handle = source.handle!
         var characteristics: [Characteristic] = []
         // Includes come right after the service declaration.
-        var next = Int(handle) + 1 + source.includes.count
+        var next = Int(handle.rawValue) + 1 + source.includes.count
         for item in source.characteristics.sorted(by: { ($0.valueHandle ?? 0) < ($1.valueHandle ?? 0) }) {
             guard let value = item.valueHandle, value > 0 else {
                 notes.append("characteristic \(item.uuid) has no value handle: left out")
                 continue
             }
-            let declaration = item.declarationHandle ?? value - 1
-            guard Int(declaration) >= next, declaration < value else {
-                notes.append("characteristic \(item.uuid) at 0x\(Hex.word(value)) does not fit after the attributes before it: left out")
+            let declaration = item.declarationHandle ?? AttributeHandle(rawValue: value.rawValue - 1)
+            guard Int(declaration.rawValue) >= next, declaration < value else {
+                notes.append(
+                    "characteristic \(item.uuid) at 0x\(Hex.word(value.rawValue)) does not fit after the attributes before it: left out")
                 continue
             }
             var characteristic = Characteristic(
@@ -107,18 +110,21 @@ struct ExportTable {
                     characteristic.configuration = at
                 }
             }
-            next = Int(characteristic.end) + 1
+            next = Int(characteristic.end.rawValue) + 1
             characteristics.append(characteristic)
         }
-        let last = characteristics.last?.end ?? UInt16(clamping: Int(handle) + source.includes.count)
+        let last = characteristics.last?.end ?? AttributeHandle(rawValue: UInt16(clamping: Int(handle.rawValue) + source.includes.count))
         var end = source.endHandle ?? last
         if end < last {
-            notes.append("service \(source.uuid) ends at 0x\(Hex.word(end)) before its attributes: its end is taken as 0x\(Hex.word(last))")
+            notes.append(
+                "service \(source.uuid) ends at 0x\(Hex.word(end.rawValue)) before its attributes: its end is taken as 0x\(Hex.word(last.rawValue))"
+            )
             end = last
         }
         // A characteristic reaches up to the next declaration, the last one to the service's end.
         for index in characteristics.indices {
-            characteristics[index].end = index + 1 < characteristics.count ? characteristics[index + 1].declaration - 1 : end
+            characteristics[index].end =
+                index + 1 < characteristics.count ? AttributeHandle(rawValue: characteristics[index + 1].declaration.rawValue - 1) : end
         }
         return Service(uuid: source.uuid, primary: source.isPrimary, handle: handle, end: end, characteristics: characteristics)
     }

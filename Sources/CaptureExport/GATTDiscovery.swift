@@ -16,7 +16,7 @@ enum GATTDiscovery {
             let includes = service.includes.map { include in
                 (
                     include.handle,
-                    HCIPacket.le16(include.start) + HCIPacket.le16(include.end)
+                    HCIPacket.le16(include.start.rawValue) + HCIPacket.le16(include.end.rawValue)
                         + (include.uuid.uint16 != nil ? include.uuid.littleEndian() : [])
                 )
             }
@@ -24,12 +24,14 @@ enum GATTDiscovery {
             let declarations = service.characteristics.map { characteristic in
                 (
                     characteristic.declaration,
-                    [characteristic.properties.rawValue] + HCIPacket.le16(characteristic.value) + characteristic.uuid.littleEndian()
+                    [characteristic.properties.rawValue] + HCIPacket.le16(characteristic.value.rawValue)
+                        + characteristic.uuid.littleEndian()
                 )
             }
             byType(.characteristic, from: service.handle, to: service.end, entries: declarations, mtu: mtu, into: &steps)
-            for characteristic in service.characteristics where characteristic.value < characteristic.end {
-                information(characteristic.descriptors, from: characteristic.value + 1, to: characteristic.end, mtu: mtu, into: &steps)
+            for characteristic in service.characteristics {
+                guard let first = characteristic.value.next, first <= characteristic.end else { continue }
+                information(characteristic.descriptors, from: first, to: characteristic.end, mtu: mtu, into: &steps)
             }
         }
         return steps
@@ -37,10 +39,10 @@ enum GATTDiscovery {
 
     /// Read By Group Type over the whole handle range for `services` (in handle order).
     static func groups(_ services: [ExportTable.Service], type: BluetoothUUID, mtu: Int, into steps: inout [ATTStep]) {
-        var start: UInt16 = 1
+        var start: AttributeHandle = 1
         var next = 0
         while true {
-            steps.append(.central(.readByGroupTypeRequest, HCIPacket.le16(start) + HCIPacket.le16(0xFFFF) + type.littleEndian()))
+            steps.append(.central(.readByGroupTypeRequest, HCIPacket.le16(start.rawValue) + HCIPacket.le16(0xFFFF) + type.littleEndian()))
             guard next < services.count else {
                 steps.append(.error(.readByGroupTypeRequest, handle: start, .attributeNotFound))
                 return
@@ -48,24 +50,26 @@ enum GATTDiscovery {
             let size = 4 + services[next].uuid.littleEndian().count
             var entries: [UInt8] = []
             while next < services.count, 4 + services[next].uuid.littleEndian().count == size, 2 + entries.count + size <= mtu {
-                entries += HCIPacket.le16(services[next].handle) + HCIPacket.le16(services[next].end) + services[next].uuid.littleEndian()
+                entries +=
+                    HCIPacket.le16(services[next].handle.rawValue) + HCIPacket.le16(services[next].end.rawValue)
+                    + services[next].uuid.littleEndian()
                 next += 1
             }
             steps.append(.device(.readByGroupTypeResponse, [UInt8(size)] + entries))
-            let end = services[next - 1].end
-            if end == 0xFFFF { return }
-            start = end + 1
+            guard let after = services[next - 1].end.next else { return }
+            start = after
         }
     }
 
     /// Read By Type of `type` between `first` and `last`; `entries` are (handle, value) in handle order.
     static func byType(
-        _ type: BluetoothUUID, from first: UInt16, to last: UInt16, entries: [(UInt16, [UInt8])], mtu: Int, into steps: inout [ATTStep]
+        _ type: BluetoothUUID, from first: AttributeHandle, to last: AttributeHandle, entries: [(AttributeHandle, [UInt8])], mtu: Int,
+        into steps: inout [ATTStep]
     ) {
         var start = first
         var next = 0
         while true {
-            steps.append(.central(.readByTypeRequest, HCIPacket.le16(start) + HCIPacket.le16(last) + type.littleEndian()))
+            steps.append(.central(.readByTypeRequest, HCIPacket.le16(start.rawValue) + HCIPacket.le16(last.rawValue) + type.littleEndian()))
             guard next < entries.count else {
                 steps.append(.error(.readByTypeRequest, handle: start, .attributeNotFound))
                 return
@@ -73,24 +77,25 @@ enum GATTDiscovery {
             let size = 2 + entries[next].1.count
             var packed: [UInt8] = []
             while next < entries.count, 2 + entries[next].1.count == size, 2 + packed.count + size <= mtu {
-                packed += HCIPacket.le16(entries[next].0) + entries[next].1
+                packed += HCIPacket.le16(entries[next].0.rawValue) + entries[next].1
                 next += 1
             }
             steps.append(.device(.readByTypeResponse, [UInt8(size)] + packed))
             let reached = entries[next - 1].0
-            if reached >= last { return }
-            start = reached + 1
+            guard reached < last, let after = reached.next else { return }
+            start = after
         }
     }
 
     /// Find Information between `first` and `last` for a characteristic's descriptors.
     static func information(
-        _ descriptors: [(handle: UInt16, uuid: BluetoothUUID)], from first: UInt16, to last: UInt16, mtu: Int, into steps: inout [ATTStep]
+        _ descriptors: [(handle: AttributeHandle, uuid: BluetoothUUID)], from first: AttributeHandle, to last: AttributeHandle, mtu: Int,
+        into steps: inout [ATTStep]
     ) {
         var start = first
         var next = 0
         while true {
-            steps.append(.central(.findInformationRequest, HCIPacket.le16(start) + HCIPacket.le16(last)))
+            steps.append(.central(.findInformationRequest, HCIPacket.le16(start.rawValue) + HCIPacket.le16(last.rawValue)))
             guard next < descriptors.count else {
                 steps.append(.error(.findInformationRequest, handle: start, .attributeNotFound))
                 return
@@ -99,13 +104,13 @@ enum GATTDiscovery {
             let size = short ? 4 : 18
             var packed: [UInt8] = []
             while next < descriptors.count, (descriptors[next].uuid.uint16 != nil) == short, 2 + packed.count + size <= mtu {
-                packed += HCIPacket.le16(descriptors[next].handle) + descriptors[next].uuid.littleEndian()
+                packed += HCIPacket.le16(descriptors[next].handle.rawValue) + descriptors[next].uuid.littleEndian()
                 next += 1
             }
             steps.append(.device(.findInformationResponse, [short ? 1 : 2] + packed))
             let reached = descriptors[next - 1].handle
-            if reached >= last { return }
-            start = reached + 1
+            guard reached < last, let after = reached.next else { return }
+            start = after
         }
     }
 }

@@ -29,7 +29,7 @@ struct ReplicaBuilder {
     struct ServiceEntry {
         var uuid: BluetoothUUID
         var primary: Bool
-        var end: UInt16
+        var end: AttributeHandle
         var frame: Int
     }
 
@@ -44,20 +44,20 @@ struct ReplicaBuilder {
         var firstFrame: Int?
     }
 
-    var services: [UInt16: ServiceEntry] = [:]
-    var declarations: [UInt16: (declaration: ATTMessage.CharacteristicDeclaration, frame: Int)] = [:]
-    var includes: [UInt16: ATTMessage.IncludeDeclaration] = [:]
+    var services: [AttributeHandle: ServiceEntry] = [:]
+    var declarations: [AttributeHandle: (declaration: ATTMessage.CharacteristicDeclaration, frame: Int)] = [:]
+    var includes: [AttributeHandle: ATTMessage.IncludeDeclaration] = [:]
     /// The value handles of the discovered characteristics (filled by ``discover()``).
-    var valueHandles: Set<UInt16> = []
+    var valueHandles: Set<AttributeHandle> = []
     /// Attribute types from Find Information.
-    var attributeTypes: [UInt16: BluetoothUUID] = [:]
-    var uses: [UInt16: HandleUse] = [:]
+    var attributeTypes: [AttributeHandle: BluetoothUUID] = [:]
+    var uses: [AttributeHandle: HandleUse] = [:]
     /// Client configuration handle → the value handle it configures.
-    var configurations: [UInt16: UInt16] = [:]
+    var configurations: [AttributeHandle: AttributeHandle] = [:]
     /// Last value read per handle, with where.
-    var readValues: [UInt16: (value: [UInt8], frame: Int, time: Double?)] = [:]
-    var notifiedValues: [UInt16: (value: [UInt8], frame: Int, time: Double?)] = [:]
-    var security: [UInt16: CharacteristicSecurity] = [:]
+    var readValues: [AttributeHandle: (value: [UInt8], frame: Int, time: Double?)] = [:]
+    var notifiedValues: [AttributeHandle: (value: [UInt8], frame: Int, time: Double?)] = [:]
+    var security: [AttributeHandle: CharacteristicSecurity] = [:]
     var skippedReadMultiple = 0
     var unanswered = 0
     var deviceRequests: [ATTOpcode: Int] = [:]
@@ -183,14 +183,15 @@ struct ReplicaBuilder {
             if next > 0 { configurations[handle] = owners[next - 1] }
         }
         for (handle, use) in uses where configurations[handle] == nil && !isKnownAttribute(handle) && handle > 1 {
+            let previous = AttributeHandle(rawValue: handle.rawValue - 1)
             guard use.writes + use.commands > 0, use.onlyConfigurationShaped, use.reads == 0, use.notifications + use.indications == 0,
-                let before = uses[handle - 1], before.notifications + before.indications > 0
+                let before = uses[previous], before.notifications + before.indications > 0
             else { continue }
-            configurations[handle] = handle - 1
+            configurations[handle] = previous
         }
     }
 
-    mutating func use(_ handle: UInt16, _ pdu: ATTPDU, _ update: (inout HandleUse) -> Void) {
+    mutating func use(_ handle: AttributeHandle, _ pdu: ATTPDU, _ update: (inout HandleUse) -> Void) {
         var entry = uses[handle] ?? HandleUse()
         if entry.firstFrame == nil { entry.firstFrame = pdu.frame }
         update(&entry)
@@ -201,7 +202,7 @@ struct ReplicaBuilder {
 
     /// A handle discovery named: a service or include declaration, a characteristic declaration or value,
     /// or a descriptor Find Information listed.
-    func isKnownAttribute(_ handle: UInt16) -> Bool {
+    func isKnownAttribute(_ handle: AttributeHandle) -> Bool {
         services[handle] != nil || includes[handle] != nil || declarations[handle] != nil || attributeTypes[handle] != nil
             || valueHandles.contains(handle)
     }
@@ -209,13 +210,13 @@ struct ReplicaBuilder {
     // MARK: Pass 3: the conversation
 
     struct PendingRead {
-        var handle: UInt16
+        var handle: AttributeHandle
         var value: [UInt8]
         var event: DeviceReplica.Event
     }
 
     struct PreparedWrite {
-        var handle: UInt16
+        var handle: AttributeHandle
         var value: [UInt8]
         var event: DeviceReplica.Event
     }
@@ -240,7 +241,7 @@ struct ReplicaBuilder {
 
         func flush(
             _ connection: Int, into conversation: inout [DeviceReplica.Event],
-            readValues: inout [UInt16: (value: [UInt8], frame: Int, time: Double?)]
+            readValues: inout [AttributeHandle: (value: [UInt8], frame: Int, time: Double?)]
         ) {
             guard let read = pendingReads.removeValue(forKey: connection) else { return }
             conversation.append(read.event)
@@ -379,7 +380,7 @@ struct ReplicaBuilder {
         .readRequest, .readBlobRequest, .writeRequest, .prepareWriteRequest, .executeWriteRequest,
     ]
 
-    mutating func notified(_ handle: UInt16, _ value: [UInt8], indication: Bool, at here: DeviceReplica.Event) {
+    mutating func notified(_ handle: AttributeHandle, _ value: [UInt8], indication: Bool, at here: DeviceReplica.Event) {
         var event = here
         event.kind = .notification(handle: handle, value: value, indication: indication)
         replica.conversation.append(event)
@@ -387,7 +388,7 @@ struct ReplicaBuilder {
     }
 
     /// A write, or the subscription it is when it goes to a client configuration.
-    func writeEvent(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, at here: DeviceReplica.Event) -> DeviceReplica.Event {
+    func writeEvent(_ handle: AttributeHandle, _ value: [UInt8], withResponse: Bool, at here: DeviceReplica.Event) -> DeviceReplica.Event {
         var event = here
         if let owner = configurations[handle] {
             let bits = value.first ?? 0
@@ -410,7 +411,7 @@ struct ReplicaBuilder {
         return result
     }
 
-    mutating func noteError(_ code: ATTErrorCode, handle: UInt16, request: ATTOpcode, pdu: ATTPDU) {
+    mutating func noteError(_ code: ATTErrorCode, handle: AttributeHandle, request: ATTOpcode, pdu: ATTPDU) {
         guard code == .insufficientAuthentication || code == .insufficientEncryption || code == .insufficientEncryptionKeySize else {
             return
         }
@@ -466,16 +467,18 @@ struct ReplicaBuilder {
         for (position, item) in sortedDeclarations.enumerated() {
             let declaration = item.declaration
             let serviceIndex = built.lastIndex { ($0.handle ?? 0) < declaration.handle && declaration.handle <= ($0.endHandle ?? 0) }
-            let serviceEnd = serviceIndex.flatMap { built[$0].endHandle } ?? UInt16.max
+            let serviceEnd = serviceIndex.flatMap { built[$0].endHandle } ?? 0xFFFF
             let nextDeclaration =
-                position + 1 < sortedDeclarations.count ? sortedDeclarations[position + 1].declaration.handle - 1 : UInt16.max
+                position + 1 < sortedDeclarations.count
+                ? AttributeHandle(rawValue: sortedDeclarations[position + 1].declaration.handle.rawValue - 1) : 0xFFFF
             let end = min(serviceEnd, nextDeclaration)
             var characteristic = DeviceReplica.Characteristic(
                 uuid: declaration.uuid, properties: declaration.properties,
                 declarationHandle: declaration.handle, valueHandle: declaration.valueHandle)
             characteristic.provenance = "declared in frame \(item.frame)"
             if declaration.valueHandle < end {
-                for handle in (declaration.valueHandle + 1)...end {
+                for raw in (declaration.valueHandle.rawValue + 1)...end.rawValue {
+                    let handle = AttributeHandle(rawValue: raw)
                     guard let type = attributeTypes[handle] else { continue }
                     var descriptor = DeviceReplica.Descriptor(uuid: type, handle: handle)
                     if type != .clientCharacteristicConfiguration { descriptor.value = readValues[handle]?.value }
@@ -514,7 +517,7 @@ struct ReplicaBuilder {
             var characteristic = DeviceReplica.Characteristic(
                 uuid: Self.placeholderUUID(handle), properties: properties, valueHandle: handle)
             characteristic.provenance =
-                "inferred from handle 0x\(Hex.word(handle)) used from frame \(use.firstFrame ?? 0) (not discovered: placeholder UUID)"
+                "inferred from handle 0x\(Hex.word(handle.rawValue)) used from frame \(use.firstFrame ?? 0) (not discovered: placeholder UUID)"
             if let configuration = ownedConfigurations[handle] {
                 characteristic.descriptors.append(DeviceReplica.Descriptor(uuid: .clientCharacteristicConfiguration, handle: configuration))
             }
@@ -529,8 +532,10 @@ struct ReplicaBuilder {
 
     /// A made-up 128-bit UUID naming an undiscovered handle: `0000HHHH-0000-4000-8000-67617474656d`
     /// (the last group spells "gattem").
-    static func placeholderUUID(_ handle: UInt16) -> BluetoothUUID {
-        BluetoothUUID(bytes: [0, 0, UInt8(handle >> 8), UInt8(handle & 0xFF), 0, 0, 0x40, 0, 0x80, 0, 0x67, 0x61, 0x74, 0x74, 0x65, 0x6D])!
+    static func placeholderUUID(_ handle: AttributeHandle) -> BluetoothUUID {
+        BluetoothUUID(bytes: [
+            0, 0, UInt8(handle.rawValue >> 8), UInt8(handle.rawValue & 0xFF), 0, 0, 0x40, 0, 0x80, 0, 0x67, 0x61, 0x74, 0x74, 0x65, 0x6D,
+        ])!
     }
 
     mutating func fillValue(_ characteristic: inout DeviceReplica.Characteristic) {
@@ -691,8 +696,8 @@ struct ReplicaBuilder {
 
     /// Characteristics written several times, never with the same bytes twice: likely nonces or app-level crypto.
     func freshValueNotes() -> [String] {
-        var values: [UInt16: Set<[UInt8]>] = [:]
-        var counts: [UInt16: Int] = [:]
+        var values: [AttributeHandle: Set<[UInt8]>] = [:]
+        var counts: [AttributeHandle: Int] = [:]
         for event in replica.conversation {
             guard case .write(let handle, let value, _) = event.kind else { continue }
             counts[handle, default: 0] += 1
@@ -701,7 +706,7 @@ struct ReplicaBuilder {
         return counts.keys.sorted().compactMap { handle in
             guard let count = counts[handle], count >= 2, values[handle]?.count == count else { return nil }
             return
-                "writes to handle 0x\(Hex.word(handle)) never repeat (\(count) distinct values of 8+ bytes): if they carry fresh nonces or app-level encryption, replay answers only identical writes and others get the otherwise rule"
+                "writes to handle 0x\(Hex.word(handle.rawValue)) never repeat (\(count) distinct values of 8+ bytes): if they carry fresh nonces or app-level encryption, replay answers only identical writes and others get the otherwise rule"
         }
     }
 

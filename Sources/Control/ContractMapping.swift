@@ -146,7 +146,7 @@ extension ServiceInfo {
     init(_ service: EmulatorStatus.Service) {
         self.init(
             id: service.id, uuid: service.uuid.description, name: service.uuid.name, primary: service.primary,
-            handle: service.handle.map(Int.init), characteristics: service.characteristics.map(CharacteristicInfo.init))
+            handle: service.handle.map { Int($0.rawValue) }, characteristics: service.characteristics.map(CharacteristicInfo.init))
     }
 }
 
@@ -154,7 +154,7 @@ extension CharacteristicInfo {
     init(_ characteristic: EmulatorStatus.Characteristic) {
         self.init(
             id: characteristic.id, uuid: characteristic.uuid.description, name: characteristic.uuid.name,
-            flags: characteristic.flags.map(\.rawValue), handle: characteristic.handle.map(Int.init),
+            flags: characteristic.flags.map(\.rawValue), handle: characteristic.handle.map { Int($0.rawValue) },
             value: characteristic.value.hexString(uppercase: false), maxLength: characteristic.maxLength,
             descriptors: characteristic.descriptors.map(DescriptorInfo.init))
     }

@@ -23,8 +23,8 @@ private struct Builder {
     let recording: CentralRecording
     var replica: DeviceReplica
     /// Value handle of each characteristic and handle of each descriptor, by object path.
-    var valueHandles: [DBusObjectPath: UInt16] = [:]
-    var descriptorHandles: [DBusObjectPath: UInt16] = [:]
+    var valueHandles: [DBusObjectPath: AttributeHandle] = [:]
+    var descriptorHandles: [DBusObjectPath: AttributeHandle] = [:]
     var characteristicsByPath: [DBusObjectPath: RemoteGattTable.Characteristic] = [:]
     /// Where each characteristic sits in `replica.services`.
     var positions: [DBusObjectPath: (service: Int, characteristic: Int)] = [:]
@@ -86,9 +86,9 @@ private struct Builder {
         let known = table.services.flatMap { service in
             [service.handle] + service.characteristics.flatMap { [$0.valueHandle] + $0.descriptors.map(\.handle) }
         }.compactMap { $0 }
-        var next = Int(known.max() ?? 0) + 1
+        var next = Int((known.max() ?? 0).rawValue) + 1
         var synthetic = 0
-        var serviceHandles: [DBusObjectPath: UInt16] = [:]
+        var serviceHandles: [DBusObjectPath: AttributeHandle] = [:]
         for service in table.services { if let handle = service.handle { serviceHandles[service.path] = handle } }
         for service in table.services {
             let complete =
@@ -99,7 +99,7 @@ private struct Builder {
             for characteristic in service.characteristics {
                 var valueHandle = characteristic.valueHandle
                 if valueHandle == nil, next <= Int(UInt16.max) {
-                    valueHandle = UInt16(next)
+                    valueHandle = AttributeHandle(rawValue: UInt16(next))
                     next += 1
                     synthetic += 1
                 }

@@ -72,7 +72,7 @@ public final class RelayLink: RelayUpstream {
 
     /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
     public init(
-        device: RemoteDevice, table: RemoteGattTable, handles: [DBusObjectPath: UInt16], profile: DeviceProfile, stack: BlueZStack,
+        device: RemoteDevice, table: RemoteGattTable, handles: [DBusObjectPath: AttributeHandle], profile: DeviceProfile, stack: BlueZStack,
         recording: RelayRecording, options: Options = Options()
     ) {
         self.stack = stack
@@ -278,7 +278,9 @@ public final class RelayLink: RelayUpstream {
 
     // MARK: Following the link
 
-    private func target(_ attribute: GattAttributeID) async throws(ATTError) -> ((path: DBusObjectPath, interface: String), UInt16?) {
+    private func target(_ attribute: GattAttributeID) async throws(ATTError) -> (
+        (path: DBusObjectPath, interface: String), AttributeHandle?
+    ) {
         await relinked()
         let found = state.withLock { state in
             (state.attached ? state.targets.object(attribute) : nil, state.targets.characteristics[attribute.characteristic]?.handle)

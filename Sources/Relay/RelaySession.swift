@@ -16,7 +16,7 @@ public struct RelaySession: Sendable {
     public var profileText: String
     public var profile: DeviceProfile
     /// The recording's value handle of each remote characteristic.
-    public var handles: [DBusObjectPath: UInt16]
+    public var handles: [DBusObjectPath: AttributeHandle]
 
     /// Finds the device, connects, walks and reads its table and makes the mirror's profile. On failure the device
     /// is left disconnected.
@@ -28,7 +28,7 @@ public struct RelaySession: Sendable {
         var replica = CloneReplica.make(recording)
         replica.source = "relay of \(replica.address?.description ?? device.path.rawValue) on \(adapter.name)"
         replica.conversation = []
-        var handles: [DBusObjectPath: UInt16] = [:]
+        var handles: [DBusObjectPath: AttributeHandle] = [:]
         for (remote, recorded) in zip(recording.table.characteristics, replica.characteristics.map(\.characteristic)) {
             if let handle = recorded.valueHandle { handles[remote.path] = handle }
         }
@@ -59,7 +59,7 @@ public struct RelaySession: Sendable {
         let (events, dropped) = conversation.conversation
         replica.conversation = events
         // As `gattemu import` does: a characteristic nothing was read from keeps the value it last notified.
-        var notified: [UInt16: (value: [UInt8], time: Double?)] = [:]
+        var notified: [AttributeHandle: (value: [UInt8], time: Double?)] = [:]
         for event in events {
             if case .notification(let handle, let value, _) = event.kind { notified[handle] = (value, event.time) }
         }

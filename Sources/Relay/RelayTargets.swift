@@ -16,7 +16,7 @@ public struct RelayTargets: Sendable {
         public var path: DBusObjectPath
         public var properties: CharacteristicProperties
         /// The value handle in the recording (the device's, or a stand-in when BlueZ gave none).
-        public var handle: UInt16?
+        public var handle: AttributeHandle?
         public var descriptors: [String: DBusObjectPath]
     }
 
@@ -27,7 +27,7 @@ public struct RelayTargets: Sendable {
     public private(set) var unmatched: [String] = []
 
     /// Matches `profile`'s characteristics with `table`'s; `handles` are the recording's value handles by path.
-    public init(profile: DeviceProfile, table: RemoteGattTable, handles: [DBusObjectPath: UInt16] = [:]) {
+    public init(profile: DeviceProfile, table: RemoteGattTable, handles: [DBusObjectPath: AttributeHandle] = [:]) {
         var remote: [Key: RemoteGattTable.Characteristic] = [:]
         var serviceCounts: [BluetoothUUID: Int] = [:]
         for service in table.services {

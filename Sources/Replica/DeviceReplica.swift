@@ -33,14 +33,14 @@ public struct DeviceReplica: Sendable {
         public var uuid: BluetoothUUID
         public var isPrimary = true
         /// The service declaration's handle and the last handle of its group, when known.
-        public var handle: UInt16?
-        public var endHandle: UInt16?
+        public var handle: AttributeHandle?
+        public var endHandle: AttributeHandle?
         /// Handles of included services.
-        public var includes: [UInt16] = []
+        public var includes: [AttributeHandle] = []
         public var characteristics: [Characteristic] = []
         public var provenance: String?
 
-        public init(uuid: BluetoothUUID, isPrimary: Bool = true, handle: UInt16? = nil, endHandle: UInt16? = nil) {
+        public init(uuid: BluetoothUUID, isPrimary: Bool = true, handle: AttributeHandle? = nil, endHandle: AttributeHandle? = nil) {
             self.uuid = uuid
             self.isPrimary = isPrimary
             self.handle = handle
@@ -54,15 +54,17 @@ public struct DeviceReplica: Sendable {
         public var properties: CharacteristicProperties
         /// Security levels learned from errors (insufficient authentication or encryption) and pairing.
         public var security = CharacteristicSecurity()
-        public var declarationHandle: UInt16?
-        public var valueHandle: UInt16?
+        public var declarationHandle: AttributeHandle?
+        public var valueHandle: AttributeHandle?
         public var value: [UInt8]?
         public var valueProvenance: String?
         public var descriptors: [Descriptor] = []
         public var provenance: String?
 
-        public init(uuid: BluetoothUUID, properties: CharacteristicProperties, declarationHandle: UInt16? = nil, valueHandle: UInt16? = nil)
-        {
+        public init(
+            uuid: BluetoothUUID, properties: CharacteristicProperties, declarationHandle: AttributeHandle? = nil,
+            valueHandle: AttributeHandle? = nil
+        ) {
             self.uuid = uuid
             self.properties = properties
             self.declarationHandle = declarationHandle
@@ -72,10 +74,10 @@ public struct DeviceReplica: Sendable {
 
     public struct Descriptor: Sendable, Hashable {
         public var uuid: BluetoothUUID
-        public var handle: UInt16?
+        public var handle: AttributeHandle?
         public var value: [UInt8]?
 
-        public init(uuid: BluetoothUUID, handle: UInt16? = nil, value: [UInt8]? = nil) {
+        public init(uuid: BluetoothUUID, handle: AttributeHandle? = nil, value: [UInt8]? = nil) {
             self.uuid = uuid
             self.handle = handle
             self.value = value
@@ -106,16 +108,16 @@ public struct DeviceReplica: Sendable {
             case connected(BluetoothAddress?)
             case disconnected
             /// The central read `handle` (at `offset`) and got `value`.
-            case read(handle: UInt16, offset: Int, value: [UInt8])
+            case read(handle: AttributeHandle, offset: Int, value: [UInt8])
             /// The central wrote `value` to `handle`; `withResponse` for Write Requests (and long writes).
-            case write(handle: UInt16, value: [UInt8], withResponse: Bool)
+            case write(handle: AttributeHandle, value: [UInt8], withResponse: Bool)
             /// The device notified or indicated `value` on `handle`.
-            case notification(handle: UInt16, value: [UInt8], indication: Bool)
+            case notification(handle: AttributeHandle, value: [UInt8], indication: Bool)
             /// The central enabled or disabled notifications/indications on the characteristic of `handle`
             /// (its value handle).
-            case subscribe(handle: UInt16, notify: Bool, indicate: Bool)
+            case subscribe(handle: AttributeHandle, notify: Bool, indicate: Bool)
             /// The device answered an operation on `handle` with an ATT error.
-            case error(handle: UInt16, request: ATTOpcode, code: ATTErrorCode)
+            case error(handle: AttributeHandle, request: ATTOpcode, code: ATTErrorCode)
         }
 
         public var kind: Kind
@@ -140,7 +142,7 @@ public struct DeviceReplica: Sendable {
     }
 
     /// The characteristic whose value handle (or a descriptor handle) is `handle`.
-    public func characteristic(at handle: UInt16) -> Characteristic? {
+    public func characteristic(at handle: AttributeHandle) -> Characteristic? {
         characteristics.first { $0.characteristic.valueHandle == handle }?.characteristic
     }
 }

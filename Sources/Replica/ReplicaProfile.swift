@@ -72,8 +72,8 @@ private struct Builder {
     var report: [String] = []
     var ids = IdentifierTable()
     /// Profile id of the characteristic at each value handle.
-    var characteristicIDs: [UInt16: String] = [:]
-    var properties: [UInt16: CharacteristicProperties] = [:]
+    var characteristicIDs: [AttributeHandle: String] = [:]
+    var properties: [AttributeHandle: CharacteristicProperties] = [:]
     var state: [(String, OrderedJSON)] = []
     var triggers: [(String, OrderedJSON)] = []
     var rules: [OrderedJSON] = []
@@ -83,13 +83,13 @@ private struct Builder {
     var droppedNotifications = 0
 
     /// How the device was seen sending on each value handle, whatever its declaration said.
-    let observed: [UInt16: CharacteristicProperties]
+    let observed: [AttributeHandle: CharacteristicProperties]
 
     init(replica: DeviceReplica, options: ReplicaProfile.Options) {
         self.replica = replica
         self.options = options
         self.notificationText = options.maximumNotificationText
-        var observed: [UInt16: CharacteristicProperties] = [:]
+        var observed: [AttributeHandle: CharacteristicProperties] = [:]
         for event in replica.conversation {
             if case .notification(let handle, _, let indication) = event.kind {
                 observed[handle, default: []].insert(indication ? .indicate : .notify)
@@ -211,7 +211,7 @@ private struct Builder {
                 "handles not pinned: the device's attribute layout is not one BlueZ can reproduce (\(unpinnable)); a phone with cached handles must rediscover"
             )
         }
-        var serviceIDs: [UInt16: String] = [:]
+        var serviceIDs: [AttributeHandle: String] = [:]
         for service in replica.services {
             if let reason = Self.providedByBlueZ(service) {
                 report.append("\(service.uuid.name ?? service.uuid.description) service (\(Self.uuidText(service.uuid))): \(reason)")
@@ -221,7 +221,7 @@ private struct Builder {
             if let handle = service.handle { serviceIDs[handle] = id }
             var object: [(String, OrderedJSON)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(service.uuid)))]
             if !service.isPrimary { object.append(("primary", .bool(false))) }
-            if pinned, let handle = service.handle { object.append(("handle", .int(Int(handle)))) }
+            if pinned, let handle = service.handle { object.append(("handle", .int(Int(handle.rawValue)))) }
             if let provenance = service.provenance { object.append(("description", .string(provenance))) }
             var characteristics: [OrderedJSON] = []
             for characteristic in service.characteristics {
@@ -234,7 +234,8 @@ private struct Builder {
         for (index, service) in emulatedServices.enumerated()
         where !service.includes.isEmpty {
             if let start = service.handle, service.includes.contains(start), let id = serviceIDs[start] {
-                report.append("the \(id) service's include of itself (handle 0x\(Hex.word(start))) left out: a profile cannot say it")
+                report.append(
+                    "the \(id) service's include of itself (handle 0x\(Hex.word(start.rawValue))) left out: a profile cannot say it")
             }
             let included = includedStarts(of: service).compactMap { serviceIDs[$0] }
             guard !included.isEmpty, case .object(var members) = services[index] else { continue }
@@ -266,7 +267,7 @@ private struct Builder {
             report.append("\(id): declared with no properties; BlueZ needs one, so it is declared as broadcast (still no access)")
         }
         object.append(("flags", .array(flags.map(OrderedJSON.string))))
-        if pinned, let handle = characteristic.valueHandle { object.append(("handle", .int(Int(handle)))) }
+        if pinned, let handle = characteristic.valueHandle { object.append(("handle", .int(Int(handle.rawValue)))) }
         if let value = characteristic.value {
             object.append(("value", .hex(Array(value.prefix(ATTMTU.maximumValueLength)))))
         }
@@ -290,7 +291,7 @@ private struct Builder {
                 item = [("uuid", .string(Self.uuidText(descriptor.uuid))), ("flags", .array([.string("read")]))]
                 if let value = descriptor.value { item.append(("value", .hex(value))) }
             }
-            if pinned, let handle = descriptor.handle { item.append(("handle", .int(Int(handle)))) }
+            if pinned, let handle = descriptor.handle { item.append(("handle", .int(Int(handle.rawValue)))) }
             descriptors.append(.object(item))
         }
         if !descriptors.isEmpty { object.append(("descriptors", .array(descriptors))) }
@@ -299,9 +300,9 @@ private struct Builder {
 
     /// The services `service` includes, by start handle, as the profile has them: services it has, once each, not
     /// itself (a recorded include declaration may name the service's own range).
-    func includedStarts(of service: DeviceReplica.Service) -> [UInt16] {
+    func includedStarts(of service: DeviceReplica.Service) -> [AttributeHandle] {
         let known = Set(emulatedServices.compactMap(\.handle))
-        var starts: [UInt16] = []
+        var starts: [AttributeHandle] = []
         for start in service.includes where known.contains(start) && start != service.handle && !starts.contains(start) {
             starts.append(start)
         }
@@ -313,24 +314,24 @@ private struct Builder {
     /// builds it — declaration, value, the client configuration (notify/indicate), the extended properties,
     /// then the other descriptors in order.
     var unpinnableReason: String? {
-        var previousEnd: UInt16 = 0
+        var previousEnd: AttributeHandle = 0
         for service in emulatedServices {
             let name = Self.uuidText(service.uuid)
             guard let start = service.handle else { return "service \(name) has no known handle" }
-            guard start > previousEnd else { return "service \(name) at 0x\(Hex.word(start)) overlaps the one before it" }
+            guard start > previousEnd else { return "service \(name) at 0x\(Hex.word(start.rawValue)) overlaps the one before it" }
             // The device's include declarations take handles whether or not the profile can have them all.
             guard includedStarts(of: service).count == service.includes.count else {
                 return "service \(name) includes itself, a service twice or one not emulated: its handles move"
             }
-            var next = Int(start) + 1 + service.includes.count
+            var next = Int(start.rawValue) + 1 + service.includes.count
             for characteristic in service.characteristics {
                 let what = "characteristic \(Self.uuidText(characteristic.uuid))"
                 guard let value = characteristic.valueHandle else { return "\(what) has no known handle" }
-                guard Int(value) == next + 1, characteristic.declarationHandle.map({ Int($0) == next }) ?? true else {
+                guard Int(value.rawValue) == next + 1, characteristic.declarationHandle.map({ Int($0.rawValue) == next }) ?? true else {
                     return
-                        "\(what): value at 0x\(Hex.word(value)), BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next + 1))) (a gap or an undiscovered attribute before it)"
+                        "\(what): value at 0x\(Hex.word(value.rawValue)), BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next + 1))) (a gap or an undiscovered attribute before it)"
                 }
-                next = Int(value) + 1
+                next = Int(value.rawValue) + 1
                 var expected: [BluetoothUUID] = []
                 let sends = characteristic.properties.union(observed[value] ?? []).intersection([.notify, .indicate])
                 if !sends.isEmpty {
@@ -341,10 +342,14 @@ private struct Builder {
                     $0 != .clientCharacteristicConfiguration && $0 != .extendedProperties
                 }
                 for uuid in expected {
-                    guard characteristic.descriptors.contains(where: { $0.uuid == uuid && $0.handle.map { Int($0) == next } ?? false })
+                    guard
+                        characteristic.descriptors.contains(where: {
+                            $0.uuid == uuid && $0.handle.map { Int($0.rawValue) == next } ?? false
+                        })
                     else {
                         let found = characteristic.descriptors.first { $0.uuid == uuid }?.handle
-                        return "\(what): descriptor \(Self.uuidText(uuid)) " + (found.map { "at 0x\(Hex.word($0))" } ?? "not discovered")
+                        return "\(what): descriptor \(Self.uuidText(uuid)) "
+                            + (found.map { "at 0x\(Hex.word($0.rawValue))" } ?? "not discovered")
                             + ", BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next)))"
                     }
                     next += 1
@@ -352,16 +357,16 @@ private struct Builder {
             }
             let end = next - 1
             // A group may end past its last attribute (the last service often claims up to 0xFFFF); not before it.
-            if let declaredEnd = service.endHandle, Int(declaredEnd) < end {
+            if let declaredEnd = service.endHandle, Int(declaredEnd.rawValue) < end {
                 return
-                    "service \(name) ends at 0x\(Hex.word(declaredEnd)), before its attributes end at 0x\(Hex.word(UInt16(clamping: end)))"
+                    "service \(name) ends at 0x\(Hex.word(declaredEnd.rawValue)), before its attributes end at 0x\(Hex.word(UInt16(clamping: end)))"
             }
-            previousEnd = UInt16(clamping: end)
+            previousEnd = AttributeHandle(rawValue: UInt16(clamping: end))
         }
         return nil
     }
 
-    func hasWrites(to handle: UInt16?) -> Bool {
+    func hasWrites(to handle: AttributeHandle?) -> Bool {
         guard let handle else { return false }
         return replica.conversation.contains { if case .write(handle, _, _) = $0.kind { true } else { false } }
     }
@@ -481,7 +486,7 @@ private struct Builder {
     /// One write of the central and what the device did until the next write.
     struct Exchange {
         var event: DeviceReplica.Event
-        var handle: UInt16
+        var handle: AttributeHandle
         var value: [UInt8]
         var withResponse: Bool
         var answers: [Answer] = []
@@ -489,7 +494,7 @@ private struct Builder {
     }
 
     struct Answer: Equatable {
-        var handle: UInt16
+        var handle: AttributeHandle
         var value: [UInt8]
         var indication: Bool
         /// Milliseconds after the event before it (the write or the previous answer).
@@ -501,8 +506,8 @@ private struct Builder {
 
     mutating func buildRules() {
         var exchanges: [Exchange] = []
-        var subscriptions: [(event: DeviceReplica.Event, handle: UInt16, answers: [Answer])] = []
-        var reads: [UInt16: [(DeviceReplica.Event, ReadOutcome)]] = [:]
+        var subscriptions: [(event: DeviceReplica.Event, handle: AttributeHandle, answers: [Answer])] = []
+        var reads: [AttributeHandle: [(DeviceReplica.Event, ReadOutcome)]] = [:]
         var unsolicited: [(DeviceReplica.Event, Answer)] = []
         /// Where notifications go now, per connection: the latest write, or the latest subscription.
         enum Owner {
@@ -571,7 +576,7 @@ private struct Builder {
         var groups: [[Int]] = []
         var groupOf: [String: Int] = [:]
         for (index, exchange) in exchanges.enumerated() {
-            let key = "\(exchange.handle):" + Hex.string(exchange.value)
+            let key = "\(exchange.handle.rawValue):" + Hex.string(exchange.value)
             if let group = groupOf[key] {
                 groups[group].append(index)
             } else {
@@ -645,8 +650,8 @@ private struct Builder {
         return actions
     }
 
-    mutating func buildSubscriptionRules(_ subscriptions: [(event: DeviceReplica.Event, handle: UInt16, answers: [Answer])]) {
-        var done: Set<UInt16> = []
+    mutating func buildSubscriptionRules(_ subscriptions: [(event: DeviceReplica.Event, handle: AttributeHandle, answers: [Answer])]) {
+        var done: Set<AttributeHandle> = []
         for subscription in subscriptions where !subscription.answers.isEmpty && !done.contains(subscription.handle) {
             done.insert(subscription.handle)
             guard let characteristic = characteristicIDs[subscription.handle] else { continue }
@@ -670,7 +675,7 @@ private struct Builder {
         }
     }
 
-    mutating func buildReadRules(_ reads: [UInt16: [(DeviceReplica.Event, ReadOutcome)]]) {
+    mutating func buildReadRules(_ reads: [AttributeHandle: [(DeviceReplica.Event, ReadOutcome)]]) {
         for handle in reads.keys.sorted() {
             guard let occurrences = reads[handle], let characteristic = characteristicIDs[handle] else { continue }
             let outcomes = occurrences.map(\.1)
@@ -701,7 +706,7 @@ private struct Builder {
 
     mutating func buildTriggers(_ unsolicited: [(DeviceReplica.Event, Answer)]) {
         guard !unsolicited.isEmpty else { return }
-        var byCharacteristic: [UInt16: [(DeviceReplica.Event, Answer)]] = [:]
+        var byCharacteristic: [AttributeHandle: [(DeviceReplica.Event, Answer)]] = [:]
         for item in unsolicited { byCharacteristic[item.1.handle, default: []].append(item) }
         for handle in byCharacteristic.keys.sorted() {
             guard let characteristic = characteristicIDs[handle], let items = byCharacteristic[handle] else { continue }

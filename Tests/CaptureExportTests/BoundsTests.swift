@@ -15,9 +15,12 @@ import Testing
         replica.advertisingData = AdvertisingData([ADStructure(type: .manufacturerData, data: huge)])
         for index in 0..<10_000 {
             let base = UInt16(1 + index * 3)
-            var service = DeviceReplica.Service(uuid: BluetoothUUID(UInt16(0xA000 + index % 0x1000)), handle: base, endHandle: base + 2)
+            var service = DeviceReplica.Service(
+                uuid: BluetoothUUID(UInt16(0xA000 + index % 0x1000)), handle: AttributeHandle(rawValue: base),
+                endHandle: AttributeHandle(rawValue: base + 2))
             var characteristic = DeviceReplica.Characteristic(
-                uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], declarationHandle: base + 1, valueHandle: base + 2)
+                uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], declarationHandle: AttributeHandle(rawValue: base + 1),
+                valueHandle: AttributeHandle(rawValue: base + 2))
             characteristic.value = huge
             service.characteristics = [characteristic]
             replica.services.append(service)

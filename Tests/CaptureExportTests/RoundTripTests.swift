@@ -67,8 +67,8 @@ import Testing
             }
         }
         let added = [
-            "1 read(handle: 3, offset: 0, value: \(Array("RelayLock".utf8)))",
-            "1 read(handle: 15, offset: 0, value: \(Array("Status".utf8)))",
+            "1 read(handle: 0x0003, offset: 0, value: \(Array("RelayLock".utf8)))",
+            "1 read(handle: 0x000F, offset: 0, value: \(Array("Status".utf8)))",
         ]
         var expected = events(original)
         expected.insert(contentsOf: added, at: 1)

@@ -146,16 +146,21 @@ import Testing
         }
         let sorted = replica.services.sorted { ($0.isPrimary ? 0 : 1, $0.handle ?? 0) < ($1.isPrimary ? 0 : 1, $1.handle ?? 0) }
         #expect(
-            services == sorted.map { "\($0.isPrimary ? "primary" : "secondary") \($0.uuid) [\(Int($0.handle!))]-\(Int($0.endHandle!))" })
+            services
+                == sorted.map {
+                    "\($0.isPrimary ? "primary" : "secondary") \($0.uuid) [\(Int($0.handle!.rawValue))]-\(Int($0.endHandle!.rawValue))"
+                })
         #expect(includes == ["[9, 4]"])
         #expect(
             characteristics
                 == replica.characteristics.map { item in
                     let c = item.characteristic
-                    return "\(c.uuid) [\(Int(c.declarationHandle!)), \(Int(c.valueHandle!))] \(Int(c.properties.rawValue))"
+                    return
+                        "\(c.uuid) [\(Int(c.declarationHandle!.rawValue)), \(Int(c.valueHandle!.rawValue))] \(Int(c.properties.rawValue))"
                 })
         #expect(
-            descriptors == replica.characteristics.flatMap { $0.characteristic.descriptors.map { "\($0.uuid) [\(Int($0.handle!))]" } })
+            descriptors
+                == replica.characteristics.flatMap { $0.characteristic.descriptors.map { "\($0.uuid) [\(Int($0.handle!.rawValue))]" } })
     }
 
     // MARK: tshark

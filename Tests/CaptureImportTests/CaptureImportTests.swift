@@ -344,7 +344,7 @@ enum LockSession {
         s.att(handle: 0x40, .executeWriteRequest, [1], from: .hostToController)
         s.att(handle: 0x40, .executeWriteResponse, [], from: .controllerToHost)
         let replica = try importOnly(try trace(s.btsnoop()))
-        let writes = replica.conversation.compactMap { event -> (UInt16, Int)? in
+        let writes = replica.conversation.compactMap { event -> (AttributeHandle, Int)? in
             if case .write(let handle, let value, _) = event.kind { (handle, value.count) } else { nil }
         }
         #expect(writes.count == 64)

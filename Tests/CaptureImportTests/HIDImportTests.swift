@@ -30,16 +30,16 @@ import Testing
         let engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: .zero))
         var got: [Row] = []
         for service in profile.services {
-            got.append(Row(kind: "service", uuid: service.uuid, handle: service.handle, value: []))
+            got.append(Row(kind: "service", uuid: service.uuid, handle: service.handle?.rawValue, value: []))
             for characteristic in service.characteristics {
                 got.append(
                     Row(
-                        kind: "characteristic", uuid: characteristic.uuid, handle: characteristic.handle,
+                        kind: "characteristic", uuid: characteristic.uuid, handle: characteristic.handle?.rawValue,
                         value: engine.value(of: characteristic.id)))
                 for descriptor in characteristic.descriptors {
                     got.append(
                         Row(
-                            kind: "descriptor", uuid: descriptor.uuid, handle: descriptor.handle,
+                            kind: "descriptor", uuid: descriptor.uuid, handle: descriptor.handle?.rawValue,
                             value: profile.descriptorValue(descriptor, environment: engine.environment)))
                 }
             }

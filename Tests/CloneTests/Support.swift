@@ -1,5 +1,6 @@
 import BlueZ
 import BlueZTestSupport
+import Bluetooth
 import DBus
 import DBusTestSupport
 import Foundation
@@ -20,7 +21,7 @@ enum Lock {
     static let service = uuid(1), rx = uuid(2), tx = uuid(3), session = uuid(4), secret = uuid(5), status = uuid(6), broken = uuid(7)
     static let sessionValue: [UInt8] = Array(0..<20)
     /// Value handles as the device has them (declaration + 1).
-    static let valueHandles: [UInt16] = [0x0012, 0x0014, 0x0017, 0x001A, 0x001C, 0x001F]
+    static let valueHandles: [AttributeHandle] = [0x0012, 0x0014, 0x0017, 0x001A, 0x001C, 0x001F]
 
     static func peripheral(address: String = address, name: String = name) -> RemotePeripheral {
         var lock = RemotePeripheral(address: address, name: name)

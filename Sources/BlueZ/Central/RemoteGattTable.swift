@@ -14,7 +14,7 @@ public struct RemoteGattTable: Sendable, Equatable {
         public var uuid: BluetoothUUID
         public var isPrimary: Bool
         /// The service declaration's handle, when known.
-        public var handle: UInt16?
+        public var handle: AttributeHandle?
         /// The object paths of the services it includes.
         public var includes: [DBusObjectPath]
         public var characteristics: [Characteristic] = []
@@ -26,21 +26,21 @@ public struct RemoteGattTable: Sendable, Equatable {
         /// BlueZ's `Flags` (the first ``Limits/flags`` strings), parsed.
         public var flags: CharacteristicFlags
         /// The declaration's handle (the value follows at the next handle), when known.
-        public var handle: UInt16?
+        public var handle: AttributeHandle?
         /// The link's ATT MTU as BlueZ reports it on the characteristic (newer BlueZ).
         public var mtu: UInt16?
         public var descriptors: [Descriptor] = []
 
         public var properties: CharacteristicProperties { flags.properties }
         /// The value handle: the one after the declaration.
-        public var valueHandle: UInt16? { handle.flatMap { $0 < .max ? $0 + 1 : nil } }
+        public var valueHandle: AttributeHandle? { handle?.next }
     }
 
     public struct Descriptor: Sendable, Equatable {
         public var path: DBusObjectPath
         public var uuid: BluetoothUUID
         public var flags: CharacteristicFlags
-        public var handle: UInt16?
+        public var handle: AttributeHandle?
     }
 
     /// Where the handles came from.
@@ -180,17 +180,17 @@ public struct RemoteGattTable: Sendable, Equatable {
     /// The `Handle` property when it is there and not 0, else the 4 hex digits BlueZ puts after `prefix` in the
     /// object's name.
     private static func handle(_ properties: [String: DBusValue], path: DBusObjectPath, prefix: String, sources: inout Set<HandleSource>)
-        -> UInt16?
+        -> AttributeHandle?
     {
         if let handle = properties["Handle"]?.integer.flatMap({ UInt16(exactly: $0) }), handle != 0 {
             sources.insert(.property)
-            return handle
+            return AttributeHandle(rawValue: handle)
         }
         if let last = path.rawValue.split(separator: "/").last, last.hasPrefix(prefix) {
             let digits = last.dropFirst(prefix.count)
             if digits.count == 4, digits.allSatisfy(\.isHexDigit), let handle = UInt16(digits, radix: 16), handle != 0 {
                 sources.insert(.objectPath)
-                return handle
+                return AttributeHandle(rawValue: handle)
             }
         }
         sources.insert(.unknown)
@@ -198,7 +198,7 @@ public struct RemoteGattTable: Sendable, Equatable {
     }
 
     /// Handle order; objects without a handle after those with one, by path.
-    private static func order(_ a: UInt16?, _ pathA: DBusObjectPath, _ b: UInt16?, _ pathB: DBusObjectPath) -> Bool {
+    private static func order(_ a: AttributeHandle?, _ pathA: DBusObjectPath, _ b: AttributeHandle?, _ pathB: DBusObjectPath) -> Bool {
         switch (a, b) {
         case (let a?, let b?): a != b ? a < b : pathA < pathB
         case (.some, nil): true

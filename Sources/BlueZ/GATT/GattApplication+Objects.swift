@@ -13,7 +13,7 @@ final class CharacteristicObject: Sendable {
     /// Acquired notification sockets by owner.
     let sockets = Mutex<[NotificationSocketOwner: AcquiredSocket]>([:])
     let writeSockets = Mutex<[AcquiredSocket]>([])
-    let handle: Locked<UInt16>
+    let handle: Locked<AttributeHandle>
     let queue: DispatchQueue
 
     /// One socket per characteristic reaches every subscriber (BlueZ before 5.70), whichever central it was
@@ -217,7 +217,7 @@ extension GattApplication {
                 .constant("Characteristic", .objectPath(parent)),
                 .constant("Flags", .strings(descriptor.flags.bluezFlags)),
                 DBusProperty("Value", signature: .bytes, get: { .bytes(value.value) }),
-                GattApplication.handleProperty(Locked<UInt16>(descriptor.handle ?? 0)),
+                GattApplication.handleProperty(Locked<AttributeHandle>(descriptor.handle ?? 0)),
             ])
     }
 

@@ -14,7 +14,7 @@ public final class GattApplication: Sendable {
     let handler: any GattRequestHandler
     let characteristics: [String: CharacteristicObject]
     /// The ATT handle of each service, by id (the one the profile asks for, else 0 until bluetoothd assigns one).
-    let serviceHandles: [String: Locked<UInt16>]
+    let serviceHandles: [String: Locked<AttributeHandle>]
     let exportedPaths: [DBusObjectPath]
     private let registered = Mutex(false)
 
@@ -53,7 +53,8 @@ public final class GattApplication: Sendable {
             }
         }
         self.characteristics = characteristics
-        self.serviceHandles = Dictionary(services.map { ($0.id, Locked<UInt16>($0.handle ?? 0)) }, uniquingKeysWith: { first, _ in first })
+        self.serviceHandles = Dictionary(
+            services.map { ($0.id, Locked<AttributeHandle>($0.handle ?? 0)) }, uniquingKeysWith: { first, _ in first })
         self.exportedPaths = paths
     }
 
@@ -66,7 +67,7 @@ public final class GattApplication: Sendable {
             for (serviceIndex, service) in services.enumerated() {
                 let servicePath = path.appending("service\(serviceIndex)")
                 let includes = service.includes.compactMap { servicePaths[$0] }
-                let handle = serviceHandles[service.id] ?? Locked<UInt16>(service.handle ?? 0)
+                let handle = serviceHandles[service.id] ?? Locked<AttributeHandle>(service.handle ?? 0)
                 try await connection.export(
                     [
                         DBusInterface(
@@ -165,12 +166,12 @@ public final class GattApplication: Sendable {
 
     /// The ATT handle of a characteristic's value: the one the profile asked for, or the one bluetoothd assigned;
     /// nil while neither is known (BlueZ 5.66 assigns none).
-    public func handle(_ characteristic: String) -> UInt16? {
+    public func handle(_ characteristic: String) -> AttributeHandle? {
         characteristics[characteristic].map(\.handle.value).flatMap { $0 == 0 ? nil : $0 }
     }
 
     /// The ATT handle of a service: asked for or assigned, as ``handle(_:)``; nil while neither is known.
-    public func serviceHandle(_ service: String) -> UInt16? {
+    public func serviceHandle(_ service: String) -> AttributeHandle? {
         serviceHandles[service].map(\.value).flatMap { $0 == 0 ? nil : $0 }
     }
 
@@ -180,11 +181,11 @@ public final class GattApplication: Sendable {
     }
 
     /// The ATT handle BlueZ assigned (0 until it does); BlueZ writes it back through `Set`.
-    static func handleProperty(_ handle: Locked<UInt16>) -> DBusProperty {
+    static func handleProperty(_ handle: Locked<AttributeHandle>) -> DBusProperty {
         DBusProperty(
-            "Handle", signature: .uint16, get: { .uint16(handle.value) },
+            "Handle", signature: .uint16, get: { .uint16(handle.value.rawValue) },
             set: { value in
-                if case .uint16(let assigned) = value { handle.withLock { $0 = assigned } }
+                if case .uint16(let assigned) = value { handle.withLock { $0 = AttributeHandle(rawValue: assigned) } }
             })
     }
 }

@@ -9,11 +9,11 @@ public struct GattServiceDefinition: Sendable, Equatable {
     public var includes: [String]
     public var characteristics: [GattCharacteristicDefinition]
     /// The handle to ask BlueZ for (the service declaration's); nil: BlueZ chooses.
-    public var handle: UInt16?
+    public var handle: AttributeHandle?
 
     public init(
         id: String, uuid: BluetoothUUID, primary: Bool = true, includes: [String] = [], characteristics: [GattCharacteristicDefinition],
-        handle: UInt16? = nil
+        handle: AttributeHandle? = nil
     ) {
         self.id = id
         self.uuid = uuid
@@ -66,12 +66,12 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var acquireWrite: Bool
     public var descriptors: [GattDescriptorDefinition]
     /// The handle to ask BlueZ for (the value's; the declaration takes the one before); nil: BlueZ chooses.
-    public var handle: UInt16?
+    public var handle: AttributeHandle?
 
     public init(
         id: String, uuid: BluetoothUUID, flags: CharacteristicFlags, initialValue: [UInt8] = [],
         notifyPath: GattNotifyPath = .propertiesChanged, acquireWrite: Bool = false,
-        descriptors: [GattDescriptorDefinition] = [], handle: UInt16? = nil
+        descriptors: [GattDescriptorDefinition] = [], handle: AttributeHandle? = nil
     ) {
         self.handle = handle
         self.id = id
@@ -92,11 +92,11 @@ public struct GattDescriptorDefinition: Sendable, Equatable {
     public var flags: CharacteristicFlags
     public var initialValue: [UInt8]
     /// The handle to ask BlueZ for; nil: BlueZ chooses.
-    public var handle: UInt16?
+    public var handle: AttributeHandle?
 
     public init(
         id: String, uuid: BluetoothUUID, flags: CharacteristicFlags = CharacteristicFlags(properties: .read), initialValue: [UInt8] = [],
-        handle: UInt16? = nil
+        handle: AttributeHandle? = nil
     ) {
         self.handle = handle
         self.id = id

@@ -10,7 +10,9 @@ extension ATTMessage {
     private static func decode(_ opcode: ATTOpcode, _ cursor: inout ByteCursor) -> ATTMessage? {
         switch opcode {
         case .errorResponse:
-            guard let request = cursor.u8(), let handle = cursor.u16le(), let error = cursor.u8(), cursor.isAtEnd else { return nil }
+            guard let request = cursor.u8(), let handle = cursor.attributeHandle(), let error = cursor.u8(), cursor.isAtEnd else {
+                return nil
+            }
             return .errorResponse(request: ATTOpcode(rawValue: request), handle: handle, error: ATTErrorCode(rawValue: error))
         case .exchangeMTURequest:
             guard let mtu = cursor.u16le(), cursor.isAtEnd else { return nil }
@@ -27,7 +29,8 @@ extension ATTMessage {
             guard !cursor.isAtEnd, cursor.remaining % (2 + size) == 0 else { return nil }
             var entries: [HandleUUID] = []
             while !cursor.isAtEnd {
-                guard let handle = cursor.u16le(), let wire = cursor.take(size), let uuid = BluetoothUUID(littleEndian: wire) else {
+                guard let handle = cursor.attributeHandle(), let wire = cursor.take(size), let uuid = BluetoothUUID(littleEndian: wire)
+                else {
                     return nil
                 }
                 entries.append(HandleUUID(handle: handle, uuid: uuid))
@@ -50,7 +53,7 @@ extension ATTMessage {
             guard let length = cursor.u8(), length >= 2, !cursor.isAtEnd, cursor.remaining % Int(length) == 0 else { return nil }
             var entries: [HandleValue] = []
             while !cursor.isAtEnd {
-                let handle = cursor.u16le()!
+                let handle = cursor.attributeHandle()!
                 entries.append(HandleValue(handle: handle, value: Array(cursor.take(Int(length) - 2)!)))
             }
             return .readByTypeResponse(entries)
@@ -58,23 +61,23 @@ extension ATTMessage {
             guard let length = cursor.u8(), length >= 4, !cursor.isAtEnd, cursor.remaining % Int(length) == 0 else { return nil }
             var entries: [GroupValue] = []
             while !cursor.isAtEnd {
-                let handle = cursor.u16le()!
-                let end = cursor.u16le()!
+                let handle = cursor.attributeHandle()!
+                let end = cursor.attributeHandle()!
                 entries.append(GroupValue(handle: handle, endGroupHandle: end, value: Array(cursor.take(Int(length) - 4)!)))
             }
             return .readByGroupTypeResponse(entries)
         case .readRequest:
-            guard let handle = cursor.u16le(), cursor.isAtEnd else { return nil }
+            guard let handle = cursor.attributeHandle(), cursor.isAtEnd else { return nil }
             return .readRequest(handle: handle)
         case .readResponse: return .readResponse(value: Array(cursor.rest()))
         case .readBlobRequest:
-            guard let handle = cursor.u16le(), let offset = cursor.u16le(), cursor.isAtEnd else { return nil }
+            guard let handle = cursor.attributeHandle(), let offset = cursor.u16le(), cursor.isAtEnd else { return nil }
             return .readBlobRequest(handle: handle, offset: offset)
         case .readBlobResponse: return .readBlobResponse(value: Array(cursor.rest()))
         case .readMultipleRequest, .readMultipleVariableRequest:
             guard cursor.remaining >= 4, cursor.remaining % 2 == 0 else { return nil }
-            var handles: [UInt16] = []
-            while let handle = cursor.u16le() { handles.append(handle) }
+            var handles: [AttributeHandle] = []
+            while let handle = cursor.attributeHandle() { handles.append(handle) }
             return opcode == .readMultipleRequest ? .readMultipleRequest(handles: handles) : .readMultipleVariableRequest(handles: handles)
         case .readMultipleResponse: return .readMultipleResponse(values: Array(cursor.rest()))
         case .readMultipleVariableResponse:
@@ -87,7 +90,7 @@ extension ATTMessage {
             }
             return .readMultipleVariableResponse(values: values)
         case .writeRequest, .writeCommand, .handleValueNotification, .handleValueIndication:
-            guard let handle = cursor.u16le() else { return nil }
+            guard let handle = cursor.attributeHandle() else { return nil }
             let value = Array(cursor.rest())
             switch opcode {
             case .writeRequest: return .writeRequest(handle: handle, value: value)
@@ -96,11 +99,11 @@ extension ATTMessage {
             default: return .handleValueIndication(handle: handle, value: value)
             }
         case .signedWriteCommand:
-            guard let handle = cursor.u16le(), cursor.remaining >= 12 else { return nil }
+            guard let handle = cursor.attributeHandle(), cursor.remaining >= 12 else { return nil }
             return .signedWriteCommand(handle: handle, value: Array(cursor.take(cursor.remaining - 12)!))
         case .writeResponse: return cursor.isAtEnd ? .writeResponse : nil
         case .prepareWriteRequest, .prepareWriteResponse:
-            guard let handle = cursor.u16le(), let offset = cursor.u16le() else { return nil }
+            guard let handle = cursor.attributeHandle(), let offset = cursor.u16le() else { return nil }
             let value = Array(cursor.rest())
             return opcode == .prepareWriteRequest
                 ? .prepareWriteRequest(handle: handle, offset: offset, value: value)
@@ -114,7 +117,9 @@ extension ATTMessage {
             guard !cursor.isAtEnd else { return nil }
             var entries: [HandleValue] = []
             while !cursor.isAtEnd {
-                guard let handle = cursor.u16le(), let length = cursor.u16le(), let value = cursor.take(Int(length)) else { return nil }
+                guard let handle = cursor.attributeHandle(), let length = cursor.u16le(), let value = cursor.take(Int(length)) else {
+                    return nil
+                }
                 entries.append(HandleValue(handle: handle, value: Array(value)))
             }
             return .multipleHandleValueNotification(entries)
@@ -125,6 +130,6 @@ extension ATTMessage {
 
     private static func range(_ cursor: inout ByteCursor) -> HandleRange? {
         guard cursor.remaining >= 4 else { return nil }
-        return HandleRange(start: cursor.u16le()!, end: cursor.u16le()!)
+        return HandleRange(start: cursor.attributeHandle()!, end: cursor.attributeHandle()!)
     }
 }

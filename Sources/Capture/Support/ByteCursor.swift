@@ -30,6 +30,9 @@ struct ByteCursor {
         return UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8
     }
 
+    /// An ATT attribute handle, little-endian as ATT carries it.
+    mutating func attributeHandle() -> AttributeHandle? { u16le().map(AttributeHandle.init(rawValue:)) }
+
     mutating func u16be() -> UInt16? {
         guard remaining >= 2 else { return nil }
         defer { index += 2 }

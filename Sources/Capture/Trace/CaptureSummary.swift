@@ -67,7 +67,7 @@ public struct CaptureSummary: Sendable {
         /// Resolvable private addresses seen as connection peers → the identity they resolved to.
         private var aliases: [DeviceAddress: DeviceAddress] = [:]
         /// Per connection: the value handle of the Device Name characteristic (0x2A00), once discovered.
-        private var deviceNameHandles: [Int: UInt16] = [:]
+        private var deviceNameHandles: [Int: AttributeHandle] = [:]
 
         private mutating func device(_ identity: DeviceSummary.Identity, frame: Int, in summary: inout CaptureSummary) -> Int {
             if let index = deviceIndex[identity] { return index }

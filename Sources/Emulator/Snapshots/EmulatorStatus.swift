@@ -46,7 +46,7 @@ public struct EmulatorStatus: Sendable, Equatable {
         public var uuid: Bluetooth.BluetoothUUID
         public var primary: Bool
         /// The handle bluetoothd assigned, once registered.
-        public var handle: UInt16?
+        public var handle: AttributeHandle?
         public var characteristics: [Characteristic]
     }
 
@@ -55,7 +55,7 @@ public struct EmulatorStatus: Sendable, Equatable {
         public var uuid: Bluetooth.BluetoothUUID
         /// The profile's flags, in its order (BlueZ's: more than the ATT properties, e.g. `encrypt-read`).
         public var flags: [CharacteristicFlag]
-        public var handle: UInt16?
+        public var handle: AttributeHandle?
         /// The value now.
         public var value: [UInt8]
         /// The longest value it takes.

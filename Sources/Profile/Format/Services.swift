@@ -9,7 +9,7 @@ public struct ServiceDefinition: Sendable, Equatable {
     public var includes: [String]
     public var characteristics: [CharacteristicDefinition]
     /// The ATT handle asked of BlueZ for the service declaration; nil lets BlueZ choose.
-    public var handle: UInt16?
+    public var handle: AttributeHandle?
     /// JSON path of this service in the profile, for diagnostics.
     public var path: String
     /// In the GATT table from the start; `false`: only once the control API adds it (`PUT /v1/services/{id}`),
@@ -31,7 +31,7 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     public var descriptors: [DescriptorDefinition]
     public var description: String?
     /// The ATT handle asked of BlueZ for the value (its declaration takes the one before); nil lets BlueZ choose.
-    public var handle: UInt16?
+    public var handle: AttributeHandle?
     public var path: String
     /// Notifications and indications longer than the central's ATT MTU − 3 go out as consecutive pieces of
     /// MTU − 3 bytes (as devices that chunk by MTU do); otherwise BlueZ sends only the first MTU − 3 bytes.
@@ -55,7 +55,7 @@ public struct DescriptorDefinition: Sendable, Equatable {
     public var flags: [DescriptorFlag]
     public var value: ValueSource
     /// The ATT handle asked of BlueZ; nil lets BlueZ choose.
-    public var handle: UInt16?
+    public var handle: AttributeHandle?
     public var path: String
 
     /// The flags as Bluetooth's model has them (a descriptor's: read, write, their security, authorize).

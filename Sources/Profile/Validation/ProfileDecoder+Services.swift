@@ -190,8 +190,8 @@ extension ProfileDecoder {
     }
 
     /// An ATT handle a profile asks BlueZ for: 1…0xFFFF (BlueZ's own GAP and GATT services take the first few).
-    mutating func attributeHandle(_ node: JSONNode, _ path: String) -> UInt16? {
-        flexibleInteger(node, path, in: 1...0xFFFF).map { UInt16($0) }
+    mutating func attributeHandle(_ node: JSONNode, _ path: String) -> AttributeHandle? {
+        flexibleInteger(node, path, in: 1...0xFFFF).map { AttributeHandle(rawValue: UInt16($0)) }
     }
 
     private mutating func reportMisplaced(_ node: JSONNode, _ path: String, keys: [String], context: String) {

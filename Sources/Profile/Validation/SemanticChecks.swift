@@ -140,11 +140,11 @@ struct SemanticChecks {
     /// Handles asked of BlueZ: each at most once, a characteristic's value after its service's declaration (and
     /// after the declaration's own handle), a descriptor after its characteristic's value.
     private mutating func checkHandles() {
-        var used: [UInt16: String] = [:]
-        func claim(_ handle: UInt16?, _ path: String) {
+        var used: [AttributeHandle: String] = [:]
+        func claim(_ handle: AttributeHandle?, _ path: String) {
             guard let handle else { return }
             if let first = used[handle] {
-                report(JSONPath.appending("handle", to: path), "handle \(handle) is asked for twice", hint: "also at \(first)")
+                report(JSONPath.appending("handle", to: path), "handle \(handle.rawValue) is asked for twice", hint: "also at \(first)")
             } else {
                 used[handle] = path
             }
@@ -155,12 +155,13 @@ struct SemanticChecks {
             for characteristic in service.characteristics {
                 if let handle = characteristic.handle {
                     // The declaration takes handle - 1, which must come after everything before it.
-                    claim(handle - 1 == 0 ? nil : handle - 1, characteristic.path + " (declaration)")
+                    let declaration = AttributeHandle(rawValue: handle.rawValue - 1)
+                    claim(declaration == 0 ? nil : declaration, characteristic.path + " (declaration)")
                     claim(handle, characteristic.path)
-                    if let previous, handle <= previous + 1 {
+                    if let previous, handle.rawValue <= previous.rawValue + 1 {
                         report(
                             JSONPath.appending("handle", to: characteristic.path),
-                            "handle \(handle) must leave room after \(previous) for the characteristic's declaration",
+                            "handle \(handle.rawValue) must leave room after \(previous.rawValue) for the characteristic's declaration",
                             hint: "a characteristic's declaration takes the handle before its value")
                     }
                     previous = handle
@@ -168,7 +169,9 @@ struct SemanticChecks {
                 for descriptor in characteristic.descriptors {
                     claim(descriptor.handle, descriptor.path)
                     if let handle = descriptor.handle, let previous, handle <= previous {
-                        report(JSONPath.appending("handle", to: descriptor.path), "handle \(handle) must come after \(previous)")
+                        report(
+                            JSONPath.appending("handle", to: descriptor.path),
+                            "handle \(handle.rawValue) must come after \(previous.rawValue)")
                     }
                     if let handle = descriptor.handle { previous = handle }
                 }
