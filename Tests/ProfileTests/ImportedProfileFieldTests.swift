@@ -29,6 +29,9 @@ import Testing
         #expect(crowded.contains { $0.contains("must leave room after 16") }, "\(crowded)")
         let outOfRange = problems(Self.profile().replacingOccurrences(of: "\"handle\": 16", with: "\"handle\": 70000"))
         #expect(outOfRange.contains { $0.contains("services[0].handle") }, "\(outOfRange)")
+        // A service at the last handle leaves no room for a characteristic (this used to overflow and crash).
+        let last = problems(Self.profile().replacingOccurrences(of: "\"handle\": 16", with: "\"handle\": 65535"))
+        #expect(last.contains { $0.contains("handle 18 must leave room after 65535") }, "\(last)")
     }
 
     @Test func otherADStructuresAreAdvertisedButNotThoseOfOtherFields() throws {

@@ -158,7 +158,8 @@ struct SemanticChecks {
                     let declaration = AttributeHandle(rawValue: handle.rawValue - 1)
                     claim(declaration == 0 ? nil : declaration, characteristic.path + " (declaration)")
                     claim(handle, characteristic.path)
-                    if let previous, handle.rawValue <= previous.rawValue + 1 {
+                    // After 0xFFFF there is no room at all.
+                    if let previous, previous.next.map({ handle <= $0 }) ?? true {
                         report(
                             JSONPath.appending("handle", to: characteristic.path),
                             "handle \(handle.rawValue) must leave room after \(previous.rawValue) for the characteristic's declaration",
