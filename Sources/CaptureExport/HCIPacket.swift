@@ -44,11 +44,25 @@ public enum HCIPacket {
     /// LE Set Random Address: the random address the controller uses.
     public static func leSetRandomAddress(_ address: BluetoothAddress) -> [UInt8] { command(0x2005, address.littleEndian) }
 
-    public static func leCreateConnection(peer: BluetoothAddress, peerType: UInt8 = 0, ownType: UInt8 = 0) -> [UInt8] {
+    /// LE Create Connection; `filterPolicy` 1 connects to whichever device of the accept list answers first, and
+    /// the peer address is then ignored (sent as zeros).
+    public static func leCreateConnection(peer: BluetoothAddress, peerType: UInt8 = 0, ownType: UInt8 = 0, filterPolicy: UInt8 = 0)
+        -> [UInt8]
+    {
         command(
             0x200D,
-            le16(0x60) + le16(0x30) + [0, peerType] + peer.littleEndian + [ownType] + le16(24) + le16(40) + le16(0) + le16(500)
-                + le16(0) + le16(0))
+            le16(0x60) + le16(0x30) + [filterPolicy, peerType] + peer.littleEndian + [ownType] + le16(24) + le16(40) + le16(0)
+                + le16(500) + le16(0) + le16(0))
+    }
+
+    /// LE Extended Create Connection on the LE 1M PHY, as an iPhone sends it.
+    public static func leExtendedCreateConnection(peer: BluetoothAddress, peerType: UInt8 = 0, ownType: UInt8 = 1, filterPolicy: UInt8 = 0)
+        -> [UInt8]
+    {
+        command(
+            0x2043,
+            [filterPolicy, ownType, peerType] + peer.littleEndian + [0x01] + le16(480) + le16(20) + le16(8) + le16(24) + le16(0)
+                + le16(72) + le16(0) + le16(0))
     }
 
     /// One legacy advertising report per entry, all in one event.

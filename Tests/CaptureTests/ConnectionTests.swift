@@ -128,6 +128,42 @@ import Testing
         #expect(!trace.notes.contains(.attOnlyExport))
     }
 
+    /// An iPhone's PacketLogger log (github.com/cagnulein/Bafang-RideSync, bluetoothd-hci-latest.pklg): its LE
+    /// Extended Create Connection used the accept list (peer address ignored, sent as zeros) while a link opened
+    /// before the log began carried 1,692 ATT PDUs; import named that link's peer 00:00:00:00:00:00 (public).
+    @Test(arguments: [false, true])
+    func aCreateConnectionThroughTheAcceptListNamesNoPeer(extended: Bool) throws {
+        var script = CaptureScript()
+        script.command(
+            extended
+                ? SyntheticHCI.leExtendedCreateConnection(peer: .zero, filterPolicy: 1)
+                : SyntheticHCI.leCreateConnection(peer: .zero, filterPolicy: 1))
+        script.att(handle: 0x40, .readRequest, [3, 0], from: .hostToController)
+        let trace = try CaptureTrace.read(bytes: script.btsnoop())
+        #expect(trace.connections.first?.peer == nil)
+        #expect(trace.connections.first?.origin == .aclData(peerFromCreateConnection: false))
+    }
+
+    @Test func anExtendedCreateConnectionNamesThePeerWhenTheEventIsMissing() throws {
+        var script = CaptureScript()
+        script.command(SyntheticHCI.leExtendedCreateConnection(peer: peerA, peerType: 1))
+        script.att(handle: 0x40, .readRequest, [3, 0], from: .hostToController)
+        let trace = try CaptureTrace.read(bytes: script.btsnoop())
+        #expect(trace.connections.first?.peer == DeviceAddress(peerA, type: .random))
+        #expect(trace.connections.first?.origin == .aclData(peerFromCreateConnection: true))
+    }
+
+    /// A connection attempt that ended (failed or cancelled) names nobody's link.
+    @Test func aFailedCreateConnectionNamesNoLaterLink() throws {
+        var script = CaptureScript()
+        script.command(SyntheticHCI.leCreateConnection(peer: peerA, peerType: 1))
+        script.event(SyntheticHCI.leConnectionComplete(handle: 0x0FFF, peer: .zero, enhanced: true, status: 0x02))
+        script.att(handle: 0x40, .readRequest, [3, 0], from: .hostToController)
+        let trace = try CaptureTrace.read(bytes: script.btsnoop())
+        #expect(trace.connections.first?.peer == nil)
+        #expect(trace.connections.first?.origin == .aclData(peerFromCreateConnection: false))
+    }
+
     @Test func monitorControllersKeepTheirOwnConnectionsAndAddresses() throws {
         var zero = CaptureScript(controller: 0)
         zero.add(.monitor(opcode: 0), [0, 0] + localAddress.littleEndian + Array("hci0\0\0\0\0".utf8))

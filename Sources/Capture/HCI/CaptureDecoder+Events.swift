@@ -139,6 +139,8 @@ extension CaptureDecoder {
         let latency = body.u16le()
         let timeout = body.u16le()
         let peer = DeviceAddress(address, hciType: peerType)
+        // The attempt has ended either way: a link seen later without its event is not this one.
+        createTargets[controller] = nil
         guard status == 0 else {
             pending.append(
                 .connectionFailed(
@@ -147,7 +149,6 @@ extension CaptureDecoder {
                         peer: address == .zero ? nil : peer, link: .le)))
             return
         }
-        createTargets[controller] = nil
         _ = openConnection(
             controller: controller, handle: handle & 0x0FFF, link: .le,
             origin: enhanced ? .leEnhancedConnectionComplete : .leConnectionComplete,
@@ -184,16 +185,19 @@ extension CaptureDecoder {
         case 0x2005:  // LE Set Random Address
             guard let address = body.address() else { return report(.malformedCommand(opcode: opcode, "too short"), frame: moment.frame) }
             controllerInfo(controller) { $0.randomAddress = address }
+        // The peer a link made up from ACL data is given when its connection-complete event is missing. Only
+        // filter policy 0 names one: with the accept list (1, and later versions' 2 and 3) the controller connects
+        // to whichever listed device answers and ignores the address (iPhones send zeros).
         case 0x200D:  // LE Create Connection: scan interval, window, filter policy, peer type, peer address, …
-            guard body.skip(5), let type = body.u8(), let address = body.address() else {
+            guard body.skip(4), let policy = body.u8(), let type = body.u8(), let address = body.address() else {
                 return report(.malformedCommand(opcode: opcode, "too short"), frame: moment.frame)
             }
-            createTargets[controller] = DeviceAddress(address, hciType: type)
+            createTargets[controller] = policy == 0 ? DeviceAddress(address, hciType: type) : nil
         case 0x2043:  // LE Extended Create Connection: filter policy, own type, peer type, peer address, …
-            guard body.skip(2), let type = body.u8(), let address = body.address() else {
+            guard let policy = body.u8(), body.skip(1), let type = body.u8(), let address = body.address() else {
                 return report(.malformedCommand(opcode: opcode, "too short"), frame: moment.frame)
             }
-            createTargets[controller] = DeviceAddress(address, hciType: type)
+            createTargets[controller] = policy == 0 ? DeviceAddress(address, hciType: type) : nil
         default:
             break
         }
