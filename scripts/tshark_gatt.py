@@ -3,6 +3,7 @@
 GATT lets characteristics in a service, and services in a table, share a UUID (HID Reports, several Battery
 services): they are told apart by occurrence, the n-th of that UUID in handle order. Shared by
 scripts/check-import and the e2e replay of real captures (Tests/e2e/test_real_capture_replay.py)."""
+import functools
 import json
 import subprocess
 
@@ -25,10 +26,28 @@ def as_list(x):
     return x if isinstance(x, list) else [] if x is None else [x]
 
 
+@functools.lru_cache(maxsize=8)
+def dissected(path, display_filter, layers, raw=False):
+    """tshark's JSON of the packets of `path` that `display_filter` keeps, with only `layers` (and their bytes when
+    `raw`): once per file, however many of its devices are compared."""
+    out = subprocess.run(["tshark", "-r", path, "-Y", display_filter, "-T", "json", *(["-x"] if raw else []),
+                          "--no-duplicate-keys", "-J", layers], capture_output=True, text=True, timeout=300,
+                         stdin=subprocess.DEVNULL).stdout
+    return tuple(json.loads(out or "[]"))
+
+
 def unknown(address):
     """Whether tshark gave no address for a link's end (it has none before the link's connection event, or for an
     event it does not dissect)."""
     return not address or address == "00:00:00:00:00:00"
+
+
+def sent(layers):
+    """Whether the capturing side sent the packet (btsnoop's direction flag, PacketLogger's record type); unknown
+    counts as received."""
+    direction = (as_list(layers.get("frame", {}).get("frame.p2p_dir")) or [""])[0]
+    kind = (as_list(layers.get("packetlogger", {}).get("packetlogger.type")) or [""])[0]
+    return direction == "0" or kind == "0x02"
 
 
 def peers_by_handle(path):
@@ -36,11 +55,8 @@ def peers_by_handle(path):
     from the LE (Enhanced) Connection Complete events' own bytes (status, handle, role, peer address type, peer
     address: the same in subevents 0x01, 0x0A and 0x29, which an iPhone sends and tshark 4.0 does not dissect);
     a Disconnection Complete ends the link (None)."""
-    out = subprocess.run(["tshark", "-r", str(path), "-Y", "bthci_evt.code == 0x3e || bthci_evt.code == 0x05", "-T", "json",
-                          "-x", "--no-duplicate-keys", "-J", "frame bthci_evt"], capture_output=True, text=True,
-                         timeout=300, stdin=subprocess.DEVNULL).stdout
     links = {}
-    for packet in json.loads(out or "[]"):
+    for packet in dissected(str(path), "bthci_evt.code == 0x3e || bthci_evt.code == 0x05", "frame bthci_evt", raw=True):
         layers = packet["_source"]["layers"]
         raw = layers.get("bthci_evt_raw")
         while isinstance(raw, list):
@@ -69,13 +85,12 @@ def discovered_table(path, address):
     """[(service uuid, [(characteristic uuid, properties, value handle)])] in handle order, from the discovery
     responses `address` sent (all devices' when None; on a link tshark gives no address for, the one its connection
     event names). A table that changed between connections counts as last discovered."""
-    out = subprocess.run(["tshark", "-r", str(path), "-Y", "btatt.opcode==0x11 || btatt.opcode==0x09", "-T", "json",
-                          "--no-duplicate-keys", "-J", "frame btatt bthci_acl"], capture_output=True, text=True,
-                         timeout=300, stdin=subprocess.DEVNULL).stdout
     services, characteristics = {}, {}
     links = None
-    for packet in json.loads(out or "[]"):
+    for packet in dissected(str(path), "btatt.opcode==0x11 || btatt.opcode==0x09", "frame packetlogger btatt bthci_acl"):
         layers = packet["_source"]["layers"]
+        if sent(layers):
+            continue  # the capturing side's own answers (a device discovering the phone's server): not the device's
         acl = layers.get("bthci_acl", {})
         source = (as_list(acl.get("bthci_acl.src.bd_addr")) or [""])[0]
         if address and unknown(source) and acl.get("bthci_acl.chandle"):
@@ -90,6 +105,11 @@ def discovered_table(path, address):
         for opcode in as_list(att.get("btatt.opcode")):
             for entry in as_list(att.get("btatt.attribute_data")):
                 uuid = entry.get("btatt.uuid16") or entry.get("btatt.uuid128")
+                value = (as_list(entry.get("btatt.value")) or [""])[0]
+                if opcode == "0x11" and not uuid and len(value.split(":")) in (2, 16):
+                    # A Read By Group Type Response's value is the service's UUID; tshark names it so only when it
+                    # paired the response with its request (else "btatt.value", the UUID's bytes as sent).
+                    uuid = value
                 if opcode == "0x11" and uuid:
                     start = int(entry["btatt.handle"], 16)
                     services[start] = (start, int(entry["btatt.group_end_handle"], 16), full(as_list(uuid)[0]))

@@ -4,7 +4,7 @@ what the phone wrote, in the recorded order, to the same ATT handles (the import
 notifications and indications the device sent before the phone's next write must arrive, byte for byte. What was
 recorded is read with tshark (the oracle), not from the profile.
 
-Six licensed captures are in Tests/Fixtures/real-captures, the others stay outside: `scripts/check-import --replay DIR`
+The licensed captures are in Tests/Fixtures/real-captures, the others stay outside: `scripts/check-import --replay DIR`
 copies them into out/ and runs this file in the sandbox. Where the import cannot pin the device's handles, each
 handle's characteristic is found in gattemu's table by the UUIDs tshark's dissection gives it. Writes to BlueZ's
 own services are not replayed."""
