@@ -231,13 +231,14 @@ private struct Builder {
             services.append(.object(object))
         }
         // Includes, now that every service has its id.
+        let known = emulatedServiceStarts
         for (index, service) in emulatedServices.enumerated()
         where !service.includes.isEmpty {
             if let start = service.handle, service.includes.contains(start), let id = serviceIDs[start] {
                 report.append(
                     "the \(id) service's include of itself (handle 0x\(Hex.word(start.rawValue))) left out: a profile cannot say it")
             }
-            let included = includedStarts(of: service).compactMap { serviceIDs[$0] }
+            let included = includedStarts(of: service, among: known).compactMap { serviceIDs[$0] }
             guard !included.isEmpty, case .object(var members) = services[index] else { continue }
             members.insert(("includes", .array(included.map(OrderedJSON.string))), at: members.count - 1)
             services[index] = .object(members)
@@ -298,15 +299,15 @@ private struct Builder {
         return .object(object)
     }
 
-    /// The services `service` includes, by start handle, as the profile has them: services it has, once each, not
-    /// itself (a recorded include declaration may name the service's own range).
-    func includedStarts(of service: DeviceReplica.Service) -> [AttributeHandle] {
-        let known = Set(emulatedServices.compactMap(\.handle))
-        var starts: [AttributeHandle] = []
-        for start in service.includes where known.contains(start) && start != service.handle && !starts.contains(start) {
-            starts.append(start)
-        }
-        return starts
+    /// The start handles of the services the profile has (``includedStarts(of:among:)``'s `known`).
+    var emulatedServiceStarts: Set<AttributeHandle> { Set(emulatedServices.compactMap(\.handle)) }
+
+    /// The services `service` includes, by start handle, as the profile has them: services it has (`known`, made
+    /// once by the caller: a capture may hold thousands), once each, not itself (a recorded include declaration may
+    /// name the service's own range).
+    func includedStarts(of service: DeviceReplica.Service, among known: Set<AttributeHandle>) -> [AttributeHandle] {
+        var seen = Set<AttributeHandle>()
+        return service.includes.filter { known.contains($0) && $0 != service.handle && seen.insert($0).inserted }
     }
 
     /// Why BlueZ would not lay the attributes out where the device had them; nil when it would: each
@@ -315,12 +316,13 @@ private struct Builder {
     /// then the other descriptors in order.
     var unpinnableReason: String? {
         var previousEnd: AttributeHandle = 0
+        let known = emulatedServiceStarts
         for service in emulatedServices {
             let name = Self.uuidText(service.uuid)
             guard let start = service.handle else { return "service \(name) has no known handle" }
             guard start > previousEnd else { return "service \(name) at 0x\(Hex.word(start.rawValue)) overlaps the one before it" }
             // The device's include declarations take handles whether or not the profile can have them all.
-            guard includedStarts(of: service).count == service.includes.count else {
+            guard includedStarts(of: service, among: known).count == service.includes.count else {
                 return "service \(name) includes itself, a service twice or one not emulated: its handles move"
             }
             var next = Int(start.rawValue) + 1 + service.includes.count

@@ -123,6 +123,30 @@ enum Recordings {
         #expect(result.report.contains { $0.contains("handles not pinned") && $0.contains("includes itself") })
     }
 
+    /// Thousands of services, each including the next (a hostile capture or clone can hold that many): building
+    /// the profile looked the includes up against every service once per service, and 8,000 took 481 s in a debug
+    /// build; once, it takes under two seconds. Were the quadratic work back, the test would fail its time limit
+    /// (once it ends: Swift Testing does not interrupt synchronous code).
+    @Test(.timeLimit(.minutes(1))) func thousandsOfServicesWithIncludesBuildPromptly() throws {
+        let count = 8_000
+        var replica = DeviceReplica(source: "many services")
+        for index in 0..<count {
+            var service = DeviceReplica.Service(
+                uuid: BluetoothUUID(UInt16(0xA000 + index % 1_000)), handle: AttributeHandle(rawValue: UInt16(1 + index * 8)),
+                endHandle: AttributeHandle(rawValue: UInt16(8 + index * 8)))
+            service.includes = [AttributeHandle(rawValue: UInt16(1 + (index + 1) % count * 8))]
+            replica.services.append(service)
+        }
+        let result = ReplicaProfile(replica).build()
+        guard case .object(let members) = result.json, case .array(let services)? = members.first(where: { $0.0 == "services" })?.1
+        else {
+            Issue.record("no services in \(result.text.prefix(300))")
+            return
+        }
+        #expect(services.count == count)
+        #expect(result.text.components(separatedBy: "\"includes\"").count - 1 == count)
+    }
+
     /// A read the device refused with an ATT error is refused the same way by the profile (a relay or a capture
     /// saw it); reads that were answered and refused in turn are replayed in that order. Refusals for security
     /// are the flags' business and make no rule.
