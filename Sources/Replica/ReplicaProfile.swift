@@ -84,18 +84,24 @@ private struct Builder {
 
     /// How the device was seen sending on each value handle, whatever its declaration said.
     let observed: [AttributeHandle: CharacteristicProperties]
+    /// The handles the central wrote to (``hasWrites(to:)``), found in one pass over the conversation.
+    let written: Set<AttributeHandle>
 
     init(replica: DeviceReplica, options: ReplicaProfile.Options) {
         self.replica = replica
         self.options = options
         self.notificationText = options.maximumNotificationText
         var observed: [AttributeHandle: CharacteristicProperties] = [:]
+        var written: Set<AttributeHandle> = []
         for event in replica.conversation {
-            if case .notification(let handle, _, let indication) = event.kind {
-                observed[handle, default: []].insert(indication ? .indicate : .notify)
+            switch event.kind {
+            case .notification(let handle, _, let indication): observed[handle, default: []].insert(indication ? .indicate : .notify)
+            case .write(let handle, _, _): written.insert(handle)
+            default: continue
             }
         }
         self.observed = observed
+        self.written = written
     }
 
     mutating func build() -> ReplicaProfile.Result {
@@ -343,12 +349,13 @@ private struct Builder {
                 expected += characteristic.descriptors.map(\.uuid).filter {
                     $0 != .clientCharacteristicConfiguration && $0 != .extendedProperties
                 }
+                // Looked up by UUID and handle, not searched for each: a recording may give a characteristic thousands.
+                let present = Set(
+                    characteristic.descriptors.compactMap { descriptor in
+                        descriptor.handle.map { DescriptorPlace(uuid: descriptor.uuid, handle: Int($0.rawValue)) }
+                    })
                 for uuid in expected {
-                    guard
-                        characteristic.descriptors.contains(where: {
-                            $0.uuid == uuid && $0.handle.map { Int($0.rawValue) == next } ?? false
-                        })
-                    else {
+                    guard present.contains(DescriptorPlace(uuid: uuid, handle: next)) else {
                         let found = characteristic.descriptors.first { $0.uuid == uuid }?.handle
                         return "\(what): descriptor \(Self.uuidText(uuid)) "
                             + (found.map { "at 0x\(Hex.word($0.rawValue))" } ?? "not discovered")
@@ -368,9 +375,15 @@ private struct Builder {
         return nil
     }
 
+    /// A descriptor's UUID at a handle (``unpinnableReason``).
+    struct DescriptorPlace: Hashable {
+        var uuid: BluetoothUUID
+        var handle: Int
+    }
+
     func hasWrites(to handle: AttributeHandle?) -> Bool {
         guard let handle else { return false }
-        return replica.conversation.contains { if case .write(handle, _, _) = $0.kind { true } else { false } }
+        return written.contains(handle)
     }
 
     // MARK: Advertisement
@@ -495,6 +508,11 @@ private struct Builder {
         var error: ATTErrorCode?
     }
 
+    struct ExchangeKey: Hashable {
+        var handle: AttributeHandle
+        var connection: Int
+    }
+
     struct Answer: Equatable {
         var handle: AttributeHandle
         var value: [UInt8]
@@ -519,6 +537,8 @@ private struct Builder {
         }
         var owner: [Int: Owner] = [:]
         var lastTime: [Int: Double] = [:]
+        /// The latest exchange on each characteristic and connection, for the errors that refuse it.
+        var latestExchange: [ExchangeKey: Int] = [:]
         for event in replica.conversation {
             var gap: Int?
             if let time = event.time, let last = lastTime[event.connection] { gap = Int(((time - last) * 1000).rounded()) }
@@ -529,6 +549,7 @@ private struct Builder {
                 guard characteristicIDs[handle] != nil else { continue }
                 exchanges.append(Exchange(event: event, handle: handle, value: value, withResponse: withResponse))
                 owner[event.connection] = .exchange(exchanges.count - 1)
+                latestExchange[ExchangeKey(handle: handle, connection: event.connection)] = exchanges.count - 1
             case .subscribe(let handle, let notify, let indicate):
                 guard notify || indicate, characteristicIDs[handle] != nil else { continue }
                 subscriptions.append((event, handle, []))
@@ -553,7 +574,7 @@ private struct Builder {
                     reads[handle, default: []].append((event, .error(code)))
                 }
                 if request == .writeRequest || request == .prepareWriteRequest || request == .executeWriteRequest,
-                    let index = exchanges.lastIndex(where: { $0.handle == handle && $0.event.connection == event.connection }),
+                    let index = latestExchange[ExchangeKey(handle: handle, connection: event.connection)],
                     !code.asksForSecurity
                 {
                     exchanges[index].error = code
@@ -849,17 +870,21 @@ struct AdvertisementPlacement {
 /// Unique, valid profile identifiers.
 struct IdentifierTable {
     private var used: Set<String> = []
+    /// The suffix to try next for each base already taken: the ones before it are taken too (thousands of
+    /// characteristics may share a UUID, and so a base).
+    private var nextSuffix: [String: Int] = [:]
 
     /// `base` made a valid identifier, with `_2`, `_3`… when taken.
     mutating func unique(_ base: some StringProtocol) -> String {
         var cleaned = String(base.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") ? $0 : "_" })
         if cleaned.first.map({ !($0.isLetter || $0 == "_") }) ?? true { cleaned = "_" + cleaned }
         var candidate = cleaned
-        var counter = 2
+        var counter = nextSuffix[cleaned] ?? 2
         while used.contains(candidate) {
             candidate = "\(cleaned)_\(counter)"
             counter += 1
         }
+        if counter > 2 { nextSuffix[cleaned] = counter }
         used.insert(candidate)
         return candidate
     }
