@@ -453,20 +453,36 @@ struct ReplicaBuilder {
 
     mutating func buildTable() {
         let starts = services.keys.sorted()
+        // Include declarations in handle order, each service's found by binary search: a capture may have thousands of both.
+        let sortedIncludes = includes.values.sorted { $0.handle < $1.handle }
         var built: [DeviceReplica.Service] = []
         for start in starts {
             let entry = services[start]!
             var service = DeviceReplica.Service(uuid: entry.uuid, isPrimary: entry.primary, handle: start, endHandle: entry.end)
             service.provenance = "discovered in frame \(entry.frame)"
-            service.includes = includes.values.filter { $0.handle > start && $0.handle <= entry.end }.sorted { $0.handle < $1.handle }.map(
-                \.serviceRange.start)
+            var low = 0
+            var high = sortedIncludes.count
+            while low < high {
+                let middle = (low + high) / 2
+                if sortedIncludes[middle].handle > start { high = middle } else { low = middle + 1 }
+            }
+            service.includes = sortedIncludes[low...].prefix { $0.handle <= entry.end }.map(\.serviceRange.start)
             built.append(service)
         }
         let sortedDeclarations = declarations.values.sorted { $0.declaration.handle < $1.declaration.handle }
         var orphans: [DeviceReplica.Characteristic] = []
+        // The services begun before the declaration, latest on top; those ended before it are popped for good (declarations
+        // come in handle order), so the top is the last service holding it (as a search of every service would find).
+        var begun: [Int] = []
+        var nextService = 0
         for (position, item) in sortedDeclarations.enumerated() {
             let declaration = item.declaration
-            let serviceIndex = built.lastIndex { ($0.handle ?? 0) < declaration.handle && declaration.handle <= ($0.endHandle ?? 0) }
+            while nextService < built.count, (built[nextService].handle ?? 0) < declaration.handle {
+                begun.append(nextService)
+                nextService += 1
+            }
+            while let top = begun.last, (built[top].endHandle ?? 0) < declaration.handle { begun.removeLast() }
+            let serviceIndex = begun.last
             let serviceEnd = serviceIndex.flatMap { built[$0].endHandle } ?? 0xFFFF
             let nextDeclaration =
                 position + 1 < sortedDeclarations.count
