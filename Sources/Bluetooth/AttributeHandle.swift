@@ -11,8 +11,8 @@ public struct AttributeHandle: RawRepresentable, Sendable, Hashable, Comparable,
     /// The handle after this one; nil after 0xFFFF, the last.
     public var next: AttributeHandle? { rawValue < .max ? AttributeHandle(rawValue: rawValue + 1) : nil }
 
-    /// `0x` and four upper-case digits: `0x002A`.
-    public var description: String { "0x" + HexDigits.pair(UInt8(rawValue >> 8)) + HexDigits.pair(UInt8(rawValue & 0xFF)) }
+    /// `0x` and four lower-case digits (``Hex/word(_:)``), as reports and notes write handles: `0x002a`.
+    public var description: String { "0x" + Hex.word(rawValue) }
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

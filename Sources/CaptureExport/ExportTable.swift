@@ -47,7 +47,7 @@ struct ExportTable {
                 continue
             }
             guard handle > previousEnd else {
-                notes.append("service \(source.uuid) at 0x\(Hex.word(handle.rawValue)) overlaps the one before it: left out")
+                notes.append("service \(source.uuid) at \(handle) overlaps the one before it: left out")
                 continue
             }
             guard let service = Self.service(source, notes: &notes) else { continue }
@@ -62,7 +62,7 @@ struct ExportTable {
             let room = Int((service.characteristics.first?.declaration ?? service.end).rawValue) - Int(service.handle.rawValue) - 1
             for included in source.includes.prefix(max(room, 0)) {
                 guard let target = byHandle[included] else {
-                    notes.append("service \(source.uuid) includes 0x\(Hex.word(included.rawValue)), not a service of the table: left out")
+                    notes.append("service \(source.uuid) includes \(included), not a service of the table: left out")
                     continue
                 }
                 includes.append(
@@ -94,7 +94,7 @@ struct ExportTable {
             let declaration = item.declarationHandle ?? AttributeHandle(rawValue: value.rawValue - 1)
             guard Int(declaration.rawValue) >= next, declaration < value else {
                 notes.append(
-                    "characteristic \(item.uuid) at 0x\(Hex.word(value.rawValue)) does not fit after the attributes before it: left out")
+                    "characteristic \(item.uuid) at \(value) does not fit after the attributes before it: left out")
                 continue
             }
             var characteristic = Characteristic(
@@ -117,7 +117,7 @@ struct ExportTable {
         var end = source.endHandle ?? last
         if end < last {
             notes.append(
-                "service \(source.uuid) ends at 0x\(Hex.word(end.rawValue)) before its attributes: its end is taken as 0x\(Hex.word(last.rawValue))"
+                "service \(source.uuid) ends at \(end) before its attributes: its end is taken as \(last)"
             )
             end = last
         }

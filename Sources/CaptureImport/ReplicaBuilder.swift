@@ -533,7 +533,7 @@ struct ReplicaBuilder {
             var characteristic = DeviceReplica.Characteristic(
                 uuid: Self.placeholderUUID(handle), properties: properties, valueHandle: handle)
             characteristic.provenance =
-                "inferred from handle 0x\(Hex.word(handle.rawValue)) used from frame \(use.firstFrame ?? 0) (not discovered: placeholder UUID)"
+                "inferred from handle \(handle) used from frame \(use.firstFrame ?? 0) (not discovered: placeholder UUID)"
             if let configuration = ownedConfigurations[handle] {
                 characteristic.descriptors.append(DeviceReplica.Descriptor(uuid: .clientCharacteristicConfiguration, handle: configuration))
             }
@@ -722,7 +722,7 @@ struct ReplicaBuilder {
         return counts.keys.sorted().compactMap { handle in
             guard let count = counts[handle], count >= 2, values[handle]?.count == count else { return nil }
             return
-                "writes to handle 0x\(Hex.word(handle.rawValue)) never repeat (\(count) distinct values of 8+ bytes): if they carry fresh nonces or app-level encryption, replay answers only identical writes and others get the otherwise rule"
+                "writes to handle \(handle) never repeat (\(count) distinct values of 8+ bytes): if they carry fresh nonces or app-level encryption, replay answers only identical writes and others get the otherwise rule"
         }
     }
 

@@ -242,7 +242,7 @@ private struct Builder {
         where !service.includes.isEmpty {
             if let start = service.handle, service.includes.contains(start), let id = serviceIDs[start] {
                 report.append(
-                    "the \(id) service's include of itself (handle 0x\(Hex.word(start.rawValue))) left out: a profile cannot say it")
+                    "the \(id) service's include of itself (handle \(start)) left out: a profile cannot say it")
             }
             let included = includedStarts(of: service, among: known).compactMap { serviceIDs[$0] }
             guard !included.isEmpty, case .object(var members) = services[index] else { continue }
@@ -326,7 +326,7 @@ private struct Builder {
         for service in emulatedServices {
             let name = Self.uuidText(service.uuid)
             guard let start = service.handle else { return "service \(name) has no known handle" }
-            guard start > previousEnd else { return "service \(name) at 0x\(Hex.word(start.rawValue)) overlaps the one before it" }
+            guard start > previousEnd else { return "service \(name) at \(start) overlaps the one before it" }
             // The device's include declarations take handles whether or not the profile can have them all.
             guard includedStarts(of: service, among: known).count == service.includes.count else {
                 return "service \(name) includes itself, a service twice or one not emulated: its handles move"
@@ -337,7 +337,7 @@ private struct Builder {
                 guard let value = characteristic.valueHandle else { return "\(what) has no known handle" }
                 guard Int(value.rawValue) == next + 1, characteristic.declarationHandle.map({ Int($0.rawValue) == next }) ?? true else {
                     return
-                        "\(what): value at 0x\(Hex.word(value.rawValue)), BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next + 1))) (a gap or an undiscovered attribute before it)"
+                        "\(what): value at \(value), BlueZ would put it at 0x\(Hex.word(UInt16(clamping: next + 1))) (a gap or an undiscovered attribute before it)"
                 }
                 next = Int(value.rawValue) + 1
                 var expected: [BluetoothUUID] = []
@@ -368,7 +368,7 @@ private struct Builder {
             // A group may end past its last attribute (the last service often claims up to 0xFFFF); not before it.
             if let declaredEnd = service.endHandle, Int(declaredEnd.rawValue) < end {
                 return
-                    "service \(name) ends at 0x\(Hex.word(declaredEnd.rawValue)), before its attributes end at 0x\(Hex.word(UInt16(clamping: end)))"
+                    "service \(name) ends at \(declaredEnd), before its attributes end at 0x\(Hex.word(UInt16(clamping: end)))"
             }
             previousEnd = AttributeHandle(rawValue: UInt16(clamping: end))
         }

@@ -2,11 +2,11 @@ import Bluetooth
 import Testing
 
 @Suite struct AttributeHandleTests {
-    @Test func printsAsFourUpperCaseHexDigits() {
-        #expect(AttributeHandle(rawValue: 0x002A).description == "0x002A")
-        #expect(AttributeHandle(rawValue: 0xBEEF).description == "0xBEEF")
+    @Test func printsAsFourLowerCaseHexDigits() {
+        #expect(AttributeHandle(rawValue: 0x002A).description == "0x002a")
+        #expect(AttributeHandle(rawValue: 0xBEEF).description == "0xbeef")
         #expect(AttributeHandle(rawValue: 0x0000).description == "0x0000")
-        #expect(AttributeHandle(rawValue: 0xFFFF).description == "0xFFFF")
+        #expect(AttributeHandle(rawValue: 0xFFFF).description == "0xffff")
         let literal: AttributeHandle = 0x0100
         #expect(literal == AttributeHandle(rawValue: 256) && literal.rawValue == 256)
     }

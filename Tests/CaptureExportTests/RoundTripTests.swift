@@ -68,7 +68,7 @@ import Testing
         }
         let added = [
             "1 read(handle: 0x0003, offset: 0, value: \(Array("RelayLock".utf8)))",
-            "1 read(handle: 0x000F, offset: 0, value: \(Array("Status".utf8)))",
+            "1 read(handle: 0x000f, offset: 0, value: \(Array("Status".utf8)))",
         ]
         var expected = events(original)
         expected.insert(contentsOf: added, at: 1)
