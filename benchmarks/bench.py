@@ -67,6 +67,45 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def machine_cpu() -> tuple[dict[str, float], float, float]:
+    """The whole machine's CPU so far: seconds per process name (every process in /proc, threads included),
+    and the busy and total seconds of all CPUs (/proc/stat, interrupts included)."""
+    by_name: dict[str, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            head, _, rest = (entry / "stat").read_text().rpartition(")")
+            name = head.partition("(")[2]
+            f = rest.split()
+            by_name[name] = by_name.get(name, 0.0) + (int(f[11]) + int(f[12])) / CLK_TCK
+        except (OSError, IndexError, ValueError):
+            continue
+    busy = total = 0.0
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle, iowait
+        total = sum(fields[:8]) / CLK_TCK  # user nice system idle iowait irq softirq steal
+        busy = total - idle / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        pass
+    return by_name, busy, total
+
+
+def machine_cpu_between(before, after, per: int) -> dict:
+    """What `machine_cpu` says happened between two readings: ms of CPU per `per` operations for each process
+    name that used any (processes that ended in between are not counted), the rest of the busy time (kernel
+    threads that ended, interrupts), and how busy the CPUs were (1.0 = all of them, all the time)."""
+    (names0, busy0, total0), (names1, busy1, total1) = before, after
+    used = {n: t - names0.get(n, 0.0) for n, t in names1.items() if t - names0.get(n, 0.0) > 0}
+    busy, total = busy1 - busy0, total1 - total0
+    scale = 1e6 / per if per else 0.0
+    return {"ms_per_1000_by_process": {n: round(t * scale, 1) for n, t in sorted(used.items(), key=lambda x: -x[1])},
+            "ms_per_1000_busy": round(busy * scale, 1),
+            "ms_per_1000_not_in_processes": round(max(busy - sum(used.values()), 0.0) * scale, 1),
+            "busy_fraction": round(busy / total, 3) if total > 0 else None}
+
+
 def mem_kib(pid: int) -> dict:
     """VmHWM/VmRSS from status, and smaps_rollup's Anonymous: heap and stacks, what one more instance
     costs (file pages, even a tmpfs copy's, are shareable)."""
@@ -392,6 +431,7 @@ class Bench:
         elapsed = 0.0
         short = 0
         c0 = cpu_seconds(pid)
+        m0 = machine_cpu()
         for k in range(bursts):
             while not q.empty():
                 q.get_nowait()
@@ -412,12 +452,14 @@ class Bench:
             if got == 0:
                 break
         c1 = cpu_seconds(pid)
+        machine = machine_cpu_between(m0, machine_cpu(), total)
         side = gattemu_burst_rate(Path(p_log(run))) if run.impl.key.startswith("gattemu") else None
         run.results["burst"] = {
             "peripheral_side_notifications_per_s": side,
             "bursts": bursts, "burst_size": B.BURST, "received": total, "missing": short,
             "notifications_per_s": total / elapsed if elapsed > 0 else None,
             "cpu_ms_per_1000": ((c1 - c0) * 1e6 / total) if total and c0 is not None else None,
+            "machine": machine,
             "mem_kib": mem_kib(pid),
         }
         log(f"  {run.impl.key}/noke burst: {total} received, {short} missing, "
@@ -850,7 +892,10 @@ def relay_report(by: dict, rel: dict, target) -> str:
             ("burst notifications/s (central receives)", ("burst", "notifications_per_s")),
             ("burst notifications missing", ("burst", "missing")),
             ("CPU per 1,000 write-req→notify (ms): device / relay process", ("rtt_write_req", "cpu_ms_per_1000")),
-            ("CPU per 1,000 burst notifications (ms): device / relay process", ("burst", "cpu_ms_per_1000"))]
+            ("CPU per 1,000 burst notifications (ms): device / relay process", ("burst", "cpu_ms_per_1000")),
+            ("the machine's CPU per 1,000 burst notifications (ms, all processes and interrupts)",
+             ("burst", "machine", "ms_per_1000_busy")),
+            ("CPUs busy during the bursts (1.00 = every CPU, all the time)", ("burst", "machine", "busy_fraction"))]
     lines = ["## gattemu relay", "",
              "The same device (gattemu, `benchmarks/profiles/noke-burst.json`) directly and through `gattemu relay` "
              "(upstream and mirror on two more controllers), in this run. CPU is the device's process directly and "
@@ -864,6 +909,16 @@ def relay_report(by: dict, rel: dict, target) -> str:
         lines.append(f"| relay's own leg: device answered the {kind}, p50 / p99 (ms, n = {leg['n']}) | | "
                      f"{fmt(leg['p50_ms'])} / {fmt(leg['p99_ms'])} | | |")
     lines.append(f"| start → mirror seen by the central (ms) | | {fmt(g(r, 'start_to_mirror_seen_ms'))} | | |")
+    md, mr = g(d, "burst", "machine", "ms_per_1000_by_process") or {}, g(r, "burst", "machine", "ms_per_1000_by_process") or {}
+    if md or mr:
+        # Where the machine's CPU went during the bursts: a relayed notification crosses two links (two more
+        # passes through bluetoothd and the kernel) besides the relay's process.
+        top = sorted(set(md) | set(mr), key=lambda n: -(mr.get(n, 0.0) + md.get(n, 0.0)))[:8]
+        parts = [f"{n} {fmt(md.get(n))} → {fmt(mr.get(n))}" for n in top]
+        rest = (g(d, "burst", "machine", "ms_per_1000_not_in_processes"), g(r, "burst", "machine", "ms_per_1000_not_in_processes"))
+        lines += ["", "**The machine's CPU per 1,000 burst notifications, by process** (ms, directly → through the relay; "
+                  "the relay's process is `gattemu`, with the device's): " + ", ".join(parts)
+                  + f"; not in a process (interrupts, exited threads) {fmt(rest[0])} → {fmt(rest[1])}.", ""]
     rate = ratio(g(r, "burst", "notifications_per_s"), g(d, "burst", "notifications_per_s"))
     target("relay: notification throughput, relayed / direct", rate, "≥ 0.90", None if rate is None else rate >= 0.9)
     for k in ("rtt_write_req", "rtt_write_cmd"):

@@ -109,11 +109,17 @@ struct RelayCommand: AsyncParsableCommand {
         if let capture { try ReplicaOutput.checkWritable(capture) }
 
         let bus = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"].map(DBusBus.address) ?? .system
+        // One thread for both legs: the device's notifications are read where the mirror sends them, and a phone's
+        // write reaches the device's connection without a thread hop.
+        let loop: DBusEventLoop
         let stack: BlueZStack
         do {
-            stack = try await BlueZStack.connect(bus: bus)
-        } catch {
+            loop = try DBusEventLoop(name: "gattemu d-bus")
+            stack = try await BlueZStack.connect(bus: bus, on: loop)
+        } catch let error as BlueZError {
             throw Failure.runtime(error.description)
+        } catch {
+            throw Failure.runtime("\(error)")
         }
         var mirror: MirrorAddress
         do {
@@ -175,7 +181,7 @@ struct RelayCommand: AsyncParsableCommand {
         let outputs = RelayOutputs(profile: output, capture: capture, session: session, recording: recording, startedAt: startedAt)
         do {
             try await serving.serve(
-                session.profile, adapter: mirror.adapter,
+                session.profile, adapter: mirror.adapter, loop: loop,
                 attach: { emulator, log in
                     let snapshot: RelaySnapshotWriter? =
                         outputs.writesAnything

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import Control
+import DBus
 import Dispatch
 import Emulator
 import FoundationEssentials
@@ -63,7 +64,8 @@ struct ServingOptions: ParsableArguments {
     /// until the device has started), then the emulator; `attach` runs after the emulator is made and before it
     /// starts, `detach` after it stopped and before the log closes.
     func serve(
-        _ profile: DeviceProfile, adapter: String?, attach: (Emulator, EventLog) async throws -> Void = { _, _ in },
+        _ profile: DeviceProfile, adapter: String?, loop: DBusEventLoop? = nil,
+        attach: (Emulator, EventLog) async throws -> Void = { _, _ in },
         detach: (Emulator, EventLog) async -> Void = { _, _ in }
     ) async throws {
         let endpoint = try controlEndpoint()
@@ -99,7 +101,7 @@ struct ServingOptions: ParsableArguments {
         if let address = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"] { options.bus = .address(address) }
         let emulator: Emulator
         do {
-            emulator = try Emulator(profile: profile, options: options, log: log)
+            emulator = try Emulator(profile: profile, options: options, log: log, loop: loop)
         } catch {
             throw Failure.runtime("\(error)")
         }

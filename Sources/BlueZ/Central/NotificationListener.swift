@@ -1,6 +1,5 @@
 import Bluetooth
 import DBus
-import Dispatch
 import Synchronization
 
 /// Subscribes to a connected device's notifying characteristics and keeps what they send, with times.
@@ -40,7 +39,6 @@ public final class NotificationListener: Sendable {
     private let signals: SubscriptionSet
     private let state = Locked(State())
     private let sockets = Mutex<[AcquiredSocket]>([])
-    private let queue = DispatchQueue(label: "gattemu.clone.notifications")
 
     struct State: Sendable {
         var subscriptions: [Subscription] = []
@@ -95,7 +93,7 @@ public final class NotificationListener: Sendable {
                 let state = self.state
                 if let descriptor = reply.first?.unixFD,
                     let socket = AcquiredSocket.adopting(
-                        descriptor, mtu: mtu, queue: queue,
+                        descriptor, mtu: mtu, loop: connection.loop,
                         onPacket: { packet in
                             let at = ContinuousClock.now
                             state.withLock {

@@ -1,6 +1,5 @@
 import Bluetooth
 import DBus
-import Dispatch
 import Synchronization
 
 /// One subscription to a remote characteristic's notifications or indications, handing each value to a
@@ -8,7 +7,7 @@ import Synchronization
 ///
 /// `AcquireNotify` first (each notification one packet on a socket); `StartNotify` when BlueZ refuses that (an
 /// indicate-only characteristic, another client subscribed), the values then coming as `PropertiesChanged("Value")`
-/// from bluetoothd only. The handler runs on a private serial queue or the bus thread and must not block.
+/// from bluetoothd only. The handler runs on the connection's loop thread and must not block.
 public final class RemoteSubscription: Sendable {
     public let path: DBusObjectPath
     public let method: NotificationListener.Method
@@ -42,7 +41,7 @@ public final class RemoteSubscription: Sendable {
                 let mtu = reply.dropFirst().first?.integer.flatMap { UInt16(exactly: $0) } ?? ATTMTU.minimum.rawValue
                 if let descriptor = reply.first?.unixFD,
                     let socket = AcquiredSocket.adopting(
-                        descriptor, mtu: mtu, queue: DispatchQueue(label: "gattemu.relay.notifications"),
+                        descriptor, mtu: mtu, loop: connection.loop,
                         onPacket: { handler(Array($0.prefix(ATTMTU.maximumValueLength))) }, onClose: onClose)
                 {
                     return RemoteSubscription(

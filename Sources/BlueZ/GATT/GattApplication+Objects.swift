@@ -1,6 +1,5 @@
 import Bluetooth
 import DBus
-import Dispatch
 import Synchronization
 
 /// The live state of one exported characteristic.
@@ -14,7 +13,6 @@ final class CharacteristicObject: Sendable {
     let sockets = Mutex<[NotificationSocketOwner: AcquiredSocket]>([:])
     let writeSockets = Mutex<[AcquiredSocket]>([])
     let handle: Locked<AttributeHandle>
-    let queue: DispatchQueue
 
     /// One socket per characteristic reaches every subscriber (BlueZ before 5.70), whichever central it was
     /// acquired for.
@@ -27,7 +25,6 @@ final class CharacteristicObject: Sendable {
         self.sharedSockets = sharedSockets
         value = Mutex(definition.initialValue)
         handle = Locked(definition.handle ?? 0)
-        queue = DispatchQueue(label: "gattemu.socket.\(definition.id)")
     }
 
     /// Writes to the sockets that reach `central` (every subscriber when nil); nil when no socket is open.
@@ -157,7 +154,7 @@ extension GattApplication {
                         let key = NotificationSocketOwner(device: context.device, central: context.central)
                         let mtu = (context.mtu ?? .minimum).rawValue
                         let (ours, theirs) = try AcquiredSocket.makePair(
-                            mtu: mtu, queue: object.queue, onPacket: { _ in },
+                            mtu: mtu, loop: connection.loop, onPacket: { _ in },
                             onClose: {
                                 let remaining = object.sockets.withLock { sockets in
                                     sockets = sockets.filter { !$0.value.isClosed }
@@ -186,7 +183,7 @@ extension GattApplication {
                     let context = GattRequestContext(options: GattRequestOptions(of: call, adapter: adapter))
                     let mtu = (context.mtu ?? .minimum).rawValue
                     let (ours, theirs) = try AcquiredSocket.makePair(
-                        mtu: mtu, queue: object.queue,
+                        mtu: mtu, loop: connection.loop,
                         onPacket: { packet in
                             let request = GattWriteRequest(
                                 attribute: attribute, value: packet, offset: 0, kind: .command, bluetoothdAnswered: true,

@@ -1,5 +1,4 @@
 import DBus
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -8,21 +7,28 @@ import Synchronization
 
 /// Our end of a socket pair handed to bluetoothd by `AcquireNotify` or `AcquireWrite`.
 ///
-/// `onPacket` gets every packet bluetoothd writes (acquired writes); `onClose` runs once when bluetoothd
-/// closes its end. Sends never block: what the socket's buffer cannot take is dropped and counted. The
-/// descriptor is closed under the same lock sends hold, so a send can never reach a descriptor number the
-/// system has since given to another file. `@unchecked Sendable`: `source` is only touched in `init` and
-/// `close()`, which the dispatch source's own serial queue and the state mutex order.
-final class AcquiredSocket: @unchecked Sendable {
+/// `onPacket` gets every packet bluetoothd writes (acquired writes, a remote characteristic's notifications);
+/// `onClose` runs once when bluetoothd closes its end. Both run on `loop`'s thread (the D-Bus connection's), which
+/// polls the socket with its D-Bus descriptors: a packet costs no thread wake-up of its own, and what its handler
+/// starts on an actor served by that loop starts at once. Sends never block: what the socket's buffer cannot take
+/// is dropped and counted. The descriptor is closed on the loop once it polls it no more, under the same lock
+/// sends hold, so neither a poll nor a send can reach a descriptor number the system has since given to another
+/// file.
+final class AcquiredSocket: Sendable {
     private let descriptor: Int32
     let mtu: UInt16
-    private let source: DispatchSourceRead
+    private let loop: DBusEventLoop
+    private let reader: DBusReader
     private let state = Locked(State())
 
+    /// Packets read at most each time the loop finds the socket readable: others waiting on the loop get their turn
+    /// (the loop polls again at once while packets remain).
+    static let packetsPerWake = 64
+
     private struct State: Sendable {
-        /// Set by ``close()``: nothing more is sent.
+        /// Set by ``close()``: nothing more is sent or handed on.
         var closed = false
-        /// Set once the descriptor itself is closed (by the source's cancel handler).
+        /// Set once the descriptor itself is closed (after the loop stopped polling it).
         var released = false
         /// Notifications dropped because the socket's buffer was full.
         var dropped = 0
@@ -38,54 +44,61 @@ final class AcquiredSocket: @unchecked Sendable {
 
     /// Creates the pair; returns ours and the end to send to bluetoothd.
     static func makePair(
-        mtu: UInt16, queue: DispatchQueue, onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void
+        mtu: UInt16, loop: DBusEventLoop, onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void
     ) throws(DBusError) -> (AcquiredSocket, DBusFileDescriptor) {
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             throw .system("socketpair", errno: errno)
         }
-        let ours = AcquiredSocket(descriptor: ends[0], mtu: mtu, queue: queue, onPacket: onPacket, onClose: onClose)
+        let ours = AcquiredSocket(descriptor: ends[0], mtu: mtu, loop: loop, onPacket: onPacket, onClose: onClose)
         return (ours, DBusFileDescriptor(owning: ends[1]))
     }
 
     /// Wraps a socket bluetoothd handed us as a central (`AcquireNotify` on a remote characteristic): each
     /// packet is one notification. Takes ownership of `descriptor`; nil when it was taken already.
     static func adopting(
-        _ descriptor: DBusFileDescriptor, mtu: UInt16, queue: DispatchQueue,
+        _ descriptor: DBusFileDescriptor, mtu: UInt16, loop: DBusEventLoop,
         onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void
     ) -> AcquiredSocket? {
         let raw = descriptor.takeRawValue()
         guard raw >= 0 else { return nil }
-        return AcquiredSocket(descriptor: raw, mtu: mtu, queue: queue, onPacket: onPacket, onClose: onClose)
+        return AcquiredSocket(descriptor: raw, mtu: mtu, loop: loop, onPacket: onPacket, onClose: onClose)
     }
 
     private init(
-        descriptor: Int32, mtu: UInt16, queue: DispatchQueue,
+        descriptor: Int32, mtu: UInt16, loop: DBusEventLoop,
         onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void
     ) {
         self.descriptor = descriptor
         self.mtu = mtu
-        source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
-        source.setEventHandler { [weak self] in
-            guard let self else { return }
-            var buffer = [UInt8](repeating: 0, count: 1024)
-            let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if count > 0 {
-                onPacket(Array(buffer.prefix(count)))
-            } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
-                self.close()
-                onClose()
-            }
-        }
+        self.loop = loop
         let state = self.state
-        source.setCancelHandler {
-            state.withLock { state in
-                state.released = true
-                Glibc.close(descriptor)
+        // The handler holds no reference to the socket: it lives as long as its owner keeps it, and a socket
+        // dropped without close() is closed by deinit.
+        reader = loop.addReader(descriptor) { reader in
+            guard !state.withLock({ $0.closed }) else { return }
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            for _ in 0..<Self.packetsPerWake {
+                let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if count > 0 {
+                    onPacket(Array(buffer.prefix(count)))
+                    continue
+                }
+                if count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
+                let first = state.withLock { state in
+                    defer { state.closed = true }
+                    return !state.closed
+                }
+                if first {
+                    Self.release(descriptor, reader: reader, loop: loop, state: state)
+                    onClose()
+                }
+                return
             }
         }
-        source.resume()
     }
+
+    deinit { close() }
 
     /// Sends one notification without blocking.
     func send(_ value: [UInt8]) -> SendResult {
@@ -103,11 +116,23 @@ final class AcquiredSocket: @unchecked Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed || $0.released } }
 
+    /// Sends nothing more, hands nothing more on; the descriptor is closed once the loop polls it no more.
     func close() {
         let first = state.withLock { state in
             defer { state.closed = true }
             return !state.closed
         }
-        if first { source.cancel() }
+        if first { Self.release(descriptor, reader: reader, loop: loop, state: state) }
+    }
+
+    /// Takes the descriptor out of the loop's poll set, then closes it.
+    private static func release(_ descriptor: Int32, reader: DBusReader, loop: DBusEventLoop, state: Locked<State>) {
+        loop.removeReader(reader) {
+            state.withLock { state in
+                guard !state.released else { return }
+                state.released = true
+                Glibc.close(descriptor)
+            }
+        }
     }
 }

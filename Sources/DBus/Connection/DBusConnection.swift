@@ -10,7 +10,8 @@ import Synchronization
 /// `@unchecked Sendable`: the libdbus connection and every mutable field except `state` (a mutex) are
 /// touched only on `loop`'s thread; public methods hop there with `loop.submit`.
 public final class DBusConnection: @unchecked Sendable {
-    let loop: DBusEventLoop
+    /// The thread that serves this connection; a loop shared with others (``connect(to:on:)``) serves them all.
+    public let loop: DBusEventLoop
     /// Whether `loop` was made for this connection (and stops with it).
     private let ownsLoop: Bool
     /// Set on the loop thread once the libdbus connection is closed and released; jobs check it.

@@ -7,15 +7,16 @@ import Synchronization
 
 /// A thread that serves libdbus connections and runs Swift jobs, one at a time, in submission order.
 ///
-/// It waits in `poll(2)` on the attached connections' watches and an eventfd for submitted jobs; no polling
-/// loop, no sleeps. It is also a `SerialExecutor` and a `TaskExecutor`: an actor whose executor is the loop,
-/// or a task that prefers it, runs on the thread that reads and writes its D-Bus messages, so answering a
-/// method call needs no thread hand-off at all. A loop made by ``DBusConnection/connect(to:on:)`` without
+/// It waits in `poll(2)` on the attached connections' watches, the descriptors of its readers (see
+/// ``addReader(_:handler:)``) and an eventfd for submitted jobs; no polling loop, no sleeps. It is also a
+/// `SerialExecutor` and a `TaskExecutor`: an actor whose executor is the loop, or a task that prefers it, runs
+/// on the thread that reads and writes its D-Bus messages, so answering a method call needs no thread hand-off
+/// at all. A loop made by ``DBusConnection/connect(to:on:)`` without
 /// one stops with its connection; one made with ``init(name:)`` runs for the life of the process, because
 /// an actor using it may be called at any time.
 ///
-/// `@unchecked Sendable`: `watches`, `timeouts`, `connections` and `stopped` are touched only on the loop
-/// thread (libdbus calls the watch and timeout callbacks from inside calls made on it); `queue` is a mutex.
+/// `@unchecked Sendable`: `watches`, `timeouts`, `connections`, `readers` and `stopped` are touched only on the
+/// loop thread (libdbus calls the watch and timeout callbacks from inside calls made on it); `queue` is a mutex.
 public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable {
     typealias Job = @Sendable () -> Void
 
@@ -36,6 +37,9 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
     private var connections: [OpaquePointer] = []
+    /// Descriptors polled for input on behalf of their owners, by ``DBusReader/id``.
+    private var readers: [UInt64: (descriptor: Int32, handler: @Sendable (DBusReader) -> Void)] = [:]
+    private let nextReader = Atomic<UInt64>(1)
     private var stopped = false
 
     /// Starts a loop thread named `name`.
@@ -188,6 +192,29 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
             }, abandoned: alreadyStopped)
     }
 
+    // MARK: Readers
+
+    /// Calls `handler` (with the reader this returns) on the loop thread whenever `descriptor` has input, has hung
+    /// up or is in error (the handler's own read says which), from the next iteration on, until the reader is
+    /// removed. The descriptor stays its owner's; close it only in ``removeReader(_:then:)``'s `then`, when the
+    /// loop polls it no more. A socket whose packets the loop reads needs no thread of its own, and what the
+    /// handler starts on an actor that runs on this loop starts without a wake-up. The handler must not block.
+    public func addReader(_ descriptor: Int32, handler: @escaping @Sendable (DBusReader) -> Void) -> DBusReader {
+        let id = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
+        submit { [self] in readers[id] = (descriptor, handler) }
+        return DBusReader(id: id)
+    }
+
+    /// Stops polling `reader`'s descriptor; `then` runs on the loop thread once it is out of the poll set (or at
+    /// once, on the caller's thread, if the loop has stopped).
+    public func removeReader(_ reader: DBusReader, then: @escaping @Sendable () -> Void) {
+        submit(
+            { [self] in
+                readers[reader.id] = nil
+                then()
+            }, abandoned: then)
+    }
+
     // MARK: The loop
 
     private func run() {
@@ -232,6 +259,10 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
             if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
             descriptors.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
         }
+        let polledReaders = readers.sorted { $0.key < $1.key }
+        for reader in polledReaders {
+            descriptors.append(pollfd(fd: reader.value.descriptor, events: Int16(POLLIN), revents: 0))
+        }
         let result = poll(&descriptors, nfds_t(descriptors.count), pollTimeout())
         if result < 0 { return }  // EINTR: go round again.
         if descriptors[0].revents != 0 {
@@ -247,6 +278,13 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
             if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
             if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
             dbus_watch_handle(watch, flags)
+        }
+        for (index, reader) in polledReaders.enumerated() {
+            let revents = descriptors[1 + active.count + index].revents
+            guard revents != 0, readers[reader.key] != nil else { continue }
+            // A descriptor closed under the loop would be reported again on every iteration: polled no more.
+            if revents & Int16(POLLNVAL) != 0 { readers[reader.key] = nil }
+            reader.value.handler(DBusReader(id: reader.key))
         }
         let now = ContinuousClock.now
         for (timeout, deadline) in timeouts where deadline <= now {
@@ -265,4 +303,9 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
         let (seconds, attoseconds) = remaining.components
         return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
     }
+}
+
+/// A descriptor a ``DBusEventLoop`` polls for its owner (``DBusEventLoop/addReader(_:handler:)``).
+public struct DBusReader: Sendable, Hashable {
+    let id: UInt64
 }

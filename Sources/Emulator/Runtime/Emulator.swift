@@ -60,8 +60,14 @@ public actor Emulator {
     /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
     public nonisolated let terminations: AsyncStream<String>
 
-    public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog) throws(DBusError) {
-        self.loop = try DBusEventLoop(name: "gattemu d-bus")
+    /// `loop` is the thread the emulator and its D-Bus connection run on; one of its own when nil. `gattemu relay`
+    /// shares one with its link to the device, so what crosses from one to the other needs no thread hop.
+    public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog, loop: DBusEventLoop? = nil) throws(DBusError) {
+        if let loop {
+            self.loop = loop
+        } else {
+            self.loop = try DBusEventLoop(name: "gattemu d-bus")
+        }
         self.profile = profile
         self.options = options
         self.log = log
