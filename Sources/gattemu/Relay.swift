@@ -121,6 +121,11 @@ struct RelayCommand: AsyncParsableCommand {
         } catch {
             throw Failure.runtime("\(error)")
         }
+        // bluetoothd's EATT setting decides whether write commands can reach the device out of order: said once.
+        let channelNote =
+            await ATTChannelSetting.of(stack)?.note
+            ?? "relay: could not read bluetoothd's main.conf: if its [GATT] Channels is above 1 (3 by default), the relay's "
+            + "write commands can reach a device that offers Enhanced ATT out of order (docs/relay.md, \"EATT\")"
         var mirror: MirrorAddress
         do {
             mirror = try await MirrorAddress.prepare(address, adapter: adapter, stack: stack)
@@ -195,6 +200,7 @@ struct RelayCommand: AsyncParsableCommand {
                     await emulator.relay(to: link, snapshot: snapshot)
                     link.start(emulator: emulator)
                     log.record(.note, detail: note)
+                    log.record(.note, detail: channelNote)
                     log.record(
                         .note,
                         detail:

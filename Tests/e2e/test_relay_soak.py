@@ -52,6 +52,12 @@ async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central
         f"{result['reordered']} reordered (first: {result['first_problem']}); the relay forwarded "
         f"{layers['soak_writes_forwarded']:,}, the device received {received:,}, {device_order['reordered']} of them "
         f"out of order (first: {device_order['first_problem']})")
+    # With [GATT] Channels = 1 the relay says its write commands stay in order (and read that from bluetoothd's own
+    # main.conf, the one on its command line).
+    relay_log = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    channels = [e["detail"] for e in relay_log if e["event"] == "note" and "ATT channel" in e.get("detail", "")]
+    assert len(channels) == 1 and "opens one ATT channel per link" in channels[0], channels
+    assert os.environ["GATTEMU_BLUETOOTHD_CONF"] in channels[0], channels
     report(f"relay soak: {OPS:,} sequence-numbered write commands, {result['received']:,} answers, none lost, repeated or "
            f"reordered ({result['ops_per_s']:.0f} ops/s; relay forwarded {layers['soak_writes_forwarded']:,}, "
            f"device received {received:,})")
