@@ -7,9 +7,10 @@ import Replica
 ///
 /// The log holds the central's own address (Read BD_ADDR, or LE Set Random Address), the device's advertising
 /// report and scan response, each connection (LE Create Connection, LE Connection Complete as central,
-/// Disconnection Complete), an MTU exchange, a full discovery of the table (``GATTDiscovery``), reads of the
-/// values the conversation does not show, pairing and encryption as seen, then the conversation in order and with
-/// its times. Records are ACL packets of at most 251 bytes on L2CAP channel 4 (ATT).
+/// Disconnection Complete), an MTU exchange, a full discovery of the table (``GATTDiscovery``), the operations the
+/// device refused for security (each characteristic's known levels, as Insufficient Encryption or Authentication),
+/// pairing and encryption as seen, reads of the values the conversation does not show, then the conversation in
+/// order and with its times. Records are ACL packets of at most 251 bytes on L2CAP channel 4 (ATT).
 public enum BTSnoopExport {
     /// How big the file may get.
     public struct Limits: Sendable {

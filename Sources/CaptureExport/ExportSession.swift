@@ -30,6 +30,8 @@ struct ExportSession {
     private var nextHandle: UInt16 = 0x0040
     private var discovered = false
     private var secured = false
+    /// Refusals that show an authenticated level: written once the link is encrypted (see ``securityRefusals()``).
+    private var afterEncryption: [ATTStep] = []
     private var valuesCut = 0
     private var skipped: [String: Int] = [:]
 
@@ -199,9 +201,12 @@ struct ExportSession {
         if !discovered {
             discovered = true
             att(handle, GATTDiscovery.steps(table, mtu: mtu))
-            att(handle, reads)
+            let refusals = securityRefusals()
+            att(handle, refusals.beforeEncryption)
+            afterEncryption = refusals.afterEncryption
             let asks = replica.conversation.contains { if case .error(_, _, let code) = $0.kind { code.asksForSecurity } else { false } }
             if !asks { secure(handle) }
+            att(handle, reads)
         }
         return handle
     }
@@ -228,6 +233,38 @@ struct ExportSession {
             if let reason = seen.refusedWith { l2cap(link, channel: 6, [0x05, reason], fromCentral: false) }
         }
         if seen.encrypted { event(HCIPacket.encryptionChange(handle: link)) }
+        att(link, afterEncryption)
+        afterEncryption = []
+    }
+
+    /// Refusals, right after discovery, that show the security the recording knows of each characteristic but its
+    /// conversation may not (`gattemu relay` learns it while it reads the table, before the session): a read, write
+    /// or subscription refused with Insufficient Encryption before the link is encrypted, and, for an authenticated
+    /// level, with Insufficient Authentication once it is (what `gattemu import` reads as that level).
+    private func securityRefusals() -> (beforeEncryption: [ATTStep], afterEncryption: [ATTStep]) {
+        var before: [ATTStep] = []
+        var after: [ATTStep] = []
+        func refuse(_ level: CharacteristicSecurity.Level, _ steps: (ATTErrorCode) -> [ATTStep]?) {
+            switch level {
+            case .none: return
+            case .encrypted: before += steps(.insufficientEncryption) ?? []
+            case .authenticated, .secure: after += steps(.insufficientAuthentication) ?? []
+            }
+        }
+        for characteristic in replica.services.flatMap(\.characteristics) {
+            guard let value = characteristic.valueHandle else { continue }
+            let security = characteristic.security
+            refuse(security.read) { ATTOperations.refused(.readRequest, handle: value, code: $0) }
+            refuse(security.write) { ATTOperations.refused(.writeRequest, handle: value, code: $0) }
+            guard let configuration = table.configurations[value] else { continue }
+            refuse(security.notify) {
+                ATTOperations.subscribe(configuration: configuration, notify: true, indicate: false, mtu: mtu, failure: $0)
+            }
+            refuse(security.indicate) {
+                ATTOperations.subscribe(configuration: configuration, notify: false, indicate: true, mtu: mtu, failure: $0)
+            }
+        }
+        return (before, after)
     }
 
     /// Reads, right after discovery, of the values the conversation does not show: a characteristic's value

@@ -66,7 +66,9 @@ import Testing
                 return "\(event.connection) \(kind)"
             }
         }
+        // The secret's read is refused first: its security, shown at discovery (the conversation refuses it later, too).
         let added = [
+            "1 error(handle: 0x0016, request: Read Request, code: insufficient encryption)",
             "1 read(handle: 0x0003, offset: 0, value: \(Array("RelayLock".utf8)))",
             "1 read(handle: 0x000f, offset: 0, value: \(Array("Status".utf8)))",
         ]
@@ -77,6 +79,39 @@ import Testing
         let originalTimes = original.conversation.compactMap(\.time).filter { $0 >= 0.5 }
         #expect(times.count == originalTimes.count)
         for (time, originalTime) in zip(times, originalTimes) { #expect(abs(time - originalTime) < 0.000_1) }
+    }
+
+    /// Security the recording knows but its conversation does not show (the relay learnt it while it read the
+    /// table, before the session): refusals at discovery, before and after the encryption, carry it into the import.
+    @Test func securityLearntBeforeTheSessionSurvivesTheImport() throws {
+        var original = RelaySession.replica()
+        original.conversation.removeAll { if case .error(_, _, let code) = $0.kind { code.asksForSecurity } else { false } }
+        var levels: [CharacteristicSecurity] = []
+        for service in original.services.indices {
+            for index in original.services[service].characteristics.indices {
+                var characteristic = original.services[service].characteristics[index]
+                switch characteristic.uuid {
+                case RelaySession.secret: characteristic.security.read = .authenticated
+                case BluetoothUUID(0xFFF1): characteristic.security.indicate = .encrypted
+                case RelaySession.long:
+                    characteristic.security.read = .encrypted
+                    characteristic.security.write = .authenticated
+                default: continue
+                }
+                levels.append(characteristic.security)
+                original.services[service].characteristics[index] = characteristic
+            }
+        }
+        #expect(levels.count == 3)
+        let (imported, _) = try Judge.imported(Self.export(original).bytes)
+        func security(_ replica: DeviceReplica) -> [String] {
+            replica.services.flatMap(\.characteristics).map { "\($0.uuid) \($0.security)" }
+        }
+        #expect(security(imported) == security(original))
+        let expected = Judge.withoutDescriptions(ReplicaProfile(original).build().json).text()
+        let actual = Judge.withoutDescriptions(ReplicaProfile(imported).build().json).text()
+        #expect(actual == expected)
+        #expect(expected.contains("encrypt-authenticated-read") && expected.contains("encrypt-indicate"))
     }
 
     /// The CLI: `gattemu import FILE -o PROFILE` of a written file gives the profile made straight from the replica.

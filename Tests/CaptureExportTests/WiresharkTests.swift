@@ -56,15 +56,22 @@ import Testing
         #expect(pdus.count > expected.count)
         let tail = pdus.suffix(expected.count)
         #expect(tail.map(\.hex) == expected)
-        // Before it: the MTU exchange, the discovery and the reads of the values the conversation does not show.
+        // Before it: the MTU exchange, the discovery, the read the device refuses for security (the secret's: its
+        // level, known from the table's walk) and the reads of the values the conversation does not show.
         let discovery: Set<UInt8> = [0x02, 0x03, 0x04, 0x05, 0x08, 0x09, 0x10, 0x11, 0x0A, 0x0B]
         let before = pdus.prefix(pdus.count - expected.count)
+        var refusals: [String] = []
         for pdu in before where !discovery.contains(pdu.opcode) {
-            // Only searches end in errors, and each with Attribute Not Found.
+            if pdu.opcode == 0x01, Self.byte(pdu.hex, 1) == 0x0A {
+                refusals.append(pdu.hex)
+                continue
+            }
+            // Otherwise only searches end in errors, and each with Attribute Not Found.
             #expect(
                 pdu.opcode == 0x01 && [0x04, 0x08, 0x10].contains(Self.byte(pdu.hex, 1)) && Self.byte(pdu.hex, 4) == 0x0A,
                 "frame \(pdu.frame)")
         }
+        #expect(refusals == [Hex.string([0x01, 0x0A] + Self.le16(22) + [0x0F])], "insufficient encryption, before pairing")
         let reads = before.filter { $0.opcode == 0x0B }.map(\.hex)
         #expect(reads == [Hex.string([0x0B] + Array("RelayLock".utf8)), Hex.string([0x0B] + Array("Status".utf8))])
     }
