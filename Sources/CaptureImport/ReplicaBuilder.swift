@@ -665,7 +665,7 @@ struct ReplicaBuilder {
         }
         for note in trace.notes {
             switch note {
-            case .attOnlyExport, .truncatedRecords, .noACLDirection, .implausibleTimestamps, .reassemblyLimited:
+            case .attOnlyExport, .truncatedRecords, .noACLDirection, .implausibleTimestamps, .reassemblyLimited, .unknownRecordTypes:
                 notes.append("capture: \(note)")
             case .roleInferred(let connection, _, _) where numbers[connection] != nil:
                 notes.append("capture: \(note)")

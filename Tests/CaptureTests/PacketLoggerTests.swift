@@ -48,15 +48,25 @@ import Testing
         #expect(reader.frames == file.count)
     }
 
-    @Test func anUnknownRecordTypeIsReportedOnceAndSkipped() throws {
+    /// Apple adds record types (a 2024 iPhone log has 0x21): records of unknown types are skipped and noted, not
+    /// taken for damage.
+    @Test func unknownRecordTypesAreSkippedAndNotedNotDamage() throws {
         var file = packets
         file.append(CapturePacket(kind: .packetLogger(type: 0x42), bytes: [9]))
         file.append(packets[0])
+        file.append(CapturePacket(kind: .packetLogger(type: 0x21), bytes: [9, 9]))
         file.append(CapturePacket(kind: .packetLogger(type: 0x42), bytes: [9]))
-        let (records, reader) = try readAll(CaptureWriter.packetLogger(file))
+        let bytes = CaptureWriter.packetLogger(file)
+        let (records, reader) = try readAll(bytes)
         #expect(records.count == packets.count + 1)
-        #expect(reader.problems.map(\.reason) == [.unknownPacketType(0x42)])
-        #expect(reader.problems.first?.frame == packets.count + 1)
+        #expect(reader.problems.isEmpty)
+        #expect(reader.notes == [.unknownRecordTypes(types: [0x42, 0x21], count: 3, firstFrame: packets.count + 1)])
+        let trace = try CaptureTrace.read(bytes: bytes)
+        #expect(trace.problemCount == 0)
+        #expect(trace.notes.contains(.unknownRecordTypes(types: [0x42, 0x21], count: 3, firstFrame: packets.count + 1)))
+        #expect(
+            CaptureNote.unknownRecordTypes(types: [0x42, 0x21], count: 3, firstFrame: 9).description
+                == "3 PacketLogger records of types 0x42, 0x21 (first in frame 9): not HCI, skipped")
     }
 
     @Test func anEmptyRecordIsAProblemAndReadingGoesOn() throws {

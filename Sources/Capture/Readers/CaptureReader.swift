@@ -43,6 +43,9 @@ public final class CaptureReader: IteratorProtocol, Sequence {
     /// Packet records met so far, including ones that were not HCI or were skipped: the last frame number.
     public var frames: Int { source.frames }
 
+    /// What was skipped that is not damage (PacketLogger record types gattemu does not know).
+    public var notes: [CaptureNote] { source.notes }
+
     /// The next HCI record; nil at the end of the file or at damage that stops reading.
     public func next() -> HCIRecord? { source.next() }
 }

@@ -14,9 +14,11 @@ final class PacketLoggerReader: RecordSource {
     private(set) var problems = ProblemLog()
     private(set) var frames = 0
     private var stopped = false
-    /// Record types met that are neither HCI nor one of PacketLogger's known text and diagnostic records,
-    /// each reported once.
-    private var reportedTypes = Set<UInt8>()
+    /// Record types met that are neither HCI nor one of PacketLogger's known text and diagnostic records (in the
+    /// order met), how many such records, and the first one's frame: a note, not damage (Apple adds types).
+    private var unknownTypes: [UInt8] = []
+    private var unknownRecords = 0
+    private var firstUnknownFrame = 0
 
     var linktypes: [UInt32] { [] }
 
@@ -120,13 +122,17 @@ final class PacketLoggerReader: RecordSource {
             case .other:
                 continue
             case .unknown:
-                if reportedTypes.insert(type).inserted {
-                    problems.add(CaptureProblem(.unknownPacketType(type), frame: frames, offset: recordOffset))
-                }
+                if unknownRecords == 0 { firstUnknownFrame = frames }
+                unknownRecords += 1
+                if !unknownTypes.contains(type) { unknownTypes.append(type) }  // at most 256
                 continue
             }
         }
         return nil
+    }
+
+    var notes: [CaptureNote] {
+        unknownRecords == 0 ? [] : [.unknownRecordTypes(types: unknownTypes, count: unknownRecords, firstFrame: firstUnknownFrame)]
     }
 
     private func stop(_ problem: CaptureProblem) {

@@ -6,7 +6,13 @@ protocol RecordSource: AnyObject {
     var problems: ProblemLog { get }
     /// Packet records met so far (the last frame number), HCI or not.
     var frames: Int { get }
+    /// What the format's reader skipped that is not damage.
+    var notes: [CaptureNote] { get }
     func next() -> HCIRecord?
+}
+
+extension RecordSource {
+    var notes: [CaptureNote] { [] }
 }
 
 extension ByteInput {

@@ -27,13 +27,16 @@ public enum CaptureNote: Sendable, Hashable, CustomStringConvertible {
     case implausibleTimestamps(first: Int64)
     /// More L2CAP PDUs (or bytes) pending reassembly at once than kept: the oldest were dropped, each a problem.
     case reassemblyLimited(streams: Int, bytes: Int)
+    /// PacketLogger records of types that are not HCI and not among the diagnostic ones known (Apple adds
+    /// record types): skipped, not damage. `types` in the order met, `count` records in all.
+    case unknownRecordTypes(types: [UInt8], count: Int, firstFrame: Int)
 
     /// Notes about the whole capture (kept always); the others name one connection, handle or channel
     /// (the first 1000 are kept).
     public var isCaptureWide: Bool {
         switch self {
         case .attOnlyExport, .noAdvertisingReports, .truncatedRecords, .noACLDirection, .classicConnections, .implausibleTimestamps,
-            .reassemblyLimited:
+            .reassemblyLimited, .unknownRecordTypes:
             true
         default: false
         }
@@ -72,6 +75,8 @@ public enum CaptureNote: Sendable, Hashable, CustomStringConvertible {
             "ACL reassembly limit hit: more than \(streams) L2CAP PDUs or \(bytes / 1024) KiB pending at once (fragments claimed but never sent); the oldest pending PDUs were dropped"
         case .implausibleTimestamps(let first):
             "timestamps implausible (first \(first / 1_000_000) s from the Unix epoch): the writer's clock or epoch was wrong; use relative times"
+        case .unknownRecordTypes(let types, let count, let firstFrame):
+            "\(count) PacketLogger record\(count == 1 ? "" : "s") of type\(types.count == 1 ? "" : "s") \(types.map { "0x" + Hex.byte($0) }.joined(separator: ", ")) (first in frame \(firstFrame)): not HCI, skipped"
         }
     }
 }

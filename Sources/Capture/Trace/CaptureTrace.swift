@@ -91,6 +91,7 @@ public struct CaptureTrace: Sendable {
         // Reading problems and decoding problems, each in frame order, merged.
         problems = (reader.problems + problems).sorted { ($0.frame ?? 0, $0.offset ?? 0) < ($1.frame ?? 0, $1.offset ?? 0) }
         problemCount += reader.problemCount
+        notes += reader.notes
     }
 
     /// The connection a PDU refers to.
