@@ -204,7 +204,11 @@ struct ExportSession {
             let refusals = securityRefusals()
             att(handle, refusals.beforeEncryption)
             afterEncryption = refusals.afterEncryption
-            let asks = replica.conversation.contains { if case .error(_, _, let code) = $0.kind { code.asksForSecurity } else { false } }
+            // Pairing follows the first refusal for security the capture shows (one it can write), else discovery.
+            let asks = replica.conversation.contains {
+                guard case .error(let handle, let request, let code) = $0.kind, code.asksForSecurity else { return false }
+                return ATTOperations.refused(request, handle: handle, code: code) != nil
+            }
             if !asks { secure(handle) }
             att(handle, reads)
         }
@@ -232,7 +236,8 @@ struct ExportSession {
             }
             if let reason = seen.refusedWith { l2cap(link, channel: 6, [0x05, reason], fromCentral: false) }
         }
-        if seen.encrypted { event(HCIPacket.encryptionChange(handle: link)) }
+        // An authenticated level was learnt on an encrypted link (a bonded device encrypts without pairing again).
+        if seen.encrypted || !afterEncryption.isEmpty { event(HCIPacket.encryptionChange(handle: link)) }
         att(link, afterEncryption)
         afterEncryption = []
     }
@@ -252,7 +257,7 @@ struct ExportSession {
             }
         }
         for characteristic in replica.services.flatMap(\.characteristics) {
-            guard let value = characteristic.valueHandle else { continue }
+            guard let value = characteristic.valueHandle, table.valueHandles.contains(value) else { continue }
             let security = characteristic.security
             refuse(security.read) { ATTOperations.refused(.readRequest, handle: value, code: $0) }
             refuse(security.write) { ATTOperations.refused(.writeRequest, handle: value, code: $0) }

@@ -37,6 +37,8 @@ struct ExportTable {
     private(set) var notes: [String] = []
     /// Client configuration handles by the value handle they configure.
     private(set) var configurations: [AttributeHandle: AttributeHandle] = [:]
+    /// The value handles of the characteristics laid out.
+    private(set) var valueHandles: Set<AttributeHandle> = []
 
     init(_ replica: DeviceReplica) {
         var accepted: [(DeviceReplica.Service, Service)] = []
@@ -75,6 +77,7 @@ struct ExportTable {
         services = accepted.map(\.1)
         for service in services {
             for characteristic in service.characteristics {
+                valueHandles.insert(characteristic.value)
                 if let configuration = characteristic.configuration { configurations[characteristic.value] = configuration }
             }
         }

@@ -9,40 +9,45 @@ import DBus
 /// than one is Enhanced ATT). bluetoothd spreads a central's write commands over them, and ATT orders nothing across
 /// bearers: a device that offers EATT can receive the relay's write commands out of order (docs/relay.md).
 public struct ATTChannelSetting: Sendable, Equatable {
-    /// At most this many ATT bearers per link.
-    public var channels: Int
-    /// The main.conf it comes from.
+    /// At most this many ATT bearers per link; nil when main.conf sets no valid value, and bluetoothd's version decides
+    /// (3 up to BlueZ 5.66, 1 from 5.67 on).
+    public var channels: Int?
+    /// The main.conf it comes from, as bluetoothd's command line names it.
     public var file: String
 
-    /// bluetoothd's value when main.conf does not set it (BlueZ 5.66 and later).
-    public static let bluetoothdDefault = 3
     /// Where bluetoothd reads main.conf unless started with `-f FILE`.
     public static let defaultFile = "/etc/bluetooth/main.conf"
+    /// The values bluetoothd takes (BlueZ 5.66 clamps others into it; later versions ignore them).
+    static let valid = 1...5
     /// The most bytes read of a command line or a main.conf.
     static let maximumBytes = 256 * 1024
 
-    /// Whether write commands may reach a device out of order.
-    public var mayReorder: Bool { channels > 1 }
+    /// Whether write commands may reach a device out of order (also when bluetoothd's version decides).
+    public var mayReorder: Bool { (channels ?? 3) > 1 }
 
-    /// The setting of the bluetoothd `stack` talks to: its process found by its bus name, its main.conf by its command
-    /// line. Nil when it cannot be told (bluetoothd in another PID namespace, a file this user may not read).
+    /// The setting of the bluetoothd `stack` talks to: its process found by its bus name (and checked to be
+    /// bluetoothd), its main.conf by its command line. Nil when it cannot be told (bluetoothd in another PID
+    /// namespace, a file this user may not read).
     public static func of(_ stack: BlueZStack) async -> ATTChannelSetting? {
         guard let name = stack.bluetoothdName,
             let reply = try? await stack.connection.call(
                 destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
                 member: "GetConnectionUnixProcessID", arguments: [.string(name)], timeout: .seconds(5)),
             let pid = reply.first?.integer, pid > 0, pid <= Int(Int32.max),
-            let commandLine = read("/proc/\(pid)/cmdline")
+            let commandLine = read("/proc/\(pid)/cmdline"),
+            let file = configFile(commandLine: commandLine)
         else { return nil }
-        let file = configFile(commandLine: commandLine)
-        guard let text = read(file) else { return nil }
+        // A relative -f is bluetoothd's working directory's.
+        guard let text = read(file.hasPrefix("/") ? file : "/proc/\(pid)/cwd/\(file)") else { return nil }
         return ATTChannelSetting(channels: channels(mainConf: String(decoding: text, as: UTF8.self)), file: file)
     }
 
-    /// The main.conf named by a `/proc/PID/cmdline` (arguments separated by NUL): `-f FILE`, `-fFILE`,
-    /// `--configfile FILE` or `--configfile=FILE`; else ``defaultFile``.
-    static func configFile(commandLine: [UInt8]) -> String {
+    /// The main.conf named by a `/proc/PID/cmdline` (arguments separated by NUL) of bluetoothd: `-f FILE`, `-fFILE`,
+    /// `--configfile FILE` or `--configfile=FILE`; else ``defaultFile``. Nil when the program is not bluetoothd (a
+    /// process number read in another PID namespace names another process).
+    static func configFile(commandLine: [UInt8]) -> String? {
         let arguments = commandLine.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        guard let program = arguments.first, program.split(separator: "/").last == "bluetoothd" else { return nil }
         var file = defaultFile
         var index = 1
         while index < arguments.count {
@@ -60,9 +65,9 @@ public struct ATTChannelSetting: Sendable, Equatable {
         return file
     }
 
-    /// `Channels` of main.conf's `[GATT]` section as bluetoothd reads it (a key file: `#` comments, `key = value`),
-    /// ``bluetoothdDefault`` when absent or not a number, clamped to bluetoothd's 1...5.
-    static func channels(mainConf text: String) -> Int {
+    /// `Channels` of main.conf's `[GATT]` section (a key file: `#` comments, `key = value`), the last one set, as a
+    /// decimal or `0x` number in ``valid``; nil when absent or anything else, where bluetoothd versions differ.
+    static func channels(mainConf text: String) -> Int? {
         var section = ""
         var value: Int?
         // Lines split by byte: "\r\n" is one Character, and a key file's line ends are bytes.
@@ -76,9 +81,11 @@ public struct ATTChannelSetting: Sendable, Equatable {
             guard section == "GATT", let equals = line.firstIndex(of: "=") else { continue }
             let key = Self.trimmed(line[..<equals])
             guard key == "Channels" else { continue }
-            value = Int(Self.trimmed(line[line.index(after: equals)...]))
+            let text = Self.trimmed(line[line.index(after: equals)...])
+            let number = text.lowercased().hasPrefix("0x") ? Int(text.dropFirst(2), radix: 16) : Int(text)
+            value = number.flatMap { valid.contains($0) ? $0 : nil }
         }
-        return min(max(value ?? bluetoothdDefault, 1), 5)
+        return value
     }
 
     /// `text` without the spaces and tabs around it.
@@ -88,11 +95,13 @@ public struct ATTChannelSetting: Sendable, Equatable {
         return text[first...last]
     }
 
-    /// The first ``maximumBytes`` of a file, nil when it cannot be opened.
+    /// The first ``maximumBytes`` of a regular file, nil when it cannot be opened or is not one.
     static func read(_ path: String) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while bytes.count < maximumBytes {
@@ -105,11 +114,18 @@ public struct ATTChannelSetting: Sendable, Equatable {
 
     /// The event log's line about it.
     public var note: String {
-        mayReorder
-            ? "relay: bluetoothd opens up to \(channels) ATT channels per link ([GATT] Channels in \(file)): with a device that "
-                + "offers Enhanced ATT, the relay's write commands can reach it out of order; set Channels = 1 there and restart "
-                + "bluetoothd (docs/relay.md, \"EATT\")"
-            : "relay: bluetoothd opens one ATT channel per link ([GATT] Channels = 1 in \(file)): write commands reach the "
+        switch channels {
+        case 1?:
+            "relay: bluetoothd opens one ATT channel per link ([GATT] Channels = 1 in \(file)): write commands reach the "
                 + "device in order"
+        case let channels?:
+            "relay: bluetoothd opens up to \(channels) ATT channels per link ([GATT] Channels in \(file)): with a device that "
+                + "offers Enhanced ATT, the relay's write commands can reach it out of order; set Channels = 1 there and "
+                + "restart bluetoothd (docs/relay.md, \"EATT\")"
+        case nil:
+            "relay: \(file) sets no valid [GATT] Channels: BlueZ 5.66 and older then open up to 3 ATT channels per link "
+                + "(Enhanced ATT), and the relay's write commands can reach a device that offers it out of order (5.67 and "
+                + "later open one); set Channels = 1 there to be sure and restart bluetoothd (docs/relay.md, \"EATT\")"
+        }
     }
 }

@@ -114,6 +114,23 @@ import Testing
         #expect(expected.contains("encrypt-authenticated-read") && expected.contains("encrypt-indicate"))
     }
 
+    /// An authenticated level learnt from a device bonded before the recording (no pairing seen, no encryption
+    /// recorded) still needs an encrypted link under its refusal: the import reads it as authenticated, not encrypted.
+    @Test func anAuthenticatedLevelWithoutRecordedPairingSurvivesTheImport() throws {
+        var original = RelaySession.replica()
+        original.conversation.removeAll { if case .error(_, _, let code) = $0.kind { code.asksForSecurity } else { false } }
+        original.security = DeviceReplica.SecurityObservation()
+        for service in original.services.indices {
+            for index in original.services[service].characteristics.indices
+            where original.services[service].characteristics[index].uuid == RelaySession.secret {
+                original.services[service].characteristics[index].security.read = .authenticated
+            }
+        }
+        let (imported, _) = try Judge.imported(Self.export(original).bytes)
+        let secret = imported.services.flatMap(\.characteristics).first { $0.uuid == RelaySession.secret }
+        #expect(secret?.security.read == .authenticated)
+    }
+
     /// The CLI: `gattemu import FILE -o PROFILE` of a written file gives the profile made straight from the replica.
     @Test func gattemuImportOfTheFile() throws {
         let original = RelaySession.replica()

@@ -2,33 +2,43 @@ import Testing
 
 @testable import Relay
 
-/// bluetoothd's `[GATT] Channels`, read as bluetoothd reads it: the main.conf its command line names, the key in its
-/// section only, the default when unset, bluetoothd's range.
+/// bluetoothd's `[GATT] Channels`, read as bluetoothd reads it: the main.conf its command line names (bluetoothd's
+/// only), the key in its section only, valid values only (bluetoothd's version decides the rest).
 @Suite struct ATTChannelSettingTests {
     static func commandLine(_ arguments: [String]) -> [UInt8] {
         arguments.flatMap { Array($0.utf8) + [0] }
     }
 
-    @Test func theConfigFileComesFromTheCommandLine() {
-        #expect(ATTChannelSetting.configFile(commandLine: Self.commandLine(["/usr/libexec/bluetooth/bluetoothd"])) == "/etc/bluetooth/main.conf")
-        #expect(ATTChannelSetting.configFile(commandLine: Self.commandLine(["bluetoothd", "-n", "-f", "/tmp/a.conf", "-d"])) == "/tmp/a.conf")
-        #expect(ATTChannelSetting.configFile(commandLine: Self.commandLine(["bluetoothd", "-f/tmp/b.conf"])) == "/tmp/b.conf")
-        #expect(ATTChannelSetting.configFile(commandLine: Self.commandLine(["bluetoothd", "--configfile=/tmp/c.conf"])) == "/tmp/c.conf")
-        #expect(ATTChannelSetting.configFile(commandLine: Self.commandLine(["bluetoothd", "--configfile", "/tmp/d.conf"])) == "/tmp/d.conf")
-        #expect(ATTChannelSetting.configFile(commandLine: Self.commandLine(["bluetoothd", "-f"])) == "/etc/bluetooth/main.conf")
-        #expect(ATTChannelSetting.configFile(commandLine: []) == "/etc/bluetooth/main.conf")
+    @Test func theConfigFileComesFromBluetoothdsCommandLine() {
+        func file(_ arguments: [String]) -> String? { ATTChannelSetting.configFile(commandLine: Self.commandLine(arguments)) }
+        #expect(file(["/usr/libexec/bluetooth/bluetoothd"]) == "/etc/bluetooth/main.conf")
+        #expect(file(["bluetoothd", "-n", "-f", "/tmp/a.conf", "-d"]) == "/tmp/a.conf")
+        #expect(file(["bluetoothd", "-f/tmp/b.conf"]) == "/tmp/b.conf")
+        #expect(file(["bluetoothd", "--configfile=/tmp/c.conf"]) == "/tmp/c.conf")
+        #expect(file(["bluetoothd", "--configfile", "d.conf"]) == "d.conf")
+        #expect(file(["bluetoothd", "-f"]) == "/etc/bluetooth/main.conf")
+        #expect(file(["/usr/bin/python3", "-f", "/tmp/a.conf"]) == nil, "another process (another PID namespace's number)")
+        #expect(ATTChannelSetting.configFile(commandLine: []) == nil)
     }
 
-    @Test func channelsIsReadFromTheGATTSectionOnly() {
-        #expect(ATTChannelSetting.channels(mainConf: "") == 3)
-        #expect(ATTChannelSetting.channels(mainConf: "[General]\nChannels = 1\n[GATT]\n#Channels = 1\n") == 3)
+    @Test func channelsIsAValidValueOfTheGATTSectionOnly() {
+        #expect(ATTChannelSetting.channels(mainConf: "") == nil)
+        #expect(ATTChannelSetting.channels(mainConf: "[General]\nChannels = 1\n[GATT]\n#Channels = 1\n") == nil)
         #expect(ATTChannelSetting.channels(mainConf: "[General]\nName = x\n\n[GATT]\n  Channels =\t1  \r\n") == 1)
         #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels=2\n[LE]\nChannels=1\n") == 2)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = many\n") == 3)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 0\n") == 1)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 99999999999999999999999\n") == 3)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 9\n") == 5)
+        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 0x1\n") == 1)
+        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = many\n") == nil)
+        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 0\n") == nil)
+        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 99999999999999999999999\n") == nil)
+        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 9\n") == nil)
+    }
+
+    @Test func theNoteSaysWhetherWriteCommandsCanBeReordered() {
         #expect(ATTChannelSetting(channels: 1, file: "f").mayReorder == false)
-        #expect(ATTChannelSetting(channels: 3, file: "f").note.contains("out of order"))
+        #expect(ATTChannelSetting(channels: 1, file: "f").note.contains("in order"))
+        #expect(ATTChannelSetting(channels: 3, file: "f").note.contains("up to 3 ATT channels per link"))
+        let unset = ATTChannelSetting(channels: nil, file: "/etc/bluetooth/main.conf")
+        #expect(unset.mayReorder)
+        #expect(unset.note.contains("up to 3 ATT channels per link") && unset.note.contains("5.67 and later open one"))
     }
 }

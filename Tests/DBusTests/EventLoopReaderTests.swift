@@ -66,7 +66,10 @@ import Testing
     @Test func aRemovedReaderIsPolledNoMore() async throws {
         let loop = try DBusEventLoop(name: "reader test")
         let ends = try Self.pair()
-        defer { close(ends[0]); close(ends[1]) }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
         let calls = Atomic<Int>(0)
         let reader = loop.addReader(ends[0]) { _ in calls.add(1, ordering: .relaxed) }
         let gone = Atomic<Bool>(false)

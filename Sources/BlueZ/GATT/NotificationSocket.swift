@@ -76,16 +76,21 @@ final class AcquiredSocket: Sendable {
         // The handler holds no reference to the socket: it lives as long as its owner keeps it, and a socket
         // dropped without close() is closed by deinit.
         reader = loop.addReader(descriptor) { reader in
-            guard !state.withLock({ $0.closed }) else { return }
             var buffer = [UInt8](repeating: 0, count: 1024)
             for _ in 0..<Self.packetsPerWake {
+                // close() may come from another thread between two packets: nothing is handed on after it.
+                guard !state.withLock({ $0.closed }) else { return }
                 let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
                 if count > 0 {
                     onPacket(Array(buffer.prefix(count)))
                     continue
                 }
-                if count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
+                let code = errno
+                if count < 0, code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return }
                 let first = state.withLock { state in
+                    // Not ours to close any more (closed under the loop, which polls it no more): its number
+                    // may be another file's by now.
+                    if count < 0, code == EBADF { state.released = true }
                     defer { state.closed = true }
                     return !state.closed
                 }

@@ -52,7 +52,8 @@ final class PacketLoggerReader: RecordSource {
 
     /// Whether the input (not consumed) starts like a PacketLogger file, and in which byte order: the first
     /// records (up to ``recordsChecked``) have a plausible length, microseconds below a million and a known
-    /// type. Nil when they do not.
+    /// type (as Wireshark tells the format: a type it does not know there makes the bytes no PacketLogger file;
+    /// further on, such records are skipped and noted). Nil when they do not.
     static func sniff(_ input: ByteInput) -> Bool? {
         guard let first = input.peek(4) else { return nil }
         var firstCursor = ByteCursor(first)

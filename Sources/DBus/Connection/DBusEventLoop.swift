@@ -188,6 +188,7 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
                 }
                 finalJob()
                 stopped = true
+                readers = [:]  // polled no more; their handlers (and what they hold) are let go
                 for queued in left { queued.abandoned?() }
             }, abandoned: alreadyStopped)
     }
