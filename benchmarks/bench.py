@@ -67,18 +67,17 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def machine_cpu() -> tuple[dict[str, float], float, float]:
-    """The whole machine's CPU so far: seconds per process name (every process in /proc, threads included),
-    and the busy and total seconds of all CPUs (/proc/stat, interrupts included)."""
-    by_name: dict[str, float] = {}
+def machine_cpu() -> tuple[dict[int, tuple[str, float]], float, float]:
+    """The whole machine's CPU so far: each process's name and seconds (every process in /proc, threads
+    included), and the busy and total seconds of all CPUs (/proc/stat, interrupts included)."""
+    by_pid: dict[int, tuple[str, float]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             head, _, rest = (entry / "stat").read_text().rpartition(")")
-            name = head.partition("(")[2]
             f = rest.split()
-            by_name[name] = by_name.get(name, 0.0) + (int(f[11]) + int(f[12])) / CLK_TCK
+            by_pid[int(entry.name)] = (head.partition("(")[2], (int(f[11]) + int(f[12])) / CLK_TCK)
         except (OSError, IndexError, ValueError):
             continue
     busy = total = 0.0
@@ -89,15 +88,21 @@ def machine_cpu() -> tuple[dict[str, float], float, float]:
         busy = total - idle / CLK_TCK
     except (OSError, IndexError, ValueError):
         pass
-    return by_name, busy, total
+    return by_pid, busy, total
 
 
 def machine_cpu_between(before, after, per: int) -> dict:
     """What `machine_cpu` says happened between two readings: ms of CPU per `per` operations for each process
-    name that used any (processes that ended in between are not counted), the rest of the busy time (kernel
-    threads that ended, interrupts), and how busy the CPUs were (1.0 = all of them, all the time)."""
-    (names0, busy0, total0), (names1, busy1, total1) = before, after
-    used = {n: t - names0.get(n, 0.0) for n, t in names1.items() if t - names0.get(n, 0.0) > 0}
+    name that used any (by process: a kernel worker's name changes with the queue it serves; a process started
+    in between counts from its start, one that ended is not counted), the rest of the busy time (processes that
+    ended, interrupts), and how busy the CPUs were (1.0 = all of them, all the time)."""
+    (pids0, busy0, total0), (pids1, busy1, total1) = before, after
+    used: dict[str, float] = {}
+    for pid, (name, seconds) in pids1.items():
+        spent = seconds - pids0.get(pid, (name, 0.0))[1]
+        if spent > 0:
+            name = name.split("-", 1)[0] if name.startswith("kworker/") else name  # kworker/u5:2-hci3 -> kworker/u5:2
+            used[name] = used.get(name, 0.0) + spent
     busy, total = busy1 - busy0, total1 - total0
     scale = 1e6 / per if per else 0.0
     return {"ms_per_1000_by_process": {n: round(t * scale, 1) for n, t in sorted(used.items(), key=lambda x: -x[1])},
