@@ -74,7 +74,8 @@ let package = Package(
         // `gattemu relay`: the link to the real device as a central, forwarding the mirror's operations, and the
         // session's recording.
         .target(
-            name: "Relay", dependencies: ["BlueZ", "Bluetooth", "DBus", "DeviceClone", "Emulator", "Profile", "Replica", "TextEscaping"]),
+            name: "Relay",
+            dependencies: ["BlueZ", "Bluetooth", "DBus", "DeviceClone", "Emulator", "Lexical", "Profile", "Replica", "TextEscaping"]),
         // Decoding of the control API's request bodies; no HTTP, so the fuzzer reaches it directly.
         .target(name: "ControlBodies", dependencies: ["Bluetooth", "Lexical", "Profile", "ControlContract"]),
         // Runtime control API over HTTP/JSON (Hummingbird 2), served by `gattemu run`.

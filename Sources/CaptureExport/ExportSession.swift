@@ -206,8 +206,8 @@ struct ExportSession {
             afterEncryption = refusals.afterEncryption
             // Pairing follows the first refusal for security the capture shows (one it can write), else discovery.
             let asks = replica.conversation.contains {
-                guard case .error(let handle, let request, let code) = $0.kind, code.asksForSecurity else { return false }
-                return ATTOperations.refused(request, handle: handle, code: code) != nil
+                guard case .error(let attribute, let request, let code) = $0.kind, code.asksForSecurity else { return false }
+                return ATTOperations.refused(request, handle: attribute, code: code) != nil
             }
             if !asks { secure(handle) }
             att(handle, reads)

@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import Lexical
 
 #if canImport(Glibc)
     import Glibc
@@ -39,7 +40,7 @@ public struct ATTChannelSetting: Sendable, Equatable {
         else { return nil }
         // A relative -f is bluetoothd's working directory's.
         guard let text = read(file.hasPrefix("/") ? file : "/proc/\(pid)/cwd/\(file)") else { return nil }
-        return ATTChannelSetting(channels: channels(mainConf: String(decoding: text, as: UTF8.self)), file: file)
+        return ATTChannelSetting(channels: channels(mainConf: text), file: file)
     }
 
     /// The main.conf named by a `/proc/PID/cmdline` (arguments separated by NUL) of bluetoothd: `-f FILE`, `-fFILE`,
@@ -67,32 +68,25 @@ public struct ATTChannelSetting: Sendable, Equatable {
 
     /// `Channels` of main.conf's `[GATT]` section (a key file: `#` comments, `key = value`), the last one set, as a
     /// decimal or `0x` number in ``valid``; nil when absent or anything else, where bluetoothd versions differ.
-    static func channels(mainConf text: String) -> Int? {
+    static func channels(mainConf text: [UInt8]) -> Int? {
         var section = ""
         var value: Int?
         // Lines split by byte: "\r\n" is one Character, and a key file's line ends are bytes.
-        for bytes in Array(text.utf8).split(whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
-            let line = Self.trimmed(Substring(String(decoding: bytes, as: UTF8.self)))
+        for bytes in text.split(whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
+            let line = Substring(String(decoding: bytes, as: UTF8.self)).trimmingBlanks
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("["), line.hasSuffix("]") {
                 section = String(line.dropFirst().dropLast())
                 continue
             }
             guard section == "GATT", let equals = line.firstIndex(of: "=") else { continue }
-            let key = Self.trimmed(line[..<equals])
+            let key = line[..<equals].trimmingBlanks
             guard key == "Channels" else { continue }
-            let text = Self.trimmed(line[line.index(after: equals)...])
+            let text = line[line.index(after: equals)...].trimmingBlanks
             let number = text.lowercased().hasPrefix("0x") ? Int(text.dropFirst(2), radix: 16) : Int(text)
             value = number.flatMap { valid.contains($0) ? $0 : nil }
         }
         return value
-    }
-
-    /// `text` without the spaces and tabs around it.
-    static func trimmed(_ text: Substring) -> Substring {
-        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = text.firstIndex(where: { !blank($0) }), let last = text.lastIndex(where: { !blank($0) }) else { return "" }
-        return text[first...last]
     }
 
     /// The first ``maximumBytes`` of a regular file, nil when it cannot be opened or is not one.
@@ -110,6 +104,14 @@ public struct ATTChannelSetting: Sendable, Equatable {
             bytes += buffer.prefix(count)
         }
         return bytes
+    }
+
+    /// The event log's line about `setting`, or about not knowing it (nil).
+    public static func note(_ setting: ATTChannelSetting?) -> String {
+        setting?.note
+            ?? "relay: could not read bluetoothd's main.conf: if its [GATT] Channels is above 1 (BlueZ 5.66 and older open "
+            + "up to 3 ATT channels per link without it, 5.67 and later one), the relay's write commands can reach a device "
+            + "that offers Enhanced ATT out of order (docs/relay.md, \"EATT\")"
     }
 
     /// The event log's line about it.

@@ -122,10 +122,7 @@ struct RelayCommand: AsyncParsableCommand {
             throw Failure.runtime("\(error)")
         }
         // bluetoothd's EATT setting decides whether write commands can reach the device out of order: said once.
-        let channelNote =
-            await ATTChannelSetting.of(stack)?.note
-            ?? "relay: could not read bluetoothd's main.conf: if its [GATT] Channels is above 1 (3 by default), the relay's "
-            + "write commands can reach a device that offers Enhanced ATT out of order (docs/relay.md, \"EATT\")"
+        let channelNote = ATTChannelSetting.note(await ATTChannelSetting.of(stack))
         var mirror: MirrorAddress
         do {
             mirror = try await MirrorAddress.prepare(address, adapter: adapter, stack: stack)

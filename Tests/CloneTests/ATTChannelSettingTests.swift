@@ -22,15 +22,15 @@ import Testing
     }
 
     @Test func channelsIsAValidValueOfTheGATTSectionOnly() {
-        #expect(ATTChannelSetting.channels(mainConf: "") == nil)
-        #expect(ATTChannelSetting.channels(mainConf: "[General]\nChannels = 1\n[GATT]\n#Channels = 1\n") == nil)
-        #expect(ATTChannelSetting.channels(mainConf: "[General]\nName = x\n\n[GATT]\n  Channels =\t1  \r\n") == 1)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels=2\n[LE]\nChannels=1\n") == 2)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 0x1\n") == 1)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = many\n") == nil)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 0\n") == nil)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 99999999999999999999999\n") == nil)
-        #expect(ATTChannelSetting.channels(mainConf: "[GATT]\nChannels = 9\n") == nil)
+        #expect(ATTChannelSetting.channels(mainConf: Array("".utf8)) == nil)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[General]\nChannels = 1\n[GATT]\n#Channels = 1\n".utf8)) == nil)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[General]\nName = x\n\n[GATT]\n  Channels =\t1  \r\n".utf8)) == 1)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels=2\n[LE]\nChannels=1\n".utf8)) == 2)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 0x1\n".utf8)) == 1)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = many\n".utf8)) == nil)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 0\n".utf8)) == nil)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 99999999999999999999999\n".utf8)) == nil)
+        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 9\n".utf8)) == nil)
     }
 
     @Test func theNoteSaysWhetherWriteCommandsCanBeReordered() {
@@ -40,5 +40,7 @@ import Testing
         let unset = ATTChannelSetting(channels: nil, file: "/etc/bluetooth/main.conf")
         #expect(unset.mayReorder)
         #expect(unset.note.contains("up to 3 ATT channels per link") && unset.note.contains("5.67 and later open one"))
+        #expect(ATTChannelSetting.note(unset) == unset.note)
+        #expect(ATTChannelSetting.note(nil).contains("could not read bluetoothd's main.conf"))
     }
 }

@@ -1,4 +1,5 @@
 import Hummingbird
+import Lexical
 
 /// A request with a body must say `Content-Type: application/json` (parameters allowed; a charset only
 /// `utf-8`), else 415. This keeps out HTML forms and `text/plain` fetches, which browsers send cross-site
@@ -18,24 +19,17 @@ struct ContentTypeMiddleware<Context: RequestContext>: RouterMiddleware {
     /// A non-zero `Content-Length` or any `Transfer-Encoding`.
     static func hasBody(_ request: Request) -> Bool {
         if request.headers[.transferEncoding] != nil { return true }
-        return request.headers[values: .contentLength].contains { Self.trimmed($0[...]) != "0" }
+        return request.headers[values: .contentLength].contains { $0[...].trimmingBlanks != "0" }
     }
 
     /// `application/json`, any case, with optional parameters; a `charset` must be `utf-8`.
     static func isJSON(_ value: String) -> Bool {
-        let parts = value.split(separator: ";", omittingEmptySubsequences: false).map { Self.trimmed($0).lowercased() }
+        let parts = value.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingBlanks.lowercased() }
         guard parts.first == "application/json" else { return false }
         for parameter in parts.dropFirst() where parameter.hasPrefix("charset=") {
             let charset = parameter.dropFirst("charset=".count).filter { $0 != "\"" }
             if charset != "utf-8" && charset != "utf8" { return false }
         }
         return true
-    }
-
-    static func trimmed(_ text: Substring) -> Substring {
-        var text = text
-        while text.first == " " || text.first == "\t" { text.removeFirst() }
-        while text.last == " " || text.last == "\t" { text.removeLast() }
-        return text
     }
 }

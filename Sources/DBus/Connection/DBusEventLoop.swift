@@ -37,8 +37,8 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     private var watches: [OpaquePointer] = []
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
     private var connections: [OpaquePointer] = []
-    /// Descriptors polled for input on behalf of their owners, by ``DBusReader/id``.
-    private var readers: [UInt64: (descriptor: Int32, handler: @Sendable (DBusReader) -> Void)] = [:]
+    /// Descriptors polled for input on behalf of their owners, in the order they were added.
+    private var readers: [(reader: DBusReader, descriptor: Int32, handler: @Sendable (DBusReader) -> Void)] = []
     private let nextReader = Atomic<UInt64>(1)
     private var stopped = false
 
@@ -188,7 +188,7 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
                 }
                 finalJob()
                 stopped = true
-                readers = [:]  // polled no more; their handlers (and what they hold) are let go
+                readers = []  // polled no more; their handlers (and what they hold) are let go
                 for queued in left { queued.abandoned?() }
             }, abandoned: alreadyStopped)
     }
@@ -202,8 +202,9 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     /// handler starts on an actor that runs on this loop starts without a wake-up. The handler must not block.
     public func addReader(_ descriptor: Int32, handler: @escaping @Sendable (DBusReader) -> Void) -> DBusReader {
         let id = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
-        submit { [self] in readers[id] = (descriptor, handler) }
-        return DBusReader(id: id)
+        let reader = DBusReader(id: id)
+        submit { [self] in readers.append((reader, descriptor, handler)) }
+        return reader
     }
 
     /// Stops polling `reader`'s descriptor; `then` runs on the loop thread once it is out of the poll set (or at
@@ -211,7 +212,7 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     public func removeReader(_ reader: DBusReader, then: @escaping @Sendable () -> Void) {
         submit(
             { [self] in
-                readers[reader.id] = nil
+                readers.removeAll { $0.reader == reader }
                 then()
             }, abandoned: then)
     }
@@ -260,9 +261,9 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
             if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
             descriptors.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
         }
-        let polledReaders = readers.sorted { $0.key < $1.key }
+        let polledReaders = readers
         for reader in polledReaders {
-            descriptors.append(pollfd(fd: reader.value.descriptor, events: Int16(POLLIN), revents: 0))
+            descriptors.append(pollfd(fd: reader.descriptor, events: Int16(POLLIN), revents: 0))
         }
         let result = poll(&descriptors, nfds_t(descriptors.count), pollTimeout())
         if result < 0 { return }  // EINTR: go round again.
@@ -282,10 +283,10 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
         }
         for (index, reader) in polledReaders.enumerated() {
             let revents = descriptors[1 + active.count + index].revents
-            guard revents != 0, readers[reader.key] != nil else { continue }
+            guard revents != 0, readers.contains(where: { $0.reader == reader.reader }) else { continue }
             // A descriptor closed under the loop would be reported again on every iteration: polled no more.
-            if revents & Int16(POLLNVAL) != 0 { readers[reader.key] = nil }
-            reader.value.handler(DBusReader(id: reader.key))
+            if revents & Int16(POLLNVAL) != 0 { readers.removeAll { $0.reader == reader.reader } }
+            reader.handler(reader.reader)
         }
         let now = ContinuousClock.now
         for (timeout, deadline) in timeouts where deadline <= now {
