@@ -69,7 +69,19 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
     public var littleEndian: [UInt8] { bytes.reversed() }
 
     /// `AA:BB:CC:DD:EE:FF`.
-    public var description: String { bytes.map(HexDigits.pair).joined(separator: ":") }
+    public var description: String {
+        var text: [UInt8] = []
+        appendDescription(to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends ``description`` as UTF-8 to `text` (the event log names a central on every line).
+    public func appendDescription(to text: inout [UInt8]) {
+        for (index, byte) in bytes.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ":")) }
+            HexDigits.appendUppercase(byte, to: &text)
+        }
+    }
 
     /// `AABBCCDDEEFF` (what the Noke name embeds).
     public var compact: String { bytes.map(HexDigits.pair).joined() }

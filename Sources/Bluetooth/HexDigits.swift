@@ -15,7 +15,15 @@ enum HexDigits {
 
     /// Two upper-case digits.
     static func pair(_ byte: UInt8) -> String {
-        String(decoding: [upper[Int(byte >> 4)], upper[Int(byte & 0x0F)]], as: UTF8.self)
+        var text: [UInt8] = []
+        appendUppercase(byte, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends ``pair(_:)`` of `byte` as UTF-8.
+    static func appendUppercase(_ byte: UInt8, to text: inout [UInt8]) {
+        text.append(upper[Int(byte >> 4)])
+        text.append(upper[Int(byte & 0x0F)])
     }
 
     /// Lower-case digits of `bytes`, no separators.

@@ -1,7 +1,8 @@
 import Bluetooth
-import Emulator
 import Foundation
 import Testing
+
+@testable import Emulator
 
 @Suite struct EventLogTests {
     @Test func jsonLinesAreValidJSONWithEveryField() throws {
@@ -16,6 +17,24 @@ import Testing
         #expect(object["characteristic"] as? String == "rx")
         #expect(object["value"] as? String == "0051ff")
         #expect(object["detail"] as? String == "quote \" backslash \\ newline \n tab \t bell \u{07} é")
+    }
+
+    /// `t` is the time rounded to thousandths as Swift prints that Double, written without formatting a Double.
+    @Test func jsonTimesArePrintedAsTheRoundedDouble() {
+        var generator = SystemRandomNumberGenerator()
+        var times: [Double] = [
+            0, 0.0004, 0.0005, 0.001, 0.01, 0.1, 1, 1.5, 10.25, 99.9996, 1234.5678, 123456.07, 1e9 + 0.001, 86_400_000 * 365,
+        ]
+        for _ in 0..<2000 {
+            times.append(Double.random(in: 0..<1e4, using: &generator))
+            times.append(Double.random(in: 0..<1e10, using: &generator))
+            times.append(Double(Int.random(in: 0..<10_000_000, using: &generator)) / 1000)
+        }
+        for time in times + times.map(-) + [1e300, -1e300] {
+            var line: [UInt8] = []
+            EmulatorEvent.appendJSONMilliseconds(time, to: &line)
+            #expect(String(decoding: line, as: UTF8.self) == "\((time * 1000).rounded() / 1000)", "\(time)")
+        }
     }
 
     @Test func textLinesAreAligned() {

@@ -54,7 +54,7 @@ public struct EmulatorEvent: Sendable, Equatable {
         if width < 12 { line += repeatElement(UInt8(ascii: " "), count: 12 - width) }
         if let central {
             line.append(UInt8(ascii: " "))
-            Self.appendEscaped(central.description, to: &line)
+            central.appendDescription(to: &line)  // hex digits and colons: nothing to escape
         }
         if let characteristic {
             line.append(UInt8(ascii: " "))
@@ -78,16 +78,83 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// One JSON object with sorted keys, for JSON-lines logs.
     public var json: String {
-        var members: [String] = []
-        if let central { members.append("\"central\":\"\(central)\"") }
-        if let characteristic { members.append("\"characteristic\":" + JSONText.quoted(characteristic)) }
-        if let detail { members.append("\"detail\":" + JSONText.quoted(detail)) }
-        members.append("\"event\":" + JSONText.quoted(kind.rawValue))
-        if let mtu { members.append("\"mtu\":\(mtu)") }
-        members.append("\"seq\":\(sequence)")
-        members.append("\"t\":\((time * 1000).rounded() / 1000)")
-        if let value { members.append("\"value\":\"" + value.hexString(uppercase: false) + "\"") }
-        return "{" + members.joined(separator: ",") + "}"
+        var line: [UInt8] = []
+        appendJSON(to: &line)
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    /// Appends ``json`` as UTF-8 to `line` (no intermediate strings: the events file has every event).
+    public func appendJSON(to line: inout [UInt8]) {
+        let needed = line.count + 120 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0) + (characteristic?.utf8.count ?? 0)
+        if line.capacity < needed { line.reserveCapacity(max(needed, line.capacity * 2)) }
+        var first = true
+        func key(_ name: StaticString) {
+            line += first ? #"{""#.utf8 : #",""#.utf8
+            first = false
+            name.withUTF8Buffer { line += $0 }
+            line += #"":"#.utf8
+        }
+        if let central {
+            key("central")
+            line.append(UInt8(ascii: "\""))
+            central.appendDescription(to: &line)
+            line.append(UInt8(ascii: "\""))
+        }
+        if let characteristic {
+            key("characteristic")
+            JSONText.appendQuoted(characteristic, to: &line)
+        }
+        if let detail {
+            key("detail")
+            JSONText.appendQuoted(detail, to: &line)
+        }
+        key("event")
+        JSONText.appendQuoted(kind.rawValue, to: &line)
+        if let mtu {
+            key("mtu")
+            line += String(mtu).utf8
+        }
+        key("seq")
+        line += String(sequence).utf8
+        key("t")
+        Self.appendJSONMilliseconds(time, to: &line)
+        if let value {
+            key("value")
+            line.append(UInt8(ascii: "\""))
+            value.appendHex(to: &line, uppercase: false)
+            line.append(UInt8(ascii: "\""))
+        }
+        line.append(UInt8(ascii: "}"))
+    }
+
+    /// `time` rounded to three decimals as Swift prints that `Double` (`1234.567`, `1234.5`, `1234.0`), without
+    /// formatting a `Double`: the digits of the whole thousandths.
+    static func appendJSONMilliseconds(_ time: Double, to line: inout [UInt8]) {
+        let rounded = (time * 1000).rounded()
+        // Past 2^53 thousandths (285 years) a Double no longer holds every thousandth: printed as Swift prints it.
+        guard rounded.isFinite, abs(rounded) < 9_007_199_254_740_992 else {
+            line += "\(rounded / 1000)".utf8
+            return
+        }
+        if rounded.sign == .minus { line.append(UInt8(ascii: "-")) }
+        let magnitude = UInt(rounded.magnitude)
+        line += String(magnitude / 1000).utf8
+        line.append(UInt8(ascii: "."))
+        var fraction = magnitude % 1000
+        guard fraction > 0 else {
+            line.append(UInt8(ascii: "0"))
+            return
+        }
+        var digits = 3
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        var divisor: UInt = digits == 3 ? 100 : digits == 2 ? 10 : 1
+        while divisor > 0 {
+            line.append(UInt8(ascii: "0") + UInt8(fraction / divisor % 10))
+            divisor /= 10
+        }
     }
 
     /// Appends `time` with three decimals, right-aligned in ten characters.

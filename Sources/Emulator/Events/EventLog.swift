@@ -127,9 +127,21 @@ public final class EventLog: Sendable {
             var event = event
             event.sequence = recent.nextSequence
             recent.nextSequence += 1
-            let json = format == .json || recent.fileDescriptor >= 0 ? event.json : ""
+            // A line for both outputs is formatted once; for one, straight into its batch.
+            var shared: [UInt8]?
+            if format == .json, recent.fileDescriptor >= 0 {
+                var line: [UInt8] = []
+                event.appendJSON(to: &line)
+                shared = line
+            }
             if recent.console.count < Self.consoleBacklog {
-                if format == .json { recent.console += json.utf8 } else { event.appendText(to: &recent.console) }
+                if let shared {
+                    recent.console += shared
+                } else if format == .json {
+                    event.appendJSON(to: &recent.console)
+                } else {
+                    event.appendText(to: &recent.console)
+                }
                 recent.console.append(UInt8(ascii: "\n"))
             } else {
                 recent.droppedConsoleLines += 1
@@ -137,7 +149,7 @@ public final class EventLog: Sendable {
             }
             if recent.fileDescriptor >= 0 {
                 if recent.file.count < Self.fileBacklog {
-                    recent.file.append(contentsOf: json.utf8)
+                    if let shared { recent.file += shared } else { event.appendJSON(to: &recent.file) }
                     recent.file.append(UInt8(ascii: "\n"))
                 } else {
                     recent.droppedFileLines += 1
