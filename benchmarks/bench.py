@@ -67,11 +67,11 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def machine_cpu() -> tuple[dict[int, tuple[str, float]], float, float]:
-    """The whole machine's CPU so far: each process's name and seconds (every process in /proc, threads
+def machine_cpu(pids: list[int] | None = None) -> tuple[dict[int, tuple[str, float]], float, float]:
+    """The whole machine's CPU so far: each process's name and seconds (every process in /proc, or `pids`; threads
     included), and the busy and total seconds of all CPUs (/proc/stat, interrupts included)."""
     by_pid: dict[int, tuple[str, float]] = {}
-    for entry in Path("/proc").iterdir():
+    for entry in (Path(f"/proc/{pid}") for pid in pids) if pids is not None else Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
@@ -91,11 +91,10 @@ def machine_cpu() -> tuple[dict[int, tuple[str, float]], float, float]:
     return by_pid, busy, total
 
 
-def machine_cpu_between(before, after, per: int) -> dict:
-    """What `machine_cpu` says happened between two readings: ms of CPU per `per` operations for each process
-    name that used any (by process: a kernel worker's name changes with the queue it serves; a process started
-    in between counts from its start, one that ended is not counted), the rest of the busy time (processes that
-    ended, interrupts), and how busy the CPUs were (1.0 = all of them, all the time)."""
+def machine_cpu_spent(before, after) -> tuple[dict[str, float], float, float]:
+    """CPU seconds between two `machine_cpu` readings: by process name (a kernel worker's name changes with the
+    queue it serves; a process started in between counts from its start, one that ended is not counted), and the
+    CPUs' busy and total seconds."""
     (pids0, busy0, total0), (pids1, busy1, total1) = before, after
     used: dict[str, float] = {}
     for pid, (name, seconds) in pids1.items():
@@ -103,12 +102,32 @@ def machine_cpu_between(before, after, per: int) -> dict:
         if spent > 0:
             name = name.split("-", 1)[0] if name.startswith("kworker/") else name  # kworker/u5:2-hci3 -> kworker/u5:2
             used[name] = used.get(name, 0.0) + spent
-    busy, total = busy1 - busy0, total1 - total0
+    return used, busy1 - busy0, total1 - total0
+
+
+def machine_cpu_summary(spent: tuple[dict[str, float], float, float], per: int) -> dict:
+    """`machine_cpu_spent` (or a sum of them) as ms of CPU per 1,000 of `per` operations for each process name that
+    used any, the rest of the busy time (processes that ended, interrupts), and how busy the CPUs were (1.0 = all
+    of them, all the time)."""
+    used, busy, total = spent
     scale = 1e6 / per if per else 0.0
     return {"ms_per_1000_by_process": {n: round(t * scale, 1) for n, t in sorted(used.items(), key=lambda x: -x[1])},
             "ms_per_1000_busy": round(busy * scale, 1),
             "ms_per_1000_not_in_processes": round(max(busy - sum(used.values()), 0.0) * scale, 1),
             "busy_fraction": round(busy / total, 3) if total > 0 else None}
+
+
+def machine_cpu_between(before, after, per: int) -> dict:
+    """What `machine_cpu` says happened between two readings, per 1,000 of `per` operations (machine_cpu_summary)."""
+    return machine_cpu_summary(machine_cpu_spent(before, after), per)
+
+
+def machine_cpu_add(a: tuple[dict[str, float], float, float], b: tuple[dict[str, float], float, float]):
+    """Two `machine_cpu_spent` answers together."""
+    used = dict(a[0])
+    for name, seconds in b[0].items():
+        used[name] = used.get(name, 0.0) + seconds
+    return used, a[1] + b[1], a[2] + b[2]
 
 
 def mem_kib(pid: int) -> dict:
@@ -430,45 +449,107 @@ class Bench:
             f"p50={fmt(percentile(ms, 50))} p99={fmt(percentile(ms, 99))} ms "
             f"cpu/1000={fmt(run.results[name]['cpu_ms_per_1000'])} ms")
 
-    async def burst(self, run: Run, conn, q: asyncio.Queue, pid: int, bursts: int):
+    @staticmethod
+    async def burst_once(conn, q: asyncio.Queue, k: int) -> tuple[int, float]:
+        """One burst write; the notifications received of it (5 s at most between two) and the seconds from the
+        write to the last."""
         char = conn._char(B.NOKE["rx"])
+        while not q.empty():
+            q.get_nowait()
+        t = time.perf_counter()
+        await char.write_value(bytes([B.BURST_OPCODE, k & 0xFF]), with_response=False)
+        got = 0
+        last = t
+        try:
+            while got < B.BURST:
+                v = await asyncio.wait_for(q.get(), 5)
+                if v[:1] == b"\x50":
+                    got += 1
+                    last = time.perf_counter()
+        except asyncio.TimeoutError:
+            pass
+        return got, last - t
+
+    @staticmethod
+    def burst_results(bursts: int, total: int, elapsed: float, cpu_s: float | None, machine: dict, pid: int) -> dict:
+        return {"bursts": bursts, "burst_size": B.BURST, "received": total, "missing": bursts * B.BURST - total,
+                "notifications_per_s": total / elapsed if elapsed > 0 else None,
+                "cpu_ms_per_1000": (cpu_s * 1e6 / total) if total and cpu_s is not None else None,
+                "machine": machine, "mem_kib": mem_kib(pid)}
+
+    async def burst(self, run: Run, conn, q: asyncio.Queue, pid: int, bursts: int):
         total = 0
         elapsed = 0.0
-        short = 0
         c0 = cpu_seconds(pid)
         m0 = machine_cpu()
+        done = 0
         for k in range(bursts):
-            while not q.empty():
-                q.get_nowait()
-            t = time.perf_counter()
-            await char.write_value(bytes([B.BURST_OPCODE, k & 0xFF]), with_response=False)
-            got = 0
-            last = t
-            try:
-                while got < B.BURST:
-                    v = await asyncio.wait_for(q.get(), 5)
-                    if v[:1] == b"\x50":
-                        got += 1
-                        last = time.perf_counter()
-            except asyncio.TimeoutError:
-                short += B.BURST - got
+            got, seconds = await self.burst_once(conn, q, k)
             total += got
-            elapsed += last - t
+            elapsed += seconds
+            done += 1
             if got == 0:
                 break
         c1 = cpu_seconds(pid)
         machine = machine_cpu_between(m0, machine_cpu(), total)
-        side = gattemu_burst_rate(Path(p_log(run))) if run.impl.key.startswith("gattemu") else None
-        run.results["burst"] = {
-            "peripheral_side_notifications_per_s": side,
-            "bursts": bursts, "burst_size": B.BURST, "received": total, "missing": short,
-            "notifications_per_s": total / elapsed if elapsed > 0 else None,
-            "cpu_ms_per_1000": ((c1 - c0) * 1e6 / total) if total and c0 is not None else None,
-            "machine": machine,
-            "mem_kib": mem_kib(pid),
-        }
-        log(f"  {run.impl.key}/noke burst: {total} received, {short} missing, "
+        run.results["burst"] = self.burst_results(done, total, elapsed, None if c0 is None or c1 is None else c1 - c0,
+                                                  machine, pid)
+        run.results["burst"]["peripheral_side_notifications_per_s"] = (
+            gattemu_burst_rate(Path(p_log(run))) if run.impl.key.startswith("gattemu") else None)
+        log(f"  {run.impl.key}/noke burst: {total} received, {run.results['burst']['missing']} missing, "
             f"{fmt(run.results['burst']['notifications_per_s'])}/s")
+
+    async def interleaved_bursts(self, legs: list[tuple[Run, object, asyncio.Queue, int, bool]], bursts: int) -> list[float]:
+        """`bursts` bursts on each of two legs (run, connection, queue, pid, subscribed now), taking turns (ABBA: each
+        leg goes first in half of the pairs), so that what slows the whole machine for a while slows both alike; only
+        the leg bursting is subscribed. Each leg's figures as `burst` records them, with each burst's rate; answers
+        each pair's ratio of the second leg's rate to the first's."""
+        acc = {id(run): {"total": 0, "elapsed": 0.0, "cpu": 0.0, "cpu_known": True, "machine": ({}, 0.0, 0.0),
+                         "done": 0, "rates": []} for run, *_ in legs}
+        subscribed = {id(run): now for run, _, _, _, now in legs}
+        # Read around every burst: only the processes that have used CPU so far (reading all of /proc, a few hundred
+        # files, costs the central more than a burst's worth of notifications under TCG); the rest of the busy time
+        # is reported as not in a process.
+        busy_pids = [pid for pid, (_, seconds) in machine_cpu()[0].items() if seconds >= 0.01]
+        pairs: list[float] = []
+        for k in range(bursts):
+            rates: dict[int, float] = {}
+            for run, conn, q, pid, _ in (legs if k % 2 == 0 else legs[::-1]):
+                for other, other_conn, other_q, _, _ in legs:
+                    want = other is run
+                    if subscribed[id(other)] != want:
+                        char = other_conn._char(B.NOKE["tx"])
+                        await (char.subscribe(other_q.put_nowait) if want else char.unsubscribe())
+                        subscribed[id(other)] = want
+                # The relay subscribes to the device (and unsubscribes) after the mirror answered the CCCD write.
+                await asyncio.sleep(0.5)
+                a = acc[id(run)]
+                c0, m0 = cpu_seconds(pid), machine_cpu(busy_pids)
+                got, seconds = await self.burst_once(conn, q, k)
+                m1, c1 = machine_cpu(busy_pids), cpu_seconds(pid)
+                a["rates"].append(round(got / seconds, 1) if seconds > 0 else None)
+                a["total"] += got
+                a["elapsed"] += seconds
+                a["done"] += 1
+                a["machine"] = machine_cpu_add(a["machine"], machine_cpu_spent(m0, m1))
+                if c0 is None or c1 is None:
+                    a["cpu_known"] = False
+                else:
+                    a["cpu"] += c1 - c0
+                if seconds > 0:
+                    rates[id(run)] = got / seconds
+            first, second = id(legs[0][0]), id(legs[1][0])
+            if rates.get(first) and second in rates:
+                pairs.append(rates[second] / rates[first])
+        for run, _, _, pid, _ in legs:
+            a = acc[id(run)]
+            run.results["burst"] = self.burst_results(
+                a["done"], a["total"], a["elapsed"], a["cpu"] if a["cpu_known"] else None,
+                machine_cpu_summary(a["machine"], a["total"]), pid)
+            run.results["burst"].update(interleaved=True, rates=a["rates"])
+            log(f"  {run.impl.key}/noke burst (interleaved): {a['total']} received, "
+                f"{run.results['burst']['missing']} missing, {fmt(run.results['burst']['notifications_per_s'])}/s")
+        return pairs
 
     async def soak(self, run: Run, conn, q: asyncio.Queue, pid: int, checkpoints: list[int], window: int = 8):
         """Pipelined write-without-response -> notification, `window` in flight; RSS at checkpoints."""
@@ -634,12 +715,16 @@ class Bench:
         relay_proc = None
         device_log_start = 0
         events = LOGDIR / "relay-events.jsonl"
+        connections: list = []
         try:
             if await self.watch.wait(lambda x: x > base, 60) is None:
                 raise RuntimeError("the device's advertisement was not registered within 60 s")
             info = await self.central.find(address=env["GATTEMU_PERIPH_ADDRESS"], service_uuid=B.NOKE["service"], timeout=60)
             # The soak directly too: the control that tells the relay's losses and reorderings from the device's.
-            await self.relay_leg(direct, info, device.pid, soak=a.relay_soak)
+            conn_d, q_d = await self.relay_leg(direct, info, device.pid, soak=a.relay_soak)
+            connections.append(conn_d)
+            # The direct link stays (for the bursts, below), not subscribed while the relay is measured.
+            await conn_d._char(B.NOKE["tx"]).unsubscribe()
             events.unlink(missing_ok=True)
             await asyncio.sleep(0.2)  # the device's log is batched (at most 50 ms)
             device_log_start = p_log(direct).stat().st_size
@@ -650,11 +735,20 @@ class Bench:
             mirror = await self.central.find(address=env["GATTEMU_CENTRAL3_ADDRESS"], service_uuid=B.NOKE["service"],
                                              timeout=R.MIRROR_WAIT_S)
             relayed.results["start_to_mirror_seen_ms"] = (now() - t0) * 1000
-            await self.relay_leg(relayed, mirror, relay_proc.pid, soak=a.relay_soak)
+            conn_r, q_r = await self.relay_leg(relayed, mirror, relay_proc.pid, soak=a.relay_soak)
+            connections.append(conn_r)
+            # The throughput ratio from bursts taking turns over both links: the machine's speed under TCG drifts
+            # between runs and within one (benchmarks/README.md), and a ratio of two phases measured one after the
+            # other carried that drift.
+            pairs = await self.interleaved_bursts(
+                [(direct, conn_d, q_d, device.pid, False), (relayed, conn_r, q_r, relay_proc.pid, True)], a.bursts)
+            rel["burst_pair_ratios"] = [round(x, 3) for x in pairs]
         except Exception as e:  # noqa: BLE001 - report it, keep the rest of the bench
             relayed.errors.append(f"{type(e).__name__}: {e}")
             log(f"  ERROR relay: {type(e).__name__}: {e}")
         finally:
+            for conn in connections:
+                await self.disconnect(conn)
             if relay_proc is not None:
                 self.stop(relay_proc)
                 rel["relay_exit"] = relay_proc.returncode
@@ -680,7 +774,8 @@ class Bench:
         return rel
 
     async def relay_leg(self, run: Run, info, pid: int, soak: int = 0):
-        """Round trips, a soak (relayed only) and bursts over one connection to `info`."""
+        """Round trips and a soak over a new connection to `info`; answers the connection and its notification queue,
+        still subscribed (the caller disconnects)."""
         a = self.args
         # Pinned: the device and its mirror advertise alike.
         conn = await self.connect(info, B.NOKE["service"], pinned=True)
@@ -702,12 +797,17 @@ class Bench:
                 run.results["soak"] = res
                 log(f"  {run.impl.key} soak: {res['received']}/{res['sent']} answered, {res['missing']} lost, "
                     f"{res['duplicates']} repeated, {res['reordered']} reordered, {fmt(res['ops_per_s'])} ops/s")
-            await self.burst(run, conn, q, pid, a.bursts)
-        finally:
-            try:
-                await asyncio.wait_for(conn.disconnect(), 10)
-            except Exception:  # noqa: BLE001
-                pass
+            return conn, q
+        except BaseException:
+            await self.disconnect(conn)
+            raise
+
+    @staticmethod
+    async def disconnect(conn) -> None:
+        try:
+            await asyncio.wait_for(conn.disconnect(), 10)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 
@@ -904,7 +1004,7 @@ def relay_report(by: dict, rel: dict, target) -> str:
     lines = ["## gattemu relay", "",
              "The same device (gattemu, `benchmarks/profiles/noke-burst.json`) directly and through `gattemu relay` "
              "(upstream and mirror on two more controllers), in this run. CPU is the device's process directly and "
-             "the relay's process relayed.", "",
+             "the relay's process relayed. The bursts take turns over the two links (below).", "",
              "| figure | directly | through the relay | relayed − direct | relayed / direct |", "|---|---|---|---|---|"]
     for label, path in rows:
         a, b = g(d, *path), g(r, *path)
@@ -925,6 +1025,12 @@ def relay_report(by: dict, rel: dict, target) -> str:
                   "the relay's process is `gattemu`, with the device's): " + ", ".join(parts)
                   + f"; not in a process (interrupts, exited threads) {fmt(rest[0])} → {fmt(rest[1])}.", ""]
     rate = ratio(g(r, "burst", "notifications_per_s"), g(d, "burst", "notifications_per_s"))
+    pairs = sorted(rel.get("burst_pair_ratios") or [])
+    if pairs:
+        lines += ["", f"**Bursts taking turns:** {g(d, 'burst', 'bursts')} bursts of {B.BURST} notifications over each "
+                  "link, one after the other in ABBA order, only the bursting link subscribed. Relayed / direct rate of "
+                  f"each pair: median {fmt(percentile(pairs, 50), 2)}, lowest {fmt(pairs[0], 2)}, highest "
+                  f"{fmt(pairs[-1], 2)} ({', '.join(fmt(x, 2) for x in rel['burst_pair_ratios'])})."]
     target("relay: notification throughput, relayed / direct", rate, "≥ 0.90", None if rate is None else rate >= 0.9)
     for k in ("rtt_write_req", "rtt_write_cmd"):
         over = ratio(g(r, k, "p50_ms"), g(d, k, "p50_ms"))
