@@ -11,7 +11,6 @@ final class CharacteristicObject: Sendable {
     let notifying = Mutex(false)
     /// Acquired notification sockets by owner.
     let sockets = Mutex<[NotificationSocketOwner: AcquiredSocket]>([:])
-    let writeSockets = Mutex<[AcquiredSocket]>([])
     let handle: Locked<AttributeHandle>
 
     /// One socket per characteristic reaches every subscriber (BlueZ before 5.70), whichever central it was
@@ -68,11 +67,6 @@ final class CharacteristicObject: Sendable {
             return Array(sockets.values)
         }
         all.forEach { $0.close() }
-        let writers = writeSockets.withLock { sockets in
-            defer { sockets = [] }
-            return sockets
-        }
-        writers.forEach { $0.close() }
     }
 }
 
@@ -99,14 +93,6 @@ extension GattApplication {
                             .boolean(object.sockets.withLock { !$0.isEmpty })
                         }))
             }
-        }
-        if definition.acquireWrite {
-            properties.append(
-                DBusProperty(
-                    "WriteAcquired", signature: .boolean,
-                    get: {
-                        .boolean(object.writeSockets.withLock { !$0.isEmpty })
-                    }))
         }
         let hasWrite = definition.flags.canWriteWithResponse
         let hasWriteWithoutResponse = definition.flags.properties.contains(.writeWithoutResponse)
@@ -176,23 +162,6 @@ extension GattApplication {
                         return [.unixFD(theirs), .uint16(mtu)]
                     })
             }
-        }
-        if definition.acquireWrite {
-            methods.append(
-                DBusMethod("AcquireWrite", input: "a{sv}", output: "hq") { call in
-                    let context = GattRequestContext(options: GattRequestOptions(of: call, adapter: adapter))
-                    let mtu = (context.mtu ?? .minimum).rawValue
-                    let (ours, theirs) = try AcquiredSocket.makePair(
-                        mtu: mtu, loop: connection.loop,
-                        onPacket: { packet in
-                            let request = GattWriteRequest(
-                                attribute: attribute, value: packet, offset: 0, kind: .command, bluetoothdAnswered: true,
-                                prepareAuthorize: false, context: context)
-                            Task { try? await handler.write(request) }
-                        }, onClose: {})
-                    object.writeSockets.withLock { $0.append(ours) }
-                    return [.unixFD(theirs), .uint16(mtu)]
-                })
         }
         return DBusInterface(name: BlueZNames.gattCharacteristic, methods: methods, properties: properties)
     }

@@ -61,16 +61,13 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
     /// The value `Value` reports before any read or write.
     public var initialValue: [UInt8]
     public var notifyPath: GattNotifyPath
-    /// Expose `WriteAcquired`: BlueZ then writes each write-without-response into a socket and answers the
-    /// peer itself, so no ATT error can be returned for such writes.
-    public var acquireWrite: Bool
     public var descriptors: [GattDescriptorDefinition]
     /// The handle to ask BlueZ for (the value's; the declaration takes the one before); nil: BlueZ chooses.
     public var handle: AttributeHandle?
 
     public init(
         id: String, uuid: BluetoothUUID, flags: CharacteristicFlags, initialValue: [UInt8] = [],
-        notifyPath: GattNotifyPath = .propertiesChanged, acquireWrite: Bool = false,
+        notifyPath: GattNotifyPath = .propertiesChanged,
         descriptors: [GattDescriptorDefinition] = [], handle: AttributeHandle? = nil
     ) {
         self.handle = handle
@@ -79,7 +76,6 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
         self.flags = flags
         self.initialValue = initialValue
         self.notifyPath = notifyPath
-        self.acquireWrite = acquireWrite
         self.descriptors = descriptors
     }
 }

@@ -44,11 +44,10 @@ public struct GattRequestContext: Sendable, Equatable {
     }
 }
 
-/// The `a{sv}` options bluetoothd passes with a GATT call (`ReadValue`, `WriteValue`, `AcquireWrite`,
-/// `AcquireNotify`), typed once where they enter: the central (from the device object, only below the
-/// adapter), the link, the MTU, the offset, the write type, the prepare-authorize step. Read in one pass over
-/// the entries (this runs for every read and write: no dictionary is built); unknown keys and mistyped values
-/// are ignored.
+/// The `a{sv}` options bluetoothd passes with a GATT call (`ReadValue`, `WriteValue`, `AcquireNotify`), typed
+/// once where they enter: the central (from the device object, only below the adapter), the link, the MTU, the
+/// offset, the write type, the prepare-authorize step. Read in one pass over the entries (this runs for every read
+/// and write: no dictionary is built); unknown keys and mistyped values are ignored.
 ///
 /// Numbers are checked here: an offset outside 0…``ATTMTU/maximumValueLength`` makes ``problem`` say so (the
 /// call is refused with `InvalidOffset`), an MTU outside ``ATTMTU/valid`` is taken as not given.
@@ -97,7 +96,7 @@ public struct GattRequestOptions: Sendable, Equatable {
         }
     }
 
-    /// The options of a call whose only argument they are (`ReadValue`, `AcquireWrite`, `AcquireNotify`).
+    /// The options of a call whose only argument they are (`ReadValue`, `AcquireNotify`).
     init(of call: DBusMethodCall, adapter: DBusObjectPath) {
         self = call.readArguments { GattRequestOptions(reading: &$0, adapter: adapter) }
     }

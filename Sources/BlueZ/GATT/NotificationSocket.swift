@@ -5,9 +5,10 @@ import Synchronization
     import Glibc
 #endif
 
-/// Our end of a socket pair handed to bluetoothd by `AcquireNotify` or `AcquireWrite`.
+/// A notification socket: our end of a pair handed to bluetoothd by `AcquireNotify`, or the one bluetoothd hands
+/// us for a remote characteristic.
 ///
-/// `onPacket` gets every packet bluetoothd writes (acquired writes, a remote characteristic's notifications);
+/// `onPacket` gets every packet bluetoothd writes (a remote characteristic's notifications);
 /// `onClose` runs once when bluetoothd closes its end. Both run on `loop`'s thread (the D-Bus connection's), which
 /// polls the socket with its D-Bus descriptors: a packet costs no thread wake-up of its own, and what its handler
 /// starts on an actor served by that loop starts at once. Sends never block: what the socket's buffer cannot take
