@@ -43,10 +43,7 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// Appends ``text`` as UTF-8 to `line` (no intermediate strings: the log formats every event).
     public func appendText(to line: inout [UInt8]) {
-        // Lines are appended to a batch that grows until it is written: reserve geometrically, since an
-        // exact reservation per line would copy the whole batch for every line.
-        let needed = line.count + 80 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0)
-        if line.capacity < needed { line.reserveCapacity(max(needed, line.capacity * 2)) }
+        reserveRoom(in: &line)
         Self.appendMilliseconds(time, to: &line)
         line += " ms ".utf8
         line += kind.rawValue.utf8
@@ -76,6 +73,14 @@ public struct EmulatorEvent: Sendable, Equatable {
         line += TerminalText.escaped(text).utf8
     }
 
+    /// Room in `line` for one more line of this event, text or JSON. Lines are appended to a batch that grows until
+    /// it is written: reserved geometrically, since an exact reservation per line would copy the whole batch for
+    /// every line.
+    private func reserveRoom(in line: inout [UInt8]) {
+        let needed = line.count + 120 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0) + (characteristic?.utf8.count ?? 0)
+        if line.capacity < needed { line.reserveCapacity(max(needed, line.capacity * 2)) }
+    }
+
     /// One JSON object with sorted keys, for JSON-lines logs.
     public var json: String {
         var line: [UInt8] = []
@@ -85,8 +90,7 @@ public struct EmulatorEvent: Sendable, Equatable {
 
     /// Appends ``json`` as UTF-8 to `line` (no intermediate strings: the events file has every event).
     public func appendJSON(to line: inout [UInt8]) {
-        let needed = line.count + 120 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0) + (characteristic?.utf8.count ?? 0)
-        if line.capacity < needed { line.reserveCapacity(max(needed, line.capacity * 2)) }
+        reserveRoom(in: &line)
         var first = true
         func key(_ name: StaticString) {
             line += first ? #"{""#.utf8 : #",""#.utf8
@@ -140,21 +144,12 @@ public struct EmulatorEvent: Sendable, Equatable {
         let magnitude = UInt(rounded.magnitude)
         line += String(magnitude / 1000).utf8
         line.append(UInt8(ascii: "."))
-        var fraction = magnitude % 1000
-        guard fraction > 0 else {
-            line.append(UInt8(ascii: "0"))
-            return
-        }
-        var digits = 3
-        while fraction % 10 == 0 {
-            fraction /= 10
-            digits -= 1
-        }
-        var divisor: UInt = digits == 3 ? 100 : digits == 2 ? 10 : 1
-        while divisor > 0 {
-            line.append(UInt8(ascii: "0") + UInt8(fraction / divisor % 10))
-            divisor /= 10
-        }
+        let fraction = magnitude % 1000
+        line.append(UInt8(ascii: "0") + UInt8(fraction / 100))
+        line.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
+        line.append(UInt8(ascii: "0") + UInt8(fraction % 10))
+        // Trailing zeros go, but the one right after the point (`1234.0`).
+        while line.last == UInt8(ascii: "0"), line[line.count - 2] != UInt8(ascii: ".") { line.removeLast() }
     }
 
     /// Appends `time` with three decimals, right-aligned in ten characters.
