@@ -18,9 +18,14 @@ public enum CaptureImport {
         public var names: [String]
         public var attPDUs: Int
         public var advertisingReports: Int
+        /// For a peer with no address: the HCI connection handle of its link (what Wireshark shows), else nil.
+        public var handle: UInt16? = nil
 
         public var description: String {
-            var text = address?.description ?? "an unknown peer (connection \(connections.map(String.init).joined(separator: ", ")))"
+            var text =
+                address?.description
+                ?? "an unknown peer (connection \(connections.map(String.init).joined(separator: ", "))"
+                + (handle.map { ", HCI handle 0x" + Hex.word($0) } ?? "") + ")"
             // Names are the device's text: escaped here, so that no name starts a line of its own in a list of choices.
             if !names.isEmpty { text += " \"" + names.prefix(3).map { TerminalText.escaped($0) }.joined(separator: "\", \"") + "\"" }
             text +=
@@ -59,7 +64,9 @@ public enum CaptureImport {
         for connection in trace.connections where connection.link == .le && isPeripheral(connection, trace: trace) {
             guard let peer = connection.peer else {
                 unknown.append(
-                    Choice(address: nil, connections: [connection.id], names: [], attPDUs: pdus[connection.id] ?? 0, advertisingReports: 0))
+                    Choice(
+                        address: nil, connections: [connection.id], names: [], attPDUs: pdus[connection.id] ?? 0, advertisingReports: 0,
+                        handle: connection.handle))
                 continue
             }
             if byPeer[peer] == nil {

@@ -250,7 +250,8 @@ struct ReplicaBuilder {
 
         for pdu in trace.attPDUs {
             guard let number = numbers[pdu.connection] else { continue }
-            while nextMarker < markers.count, markers[nextMarker].frame < pdu.firstFrame {
+            // `<=`: a link made up from ACL data opens in the frame of its first PDU, which comes after it.
+            while nextMarker < markers.count, markers[nextMarker].frame <= pdu.firstFrame {
                 if case .disconnected = markers[nextMarker].event.kind {
                     flush(markers[nextMarker].connection, into: &replica.conversation, readValues: &readValues)
                     prepared[markers[nextMarker].connection] = nil

@@ -250,7 +250,9 @@ enum LockSession {
         #expect(choices.map(\.address) == [nil, nil])
         #expect(
             choices.map(\.description)
-                == (0..<2).map { "an unknown peer (connection \($0)): 1 connection, 2 ATT PDUs, 0 advertising reports" })
+                == (0..<2).map {
+                    "an unknown peer (connection \($0), HCI handle 0x004\($0)): 1 connection, 2 ATT PDUs, 0 advertising reports"
+                })
         do {
             _ = try CaptureImport.select(nil, in: trace)
             Issue.record("two peers and no choice: must be refused")
@@ -269,6 +271,25 @@ enum LockSession {
         for wanted in ["connection 2", "connection", "connection -1", "connection 99999999999999999999"] {
             #expect(throws: CaptureImport.SelectionError.self, "\(wanted)") { try CaptureImport.select(wanted, in: trace) }
         }
+    }
+
+    /// A link made up from its first ACL data opens in the frame of that data: the phone's first write comes after
+    /// the connection, so the device's answer to it is the write's answer, not an unsolicited notification (a real
+    /// iPhone log of a printer replayed its first answer only on a trigger).
+    @Test func theFirstWriteOnALinkWithNoConnectionEventKeepsItsAnswer() throws {
+        var script = CaptureScript()
+        script.att(handle: 0x4E, .writeCommand, [0x12, 0, 0x10, 0xFF], from: .hostToController)
+        script.att(handle: 0x4E, .handleValueNotification, [0x0F, 0, 0x4F, 0x4B], from: .controllerToHost)
+        let trace = try trace(script.packetLogger())
+        let replica = try importOnly(trace)
+        #expect(
+            replica.conversation.map(\.kind) == [
+                .connected(nil), .write(handle: 0x12, value: [0x10, 0xFF], withResponse: false),
+                .notification(handle: 0x0F, value: [0x4F, 0x4B], indication: false),
+            ])
+        let result = ReplicaProfile(replica).build()
+        #expect(!result.text.contains("unsolicited"), "\(result.text)")
+        #expect(result.text.contains("\"hex\": \"4f4b\""))
     }
 
     /// A device's name is the device's text: in the list of choices it cannot start a line of its own or carry a
