@@ -100,6 +100,12 @@ public final class PrivateBus: Sendable {
         try await DBusConnection.connect(to: .address(address))
     }
 
+    /// Stops the daemon without closing its sockets (SIGSTOP): a bus that reads nothing, as a hung one does.
+    public func freeze() { kill(pid, SIGSTOP) }
+
+    /// Lets a frozen daemon run again.
+    public func thaw() { kill(pid, SIGCONT) }
+
     /// Kills the daemon and waits for it; connections to it see the bus disappear.
     public func stop() {
         guard
@@ -109,6 +115,7 @@ public final class PrivateBus: Sendable {
             })
         else { return }
         kill(pid, SIGTERM)
+        kill(pid, SIGCONT)  // a frozen daemon acts on the SIGTERM only once it runs
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         try? FileManager.default.removeItem(at: directory)

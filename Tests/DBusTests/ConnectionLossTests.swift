@@ -58,4 +58,30 @@ import Testing
             try await client.emitSignal(path: "/thing", interface: "test.Thing", member: "Tick")
         }
     }
+
+    /// Closing flushes what was queued, but a bus that reads nothing (hung, or stopped) cannot hold the loop thread:
+    /// shutdown goes on after a bounded wait. It used to wait in `dbus_connection_flush` for as long as the bus did.
+    @Test func closingGivesUpOnABusThatReadsNothing() async throws {
+        let bus = try PrivateBus()
+        let client = try await bus.connect()
+        let other = try await bus.connect()
+        bus.freeze()
+        defer { bus.stop() }
+        // More than the socket holds: most of it stays queued in libdbus.
+        for _ in 0..<16 {
+            try await client.emitSignal(
+                path: "/thing", interface: "test.Thing", member: "Big", arguments: [.bytes([UInt8](repeating: 7, count: 1 << 20))])
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let closed = AsyncCollector<String>()
+        Task {
+            await client.close()
+            closed.append("closed")
+        }
+        #expect(await closed.wait(for: 1, timeout: .seconds(10)) == ["closed"])
+        #expect(clock.now - start < .seconds(5))
+        #expect(!client.isConnected)
+        await other.close()
+    }
 }

@@ -139,7 +139,7 @@ public final class DBusConnection: @unchecked Sendable {
         let release: DBusEventLoop.Job = { [self] in
             guard !released else { return done() }
             released = true
-            dbus_connection_flush(pointer)
+            flush(within: Self.closingFlushLimit)
             dbus_connection_close(pointer)
             loop.detach(pointer)
             dbus_connection_unref(pointer)
@@ -149,6 +149,22 @@ public final class DBusConnection: @unchecked Sendable {
             loop.stop(then: release, alreadyStopped: done)
         } else {
             submit(release, abandoned: done)
+        }
+    }
+
+    /// How long closing waits for the bus to take what is queued. libdbus's own flush waits as long as the bus
+    /// does, and a bus that reads nothing (hung, stopped) would hold the loop thread, and every connection on it.
+    static let closingFlushLimit: Duration = .seconds(2)
+
+    /// Writes the queued messages until none is left, the connection is lost or `limit` has passed.
+    private func flush(within limit: Duration) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while dbus_connection_get_is_connected(pointer) != 0, dbus_connection_has_messages_to_send(pointer) != 0 {
+            let left = clock.now.duration(to: deadline)
+            guard left > .zero else { return }
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            _ = dbus_connection_read_write(pointer, Int32(min(max(milliseconds, 1), 100)))
         }
     }
 
