@@ -36,6 +36,26 @@ def dissected(path, display_filter, layers, raw=False):
     return tuple(json.loads(out or "[]"))
 
 
+def streamed(path, display_filter, layers, raw=False):
+    """The packets `dissected` gives, one at a time, without holding them all: for big captures (a 1 MB log of
+    17,000 ATT PDUs is 80 MB of tshark's JSON). Relies on tshark's layout of its JSON array: each packet opens
+    with a line "  {" and closes with "  }" or "  },"."""
+    with subprocess.Popen(["tshark", "-r", str(path), "-Y", display_filter, "-T", "json", *(["-x"] if raw else []),
+                           "--no-duplicate-keys", "-J", layers], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          stdin=subprocess.DEVNULL, text=True) as tshark:
+        lines = []
+        for line in tshark.stdout:
+            if line.startswith("  {"):
+                lines = [line]
+            elif lines and line.rstrip() in ("  }", "  },"):
+                lines.append("  }")
+                yield json.loads("".join(lines))
+                lines = []
+            elif lines:
+                lines.append(line)
+        tshark.wait(timeout=300)
+
+
 def unknown(address):
     """Whether tshark gave no address for a link's end (it has none before the link's connection event, or for an
     event it does not dissect)."""
@@ -56,7 +76,9 @@ def peers_by_handle(path):
     address: the same in subevents 0x01, 0x0A and 0x29, which an iPhone sends and tshark 4.0 does not dissect);
     a Disconnection Complete ends the link (None)."""
     links = {}
-    for packet in dissected(str(path), "bthci_evt.code == 0x3e || bthci_evt.code == 0x05", "frame bthci_evt", raw=True):
+    # Only those subevents: a capture's advertising reports (also LE Meta events) can be hundreds of MB of JSON.
+    completes = " || ".join(f"bthci_evt.le_meta_subevent == {code:#04x}" for code in (0x01, 0x0A, 0x29))
+    for packet in dissected(str(path), f"(bthci_evt.code == 0x3e && ({completes})) || bthci_evt.code == 0x05", "frame bthci_evt", raw=True):
         layers = packet["_source"]["layers"]
         raw = layers.get("bthci_evt_raw")
         while isinstance(raw, list):
@@ -85,6 +107,21 @@ def discovered_table(path, address):
     """[(service uuid, [(characteristic uuid, properties, value handle)])] in handle order, from the discovery
     responses `address` sent (all devices' when None; on a link tshark gives no address for, the one its connection
     event names). A table that changed between connections counts as last discovered."""
+    services, characteristics = discovery(path, address)
+    return [(uuid, [characteristics[h] for h in sorted(characteristics) if start < h <= end])
+            for start, end, uuid in sorted(services.values())]
+
+
+def declared_characteristics(path, address):
+    """[(characteristic uuid, properties, value handle)] in handle order: every characteristic declaration `address`
+    sent, also those of services whose discovery the capture does not have (a phone that used its cache for them)."""
+    _, characteristics = discovery(path, address)
+    return [characteristics[h] for h in sorted(characteristics)]
+
+
+def discovery(path, address):
+    """The Read By Group Type (services: start → (start, end, uuid)) and Read By Type (characteristic declarations:
+    handle → (uuid, properties, value handle)) responses `address` sent, as discovered_table reads them."""
     services, characteristics = {}, {}
     links = None
     for packet in dissected(str(path), "btatt.opcode==0x11 || btatt.opcode==0x09", "frame packetlogger btatt bthci_acl"):
@@ -117,8 +154,7 @@ def discovered_table(path, address):
                     handles = as_list(entry.get("btatt.handle"))
                     value_handle = int(handles[1], 16) if len(handles) > 1 else None
                     characteristics[int(handles[0], 16)] = (full(as_list(uuid)[0]), int(entry["btatt.characteristic_properties"], 16), value_handle)
-    return [(uuid, [characteristics[h] for h in sorted(characteristics) if start < h <= end])
-            for start, end, uuid in sorted(services.values())]
+    return services, characteristics
 
 
 def by_occurrence(items, key):
