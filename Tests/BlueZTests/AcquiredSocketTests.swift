@@ -64,4 +64,21 @@ import Testing
         let handedOn = packets.load(ordering: .relaxed)
         #expect(handedOn == 0)
     }
+
+    /// What bluetoothd has not read yet, which the emulator waits on to keep a burst's order across characteristics.
+    @Test func unreadBytesCountWhatTheOtherEndHasNotRead() async throws {
+        let loop = try DBusEventLoop(name: "socket test")
+        let (ours, theirs) = try AcquiredSocket.makePair(mtu: 23, loop: loop, onPacket: { _ in }, onClose: {})
+        #expect(ours.unreadBytes == 0)
+        #expect(ours.send([1, 2, 3]) == .sent)
+        #expect(ours.send([4, 5]) == .sent)
+        #expect(ours.unreadBytes > 0)
+        var buffer = [UInt8](repeating: 0, count: 8)
+        #expect(recv(theirs.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 3)
+        #expect(ours.unreadBytes > 0, "one packet still unread")
+        #expect(recv(theirs.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 2)
+        #expect(ours.unreadBytes == 0)
+        ours.close()
+        #expect(ours.unreadBytes == 0)
+    }
 }

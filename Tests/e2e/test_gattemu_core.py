@@ -1,6 +1,6 @@
 """Core GATT behaviour of gattemu against a real bluetoothd and a real central (Tests/e2e/profiles/core.json):
-the longest value, and notifications/indications over both of BlueZ's paths (AcquireNotify sockets and
-PropertiesChanged)."""
+the longest value, notifications/indications over both of BlueZ's paths (AcquireNotify sockets and
+PropertiesChanged), and the order of a burst over two characteristics."""
 import asyncio
 import os
 import re
@@ -9,7 +9,9 @@ import pytest
 
 PROFILE = os.path.join(os.path.dirname(__file__), "profiles", "core.json")
 SERVICE = "7a5e0001-0000-4000-8000-00000000c0de"
-LONG, ECHO, QUIET, CONFIRM = (SERVICE.replace("0001-", f"000{n}-", 1) for n in (2, 3, 4, 5))
+LONG, ECHO, QUIET, CONFIRM, BURST = (SERVICE.replace("0001-", f"000{n}-", 1) for n in (2, 3, 4, 5, 6))
+# The rule on BURST: notifications b000, b001, ... on echo (A) and quiet (B) in this order (core.json).
+BURST_PATTERN = "ABAABAABBAAB" * 2
 LONG_VALUE = "".join(f"{i:03d}|" for i in range(128)).encode()
 
 
@@ -67,3 +69,26 @@ async def test_notifications_and_indications_on_both_paths(central, start_gattem
     # Indications always travel as PropertiesChanged and the central's confirmation comes back as Confirm().
     assert len(re.findall(r" indicate\s+\S+ confirm ", out)) == 3, out[-3000:]
     assert len(re.findall(r" confirmed\s+confirm", out)) == 3, out[-3000:]
+
+
+async def test_a_burst_over_two_characteristics_arrives_in_the_rules_order(central, start_gattemu):
+    """A rule that notifies on two characteristics in turn (as a recorded device answered, and as a relayed device
+    does) reaches the central in the rule's order. Each characteristic has its own AcquireNotify socket, which
+    bluetoothd reads when it gets to it: a real capture's burst replayed A, A, B where the device had sent A, B, A."""
+    p = start_gattemu(PROFILE, args=["--notify-path", "acquire"])
+    await p.advertising(central, name="GattemuCore")
+    conn = await central.connect(name="GattemuCore")
+    rounds = 10
+    got: list[bytes] = []
+    try:
+        await conn.subscribe(ECHO, lambda b: got.append(bytes(b)))
+        await conn.subscribe(QUIET, lambda b: got.append(bytes(b)))
+        for _ in range(rounds):
+            mark = len(got)
+            await conn.write(BURST, b"\x01", response=True)
+            assert await wait_for(lambda: len(got) - mark >= len(BURST_PATTERN)), [g.hex() for g in got[mark:]]
+    finally:
+        await conn.disconnect()
+    expected = [bytes([0xB0, i]) for i in range(len(BURST_PATTERN))] * rounds
+    out_of_order = [(n // len(BURST_PATTERN), g.hex(), e.hex()) for n, (g, e) in enumerate(zip(got, expected)) if g != e]
+    assert got == expected, f"{len(out_of_order)} of {len(expected)} out of place (round, got, expected): {out_of_order[:8]}"

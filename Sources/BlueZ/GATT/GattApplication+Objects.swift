@@ -61,6 +61,9 @@ final class CharacteristicObject: Sendable {
         return .sockets(reached, dropped: dropped)
     }
 
+    /// The bytes written to this characteristic's sockets that bluetoothd has not read yet.
+    var unreadBytes: Int { sockets.withLock { $0.values.reduce(0) { $0 + $1.unreadBytes } } }
+
     func closeSockets() {
         let all = sockets.withLock { sockets in
             defer { sockets = [:] }

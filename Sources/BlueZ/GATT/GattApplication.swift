@@ -159,6 +159,13 @@ public final class GattApplication: Sendable {
         return object.sendOnSockets(value, central: central)
     }
 
+    /// The bytes written to `characteristic`'s acquired notification sockets that bluetoothd has not read yet.
+    /// bluetoothd serves each socket on its own: a notification on another characteristic keeps its place after
+    /// these only once this is 0 (then they are in bluetoothd's ATT queue, which keeps order).
+    public func unreadNotificationBytes(_ characteristic: String) -> Int {
+        characteristics[characteristic]?.unreadBytes ?? 0
+    }
+
     /// Stores `value` as the characteristic's `Value` without notifying anyone.
     public func setValue(_ characteristic: String, value: [UInt8]) {
         characteristics[characteristic]?.value.withLock { $0 = value }

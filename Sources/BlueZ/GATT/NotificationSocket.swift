@@ -122,6 +122,15 @@ final class AcquiredSocket: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed || $0.released } }
 
+    /// The bytes sent that bluetoothd has not read yet (`SIOCOUTQ`); 0 once closed.
+    var unreadBytes: Int {
+        state.withLock { state in
+            guard !state.closed, !state.released else { return 0 }
+            var count: Int32 = 0
+            return ioctl(descriptor, UInt(TIOCOUTQ), &count) == 0 ? Int(max(count, 0)) : 0
+        }
+    }
+
     /// Sends nothing more, hands nothing more on; the descriptor is closed once the loop polls it no more.
     func close() {
         let first = state.withLock { state in

@@ -158,10 +158,13 @@ extension Emulator {
     }
 
     /// Hands one value to BlueZ and logs how it left. Socket writes happen without leaving the actor, so the
-    /// log keeps them in order with the events around them (a disconnection the notification preceded).
+    /// log keeps them in order with the events around them (a disconnection the notification preceded); only a
+    /// switch of characteristic mid-burst may first wait for bluetoothd (``keepOrderAcrossSockets(before:)``).
     func deliver(_ characteristic: String, value: [UInt8], central address: BluetoothAddress?, indicate: Bool) async {
+        await keepOrderAcrossSockets(before: characteristic)
         do {
             var delivery = try application?.notifyOnSockets(characteristic, value: value, central: address)
+            if case .sockets(let centrals, _)? = delivery, !centrals.isEmpty { lastSocketCharacteristic = characteristic }
             if delivery == nil, let application {
                 delivery = try await application.notify(characteristic, value: value, central: address)
             }
@@ -193,6 +196,26 @@ extension Emulator {
             log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
         }
     }
+
+    /// Before a notification on another characteristic than the latest one sent on a socket: waits (at most
+    /// ``Emulator/socketOrderWait``, sleeping, never blocking the loop) until bluetoothd has read that one's socket.
+    /// bluetoothd serves each characteristic's socket on its own, so a burst A, B, A could reach the central as
+    /// A, A, B (seen replaying a real capture); what it has read is in its ATT queue, which keeps order.
+    /// A burst on one characteristic costs nothing here.
+    func keepOrderAcrossSockets(before characteristic: String) async {
+        guard let last = lastSocketCharacteristic, last != characteristic, let application,
+            application.unreadNotificationBytes(last) > 0
+        else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.socketOrderWait
+        while application.unreadNotificationBytes(last) > 0, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    /// The longest a notification waits for bluetoothd to read another characteristic's socket (a central that
+    /// is not reading fills the socket: then order gives way to progress).
+    static let socketOrderWait: Duration = .milliseconds(50)
 
     /// Logs each fired fault and starts its adapter-level actions.
     func record(_ plan: FaultPlan, central: BluetoothAddress?, characteristic: String?) {

@@ -44,6 +44,8 @@ public actor Emulator {
     var stopped = false
     /// Fault engine and control-API bookkeeping (see `Emulator+Faults.swift`).
     var faultState: FaultState
+    /// The characteristic whose sockets took the latest notification (see ``deliver(_:value:central:indicate:)``).
+    var lastSocketCharacteristic: String?
     var stackLost = false
     var recoveryRetry: Task<Void, Never>?
     /// A registration attempt after a loss is under way (see `recover(reason:)`).
