@@ -3,6 +3,7 @@ told by their first bytes, never by their name (PacketLogger has no magic: its f
 gattemu's reader and Wireshark's do, Sources/Capture/Readers/PacketLoggerReader.swift). Shared by scripts/check-import, scripts/check-capture-decoder and the e2e replay
 of real captures (Tests/e2e/test_real_capture_replay.py)."""
 import os
+import re
 import struct
 
 MAGICS = (b"btsnoop\0", b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1", b"\x0a\x0d\x0d\x0a")
@@ -46,3 +47,15 @@ def capture_files(directories):
                 path = os.path.join(root, name)
                 if is_capture(path):
                     yield path
+
+
+# A peripheral line of `gattemu import --list`: an address and its names, or a peer with no address by its connection
+# and HCI handle; then its connections and ATT PDUs (Sources/CaptureImport/CaptureImport.swift, Choice.description).
+LISTED_PEER = re.compile(r"^  (?:([0-9A-F:]{17}) .*?|an unknown peer \(connection (\d+), HCI handle (0x[0-9a-f]{4})\)): "
+                         r"(\d+) connections?, (\d+) ATT PDUs", re.M)
+
+
+def listed_peers(listing):
+    """The peripherals `gattemu import --list` printed: (ATT PDUs, connections, the `--device` that picks it, its
+    address or, for a peer with no address, its link's HCI handle as an int)."""
+    return [(int(m[5]), int(m[4]), m[1] or f"connection {m[2]}", m[1] or int(m[3], 16)) for m in LISTED_PEER.finditer(listing)]

@@ -30,10 +30,7 @@ def as_list(x):
 def dissected(path, display_filter, layers, raw=False):
     """tshark's JSON of the packets of `path` that `display_filter` keeps, with only `layers` (and their bytes when
     `raw`): once per file, however many of its devices are compared."""
-    out = subprocess.run(["tshark", "-r", path, "-Y", display_filter, "-T", "json", *(["-x"] if raw else []),
-                          "--no-duplicate-keys", "-J", layers], capture_output=True, text=True, timeout=300,
-                         stdin=subprocess.DEVNULL).stdout
-    return tuple(json.loads(out or "[]"))
+    return tuple(streamed(path, display_filter, layers, raw))
 
 
 def streamed(path, display_filter, layers, raw=False):

@@ -103,9 +103,6 @@ public final class PrivateBus: Sendable {
     /// Stops the daemon without closing its sockets (SIGSTOP): a bus that reads nothing, as a hung one does.
     public func freeze() { kill(pid, SIGSTOP) }
 
-    /// Lets a frozen daemon run again.
-    public func thaw() { kill(pid, SIGCONT) }
-
     /// Kills the daemon and waits for it; connections to it see the bus disappear.
     public func stop() {
         guard

@@ -2,6 +2,7 @@
 the longest value, notifications/indications over both of BlueZ's paths (AcquireNotify sockets and
 PropertiesChanged), and the order of a burst over two characteristics."""
 import asyncio
+import json
 import os
 import re
 
@@ -10,8 +11,10 @@ import pytest
 PROFILE = os.path.join(os.path.dirname(__file__), "profiles", "core.json")
 SERVICE = "7a5e0001-0000-4000-8000-00000000c0de"
 LONG, ECHO, QUIET, CONFIRM, BURST = (SERVICE.replace("0001-", f"000{n}-", 1) for n in (2, 3, 4, 5, 6))
-# The rule on BURST: notifications b000, b001, ... on echo (A) and quiet (B) in this order (core.json).
-BURST_PATTERN = "ABAABAABBAAB" * 2
+# What the rule on BURST notifies, in order, on echo and quiet in turn (core.json).
+with open(PROFILE) as profile:
+    BURST_VALUES = [bytes.fromhex(step["value"]["hex"]) for rule in json.load(profile)["rules"] if rule["id"] == "burst"
+                    for step in rule["do"]]
 LONG_VALUE = "".join(f"{i:03d}|" for i in range(128)).encode()
 
 
@@ -86,9 +89,9 @@ async def test_a_burst_over_two_characteristics_arrives_in_the_rules_order(centr
         for _ in range(rounds):
             mark = len(got)
             await conn.write(BURST, b"\x01", response=True)
-            assert await wait_for(lambda: len(got) - mark >= len(BURST_PATTERN)), [g.hex() for g in got[mark:]]
+            assert await wait_for(lambda: len(got) - mark >= len(BURST_VALUES)), [g.hex() for g in got[mark:]]
     finally:
         await conn.disconnect()
-    expected = [bytes([0xB0, i]) for i in range(len(BURST_PATTERN))] * rounds
-    out_of_order = [(n // len(BURST_PATTERN), g.hex(), e.hex()) for n, (g, e) in enumerate(zip(got, expected)) if g != e]
+    expected = BURST_VALUES * rounds
+    out_of_order = [(n // len(BURST_VALUES), g.hex(), e.hex()) for n, (g, e) in enumerate(zip(got, expected)) if g != e]
     assert got == expected, f"{len(out_of_order)} of {len(expected)} out of place (round, got, expected): {out_of_order[:8]}"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from central import bumble_uuid, norm_uuid
 from conftest import report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from capture_files import capture_files  # noqa: E402 - which files are captures, as scripts/check-import decides
+from capture_files import capture_files, listed_peers  # noqa: E402 - as scripts/check-import decides
 from tshark_gatt import declared_characteristics, discovered_table, peer_at, peers_by_handle, sent, streamed, unknown  # noqa: E402 - as scripts/check-import reads it
 
 # The licensed captures kept in the repository, unless GATTEMU_REAL_CAPTURES names another directory.
@@ -174,9 +173,7 @@ async def test_real_capture_replays_byte_for_byte(capture, central, start_gattem
     # every device it exchanged ATT PDUs with.
     listing = subprocess.run([gattemu_bin, "import", str(capture), "--list"], capture_output=True, text=True, timeout=300)
     # A peer with no address (a capture begun mid-connection, an ATT-only export) is `connection N`, on an HCI handle.
-    connected = [(int(m.group(5)), m.group(1) or f"connection {m.group(2)}", m.group(1) or int(m.group(3), 16)) for m in
-                 re.finditer(r"^  (?:([0-9A-F:]{17}) .*?|an unknown peer \(connection (\d+), HCI handle (0x[0-9a-f]{4})\)): "
-                             r"(\d+) connections?, (\d+) ATT PDUs", listing.stdout, re.M) if int(m.group(4)) > 0 and int(m.group(5)) > 0]
+    connected = [(pdus, device, who) for pdus, links, device, who in listed_peers(listing.stdout) if links > 0 and pdus > 0]
     if not connected:
         report(f"real capture | {capture.name} | no connection with ATT traffic: nothing to replay")
         return
