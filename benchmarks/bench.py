@@ -1071,12 +1071,9 @@ def relay_report(by: dict, rel: dict, target, profile: str = "noke", judged: boo
                   f"{fmt(pairs[-1], 2)} ({', '.join(fmt(x, 2) for x in rel['burst_pair_ratios'])})."]
     on = (f" (link paced at {link['interval_ms']} ms, {link['packets_per_event']} packets per event)" if link
           else " (unpaced radio: CPU-bound)")
-    if judged:
-        target(f"relay: notification throughput, relayed / direct{on}", rate, "≥ 0.90",
-               None if rate is None else rate >= 0.9)
-    else:
-        target(f"relay: notification throughput, relayed / direct{on}", rate, "(reported; judged on the paced link)",
-               None)
+    target(f"relay: notification throughput, relayed / direct{on}", rate,
+           "≥ 0.90" if judged else "(reported; judged on the paced link)",
+           None if rate is None or not judged else rate >= 0.9)
     for k in ("rtt_write_req", "rtt_write_cmd"):
         over = ratio(g(r, k, "p50_ms"), g(d, k, "p50_ms"))
         target(f"relay: p50 {k[4:].replace('_', '-')} → notify, relayed / direct{on}", over, "(reported)", None)
