@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -288,13 +289,15 @@ LINK_PROFILE = "noke-link"
 
 
 def link_model(env: dict) -> tuple[int, int] | None:
-    """GATTEMU_LINK=INTERVAL_MS/PACKETS, the sandbox's paced link (docs/sandbox.md), or None when links are unpaced."""
-    spec = env.get("GATTEMU_LINK", "")
+    """The sandbox's paced link as the radio took it: (interval ms, packets per event) from the line the patched
+    btvirt writes to $GATTEMU_OUT/btvirt.log (docs/sandbox.md, GATTEMU_LINK), or None when its links are unpaced.
+    btvirt alone decides what a valid GATTEMU_LINK is; this reads its answer instead of repeating its grammar."""
     try:
-        interval, packets = (int(x) for x in spec.split("/"))
-    except ValueError:
+        text = (Path(env["GATTEMU_OUT"]) / "btvirt.log").read_text(errors="replace")
+    except (KeyError, OSError):
         return None
-    return (interval, packets) if 1 <= interval <= 4000 and 1 <= packets <= 64 else None
+    said = re.search(r"BTVIRT_LINK: a connection event every (\d+) ms, at most (\d+) ACL packets each way", text)
+    return (int(said[1]), int(said[2])) if said else None
 
 
 IMPLS = [
@@ -1158,8 +1161,8 @@ async def main() -> int:
     keys = a.impls.split(",")
     if a.link_of:
         if not link_model(env):
-            print(f"bench: --link-of needs GATTEMU_LINK=INTERVAL_MS/PACKETS (got {env.get('GATTEMU_LINK')!r})",
-                  file=sys.stderr)
+            print(f"bench: --link-of needs a paced radio (GATTEMU_LINK=INTERVAL_MS/PACKETS, got "
+                  f"{env.get('GATTEMU_LINK')!r}); btvirt.log does not say it paces the links", file=sys.stderr)
             return 2
         keys = ["relay"]
     impls = [i for i in IMPLS if i.key in keys]

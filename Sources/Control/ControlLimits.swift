@@ -2,7 +2,10 @@
 /// uses; tests shorten the times.
 public struct ControlLimits: Sendable, Equatable {
     /// Connections open at once. At the limit a new connection closes the longest-idle one (no request in
-    /// progress); when every connection is busy it is closed at once.
+    /// progress); when every connection is busy it is closed at once. It is also the listen backlog: a connection
+    /// waiting to be accepted beyond it would only make room by closing another, and a deeper queue filled by
+    /// someone's connections keeps a fresh request waiting behind all of them (the kernel drops the surplus;
+    /// clients retry).
     public var maximumConnections = 64
     /// `/v1/events/stream` clients at once; one more is answered 503.
     public var maximumEventStreams = 16

@@ -81,7 +81,8 @@ public struct ControlServer: Sendable {
         return Application(
             router: router(),
             server: .http1(configuration: http),
-            configuration: .init(address: .hostname(endpoint.host, port: endpoint.port), serverName: "gattemu"),
+            configuration: .init(
+                address: .hostname(endpoint.host, port: endpoint.port), serverName: "gattemu", backlog: limits.maximumConnections),
             onServerRunning: { [listening, endpoint] channel in
                 // Before any request is handled: Hummingbird serves connections only once this returns.
                 if let port = channel.localAddress?.port { listening.set(port) }

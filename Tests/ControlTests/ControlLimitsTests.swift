@@ -115,6 +115,27 @@ import Testing
         }
     }
 
+    /// The kernel's queue of connections not yet accepted is as deep as the connection limit, no deeper: a flood of
+    /// connections leaves at most that many to accept (each closing another) before a fresh request's turn (a
+    /// deeper queue kept one waiting over 10 s in the sandbox's emulated CPU). `ss` reads the listener's backlog
+    /// from the kernel (sock_diag: Send-Q of a listening socket).
+    @Test func theListenBacklogIsTheConnectionLimit() async throws {
+        let emulator = try makeEmulator()
+        try await withLiveServer(emulator, limits: Self.limits(connections: 16)) { _, port in
+            let ss = Process()
+            ss.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
+            ss.arguments = ["-ltnH", "sport = :\(port)"]
+            let output = Pipe()
+            ss.standardOutput = output
+            try ss.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            ss.waitUntilExit()
+            let fields = text.split(whereSeparator: \.isWhitespace)
+            #expect(fields.first == "LISTEN", "\(text)")
+            #expect(fields.count > 2 && fields[2] == "16", "Send-Q is the backlog: \(text)")
+        }
+    }
+
     /// cap + 50 idle connections: the descriptors stay bounded and a normal request is still served
     /// (the longest-idle connections make room).
     @Test func theConnectionLimitHoldsAndAFreshRequestIsServed() async throws {

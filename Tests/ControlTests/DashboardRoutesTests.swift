@@ -88,14 +88,16 @@ import Testing
         #expect(advertisement.advertisingData.fits)
         #expect(advertisement.scanResponse.structures.first?.type == 0x09)
         #expect(status.triggerDescriptions["touch"]?.isEmpty == false)
-        // The touch trigger switches to the variant whose service UUID the advertisement then carries.
+        // The touch trigger switches to the variant whose service UUID the advertisement then carries. The touch
+        // lasts a minute here, so a slow machine does not see its end timer fire before the checks below.
+        #expect(try await emulator.setVariable("touchDuration", to: .integer(60_000)) == "60000")
         try await emulator.fireTrigger("touch", arguments: [:])
         let touched = Status(await emulator.status())
         #expect(touched.advertising.variant == "touched")
         #expect(touched.advertising.data.first?.serviceUUIDs != advertisement.serviceUUIDs)
         // With nobody connected, the rule the trigger fired names no central (no made-up lane in the timeline).
         let rule = try #require(emulator.events.events.last { $0.kind == .rule })
-        #expect(rule.detail == "touch")
+        #expect(rule.detail == "touch", "the touch rule, and its end timer has not fired")
         #expect(rule.central == nil)
     }
 
