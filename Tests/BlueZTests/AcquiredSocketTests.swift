@@ -28,12 +28,12 @@ import Testing
         for packet in sent {
             _ = packet.withUnsafeBytes { Glibc.send(theirs.rawValue, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        for _ in 0..<500 where packets.withLock({ $0.count }) < sent.count { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<3_000 where packets.withLock({ $0.count }) < sent.count { try await Task.sleep(for: .milliseconds(10)) }
         #expect(packets.withLock { $0 } == sent)
         let offLoopCalls = offLoop.load(ordering: .relaxed)
         #expect(offLoopCalls == 0)
         close(theirs.takeRawValue())
-        for _ in 0..<500 where closes.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<3_000 where closes.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(10)) }
         try await Task.sleep(for: .milliseconds(100))
         let closedOnce = closes.load(ordering: .relaxed)
         #expect(closedOnce == 1)
@@ -56,7 +56,7 @@ import Testing
         #expect(recv(theirs.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 1, "what was sent before the close arrives")
         // Once the loop let go of it, our end is closed: bluetoothd's end sees the hang-up.
         var hungUp = false
-        for _ in 0..<500 where !hungUp {
+        for _ in 0..<3_000 where !hungUp {
             hungUp = recv(theirs.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 0
             if !hungUp { try await Task.sleep(for: .milliseconds(10)) }
         }

@@ -40,7 +40,7 @@ import Testing
         return keyboard
     }
 
-    @Test(.timeLimit(.minutes(1))) func aHIDKeyboardClonesWithEachDuplicateItsOwn() async throws {
+    @Test(.timeLimit(.minutes(5))) func aHIDKeyboardClonesWithEachDuplicateItsOwn() async throws {
         let rig = try await Rig([Self.keyboard()])
         let recording = try await rig.record("Keys K380")
         let profile = try validated(ReplicaProfile(CloneReplica.make(recording)).build().text)
@@ -70,7 +70,7 @@ import Testing
     /// BlueZ's input plugin keeps a HID device's 1812 service to itself (seen in the sandbox, BlueZ 5.66: the
     /// clone of a running HID keyboard had its Battery and Device Information services, no HID): the clone says
     /// the device lists it and how to clone it.
-    @Test(.timeLimit(.minutes(1))) func aHIDServiceBlueZKeepsIsNamedInTheNotes() async throws {
+    @Test(.timeLimit(.minutes(5))) func aHIDServiceBlueZKeepsIsNamedInTheNotes() async throws {
         var keyboard = Self.keyboard()
         keyboard.services.removeFirst()  // as BlueZ exports it; Device1's UUIDs still list 1812
         let rig = try await Rig([keyboard])

@@ -14,7 +14,7 @@ import Testing
 @Suite struct CloneTests {
     static let environment = EngineEnvironment(adapterAddress: BluetoothAddress("00:AA:01:01:00:01")!)
 
-    @Test(.timeLimit(.minutes(1))) func aClonedDeviceBecomesAProfileWithItsAdvertisementTableHandlesAndValues() async throws {
+    @Test(.timeLimit(.minutes(5))) func aClonedDeviceBecomesAProfileWithItsAdvertisementTableHandlesAndValues() async throws {
         let rig = try await Rig([Lock.peripheral(), RemotePeripheral(address: "D0:1F:A6:00:00:02", name: "Other")])
         let recording = try await rig.record(Lock.name, listen: .milliseconds(400))
         #expect(recording.adapterName == "hci0")
@@ -82,7 +82,7 @@ import Testing
     }
 
     /// BlueZ 5.82 names handles in `Handle` properties; the clone takes them from there.
-    @Test(.timeLimit(.minutes(1))) func newerBlueZHandlesComeFromTheHandleProperty() async throws {
+    @Test(.timeLimit(.minutes(5))) func newerBlueZHandlesComeFromTheHandleProperty() async throws {
         let rig = try await Rig([Lock.peripheral()], configuration: .init(newerBlueZ: true))
         let recording = try await rig.record(Lock.address)
         #expect(recording.table.handleSource == .property)
@@ -93,7 +93,7 @@ import Testing
     }
 
     /// A read that makes BlueZ pair (the device asked for encryption) gives the value and an encrypted read.
-    @Test(.timeLimit(.minutes(1))) func aReadThatPairsIsRecordedAsNeedingEncryption() async throws {
+    @Test(.timeLimit(.minutes(5))) func aReadThatPairsIsRecordedAsNeedingEncryption() async throws {
         var lock = Lock.peripheral()
         lock.services[0].characteristics[2].pairsOnRead = true
         let rig = try await Rig([lock])
@@ -108,7 +108,7 @@ import Testing
         #expect(engine.value(of: session.id) == Lock.sessionValue)
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: [RemoteCharacteristic.ReadEffect.disconnects, .vanishes])
+    @Test(.timeLimit(.minutes(5)), arguments: [RemoteCharacteristic.ReadEffect.disconnects, .vanishes])
     func aDeviceLostMidWalkIsAnErrorNotAPartialClone(_ effect: RemoteCharacteristic.ReadEffect) async throws {
         var lock = Lock.peripheral()
         lock.services[0].characteristics[3].onRead = effect  // secret, the third characteristic read
@@ -124,7 +124,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func findingAndConnectingErrorsSayWhatHappened() async throws {
+    @Test(.timeLimit(.minutes(5))) func findingAndConnectingErrorsSayWhatHappened() async throws {
         var refusing = Lock.peripheral(address: "D0:1F:A6:00:00:03", name: "Refusing")
         refusing.connecting = .fails(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
         var flaky = Lock.peripheral(address: "D0:1F:A6:00:00:04", name: "Flaky")
@@ -147,7 +147,8 @@ import Testing
         let lateRecording = try await lateRig.record("Late")
         #expect(lateRecording.connectAttempt == 1)
         #expect(lateRig.adapter.device("D0:1F:A6:00:00:07")?.connectCalls == 1)
-        await #expect { try await rig.record("Twin") } throws: { error in
+        // Both twins are announced again when the scan starts, each in its own time: a settle a slow machine cannot miss.
+        await #expect { try await rig.record("Twin", settle: .seconds(3)) } throws: { error in
             "\(error)".hasPrefix("2 devices match named \"Twin\": D0:1F:A6:00:00:05 \"Twin\"")
         }
     }
@@ -191,7 +192,7 @@ import Testing
         return device
     }
 
-    @Test(.timeLimit(.minutes(1))) func hugeListsLongStringsAndAbsurdNumbersAreBounded() async throws {
+    @Test(.timeLimit(.minutes(5))) func hugeListsLongStringsAndAbsurdNumbersAreBounded() async throws {
         let rig = try await Rig([Self.hostile()])
         let recording = try await rig.record(Self.address)
         let advertisement = recording.advertisement

@@ -72,11 +72,12 @@ struct Rig {
         for peripheral in peripherals { try await adapter.addDevice(peripheral) }
     }
 
-    /// Records `query` with the recorder, as `gattemu clone` does (short scan and settle times).
-    func record(_ query: String, listen: Duration = .zero) async throws -> CentralRecording {
+    /// Records `query` with the recorder, as `gattemu clone` does (a short settle time; the scan ends once the device
+    /// is found, its minute is for a loaded machine).
+    func record(_ query: String, listen: Duration = .zero, settle: Duration = .milliseconds(200)) async throws -> CentralRecording {
         var options = DeviceRecorder.Options()
-        options.scanTimeout = .seconds(5)
-        options.settle = .milliseconds(200)
+        options.scanTimeout = .seconds(60)
+        options.settle = settle
         options.listen = listen
         let query = try #require(DeviceQuery(parsing: query))
         let stack = try await BlueZStack.connect(bus: .address(bus.address))

@@ -44,7 +44,7 @@ import Testing
 
             // The client goes away: its slot is free once the next heartbeat finds the connection gone.
             first = nil  // closes the first stream's connection
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(30)
             var again: RawResponse?
             while ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
@@ -63,12 +63,12 @@ import Testing
         let emulator = try makeEmulator()
         try await withLiveServer(emulator, limits: Self.limits(idle: .milliseconds(300))) { _, port in
             let clock = ContinuousClock()
-            // Connected, never a request.
-            let silent = try RawConnection(port: port)
+            // Connected, never a request. The clock starts before the connection: the server's timer may start at once.
             let start = clock.now
+            let silent = try RawConnection(port: port)
             let (_, closed) = await silent.read(timeout: .seconds(10))
             #expect(closed)
-            #expect(clock.now - start >= .milliseconds(250))
+            #expect(clock.now - start >= .milliseconds(300))
 
             // Half a request head, never finished (slowloris).
             let partial = try RawConnection(port: port)
@@ -149,7 +149,7 @@ import Testing
             // with it until the close completes (cap + 1, seen under load): the figures are those of one moment
             // once it settled.
             var (connections, descriptors) = (server.connections.count, openDescriptorCount())
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
                 (connections, descriptors) = (server.connections.count, openDescriptorCount())
@@ -159,14 +159,12 @@ import Testing
             // Our own client sockets, the server's side of at most `cap` of them, and a little slack.
             #expect(descriptors <= before + idle.count + cap + 2)
 
-            let clock = ContinuousClock()
-            let start = clock.now
+            // Served, not refused: the longest-idle connection made room (how fast is a benchmark's question).
             let response = try await rawRequest(port: port, httpRequest("GET", "/v1/status", host: "127.0.0.1:\(port)"))
             #expect(response.status == 200)
-            #expect(clock.now - start < .seconds(2))
             // The request's connection made room by closing the longest-idle one; until that close completes both
             // are counted (seen: cap + 1 under load), so the bound is checked once it settled.
-            let settled = ContinuousClock.now + .seconds(5)
+            let settled = ContinuousClock.now + .seconds(30)
             while server.connections.count > cap, ContinuousClock.now < settled { try await Task.sleep(for: .milliseconds(20)) }
             #expect(server.connections.count <= cap)
             idle.removeAll()

@@ -155,11 +155,11 @@ final class RawConnection: @unchecked Sendable {
     }
 }
 
-/// Sends one request (`Connection: close`) and reads the whole answer.
-func rawRequest(port: Int, _ request: String) async throws -> RawResponse {
+/// Sends one request (`Connection: close`) and reads the whole answer (waiting up to a minute: a loaded machine).
+func rawRequest(port: Int, _ request: String, timeout: Duration = .seconds(60)) async throws -> RawResponse {
     let connection = try RawConnection(port: port)
     try connection.send(request)
-    let (bytes, _) = await connection.read()
+    let (bytes, _) = await connection.read(timeout: timeout)
     guard let response = RawResponse(bytes) else { throw RawHTTPError("no HTTP answer: \(String(decoding: bytes, as: UTF8.self))") }
     return response
 }

@@ -19,8 +19,9 @@ public final class AsyncCollector<Value: Sendable>: Sendable {
 
     public var values: [Value] { state.withLock { $0.values } }
 
-    /// Waits until at least `count` values arrived or `timeout` passed, and returns what arrived.
-    public func wait(for count: Int, timeout: Duration = .seconds(5)) async -> [Value] {
+    /// Waits until at least `count` values arrived or `timeout` passed (a minute: a loaded machine), and returns what
+    /// arrived.
+    public func wait(for count: Int, timeout: Duration = .seconds(60)) async -> [Value] {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in

@@ -24,7 +24,7 @@ import Testing
 
     /// Waits (at most 5 s) until `done` holds.
     static func wait(until done: () -> Bool) async throws {
-        for _ in 0..<500 where !done() { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<3_000 where !done() { try await Task.sleep(for: .milliseconds(10)) }
     }
 
     @Test func packetsAreReadOnTheLoopInOrderWithoutWakeUps() async throws {

@@ -29,7 +29,7 @@ import Testing
             context: GattRequestContext(central: BluetoothAddress("AA:BB:CC:DD:EE:01"), mtu: ATTMTU(rawValue: 185)))
     }
 
-    @Test(.timeLimit(.minutes(1))) func chainsBeyondTheLimitAreDroppedLoudlyAndStopCutsTheRestShort() async throws {
+    @Test(.timeLimit(.minutes(5))) func chainsBeyondTheLimitAreDroppedLoudlyAndStopCutsTheRestShort() async throws {
         let emulator = try Self.emulator()
         let limit = Emulator.maximumPendingEffectChains
         for index in 0..<(limit + 10) {
@@ -54,7 +54,7 @@ import Testing
         #expect(events.last?.kind == .stopped)
     }
 
-    @Test(.timeLimit(.minutes(1))) func aFinishedChainFreesItsPlace() async throws {
+    @Test(.timeLimit(.minutes(5))) func aFinishedChainFreesItsPlace() async throws {
         let emulator = try Self.emulator()
         try await emulator.write(Self.write([0xEE]))
         let deadline = ContinuousClock.now + .seconds(30)

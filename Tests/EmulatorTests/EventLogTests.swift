@@ -74,7 +74,7 @@ import Testing
 @Suite struct EventLogSubscriptionTests {
     /// A client that asks for the stream while gattemu shuts down (after the live streams were ended)
     /// gets the kept events and an end, not a stream that waits for events that will never come.
-    @Test(.timeLimit(.minutes(1))) func subscribingAfterTheEndDeliversTheKeptEventsAndEnds() async throws {
+    @Test(.timeLimit(.minutes(5))) func subscribingAfterTheEndDeliversTheKeptEventsAndEnds() async throws {
         let log = try EventLog(format: .json)
         log.record(.note, detail: "a")
         log.record(.stopped)
@@ -87,7 +87,7 @@ import Testing
         #expect(unseen == 0)
     }
 
-    @Test(.timeLimit(.minutes(1))) func subscribingAfterCloseEnds() async throws {
+    @Test(.timeLimit(.minutes(5))) func subscribingAfterCloseEnds() async throws {
         let log = try EventLog(format: .json)
         log.record(.stopped)
         log.close()
@@ -100,7 +100,7 @@ import Testing
 /// The log's outputs cannot stall gattemu: a reader that stops reading loses console lines (counted), never
 /// the events file and never the recording thread (the D-Bus thread); the events file is opened safely.
 @Suite struct EventLogOutputTests {
-    @Test(.timeLimit(.minutes(1))) func aStalledConsoleNeverBlocksRecordingOrClosing() async throws {
+    @Test(.timeLimit(.minutes(5))) func aStalledConsoleNeverBlocksRecordingOrClosing() async throws {
         // Off the concurrency pool: closing waits out the stalled console's grace period.
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             DispatchQueue.global().async { continuation.resume(with: Result { try Self.stalledConsole() }) }

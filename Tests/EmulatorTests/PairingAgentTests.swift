@@ -72,10 +72,10 @@ import Testing
         return answered
     }
 
-    /// The pairing status once a prompt waits (or after 2 s).
+    /// The pairing status once a prompt waits (or after 30 s: a loaded machine).
     static func prompted(_ emulator: Emulator) async throws -> PairingSnapshot {
         var status = await emulator.pairingStatus()
-        for _ in 0..<100 where status.prompt == nil {
+        for _ in 0..<1_500 where status.prompt == nil {
             try await Task.sleep(for: .milliseconds(20))
             status = await emulator.pairingStatus()
         }
@@ -220,7 +220,7 @@ import Testing
         let second = Self.ask(bluetoothd, "RequestAuthorization", [other])
         #expect(await first.wait(for: 1) == ["org.bluez.Error.Canceled"], "the newer question replaces the older")
         var current = await emulator.pairingStatus().prompt
-        for _ in 0..<100 where current?.id == seen.id {
+        for _ in 0..<1_500 where current?.id == seen.id {
             try await Task.sleep(for: .milliseconds(20))
             current = await emulator.pairingStatus().prompt
         }

@@ -78,6 +78,8 @@ import Testing
             let before = log.events(since: 0).filter { $0.detail?.contains("powered on (fault)") == true }.count
             _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"powerCycle": 50}"#, file: "test")))
             try await waitUntil { log.events(since: 0).filter { $0.detail?.contains("powered on (fault)") == true }.count > before }
+            // Advertising again follows the note; then a moment for a second registration to show.
+            try await waitUntil { bluetoothd.advertisements.count == 1 }
             try await Task.sleep(for: .milliseconds(300))
         }
         let errors = log.events(since: 0).filter { $0.kind == .error }.map { $0.detail ?? "" }
@@ -97,8 +99,8 @@ import Testing
         _ = await emulator.clearFaults()
         try await waitUntil { bluetoothd.advertisements.count == 1 }
         #expect(log.events(since: 0).contains { $0.detail?.contains("silence ended: faults cleared") == true })
-        // A second silence after that works as before, and ends on its own.
-        _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"silence": 300}"#, file: "test")))
+        // A second silence after that works as before, and ends on its own (long enough to be seen on a slow machine).
+        _ = try await emulator.addFault(FaultSpecDecoder.spec(JSONParser.parse(#"{"silence": 3000}"#, file: "test")))
         try await waitUntil { bluetoothd.advertisements.isEmpty }
         try await waitUntil { bluetoothd.advertisements.count == 1 }
         try await Task.sleep(for: .milliseconds(200))
@@ -126,7 +128,7 @@ import Testing
         #expect(log.events(since: 0).last?.kind == .stopped)
     }
 
-    private func waitUntil(timeout: Duration = .seconds(5), _ condition: @Sendable () -> Bool) async throws {
+    private func waitUntil(timeout: Duration = .seconds(60), _ condition: @Sendable () -> Bool) async throws {
         let end = ContinuousClock.now + timeout
         while !condition() {
             guard ContinuousClock.now < end else { throw CancellationError() }

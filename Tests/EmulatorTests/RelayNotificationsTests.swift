@@ -23,7 +23,7 @@ import Testing
             return batches.withLock { $0.isEmpty ? [] : $0.removeFirst() }
         }
         var relayed: [[UInt8]] = []
-        for _ in 0..<200 {
+        for _ in 0..<3_000 {
             relayed = log.events(since: 0).filter { $0.kind == .relayed }.compactMap(\.value)
             if relayed.count == 75, taken.withLock({ $0 }) == 6 { break }
             try await Task.sleep(for: .milliseconds(10))
