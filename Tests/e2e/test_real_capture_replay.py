@@ -81,7 +81,8 @@ def recorded(capture: Path, peer: str | int) -> tuple[list[tuple], dict[int, tup
         if not raw:
             continue
         pdu = bytes.fromhex(raw[0] if isinstance(raw, list) else raw)
-        if len(pdu) < 3:
+        # Every PDU used here names a handle, but Execute Write: opcode and flags, two bytes (a long write's end).
+        if len(pdu) < (2 if pdu[:1] == b"\x18" else 3):
             continue
         code, handle = pdu[0], int.from_bytes(pdu[1:3], "little")
         tree = first(layers.get("btatt", {}).get("btatt.handle_tree", {}))  # a list where a PDU names several
