@@ -18,6 +18,7 @@ public final class AdvertisementRegistration: Sendable {
         var phase = Phase.registered
         /// When ``update(_:)`` last told bluetoothd of new contents.
         var lastUpdate: ContinuousClock.Instant?
+        var settle = AdvertisementRegistration.refreshSettle
     }
 
     /// How long after an update ``unregister()`` waits before it unregisters: bluetoothd 5.66 answers the update's
@@ -27,6 +28,12 @@ public final class AdvertisementRegistration: Sendable {
     /// reply frees the client under it, and bluetoothd crashed (the sandbox: gattemu stopped 20 ms after a rule
     /// changed its advertisement). The reply takes milliseconds, up to a few hundred on a loaded machine.
     public static let refreshSettle: Duration = .milliseconds(500)
+
+    /// How long ``unregister()`` waits after an update: ``refreshSettle``; tests make it long enough to tell apart.
+    var settle: Duration {
+        get { state.withLock { $0.settle } }
+        set { state.withLock { $0.settle = newValue } }
+    }
 
     /// Checks the budget, exports the advertisement at `path` and registers it.
     ///
@@ -134,13 +141,13 @@ public final class AdvertisementRegistration: Sendable {
     /// Unregisters it from BlueZ (if still registered) and removes the object; within ``refreshSettle`` of an
     /// update, it waits for the rest of it first.
     public func unregister() async {
-        let (wasRegistered, lastUpdate) = state.withLock { state in
+        let (wasRegistered, lastUpdate, settle) = state.withLock { state in
             defer { state.phase = .unregistered }
-            return (state.phase == .registered, state.lastUpdate)
+            return (state.phase == .registered, state.lastUpdate, state.settle)
         }
         if wasRegistered {
             if let lastUpdate {
-                let rest = Self.refreshSettle - (ContinuousClock.now - lastUpdate)
+                let rest = settle - (ContinuousClock.now - lastUpdate)
                 if rest > .zero { try? await Task.sleep(for: rest) }
             }
             _ = try? await stack.connection.call(
