@@ -1,4 +1,5 @@
 import DBus
+import DBusTestSupport
 import Synchronization
 import Testing
 
@@ -28,12 +29,12 @@ import Testing
         for packet in sent {
             _ = packet.withUnsafeBytes { Glibc.send(theirs.rawValue, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        for _ in 0..<3_000 where packets.withLock({ $0.count }) < sent.count { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually { packets.withLock { $0.count } >= sent.count }
         #expect(packets.withLock { $0 } == sent)
         let offLoopCalls = offLoop.load(ordering: .relaxed)
         #expect(offLoopCalls == 0)
         close(theirs.takeRawValue())
-        for _ in 0..<3_000 where closes.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually { closes.load(ordering: .relaxed) > 0 }
         try await Task.sleep(for: .milliseconds(100))
         let closedOnce = closes.load(ordering: .relaxed)
         #expect(closedOnce == 1)
@@ -55,11 +56,7 @@ import Testing
         var buffer = [UInt8](repeating: 0, count: 8)
         #expect(recv(theirs.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 1, "what was sent before the close arrives")
         // Once the loop let go of it, our end is closed: bluetoothd's end sees the hang-up.
-        var hungUp = false
-        for _ in 0..<3_000 where !hungUp {
-            hungUp = recv(theirs.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 0
-            if !hungUp { try await Task.sleep(for: .milliseconds(10)) }
-        }
+        let hungUp = try await eventually { recv(theirs.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 0 }
         #expect(hungUp)
         let handedOn = packets.load(ordering: .relaxed)
         #expect(handedOn == 0)

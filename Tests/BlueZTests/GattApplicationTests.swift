@@ -192,14 +192,8 @@ func socketOwner(_ path: DBusObjectPath) -> NotificationSocketOwner {
 
         // bluetoothd closing its end is an unsubscription.
         close(socket.takeRawValue())
-        try await Self.waitUntil { setup.handler.subscriptions.withLock { $0.count } == 2 }
+        try await eventually { setup.handler.subscriptions.withLock { $0.count } == 2 }
         #expect(setup.handler.subscriptions.withLock { $0.map(\.kind) } == [.acquired, .released])
-    }
-
-    /// Waits (up to 10 s) until `condition` holds; the assertions after it say what went wrong.
-    static func waitUntil(_ condition: () -> Bool) async throws {
-        let end = ContinuousClock.now + .seconds(10)
-        while !condition(), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
     }
 
     /// AcquireNotify for `device` (`dev_…`) as bluetoothd calls it; returns bluetoothd's end of the socket.
@@ -238,7 +232,7 @@ func socketOwner(_ path: DBusObjectPath) -> NotificationSocketOwner {
         // bluetoothd closes the second central's socket (BlueZ closes a wrong one when another central
         // disconnects): its notifications go nowhere instead of to the first central.
         close(second)
-        try await Self.waitUntil { setup.application.acquiredNotificationCentrals("level").count == 1 }
+        try await eventually { setup.application.acquiredNotificationCentrals("level").count == 1 }
         #expect(try await setup.application.notify("level", value: [4], central: address("00:AA:01:03:00:03")) == .sockets([]))
         #expect(Self.pending(first) == [])
         #expect(try await setup.application.notify("level", value: [5]) == .sockets([socketOwner("/org/bluez/hci0/dev_00_AA_01_02_00_02")]))

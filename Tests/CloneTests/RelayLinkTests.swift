@@ -2,6 +2,7 @@ import BlueZ
 import BlueZTestSupport
 import Bluetooth
 import DBus
+import DBusTestSupport
 import Relay
 import Replica
 import Testing
@@ -64,9 +65,7 @@ import Testing
         }
         await #expect(throws: ATTError.failed) { try await link.read(GattAttributeID(characteristic: "no such id"), offset: 0) }
         try await link.setSubscribed(try #require(ids[Lock.tx]), true)
-        for _ in 0..<1_500 where recording.conversation.events.filter(\.isNotification).count < 2 {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await eventually { recording.conversation.events.filter(\.isNotification).count >= 2 }
         let events = recording.conversation.events.map(\.kind)
         #expect(events.first == .read(handle: 0x0017, offset: 0, value: Lock.sessionValue))
         #expect(events.contains(.error(handle: 0x001F, request: .readRequest, code: ATTErrorCode(rawValue: 0x80))))
@@ -116,9 +115,7 @@ import Testing
         for value: UInt8 in 1...3 {
             try await link.write(GattAttributeID(characteristic: try #require(ids[Lock.rx])), value: [value], offset: 0, withResponse: true)
         }
-        for _ in 0..<1_500 where recording.conversation.events.filter(\.isNotification).count < 5 {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await eventually { recording.conversation.events.filter(\.isNotification).count >= 5 }
         let conversation = recording.conversation.events.map(\.kind).filter {
             switch $0 {
             case .write: true

@@ -1,3 +1,4 @@
+import DBusTestSupport
 import Synchronization
 import Testing
 
@@ -22,11 +23,6 @@ import Testing
         _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
-    /// Waits (at most 5 s) until `done` holds.
-    static func wait(until done: () -> Bool) async throws {
-        for _ in 0..<3_000 where !done() { try await Task.sleep(for: .milliseconds(10)) }
-    }
-
     @Test func packetsAreReadOnTheLoopInOrderWithoutWakeUps() async throws {
         let loop = try DBusEventLoop(name: "reader test")
         let ends = try Self.pair()
@@ -42,12 +38,12 @@ import Testing
             }
         }
         // The registration itself is submitted (one wake-up); the packets need none.
-        try await Self.wait { loop.wakeUps.load(ordering: .relaxed) >= 1 }
+        try await eventually { loop.wakeUps.load(ordering: .relaxed) >= 1 }
         Self.send(ends[1], [0])
-        try await Self.wait { received.withLock { $0.count } == 1 }
+        try await eventually { received.withLock { $0.count } == 1 }
         let before = loop.wakeUps.load(ordering: .relaxed)
         for number in 1...200 { Self.send(ends[1], [UInt8(number)]) }
-        try await Self.wait { received.withLock { $0.count } == 201 }
+        try await eventually { received.withLock { $0.count } == 201 }
         #expect(received.withLock { $0 } == (0...200).map { UInt8($0) })
         let offLoopCalls = offLoop.load(ordering: .relaxed)
         let wakeUps = loop.wakeUps.load(ordering: .relaxed) - before
@@ -58,7 +54,7 @@ import Testing
             removed.store(loop.isCurrent, ordering: .relaxed)
             close(ends[0])
         }
-        try await Self.wait { removed.load(ordering: .relaxed) }
+        try await eventually { removed.load(ordering: .relaxed) }
         let thenOnLoop = removed.load(ordering: .relaxed)
         #expect(thenOnLoop, "`then` runs on the loop thread")
     }
@@ -74,7 +70,7 @@ import Testing
         let reader = loop.addReader(ends[0]) { _ in calls.add(1, ordering: .relaxed) }
         let gone = Atomic<Bool>(false)
         loop.removeReader(reader) { gone.store(true, ordering: .relaxed) }
-        try await Self.wait { gone.load(ordering: .relaxed) }
+        try await eventually { gone.load(ordering: .relaxed) }
         Self.send(ends[1], [1])  // never read: were the reader still polled, it would be called again and again
         try await Task.sleep(for: .milliseconds(200))
         let called = calls.load(ordering: .relaxed)
@@ -87,7 +83,7 @@ import Testing
         // A number no file has (descriptors are given lowest first): poll answers POLLNVAL for it, as for a
         // descriptor its owner closed under the loop.
         _ = loop.addReader(999_999) { _ in calls.add(1, ordering: .relaxed) }
-        try await Self.wait { calls.load(ordering: .relaxed) >= 1 }
+        try await eventually { calls.load(ordering: .relaxed) >= 1 }
         try await Task.sleep(for: .milliseconds(300))
         let called = calls.load(ordering: .relaxed)
         #expect(called == 1, "POLLNVAL once, then the descriptor is out of the poll set")
@@ -95,7 +91,7 @@ import Testing
         let ran = Atomic<Bool>(false)
         let reader = loop.addReader(ends[0]) { _ in ran.store(true, ordering: .relaxed) }
         Self.send(ends[1], [1])
-        try await Self.wait { ran.load(ordering: .relaxed) }
+        try await eventually { ran.load(ordering: .relaxed) }
         let served = ran.load(ordering: .relaxed)
         #expect(served, "the loop goes on serving its other readers")
         let closed = Atomic<Bool>(false)
@@ -104,6 +100,6 @@ import Testing
             close(ends[1])
             closed.store(true, ordering: .relaxed)
         }
-        try await Self.wait { closed.load(ordering: .relaxed) }
+        try await eventually { closed.load(ordering: .relaxed) }
     }
 }

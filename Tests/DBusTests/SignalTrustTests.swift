@@ -130,9 +130,7 @@ import Testing
     }
 
     static func waitForOwner(_ connection: DBusConnection, _ name: String, _ owner: String) async throws {
-        for _ in 0..<3_000 where connection.currentOwner(of: name) != owner {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await eventually { connection.currentOwner(of: name) == owner }
         #expect(connection.currentOwner(of: name) == owner)
     }
 }

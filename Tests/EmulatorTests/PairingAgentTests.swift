@@ -72,14 +72,10 @@ import Testing
         return answered
     }
 
-    /// The pairing status once a prompt waits (or after 30 s: a loaded machine).
+    /// The pairing status once a prompt waits (or once ``eventually(within:_:)`` gives up).
     static func prompted(_ emulator: Emulator) async throws -> PairingSnapshot {
-        var status = await emulator.pairingStatus()
-        for _ in 0..<1_500 where status.prompt == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            status = await emulator.pairingStatus()
-        }
-        return status
+        try await eventually { await emulator.pairingStatus().prompt != nil }
+        return await emulator.pairingStatus()
     }
 
     @Test func aProfileThatPairsRegistersTheDefaultAgentWithItsCapabilityAndUnregistersOnStop() async throws {
@@ -219,12 +215,8 @@ import Testing
         let other: DBusValue = .objectPath("/org/bluez/hci0/dev_F0_E0_D0_00_00_02")
         let second = Self.ask(bluetoothd, "RequestAuthorization", [other])
         #expect(await first.wait(for: 1) == ["org.bluez.Error.Canceled"], "the newer question replaces the older")
-        var current = await emulator.pairingStatus().prompt
-        for _ in 0..<1_500 where current?.id == seen.id {
-            try await Task.sleep(for: .milliseconds(20))
-            current = await emulator.pairingStatus().prompt
-        }
-        let waiting = try #require(current)
+        try await eventually { await emulator.pairingStatus().prompt?.id != seen.id }
+        let waiting = try #require(await emulator.pairingStatus().prompt)
         #expect(waiting.id != seen.id && waiting.central == BluetoothAddress("F0:E0:D0:00:00:02"))
         do {
             _ = try await emulator.answerPairing(prompt: seen.id, .accept(true))

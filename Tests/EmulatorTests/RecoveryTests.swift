@@ -128,11 +128,8 @@ import Testing
         #expect(log.events(since: 0).last?.kind == .stopped)
     }
 
-    private func waitUntil(timeout: Duration = .seconds(60), _ condition: @Sendable () -> Bool) async throws {
-        let end = ContinuousClock.now + timeout
-        while !condition() {
-            guard ContinuousClock.now < end else { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+    /// ``eventually(within:_:)``, ending the test when the condition never holds.
+    private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+        guard try await eventually(condition) else { throw CancellationError() }
     }
 }

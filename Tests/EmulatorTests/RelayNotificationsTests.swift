@@ -1,4 +1,5 @@
 import Bluetooth
+import DBusTestSupport
 import Profile
 import Synchronization
 import Testing
@@ -22,14 +23,10 @@ import Testing
             taken.withLock { $0 += 1 }
             return batches.withLock { $0.isEmpty ? [] : $0.removeFirst() }
         }
-        var relayed: [[UInt8]] = []
-        for _ in 0..<3_000 {
-            relayed = log.events(since: 0).filter { $0.kind == .relayed }.compactMap(\.value)
-            if relayed.count == 75, taken.withLock({ $0 }) == 6 { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let relayed = { log.events(since: 0).filter { $0.kind == .relayed }.compactMap(\.value) }
+        try await eventually { relayed().count == 75 && taken.withLock { $0 } == 6 }
         let expected = (0..<5).flatMap { batch in (0..<(batch * 7 + 1)).map { [UInt8(batch), UInt8($0)] } }
-        #expect(relayed == expected)
+        #expect(relayed() == expected)
         #expect(taken.withLock { $0 } == 6, "five batches, then one empty answer that ends the hand-over")
     }
 }
