@@ -319,9 +319,10 @@ class Run:
 
 
 class Bench:
-    def __init__(self, args, env):
+    def __init__(self, args, env, link: tuple[int, int] | None):
         self.args = args
         self.env = env
+        self.link = link  # link_model(env): the paced link btvirt took, or None
         self.out = Path(args.out)
         self.out.mkdir(parents=True, exist_ok=True)
         LOGDIR_COPY[0] = self.out
@@ -705,7 +706,7 @@ class Bench:
         """The same gattemu device directly and through `gattemu relay`, one after the other (relay_bench.py)."""
         a, env = self.args, self.env
         rel: dict = {"soak_ops": a.relay_soak}
-        link = link_model(env)
+        link = self.link
         if link:
             rel["link"] = {"interval_ms": link[0], "packets_per_event": link[1],
                            "most_per_s": round(link[1] * 1000 / link[0], 1)}
@@ -1159,14 +1160,15 @@ async def main() -> int:
         shutil.copy2(a.gattemu, local)
         env["GATTEMU_BIN"] = str(local)
     keys = a.impls.split(",")
+    link = link_model(env)
     if a.link_of:
-        if not link_model(env):
+        if not link:
             print(f"bench: --link-of needs a paced radio (GATTEMU_LINK=INTERVAL_MS/PACKETS, got "
                   f"{env.get('GATTEMU_LINK')!r}); btvirt.log does not say it paces the links", file=sys.stderr)
             return 2
         keys = ["relay"]
     impls = [i for i in IMPLS if i.key in keys]
-    bench = Bench(a, env)
+    bench = Bench(a, env, link)
     t0 = now()
     await bench.setup()
     log("warming the page cache (binaries and Python modules come over 9p)")
