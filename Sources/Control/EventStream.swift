@@ -45,7 +45,7 @@ final class EventStreamSlot: Sendable {
 /// comment after each `heartbeat` without events (a write is how a client that went away is noticed).
 ///
 /// Back-pressure: each write waits until the client reads (the channel is writable again); meanwhile
-/// events wait in the log's subscription buffer, which keeps at most the newest ``EventLog/capacity``.
+/// events wait in the log's subscription buffer, which keeps at most the newest ``EventLog/capacity`` (`--event-memory`).
 enum EventStream {
     private enum Part: Sendable {
         case event(EmulatorEvent)

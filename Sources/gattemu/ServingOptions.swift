@@ -22,6 +22,12 @@ struct ServingOptions: ParsableArguments {
     @Option(help: "Also write every event as JSON lines to this file.")
     var events: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "How many recent events to keep in memory for the control API, its event streams and the dashboard (100 to 100000).",
+            valueName: "count"))
+    var eventMemory: Int = EventLog.defaultCapacity
+
     @Option(help: "How notifications reach bluetoothd: acquire (AcquireNotify sockets) or properties (PropertiesChanged).")
     var notifyPath: NotifyPathArgument = .acquire
 
@@ -88,9 +94,13 @@ struct ServingOptions: ParsableArguments {
             throw Failure.badInput(error.message)
         }
         let faults = try profile.faults + loadScenario(scenario, for: profile)
+        guard EventLog.capacityRange.contains(eventMemory) else {
+            throw Failure.badInput(
+                "--event-memory \(eventMemory): keep \(EventLog.capacityRange.lowerBound) to \(EventLog.capacityRange.upperBound) events")
+        }
         let log: EventLog
         do {
-            log = try EventLog(format: logFormat, file: events)
+            log = try EventLog(format: logFormat, file: events, capacity: eventMemory)
         } catch {
             throw Failure.badInput("\(error)")
         }

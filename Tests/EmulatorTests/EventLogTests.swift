@@ -55,19 +55,33 @@ import Testing
 
     @Test func recentEventsAreKeptInOrderUpToTheCapacity() throws {
         let log = try EventLog(format: .json)
-        for index in 0..<(EventLog.capacity + 5) {
+        for index in 0..<(log.capacity + 5) {
             log.record(.note, detail: "\(index)")
         }
         let kept = log.events
-        #expect(kept.count == EventLog.capacity)
+        #expect(kept.count == log.capacity)
         #expect(kept.first?.sequence == 6)
-        #expect(kept.last?.sequence == EventLog.capacity + 5)
+        #expect(kept.last?.sequence == log.capacity + 5)
         #expect(
-            log.events(since: EventLog.capacity + 2).map(\.sequence) == [
-                EventLog.capacity + 3, EventLog.capacity + 4, EventLog.capacity + 5,
+            log.events(since: log.capacity + 2).map(\.sequence) == [
+                log.capacity + 3, log.capacity + 4, log.capacity + 5,
             ])
         #expect(log.events(since: 0, limit: 2).map(\.sequence) == [6, 7])
-        #expect(log.events(since: EventLog.capacity + 5).isEmpty)
+        #expect(log.events(since: log.capacity + 5).isEmpty)
+    }
+}
+
+@Suite struct EventLogMemoryTests {
+    /// `--event-memory`: a smaller log keeps only that many of the newest events; out-of-range sizes are clamped.
+    @Test func aSmallerMemoryKeepsOnlyTheNewestEvents() throws {
+        let log = try EventLog(format: .json, console: open("/dev/null", O_WRONLY), capacity: 250)
+        for index in 0..<300 { log.record(.note, detail: "\(index)") }
+        #expect(log.events.count == 250)
+        #expect(log.events.first?.sequence == 51)
+        #expect(log.events(since: 0).count == 250)
+        let quiet = open("/dev/null", O_WRONLY)
+        #expect(try EventLog(format: .json, console: quiet, capacity: 5).capacity == EventLog.capacityRange.lowerBound)
+        #expect(try EventLog(format: .json, console: quiet, capacity: .max).capacity == EventLog.capacityRange.upperBound)
     }
 }
 

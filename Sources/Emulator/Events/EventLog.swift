@@ -49,8 +49,12 @@ public final class EventLog: Sendable {
         var closingSince: ContinuousClock.Instant?
     }
 
-    /// How many recent events are kept for `events(since:)`.
-    public static let capacity = 10_000
+    /// How many recent events are kept for `events(since:)` and each stream's backlog (`--event-memory`).
+    public let capacity: Int
+    /// ``capacity`` unless `--event-memory` says otherwise.
+    public static let defaultCapacity = 10_000
+    /// What `--event-memory` may be.
+    public static let capacityRange = 100...100_000
     /// The longest an event waits in the batch before it is written.
     public static let flushInterval: DispatchTimeInterval = .milliseconds(50)
     /// A batch this large (bytes) is written at once.
@@ -63,9 +67,13 @@ public final class EventLog: Sendable {
     public static let closeGrace: Duration = .seconds(2)
 
     /// `file` is created (or truncated) readable by its owner only; a symbolic link, a FIFO or any other
-    /// non-regular file there is refused. `console` is where lines go (standard output).
-    public init(format: Format, file path: String? = nil, console: Int32 = STDOUT_FILENO) throws {
+    /// non-regular file there is refused. `console` is where lines go (standard output). `capacity` is clamped to
+    /// ``capacityRange``.
+    public init(
+        format: Format, file path: String? = nil, console: Int32 = STDOUT_FILENO, capacity: Int = EventLog.defaultCapacity
+    ) throws {
         self.format = format
+        self.capacity = min(max(capacity, Self.capacityRange.lowerBound), Self.capacityRange.upperBound)
         self.console = console
         lineBuffered = isatty(console) != 0
         var info = stat()
@@ -156,7 +164,7 @@ public final class EventLog: Sendable {
                 }
             }
             recent.events.append(event)
-            if recent.events.count > Self.capacity { recent.events.removeFirst() }
+            if recent.events.count > capacity { recent.events.removeFirst() }
             for subscriber in recent.subscribers.values { subscriber.yield(event) }
             guard !recent.writeQueued else { return nil }
             recent.writeQueued = true
@@ -238,8 +246,9 @@ public final class EventLog: Sendable {
     public var events: [EmulatorEvent] { recent.withLock { Array($0.events) } }
 
     /// Kept events with a sequence number above `sequence`, oldest first, at most `limit`.
-    public func events(since sequence: Int, limit: Int = capacity) -> [EmulatorEvent] {
-        recent.withLock { recent in
+    public func events(since sequence: Int, limit: Int? = nil) -> [EmulatorEvent] {
+        let limit = limit ?? capacity
+        return recent.withLock { recent in
             // Sequence numbers are consecutive, so the first wanted event's index is known.
             guard let first = recent.events.first?.sequence else { return [] }
             // Clamped before adding: `sequence` comes from a query (up to Int.max).
@@ -254,7 +263,7 @@ public final class EventLog: Sendable {
     /// Kept events after `sequence`, then every new event as it is recorded, until the stream's consumer stops
     /// or the subscriptions end (a stream asked for after that has the kept events only).
     public func subscribe(since sequence: Int? = nil) -> AsyncStream<EmulatorEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: EmulatorEvent.self, bufferingPolicy: .bufferingNewest(Self.capacity))
+        let (stream, continuation) = AsyncStream.makeStream(of: EmulatorEvent.self, bufferingPolicy: .bufferingNewest(capacity))
         let id = recent.withLock { recent -> Int? in
             if let sequence {
                 for event in recent.events where event.sequence > sequence { continuation.yield(event) }
