@@ -598,12 +598,14 @@ class Recording:
     """The central's HCI traffic going to a btsnoop file (Bumble's snooper); a context manager. `ops` are the
     operations the central completed meanwhile; closing checks the capture holds them (captures.py), or with
     `check="later"` writes them beside the capture (`<capture>.ops.json`) for scripts/e2e to check on the host
-    once the VM is done (tshark takes seconds to start under TCG, a fraction of one on the host)."""
+    once the VM is done (tshark takes seconds to start under TCG, a fraction of one on the host: a capture to be checked
+    later belongs in $GATTEMU_OUT, named central-*.btsnoop). `exact`: the capture holds those operations and no
+    others."""
 
-    def __init__(self, central: "BumbleCentral", path, check: str = "now"):
+    def __init__(self, central: "BumbleCentral", path, check: str = "now", exact: bool = False):
         from bumble.snoop import BtSnooper
         assert check in ("now", "later"), check
-        self.central, self.path, self.check = central, path, check
+        self.central, self.path, self.check, self.exact = central, path, check, exact
         self.file = open(path, "wb")
         self.previous = central.device.host.snooper
         snooper = BtSnooper(self.file)
@@ -619,10 +621,10 @@ class Recording:
         self.file = None
         if self.check == "now":
             from captures import check_complete
-            self.figures = check_complete(self.path, self.ops)
+            self.figures = check_complete(self.path, self.ops, exact=self.exact)
         else:
             from captures import write_ops
-            write_ops(self.path, self.ops)
+            write_ops(self.path, self.ops, exact=self.exact)
 
     def __enter__(self):
         return self
@@ -662,10 +664,10 @@ class BumbleCentral(Central):
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
 
-    def record(self, path, check: str = "now") -> "Recording":
+    def record(self, path, check: str = "now", exact: bool = False) -> "Recording":
         """Writes this central's HCI traffic (what a phone's btsnoop_hci.log holds) to `path` as btsnoop
         until the returned recording is closed; the recording before it (if any) resumes then."""
-        return Recording(self, path, check)
+        return Recording(self, path, check, exact)
 
     async def disconnect_all(self):
         if self.device is None:

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import subprocess
+from pathlib import Path
 
 from central import bumble_uuid, norm_uuid
 from conftest import report
@@ -67,8 +68,8 @@ async def run_keyboard(central, start_gattemu, profile: str, name: str, capture=
 
 
 async def test_hid_keyboard_imports_runs_and_reads_back_the_same_table(central, start_gattemu, gattemu_bin, tmp_path):
-    capture = tmp_path / "keyboard.btsnoop"
-    with central.record(capture):
+    capture = Path(os.environ["GATTEMU_OUT"]) / "central-hid-keyboard.btsnoop"  # checked complete on the host
+    with central.record(capture, check="later"):
         rows, answers = await run_keyboard(central, start_gattemu, PROFILE, "keyboard")
     reports = [r for r in rows if r[0] == "characteristic" and r[1] == REPORT]
     assert len(reports) == 3 and len({r[2] for r in reports}) == 3, rows
