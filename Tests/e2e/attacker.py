@@ -5,6 +5,10 @@
     python attacker.py idle-http --port P --count N --hold S
     python attacker.py sse --port P --count N --hold S
     python attacker.py routes --port P --operations JSON --token-file F   every route, without and with a guessed token
+    python attacker.py serve [--stay-root]     the spoof, call and routes commands, one JSON object a line on stdin
+                                               ({"what": "spoof", "name": …, "dest": …, "owner": …, "adapter": …}), one
+                                               JSON line of result each on stdout: one Python start for a table of attacks
+                                               (under TCG a start with the D-Bus module took seconds)
 
 Started as root, it raises its descriptor limit and then becomes `nobody` (uid 65534) before doing
 anything, unless --stay-root: the point is what any local user can do. Prints one JSON line with
@@ -33,10 +37,11 @@ def drop_privileges(files: int = 4096) -> None:
 
 
 def spoof(name: str, dest: str | None, owner: str, adapter: str) -> dict:
-    """Signals posing as the bus (NameOwnerChanged) and as bluetoothd (everything else)."""
+    """Signals posing as the bus (NameOwnerChanged) and as bluetoothd (everything else), each from a connection of
+    its own (a new unique name, as a new process would have)."""
     import dbus
     import dbus.lowlevel as low
-    bus = dbus.SystemBus()
+    bus = dbus.SystemBus(private=True)
     adapter_path = f"/org/bluez/{adapter}"
     fake_device = f"{adapter_path}/dev_66_66_66_66_66_66"
     true = dbus.Boolean(True, variant_level=1)
@@ -64,12 +69,13 @@ def spoof(name: str, dest: str | None, owner: str, adapter: str) -> dict:
     message.append(*args, signature=signature)
     bus.send_message(message)
     bus.flush()
+    bus.close()
     return {"sent": name, "unicast": bool(dest), "uid": os.getuid()}
 
 
 def call(dest: str) -> dict:
     import dbus
-    bus = dbus.SystemBus()
+    bus = dbus.SystemBus(private=True)
     obj = bus.get_object(dest, "/org/gattemu/app0/service0/char0", introspect=False)
     try:
         obj.ReadValue(dbus.Dictionary({"offset": dbus.Int64(-5, variant_level=1)}, signature="sv"),
@@ -77,6 +83,8 @@ def call(dest: str) -> dict:
         return {"error": None, "uid": os.getuid()}
     except dbus.DBusException as e:
         return {"error": e.get_dbus_name(), "uid": os.getuid()}
+    finally:
+        bus.close()
 
 
 def hold_connections(port: int, count: int, hold: float, request: bytes | None) -> dict:
@@ -136,6 +144,29 @@ def routes(port: int, operations: list[list[str]], token_file: str) -> dict:
     return {"uid": os.getuid(), "token_file": read, "answers": seen}
 
 
+def serve() -> int:
+    """Commands from stdin until it closes, each answered with a line (an exception as {"exception": …})."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        command = json.loads(line)
+        try:
+            what = command["what"]
+            if what == "spoof":
+                dest = command["dest"]
+                result = spoof(command["name"], None if dest == "broadcast" else dest, command["owner"], command["adapter"])
+            elif what == "call":
+                result = call(command["dest"])
+            elif what == "routes":
+                result = routes(command["port"], command["operations"], command["token_file"])
+            else:
+                result = {"exception": f"unknown command {what!r}"}
+        except Exception as error:  # noqa: BLE001 - reported to the test, which fails on it
+            result = {"exception": f"{type(error).__name__}: {error}"}
+        print(json.dumps(result), flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="what", required=True)
@@ -146,6 +177,8 @@ def main() -> int:
     p.add_argument("--adapter", required=True)
     p = sub.add_parser("call")
     p.add_argument("--dest", required=True)
+    p.add_argument("--stay-root", action="store_true")
+    p = sub.add_parser("serve")
     p.add_argument("--stay-root", action="store_true")
     p = sub.add_parser("routes")
     p.add_argument("--port", type=int, required=True)
@@ -159,6 +192,8 @@ def main() -> int:
     args = parser.parse_args()
     if not getattr(args, "stay_root", False):
         drop_privileges()
+    if args.what == "serve":
+        return serve()
     if args.what == "spoof":
         result = spoof(args.name, None if args.dest == "broadcast" else args.dest, args.owner, args.adapter)
     elif args.what == "call":
