@@ -109,7 +109,7 @@ async def test_noke_set_result_invalid_key(central, start_gattemu):
 @pytest.mark.soak
 async def test_noke_soak_cycles(central, start_gattemu):
     """Stability: scan -> connect -> subscribe -> write -> notification -> disconnect."""
-    cycles = int(os.environ.get("GATTEMU_SOAK_CYCLES") or (200 if LONG else 20))
+    cycles = int(os.environ.get("GATTEMU_SOAK_CYCLES") or (200 if LONG else 6))
     p = start_gattemu(PROFILE)
     await p.advertising(central, name=noke_name())
     before = len(central.stats.attempts)

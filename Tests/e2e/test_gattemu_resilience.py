@@ -10,7 +10,7 @@ from central import amgmt
 from conftest import LONG, bluetoothd, report
 from flows import NOKE_SERVICE, noke_flow
 
-ROUNDS = 20 if LONG else 5
+ROUNDS = 20 if LONG else 3
 # The bound: the central finds the device again within 2 s of bluetoothd (or the adapter) being
 # back. Measured here: at most 0.2 s (registering again takes gattemu well under a second).
 BACK_WITHIN = 2.0

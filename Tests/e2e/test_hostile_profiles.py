@@ -1,6 +1,6 @@
 """The hostile profiles that validate (Tests/ProfileTests/Fixtures/hostile: regex bombs, self-doubling state and
 values, huge fills, timers from absurd variables, day-long delay chains, deep JSON) run in gattemu while a central
-writes to them without pause — 60 s each with --long (GATTEMU_LONG=1), 5 s each otherwise. gattemu must keep
+writes to them without pause — 60 s each with --long (GATTEMU_LONG=1), 3 s each otherwise. gattemu must keep
 answering, its control API must answer within a second, and its resident memory must stay under RSS_CEILING_MIB
 (docs/security.md)."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ from controlapi import api, wait_for_api
 HOSTILE = Path(__file__).resolve().parents[1] / "ProfileTests" / "Fixtures" / "hostile"
 RUNNING = ["regex-bomb", "state-doubling", "value-self-doubling", "fill-from-state", "timer-from-variables",
            "delay-chain", "json-matcher-nesting"]
-SECONDS = 60 if LONG else 5
+SECONDS = 60 if LONG else 3
 RSS_CEILING_MIB = 64
 RX, BIG = "00002a19-0000-1000-8000-00805f9b34fb", "00002a1b-0000-1000-8000-00805f9b34fb"
 # Writes built to trip what the profiles attack: backtracking regexes, JSON parsers, doubling templates.

@@ -1,7 +1,7 @@
 """Soak through `gattemu relay`: sequence-numbered write commands (8 in flight) from the test central to the mirror,
 forwarded to a gattemu device (benchmarks/profiles/noke-burst.json) that answers each with one notification carrying
 the same number; every number must come back once, in order (benchmarks/relay_bench.py's check, as in
-`scripts/bench`). GATTEMU_RELAY_SOAK_OPS sets the operations (default 1,000; 10,000 with GATTEMU_LONG=1)."""
+`scripts/bench`). GATTEMU_RELAY_SOAK_OPS sets the operations (default 400; 10,000 with GATTEMU_LONG=1)."""
 from __future__ import annotations
 
 import asyncio
@@ -17,7 +17,7 @@ from test_relay import relay_adapters  # noqa: F401 - the fixture
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import relay_bench  # noqa: E402
 
-OPS = int(os.environ.get("GATTEMU_RELAY_SOAK_OPS") or (10_000 if LONG else 1_000))
+OPS = int(os.environ.get("GATTEMU_RELAY_SOAK_OPS") or (10_000 if LONG else 400))
 
 
 async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central, start_gattemu, start_peripheral, gattemu_bin,

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import bluetoothd, report
+from conftest import LONG, bluetoothd, report
 from fixtures.peripheral import (INDICATE_UUID, MANUFACTURER_DATA, MANUFACTURER_ID, NOTIFY_UUID,
                                  READ_UUID, READ_VALUE, SERVICE_UUID, WRITE_UUID)
 
@@ -81,7 +81,7 @@ async def test_reconnect_after_peripheral_bluetoothd_restart(central, start_peri
 
 @pytest.mark.soak
 async def test_soak_connect_subscribe_write_notify_cycles(central, start_peripheral):
-    cycles = int(os.environ.get("GATTEMU_SOAK_CYCLES", "20"))
+    cycles = int(os.environ.get("GATTEMU_SOAK_CYCLES") or (200 if LONG else 6))
     start_peripheral(name="fx-soak")
     before = len(central.stats.attempts)
     t0 = time.monotonic()
