@@ -11,9 +11,11 @@ Contract (env, set by the sandbox):
       (default: the Python fixture peripheral; for gattemu e.g.
       "{root}/.build/debug/gattemu run {profile} --adapter {adapter}")
       Used by the sandbox self-tests (test_sandbox.py).
+  GATTEMU_BIN                             optional: the gattemu binary under test (scripts/test: the
+      packaged release build, out/package/gattemu); default {root}/.build/debug/gattemu
   GATTEMU_CMD                             optional: how the gattemu tests
       (test_gattemu_*.py) start gattemu, same placeholders; default
-      "{root}/.build/debug/gattemu run {profile} --adapter {adapter}".
+      "GATTEMU_BIN run {profile} --adapter {adapter}".
       A missing binary, or one without a `run` subcommand, fails them (it is
       never a skip: a green run must mean gattemu was tested).
   GATTEMU_LONG                            1: long/soak variants (scripts/test --long)
@@ -46,7 +48,7 @@ sys.path.insert(0, str(HERE.parents[1] / "clients" / "python"))
 from central import Central, amgmt, open_central, stack_name  # noqa: E402
 
 FIXTURE_CMD = f"{sys.executable} {HERE}/fixtures/peripheral.py --adapter {{adapter}} --name {{name}}"
-GATTEMU_CMD = "{root}/.build/debug/gattemu run {profile} --adapter {adapter}"
+GATTEMU_CMD = "{bin} run {profile} --adapter {adapter}"
 LONG = os.environ.get("GATTEMU_LONG", "") not in ("", "0")
 SUMMARY: list[str] = []  # lines shown at the end of the run (report(...))
 BLUEZ_SWITCHED: dict[str, list[str]] = {}  # BlueZ version -> tests that switched to it
@@ -214,6 +216,22 @@ async def _connections(index: str) -> list[tuple[str, str]]:
     return links
 
 
+def _link_count(index: str) -> int | None:
+    """How many links controller `index` has, from the kernel (ioctl HCIGETCONNLIST on an HCI socket): asked before
+    and after every test, where btmgmt's start took ~0.4 s under TCG. None when the kernel does not say."""
+    import fcntl
+    import socket
+    import struct
+    hcigetconnlist = 0x800448D4  # _IOR('H', 212, int)
+    try:
+        with socket.socket(socket.AF_BLUETOOTH, socket.SOCK_RAW, socket.BTPROTO_HCI) as sock:
+            request = bytearray(struct.pack("<HH", int(index), 16) + bytes(16 * 16))
+            fcntl.ioctl(sock, hcigetconnlist, request, True)
+            return struct.unpack_from("<HH", request)[1]
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 async def clean_radio(central: Central) -> None:
     """No link may outlive a test: the central drops its links, and any link the peripheral's
     controller still has is disconnected and waited out. A test that starts on a link left by the one
@@ -221,7 +239,7 @@ async def clean_radio(central: Central) -> None:
     from central import amgmt
     await central.disconnect_all()
     index = os.environ.get("GATTEMU_PERIPH", "").removeprefix("hci")
-    if not index:
+    if not index or _link_count(index) == 0:
         return
     end = time.monotonic() + 15
     while links := await _connections(index):
@@ -290,82 +308,72 @@ async def start_peripheral(env, central, request):
                       else f"--- gattemu report {events} failed ({made.returncode}): {made.stderr.strip()}")
 
 
-# Seconds each test file takes in the sandbox (setup, call and teardown of all its tests; `--durations=0` of a
-# whole run on 2026-11-27, 4,015 s in all without the per-test tshark check, now on the host), only to balance
-# the shards of `scripts/e2e --shards N`. A file not listed counts UNLISTED_SECONDS per test; a wrong figure
-# makes one VM finish later, it never leaves a test out.
-FILE_SECONDS: dict[str, float] = {
-    "test_relay.py": 350,
-    "test_gattemu_faults.py": 297,
-    "test_gattemu_random_writes.py": 190,
-    "test_hostile.py": 180,
-    "test_real_capture_replay.py": 173,
-    "test_pairing.py": 139,
-    "test_gattemu_clone.py": 127,
-    "test_gattemu_leaf.py": 120,
-    "test_gattemu_soak.py": 113,
-    "test_import_roundtrip.py": 94,
-    "test_gattemu_ctl.py": 90,
-    "test_phone_centrals.py": 89,
-    "test_hostile_profiles.py": 80,
-    "test_bench_smoke.py": 78,
-    "test_bumble_device.py": 70,
-    "test_contract_each_profile.py": 65,  # schemathesis on the host (schemathesis_host.py) since 2026-11-28; 479 s
-    "test_gattemu_contract.py": 40,  # the same; 191 s in the VM
-    "test_dashboard.py": 70,  # the browser on the host (--webdriver) since 2026-11-28; 395 s in the VM
-    "test_relay_soak.py": 69,
-    "test_sandbox.py": 67,
-    "test_sandbox_bluez.py": 54,
-    "test_address_change.py": 54,
-    "test_gattemu_noke.py": 51,
-    "test_gattemu_lifecycle.py": 50,
-    "test_python_client.py": 35,  # the venv made on the host (civenv.py) since 2026-11-28; 157 s in the VM
-    "test_gattemu_multicentral.py": 35,
-    "test_service_changed.py": 33,
-    "test_relay_faults.py": 33,
-    "test_gattemu_resilience.py": 31,
-    "test_gattemu_eventlog.py": 28,
-    "test_relay_address.py": 24,
-    "test_hid_import.py": 22,
-    "test_gattemu_core.py": 19,
-    "test_gattemu_bleproof.py": 13,
-    "test_nonroot.py": 11,
-    "test_package.py": 9,
-}
-UNLISTED_SECONDS = 30.0
+# Seconds each test takes in the sandbox (setup, call and teardown), measured: Tests/e2e/durations.json, written by
+# `python3 scripts/test_times.py durations` from the last run's out/test-times.json. Used only to balance the shards
+# of `scripts/e2e --shards N`: a test not listed counts as the average of its file's listed tests (or
+# UNLISTED_SECONDS); a wrong figure makes one VM finish later, it never leaves a test out.
+DURATIONS_FILE = HERE / "durations.json"
+UNLISTED_SECONDS = 20.0
 
 
-def shard_of_files(files: dict[str, int], shards: int) -> dict[str, int]:
-    """Each test file (name -> number of its tests) given to one of `shards` VMs (0-based), the longest first to
-    the least loaded: whole files, so that a module's fixtures and its tests' order stay together."""
-    weight = {f: FILE_SECONDS.get(f, UNLISTED_SECONDS * n) for f, n in files.items()}
+def measured_seconds() -> dict[str, float]:
+    import json
+    try:
+        return {k: float(v) for k, v in json.loads(DURATIONS_FILE.read_text()).get("tests", {}).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _kept_together(item) -> str | None:
+    """The file whose tests must run in one VM: one with a module-scoped fixture (shared state between its tests)."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (getattr(info, "name2fixturedefs", None) or {}).values():
+        if defs and defs[-1].scope in ("module", "package"):
+            return item.path.name
+    return None
+
+
+def shard_of_tests(tests: list[tuple[str, str | None]], shards: int, seconds: dict[str, float]) -> dict[str, int]:
+    """Each test (node id, and the file it must stay with, if any) given to one of `shards` VMs (0-based): the
+    longest group first to the least loaded VM, a group being one test or a kept-together file's tests."""
+    by_file: dict[str, list[float]] = {}
+    for nodeid, value in seconds.items():
+        by_file.setdefault(nodeid.split("::")[0], []).append(value)
+
+    def weight(nodeid: str) -> float:
+        if nodeid in seconds:
+            return seconds[nodeid]
+        known = by_file.get(nodeid.split("::")[0])
+        return sum(known) / len(known) if known else UNLISTED_SECONDS
+
+    groups: dict[str, list[str]] = {}
+    for nodeid, together in tests:
+        groups.setdefault(together or nodeid, []).append(nodeid)
     loads = [0.0] * shards
-    owner = {}
-    for f in sorted(files, key=lambda f: (-weight[f], f)):
+    owner: dict[str, int] = {}
+    for key in sorted(groups, key=lambda g: (-sum(weight(t) for t in groups[g]), g)):
         k = min(range(shards), key=lambda k: (loads[k], k))
-        owner[f] = k
-        loads[k] += weight[f]
+        for nodeid in groups[key]:
+            owner[nodeid] = k
+        loads[k] += sum(weight(t) for t in groups[key])
     return owner
 
 
 def _select_shard(config, items) -> None:
-    """GATTEMU_E2E_SHARD=K/N (scripts/e2e --shards N): keep the tests of shard K's files, deselect the rest."""
+    """GATTEMU_E2E_SHARD=K/N (scripts/e2e --shards N): keep shard K's tests, deselect the rest."""
     spec = os.environ.get("GATTEMU_E2E_SHARD", "")
     if not spec:
         return
     k, _, n = spec.partition("/")
     if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
         raise pytest.UsageError(f"GATTEMU_E2E_SHARD={spec!r}: expected K/N with 1 <= K <= N")
-    files: dict[str, int] = {}
-    for item in items:
-        files[item.path.name] = files.get(item.path.name, 0) + 1
-    owner = shard_of_files(files, int(n))
-    keep = [item for item in items if owner[item.path.name] == int(k) - 1]
-    dropped = [item for item in items if owner[item.path.name] != int(k) - 1]
+    owner = shard_of_tests([(item.nodeid, _kept_together(item)) for item in items], int(n), measured_seconds())
+    keep = [item for item in items if owner[item.nodeid] == int(k) - 1]
+    dropped = [item for item in items if owner[item.nodeid] != int(k) - 1]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
-    report(f"shard {spec}: {len(keep)} tests from {sum(1 for f in owner if owner[f] == int(k) - 1)} files")
+    report(f"shard {spec}: {len(keep)} tests from {len({item.path.name for item in keep})} files")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -407,15 +415,48 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
+# Where the suite's time goes (scripts/test puts it into out/test-times.json and its summary): each test's setup,
+# call and teardown, and how long the VM took to get to pytest (kernel boot, bus, radio, bluetoothd).
+DURATIONS: dict[str, float] = {}
+SESSION_STARTED: dict[str, float] = {}
+
+
+def pytest_sessionstart(session):
+    SESSION_STARTED["monotonic"] = time.monotonic()
+    if os.path.isdir("/run/gattemu"):
+        SESSION_STARTED["uptime"] = _uptime()
+
+
+def pytest_runtest_logreport(report):
+    DURATIONS[report.nodeid] = DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    out = os.environ.get("GATTEMU_OUT")
+    if not out or not os.path.isdir(out) or not DURATIONS:
+        return
+    import json
+    record = {
+        "shard": os.environ.get("GATTEMU_E2E_SHARD", "1/1"),
+        "bring_up_s": round(SESSION_STARTED.get("uptime", 0.0), 1),
+        "pytest_s": round(time.monotonic() - SESSION_STARTED.get("monotonic", time.monotonic()), 1),
+        "exit": int(exitstatus),
+        "tests": {k: round(v, 2) for k, v in sorted(DURATIONS.items(), key=lambda kv: -kv[1])},
+    }
+    with contextlib.suppress(OSError):
+        Path(out, "e2e-durations.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
 def _gattemu_template() -> str:
-    return os.environ.get("GATTEMU_CMD") or GATTEMU_CMD
+    binary = os.environ.get("GATTEMU_BIN") or "{root}/.build/debug/gattemu"
+    return os.environ.get("GATTEMU_CMD") or GATTEMU_CMD.replace("{bin}", shlex.quote(binary))
 
 
 @pytest.fixture(scope="session")
 def gattemu_bin(env, tmp_path_factory) -> str:
-    """Path of the gattemu binary under test; skips the test when it is not
+    """Path of the gattemu binary under test; fails the test when it is not
     built or predates the `run` subcommand. The binary is copied to the VM's
-    tmpfs once: the project share is uncached 9p, where each start re-reads it."""
+    tmpfs once: the project and output shares are uncached 9p, where each start re-reads it."""
     path = shlex.split(_gattemu_template())[0].format(root=env.get("GATTEMU_ROOT", ""))
     if not os.access(path, os.X_OK):
         pytest.fail(f"{path} not built (swift build): the gattemu tests cannot run", pytrace=False)
@@ -427,11 +468,9 @@ def gattemu_bin(env, tmp_path_factory) -> str:
         text = str(e)
     if "run" not in text or "--adapter" not in text:
         pytest.fail(f"{path} has no `run` subcommand: not the gattemu under test\n{text[:500]}", pytrace=False)
-    if path.endswith("/.build/debug/gattemu"):
-        copy = tmp_path_factory.mktemp("bin") / "gattemu"
-        shutil.copy2(path, copy)
-        return str(copy)
-    return path
+    copy = tmp_path_factory.mktemp("bin") / "gattemu"
+    shutil.copy2(path, copy)
+    return str(copy)
 
 
 def profile_path(profile: str) -> str:
@@ -470,6 +509,16 @@ def start_gattemu(gattemu_bin, start_peripheral, env, tmp_path):
     return start
 
 
+def bluetoothd_running() -> bool:
+    """What `sandbox-bluetoothd status` says (its pid file names a live process), without starting a shell: this is
+    asked after every test, and under TCG a shell and its tools took ~1.5 s."""
+    try:
+        os.kill(int(Path("/run/gattemu/bluetoothd.pid").read_text().split()[0]), 0)
+    except (OSError, ValueError, IndexError):
+        return False
+    return True
+
+
 @pytest.fixture(autouse=True)
 def bluetoothd_outlives_the_test(request):
     """A peripheral-side bluetoothd that died during a test (it crashed, or the test left it stopped) fails
@@ -479,7 +528,7 @@ def bluetoothd_outlives_the_test(request):
     if not root or not os.path.isdir("/run/gattemu"):
         return
     ctl = f"{root}/scripts/sandbox-bluetoothd"
-    if subprocess.run([ctl, "status"], capture_output=True, timeout=30).returncode == 0:
+    if bluetoothd_running():
         return
     log = Path(os.environ.get("GATTEMU_OUT", "/nonexistent")) / "bluetoothd.log"
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:]) if log.exists() else "(no log)"
