@@ -175,10 +175,14 @@ class Connection:
 
 class Central:
     stack = "?"
+    # How long an advertisement just found is good for connecting without a scan of its own (Bumble: a connection
+    # needs only the address; each scan waited for the next advertising interval). 0: always scan.
+    REUSE_FOUND = 0.0
 
     def __init__(self):
         self.stats = ConnectStats()
         self.last_connection: Connection | None = None  # what connect() returned last (a test looks at a flow's link)
+        self._found: tuple[AdvInfo, float] | None = None  # the last advertisement find() returned, and when
 
     async def start(self): ...
     async def close(self): ...
@@ -205,6 +209,7 @@ class Central:
             adv = await self._scan(lambda a: a.matches(name, service_uuid, address, name_prefix, service_data_uuid),
                                    min(left, 15.0))
             if adv:
+                self._found = (adv, time.monotonic())
                 return adv
 
     async def wait_gone(self, name=None, service_uuid=None, address=None, timeout: float = 30.0,
@@ -229,8 +234,14 @@ class Central:
         for attempt in range(1, attempts + 1):
             conn = None
             try:
-                adv = await self.find(name=name, service_uuid=service_uuid, address=address,
-                                      name_prefix=name_prefix, timeout=scan_timeout)
+                recent = self._found
+                if (attempt == 1 and recent and time.monotonic() - recent[1] <= self.REUSE_FOUND
+                        and recent[0].matches(name, service_uuid, address, name_prefix)):
+                    adv = recent[0]  # just seen advertising: no second scan (a retry scans afresh)
+                else:
+                    adv = await self.find(name=name, service_uuid=service_uuid, address=address,
+                                          name_prefix=name_prefix, timeout=scan_timeout)
+                self._found = None
                 conn = await asyncio.wait_for(self._connect_once(adv, timeout, mtu), timeout + 5)
                 conn.adv = adv
                 self.last_connection = conn
@@ -635,6 +646,7 @@ class Recording:
 
 class BumbleCentral(Central):
     stack = "bumble"
+    REUSE_FOUND = 2.0
 
     def __init__(self, adapter: str, address: str = "F0:E0:D0:00:00:01"):
         super().__init__()

@@ -75,8 +75,8 @@ def server_factory(binaries):
         server.stop()
 
 
-@pytest.fixture
-def browser(tmp_path):
+def make_browser(tmp: Path):
+    """Headless Debian Chromium through chromedriver (also benchmarks/dashboard_bench.py's)."""
     options = webdriver.ChromeOptions()
     options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
@@ -86,9 +86,15 @@ def browser(tmp_path):
     # Chromium leaves an org.chromium.Chromium.* directory in TMPDIR per session: in pytest's own temporary
     # directory, not in the machine's /tmp, where a CI rig's runs would pile them up.
     service = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"),
-                      env={**os.environ, "TMPDIR": str(tmp_path)})
+                      env={**os.environ, "TMPDIR": str(tmp)})
     driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(20)
+    return driver
+
+
+@pytest.fixture
+def browser(tmp_path):
+    driver = make_browser(tmp_path)
     yield driver
     driver.quit()
 
