@@ -39,6 +39,9 @@ let package = Package(
         // The one terminal-text escaper, the one HTML escaper and the one JSON string quoter, deciding by Unicode scalar or UTF-8 byte;
         // no dependencies, so every layer (BlueZ included) uses the same.
         .target(name: "TextEscaping"),
+        // The one writer of private outputs (recordings, profiles made from a device, the report, the control token):
+        // mode 0600, a new file renamed into place, never through a link; no dependencies.
+        .target(name: "PrivateFiles"),
         // A device as recorded from outside (capture or live clone) and the profile that replays it.
         .target(name: "Replica", dependencies: ["Bluetooth"]),
         // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
@@ -82,7 +85,7 @@ let package = Package(
         .target(
             name: "Control",
             dependencies: [
-                "Emulator", "Profile", "ControlBodies", "ControlContract", "Lexical", "Bluetooth",
+                "Emulator", "Profile", "ControlBodies", "ControlContract", "Lexical", "Bluetooth", "PrivateFiles",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -100,7 +103,7 @@ let package = Package(
             name: "gattemu",
             dependencies: [
                 "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
-                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay", "CaptureExport", "Lexical",
+                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay", "CaptureExport", "Lexical", "PrivateFiles",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -127,6 +130,7 @@ let package = Package(
         // Reads Package.swift and the sources: the modules' arrows point one way (no dependencies).
         .testTarget(name: "LayeringTests"),
         .testTarget(name: "TextEscapingTests", dependencies: ["TextEscaping"]),
+        .testTarget(name: "PrivateFilesTests", dependencies: ["PrivateFiles"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "CaptureExport", "Bluetooth"], path: "Tests/CaptureTestSupport"),

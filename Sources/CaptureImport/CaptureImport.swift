@@ -46,11 +46,19 @@ public enum CaptureImport {
                 "the capture has no connection to a peripheral and no advertising: nothing to import"
             case .ambiguous(let choices):
                 "the capture talks to \(choices.count) peripherals; pick one with --device ADDRESS|NAME|'connection N':\n"
-                    + choices.map { "  " + $0.description }.joined(separator: "\n")
+                    + Self.listed(choices)
             case .noMatch(let wanted, let choices):
-                "no device \"\(wanted)\" in the capture"
-                    + (choices.isEmpty ? "" : "; it has:\n" + choices.map { "  " + $0.description }.joined(separator: "\n"))
+                "no device \"\(wanted)\" in the capture" + (choices.isEmpty ? "" : "; it has:\n" + Self.listed(choices))
             }
+        }
+
+        /// How many devices an error lists (a capture of a crowded room names thousands; `--list` shows them all).
+        public static let listedChoices = 50
+
+        static func listed(_ choices: [Choice]) -> String {
+            let shown = choices.prefix(listedChoices).map { "  " + $0.description }
+            let more = choices.count - shown.count
+            return (shown + (more > 0 ? ["  … and \(more) more (gattemu import --list shows them all)"] : [])).joined(separator: "\n")
         }
     }
 
@@ -78,14 +86,13 @@ public enum CaptureImport {
         }
         // Advertised names first, then the GAP names read: each once, at most DistinctNames.limit a device.
         var names: [DeviceAddress: DistinctNames] = [:]
-        for advertiser in trace.advertisers
-        where advertiser.reports.contains(where: { $0.properties.contains(.connectable) || $0.isScanResponse }) {
+        for advertiser in trace.advertisers where advertiser.connectableOrScanned {
             if byPeer[advertiser.address] == nil {
                 order.append(advertiser.address)
                 byPeer[advertiser.address] = Choice(
                     address: advertiser.address, connections: [], names: [], attPDUs: 0, advertisingReports: 0)
             }
-            byPeer[advertiser.address]?.advertisingReports += advertiser.reports.count
+            byPeer[advertiser.address]?.advertisingReports += advertiser.reportCount
             for name in advertiser.names.compactMap(displayName) { names[advertiser.address, default: DistinctNames()].insert(name) }
         }
         let read = gapNames(trace)

@@ -614,15 +614,12 @@ struct ReplicaBuilder {
             if before != currentBefore { return before }
             return before ? report.frame > current.frame : report.frame < current.frame
         }
+        // Each advertiser kept its own last report before it was first connected to, failing that its first after
+        // (Capture's ``Advertiser``, in memory bounded whatever the number of reports); the best of those.
         for advertiser in trace.advertisers where addresses.contains(advertiser.address.address) {
-            for report in advertiser.reports where report.dataStatus == .complete {
-                total += 1
-                if report.isScanResponse {
-                    if better(report, than: response) { response = report }
-                } else if !report.properties.contains(.directed), better(report, than: data) {
-                    data = report
-                }
-            }
+            total += advertiser.reportCount
+            if let report = advertiser.scanResponse, better(report, than: response) { response = report }
+            if let report = advertiser.advertisingData, better(report, than: data) { data = report }
         }
         replica.advertisingData = data?.advertisingData
         replica.scanResponse = response?.advertisingData

@@ -97,10 +97,12 @@ final class ConnectionRegistry: Sendable {
 /// unwritable). Hummingbird's own idle timeout closes connections without a request in progress.
 ///
 /// It also looks up, once, at the connection's first request, which local user opened it (``LoopbackPeer``; an idle
-/// connection costs no lookup): a connection from this machine owned by a uid not in `localUsers` gets **403** for
-/// that request, before any token check, and is closed; its requests never reach the API. So is one whose client
-/// socket no process holds any more (closed by its client; the kernel reports a time-wait entry as uid 0). When the
-/// kernel cannot say (a remote client, no sock_diag) the token alone decides.
+/// connection costs no lookup): a connection from this machine owned by a uid not in `localUsers`, nor in an allowed
+/// group, gets **403** for that request, before any token check, and is closed; its requests never reach the API. So
+/// is one whose client socket no process holds any more (closed by its client; the kernel reports a time-wait entry as
+/// uid 0), and one from this machine whose owner the kernel does not report. A member of an allowed group
+/// (``ControlAccess/allowedGroups``) is given the token: its requests reach the API with it. For a client elsewhere the
+/// token alone decides.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -113,23 +115,31 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var registered = false
     private var requestDeadline: Scheduled<Void>?
     private var writeDeadline: Scheduled<Void>?
-    private let localUsers: Set<UInt32>
+    private let access: ControlAccess
+    /// The API's token, given to the requests of an allowed group's member; nil when the API has none.
+    private let token: String?
     private let peerLookup: @Sendable (SocketAddress, SocketAddress) -> LoopbackPeer.Owner?
+    private let membership: @Sendable (UInt32) -> Bool
     private var peerChecked = false
     /// Why a local peer is not let in; its requests are answered 403 here with this message.
     private var refusal: String?
+    /// The peer is a member of an allowed group: its requests carry the token.
+    private var member = false
 
     init(
-        registry: ConnectionRegistry, timeout: Duration, logger: Logger, localUsers: Set<UInt32> = ControlAccess().localUsers,
+        registry: ConnectionRegistry, timeout: Duration, logger: Logger, access: ControlAccess = ControlAccess(), token: String? = nil,
         peerLookup: @escaping @Sendable (SocketAddress, SocketAddress) -> LoopbackPeer.Owner? = {
             LoopbackPeer.owner(server: $0, client: $1)
-        }
+        },
+        membership: (@Sendable (UInt32) -> Bool)? = nil
     ) {
         self.registry = registry
         self.timeout = TimeAmount(timeout)
         self.logger = logger
-        self.localUsers = localUsers
+        self.access = access
+        self.token = token
         self.peerLookup = peerLookup
+        self.membership = membership ?? { [access] in access.isMember($0) }
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -157,13 +167,24 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         peerChecked = true
         guard let server = context.channel.localAddress, let client = context.channel.remoteAddress else { return }
         switch peerLookup(server, client) {
-        case .user(let uid) where !localUsers.contains(uid):
+        case .user(let uid) where access.localUsers.contains(uid):
+            break
+        case .user(let uid) where membership(uid):
+            member = true
+            logger.info("control API: a connection of uid \(uid), a member of an allowed group (--control-allow-group)")
+        case .user(let uid):
             refusal = "this control API belongs to another user's gattemu (uid \(geteuid())); connections of uid \(uid) are refused"
             logger.info("control API: refused a connection of uid \(uid) (only gattemu's own user may use it)")
         case .gone:
             refusal = "this connection's client socket is closed, so its owner is not known; it is refused"
             logger.info("control API: refused a connection whose client socket no process holds")
-        case .user, nil:
+        case .unknown:
+            refusal =
+                "cannot tell which user opened this connection from this machine (the kernel's sock_diag did not answer); it is refused"
+            logger.warning(
+                "control API: refused a local connection whose owner the kernel did not report (sock_diag: is the inet_diag module loadable?)"
+            )
+        case nil:
             break
         }
     }
@@ -203,10 +224,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         switch unwrapInboundIn(data) {
-        case .head:
+        case .head(var head):
             registry.requestStarted(on: context.channel)
             requestDeadline?.cancel()
             requestDeadline = closing(context, after: timeout)
+            if member, let token {
+                head.headerFields[.authorization] = "Bearer \(token)"
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+                return
+            }
         case .body:
             break
         case .end:

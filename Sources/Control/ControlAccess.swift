@@ -16,6 +16,10 @@ public struct ControlAccess: Sendable, Equatable {
     /// the token file anyway). A connection from this machine owned by anyone else is refused with 403
     /// (``LoopbackPeer``); tests narrow the set.
     public var localUsers: Set<UInt32> = [geteuid(), 0]
+    /// Groups whose members may use the API from this machine without the token (`--control-allow-group`): the kernel
+    /// says which user opened a connection, and a member of one of these groups is let in as gattemu's own user is,
+    /// the server giving the token for it (a tester's account and the packaged service; docs/rig.md).
+    public var allowedGroups: Set<UInt32> = []
 
     /// Nothing beyond what the bound address implies.
     public init() {
@@ -39,6 +43,33 @@ public struct ControlAccess: Sendable, Equatable {
         }
         self.allowedHosts = allowedHosts
         self.allowedOrigins = allowedOrigins
+    }
+
+    /// Whether `uid`'s account is in one of ``allowedGroups`` (its primary group or a supplementary one), as the
+    /// system's group database says now.
+    func isMember(_ uid: UInt32) -> Bool {
+        guard !allowedGroups.isEmpty else { return false }
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else { return false }
+        var count: Int32 = 64
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        if getgrouplist(name, entry.pw_gid, &groups, &count) < 0 {
+            groups = [gid_t](repeating: 0, count: Int(max(count, 0)))
+            guard getgrouplist(name, entry.pw_gid, &groups, &count) >= 0 else { return false }
+        }
+        return groups.prefix(Int(count)).contains { allowedGroups.contains($0) }
+    }
+
+    /// The gid of group `name` (a name, or a number); nil for a group the system does not know.
+    public static func groupID(_ name: String) -> UInt32? {
+        if let number = UInt32(name) { return number }
+        var entry = group()
+        var found: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getgrnam_r(name, &entry, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return entry.gr_gid
     }
 
     /// The host part of `http://HOST[:PORT]` or `https://…` (with its scheme), nil when `text` is not an origin.

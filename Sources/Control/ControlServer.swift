@@ -75,7 +75,7 @@ public struct ControlServer: Sendable {
         let idleTimeout = limits.idleTimeout
         let http = HTTP1Channel.Configuration(
             additionalChannelHandlers: [
-                ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger, localUsers: access.localUsers)
+                ConnectionGuard(registry: connections, timeout: idleTimeout, logger: logger, access: access, token: token)
             ],
             idleTimeout: TimeAmount(idleTimeout))
         return Application(

@@ -1,3 +1,5 @@
+import PrivateFiles
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -46,27 +48,46 @@ public enum ControlTokenFile {
     public static func write(_ token: String, port: Int, environment: [String: String]) throws(ControlSetupError) -> String {
         let directory = try prepareDirectory(environment: environment)
         let path = directory + "/control-\(port).token"
-        let temporary = path + ".\(getpid()).new"
-        unlink(temporary)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw ControlSetupError(message: "cannot write \(temporary): \(String(cString: strerror(errno)).lowercased())")
-        }
-        var bytes = Array((token + "\n").utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { break }
-            bytes = bytes.dropFirst(written)
-        }
-        let complete = bytes.isEmpty && fsync(descriptor) == 0
-        close(descriptor)
-        guard complete, rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno)).lowercased()
-            unlink(temporary)
-            throw ControlSetupError(message: "cannot write \(path): \(reason)")
+        do {
+            try PrivateFile.write(Array((token + "\n").utf8), to: path)
+        } catch {
+            throw ControlSetupError(message: "cannot write \(error)")
         }
         return path
+    }
+
+    /// Where the token went when its usual folder cannot be used (another user made `/tmp/gattemu-UID` first, where
+    /// there is no `XDG_RUNTIME_DIR`: cron, CI runners, sudo): a new private folder, so that the run goes on.
+    public struct Written: Sendable, Equatable {
+        public var path: String
+        /// Why the usual folder was not used; nil when it was.
+        public var instead: String?
+    }
+
+    /// ``write(_:port:environment:)``, or, when the usual folder is refused, the same file in a new folder of this
+    /// user's own (mode 700, made with `mkdtemp` in `/tmp`): someone who can make a folder must not be able to stop a
+    /// run. `gattemu ctl` does not look there: the caller says where it is.
+    public static func writeSomewhere(_ token: String, port: Int, environment: [String: String]) throws(ControlSetupError) -> Written {
+        let refused: ControlSetupError
+        do {
+            return Written(path: try write(token, port: port, environment: environment))
+        } catch {
+            refused = error
+        }
+        var template = Array("/tmp/gattemu-\(geteuid())-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw ControlSetupError(
+                message: "\(refused.message); and no folder of its own in /tmp: \(String(cString: strerror(errno)).lowercased())")
+        }
+        let directory = String(cString: made)
+        try checkDirectory(directory)
+        let path = directory + "/control-\(port).token"
+        do {
+            try PrivateFile.write(Array((token + "\n").utf8), to: path)
+        } catch {
+            throw ControlSetupError(message: "cannot write \(error)")
+        }
+        return Written(path: path, instead: refused.message)
     }
 
     /// Removes the file at a clean stop, unless it no longer holds `token` (another gattemu's since).

@@ -220,6 +220,8 @@ extension DashboardAssets {
         "use strict";
 
         (() => {
+          // The most events the page keeps (the server keeps at most 100,000 itself: --event-memory); the oldest go first.
+          const EVENTS_KEPT = 100000;
           const TOKEN_KEY = "gattemu-token";
           const $ = (id) => document.getElementById(id);
           const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false };
@@ -976,7 +978,8 @@ extension DashboardAssets {
           }
 
           function updateCount() {
-            $("timeline-count").textContent = timeline.visible.length + " of " + timeline.events.length + " events";
+            $("timeline-count").textContent = timeline.visible.length + " of " + timeline.events.length + " events"
+              + (timeline.dropped ? " (" + timeline.dropped + " older ones no longer kept here; the events file has them)" : "");
           }
 
           const KIND_GROUPS = {
@@ -1022,6 +1025,7 @@ extension DashboardAssets {
             takeTokenFromAddress();
             timeline = new GattemuTimeline.Timeline($("timeline"), {
               onSelect: (event) => { $("event-detail").textContent = JSON.stringify(event, null, 1); },
+              limit: EVENTS_KEPT,
             });
             window.gattemuTimeline = timeline;  // for tests and the console
             $("token-form").addEventListener("submit", (submit) => {
@@ -1118,10 +1122,12 @@ extension DashboardAssets {
           }
 
           class Timeline {
-            // container: an element to fill; options: {onSelect(event)}.
+            // container: an element to fill; options: {onSelect(event), limit: the most events kept (the oldest go first;
+            // a tab open for days on a busy rig must not keep every event it ever streamed)}.
             constructor(container, options) {
               this.options = options || {};
-              this.events = [];          // every event, in seq order
+              this.events = [];          // the events kept, in seq order
+              this.dropped = 0;          // older events no longer kept (options.limit)
               this.visible = [];         // indices into events that pass the filter
               this.lanes = [];           // central addresses, in order of appearance
               this.laneIndex = new Map();  // central address → its index in lanes
@@ -1166,6 +1172,12 @@ extension DashboardAssets {
                 }
               }
               if (!sorted) this.events.sort((a, b) => a.seq - b.seq);
+              const limit = this.options.limit;
+              if (limit && this.events.length > limit) {
+                const excess = this.events.length - limit;
+                this.events.splice(0, excess);
+                this.dropped += excess;
+              }
               if (lanesChanged) this.renderHeader();
               this.refilter();
             }
@@ -1184,6 +1196,7 @@ extension DashboardAssets {
 
             clear() {
               this.events = [];
+              this.dropped = 0;
               this.lanes = [];
               this.laneIndex = new Map();
               this.renderHeader();

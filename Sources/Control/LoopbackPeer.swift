@@ -6,8 +6,9 @@ import NIOCore
 
 /// Who is at the other end of a TCP connection from this machine: the uid owning the client's socket, asked of the
 /// kernel for that one socket (sock_diag, `SOCK_DIAG_BY_FAMILY` with the exact addresses and ports, as `ss` does).
-/// Loopback is not a user boundary; this lets the control API refuse other local users before it looks at a token
-/// (docs/security.md, "Control API").
+/// Loopback is not a user boundary, and neither is this machine's own LAN address (`--control 0.0.0.0` reached at
+/// it): a client whose address is one of this machine's is a local user. This lets the control API refuse other local
+/// users before it looks at a token (docs/security.md, "Control API").
 ///
 /// Why not `/proc/net/tcp`: reading and scanning the whole table per connection costs time in the number of sockets
 /// on the machine, which any user can raise; in the sandbox 2,000 connections of a hostile user stalled the API for
@@ -20,14 +21,18 @@ enum LoopbackPeer {
         /// A socket no process holds any more (the client closed it: FIN-WAIT, TIME-WAIT). The kernel reports uid 0
         /// for a time-wait entry, which is nobody's; such a connection is refused (its client cannot read an answer).
         case gone
+        /// A client on this machine whose socket the kernel did not report (no sock_diag, or it refused): nobody can
+        /// say which user it is, so it is refused, not left to the token alone.
+        case unknown
     }
 
-    /// The owner of the client's socket; nil when the client is not on this machine (not a loopback address) or
-    /// the kernel does not find its socket (no sock_diag).
+    /// The owner of the client's socket; nil when the client is not on this machine (its address is not one of this
+    /// machine's): then the token alone decides.
     static func owner(server: SocketAddress, client: SocketAddress) -> Owner? {
-        guard isLoopback(client), let request = request(client: client, server: server) else { return nil }
+        guard isLocal(client) else { return nil }
+        guard let request = request(client: client, server: server) else { return .unknown }
         let descriptor = socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkSockDiag)
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else { return .unknown }
         defer { close(descriptor) }
         // sockaddr_nl of the kernel: family AF_NETLINK, pid 0, no groups (12 bytes).
         var kernel = [UInt8](repeating: 0, count: 12)
@@ -39,11 +44,40 @@ enum LoopbackPeer {
                     socklen_t($0.count))
             }
         }
-        guard sent == request.count else { return nil }
+        guard sent == request.count else { return .unknown }
         // The kernel answers while handling the request: the reply is already queued (no wait).
         var reply = [UInt8](repeating: 0, count: 4096)
         let count = reply.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-        return count > 0 ? owner(inReply: Array(reply[..<count])) : nil
+        return (count > 0 ? owner(inReply: Array(reply[..<count])) : nil) ?? .unknown
+    }
+
+    /// Whether `address` is this machine's: loopback, or an address one of its interfaces has now.
+    static func isLocal(_ address: SocketAddress) -> Bool {
+        if isLoopback(address) { return true }
+        guard let (family, bytes, _) = parts(address) else { return false }
+        let wanted = (family, bytes)
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return false }
+        defer { freeifaddrs(list) }
+        var entry = list
+        while let current = entry {
+            defer { entry = current.pointee.ifa_next }
+            guard let raw = current.pointee.ifa_addr else { continue }
+            let own: (UInt8, [UInt8])?
+            switch Int32(raw.pointee.sa_family) {
+            case AF_INET:
+                own = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    (UInt8(AF_INET), withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } + [UInt8](repeating: 0, count: 12))
+                }
+            case AF_INET6:
+                own = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    (UInt8(AF_INET6), withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+                }
+            default: own = nil
+            }
+            if let own, own.0 == wanted.0, own.1 == wanted.1 { return true }
+        }
+        return false
     }
 
     static let netlinkSockDiag: Int32 = 4
@@ -73,17 +107,21 @@ enum LoopbackPeer {
         return message.count == 72 ? message : nil
     }
 
-    /// The family, the 16-byte address field (network order) and the port (network order) of an address.
+    /// The family, the 16-byte address field (network order) and the port (network order) of an address. An IPv4
+    /// address mapped into IPv6 (`::ffff:a.b.c.d`: an IPv4 client of a dual-stack server) is IPv4: the client's socket
+    /// is an IPv4 one, and the kernel files it there.
     static func parts(_ address: SocketAddress) -> (UInt8, [UInt8], [UInt8])? {
         switch address {
         case .v4(let v4):
             let bytes = withUnsafeBytes(of: v4.address.sin_addr) { Array($0) } + [UInt8](repeating: 0, count: 12)
             return (UInt8(AF_INET), bytes, withUnsafeBytes(of: v4.address.sin_port) { Array($0) })
         case .v6(let v6):
-            return (
-                UInt8(AF_INET6), withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) },
-                withUnsafeBytes(of: v6.address.sin6_port) { Array($0) }
-            )
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            let port = withUnsafeBytes(of: v6.address.sin6_port) { Array($0) }
+            if bytes[..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+                return (UInt8(AF_INET), Array(bytes[12..<16]) + [UInt8](repeating: 0, count: 12), port)
+            }
+            return (UInt8(AF_INET6), bytes, port)
         default:
             return nil
         }

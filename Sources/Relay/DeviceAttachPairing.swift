@@ -8,17 +8,25 @@ import Emulator
 /// agent answers both legs (``RelayUpstream/devicePairing``), the control API's prompts included.
 public final class DeviceAttachPairing: PairingHandler {
     let device: DeviceQuery
+    let adapter: String
     let settings: DevicePairing
     let say: @Sendable (String) -> Void
 
-    public init(device: DeviceQuery, settings: DevicePairing, say: @escaping @Sendable (String) -> Void) {
+    /// `adapter`: the one the relay reaches the device on (`--upstream-adapter`); a request about a central on any
+    /// other adapter is not the device's, whatever its address or name.
+    public init(device: DeviceQuery, adapter: String, settings: DevicePairing, say: @escaping @Sendable (String) -> Void) {
         self.device = device
+        self.adapter = adapter
         self.settings = settings
         self.say = say
     }
 
-    public func answer(_ request: PairingRequest) async -> PairingAnswer {
+    public func answer(_ request: PairingRequest, on adapterName: String) async -> PairingAnswer {
         let peer = request.central
+        guard adapterName == adapter else {
+            say("pairing with \(peer) on \(adapterName) (\(request)): refused (the device is reached on \(adapter))")
+            return .reject
+        }
         if case .address(let address) = device, address != peer {
             say("pairing with \(peer) (\(request)): refused (not the device)")
             return .reject

@@ -31,6 +31,9 @@ public final class RelayLink: RelayUpstream {
         /// How long a phone's operation waits for the link being made again (``reconnectWhenPhonesLeave``) before it
         /// is answered `failed`: within bluetoothd's 25 s wait for the mirror's answer.
         public var relinkWait: Duration = .seconds(15)
+        /// The shortest time between two remakings of the device's link (``reconnectWhenPhonesLeave``): a central
+        /// that connects and leaves in a loop cannot keep the real device's link going down and up.
+        public var minimumRelinkInterval: Duration = .seconds(5)
 
         public init() {}
     }
@@ -56,6 +59,11 @@ public final class RelayLink: RelayUpstream {
         var phones = 0
         /// The link is dropped and made again on purpose (``Options/reconnectWhenPhonesLeave``): not a loss.
         var cycling = false
+        /// When the last remaking began, and how many there were.
+        var lastCycle: ContinuousClock.Instant?
+        var cycles = 0
+        /// A remaking is scheduled and has not begun yet.
+        var relinkScheduled = false
     }
 
     public let recording: RelayRecording
@@ -63,12 +71,15 @@ public final class RelayLink: RelayUpstream {
     private let adapterName: String
     private let address: BluetoothAddress
     public var deviceAddress: BluetoothAddress { address }
+    public var deviceAdapter: String { adapterName }
     public var devicePairing: DevicePairing { options.pairing }
     private let profile: DeviceProfile
     private let options: Options
     private let state: Mutex<State>
     private let pending = Mutex(Pending())
     private let tasks = Mutex<[Task<Void, Never>]>([])
+    /// The one remaking of the link under way or last (``Options/reconnectWhenPhonesLeave``): never more than one.
+    private let cycleTask = Mutex<Task<Void, Never>?>(nil)
 
     /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
     public init(
@@ -142,6 +153,7 @@ public final class RelayLink: RelayUpstream {
             return (state.device, Array(state.subscriptions.values))
         }
         for task in tasks.withLock({ $0 }) { task.cancel() }
+        cycleTask.withLock { $0?.cancel() }
         pending.withLock { $0.queue = [] }
         for subscription in subscriptions { await subscription.stop() }
         if let device {
@@ -236,22 +248,45 @@ public final class RelayLink: RelayUpstream {
             state.phones = max(0, state.phones + (connected ? 1 : -1))
             return state.phones == 0 && !connected
         }
-        if last, options.reconnectWhenPhonesLeave {
-            let cycling = Task { [weak self] in
-                guard let self else { return }
-                await self.reconnect()
+        guard last, options.reconnectWhenPhonesLeave else { return }
+        let now = ContinuousClock.now
+        enum Decision { case relink, busy, recent }
+        let decision = state.withLock { state -> Decision in
+            guard !state.cycling, !state.relinkScheduled, !state.stopped else { return .busy }
+            guard state.lastCycle.map({ now - $0 >= options.minimumRelinkInterval }) ?? true else { return .recent }
+            state.relinkScheduled = true
+            return .relink
+        }
+        switch decision {
+        case .busy: return  // the remaking under way serves this departure too
+        case .recent:
+            await pending.withLock { $0.emulator }?.relayNote(
+                "relay: the last phone left, and the device's link was made again less than \(Self.seconds(options.minimumRelinkInterval)) ago: kept"
+            )
+        case .relink:
+            // One task at a time (the flag above), kept in one slot: a central coming and going piles nothing up.
+            cycleTask.withLock { slot in
+                slot = Task { [weak self] in
+                    guard let self else { return }
+                    await self.reconnect()
+                }
             }
-            tasks.withLock { $0.append(cycling) }
         }
     }
+
+    /// How often the device's link was made again because the last phone left.
+    public var relinks: Int { state.withLock { $0.cycles } }
 
     /// The last phone left (``Options/reconnectWhenPhonesLeave``): drops the device's link and makes it again. A
     /// phone that connects meanwhile is answered once the link is back (``Options/relinkWait`` at most); if the
     /// device cannot be reached again, the usual loss follows (``follow(_:)``).
     private func reconnect() async {
         let device = state.withLock { state -> RemoteDevice? in
+            state.relinkScheduled = false
             guard state.attached, !state.stopped, !state.cycling, state.phones == 0 else { return nil }
             state.cycling = true
+            state.lastCycle = ContinuousClock.now
+            state.cycles += 1
             state.attached = false
             state.wholeValues = [:]
             return state.device
@@ -381,8 +416,10 @@ public final class RelayLink: RelayUpstream {
         error.attError.flatMap(ATTError.init(sending:)) ?? .failed
     }
 
-    static func seconds(since start: ContinuousClock.Instant) -> String {
-        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+    static func seconds(since start: ContinuousClock.Instant) -> String { seconds(ContinuousClock.now - start) }
+
+    static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
         let tenths = seconds * 10 + attoseconds / 100_000_000_000_000_000
         return "\(tenths / 10).\(tenths % 10) s"
     }

@@ -396,7 +396,7 @@ private struct Builder {
         }
         var fields: [(String, OrderedJSON)] = []
         var budget = AdvertisementPlacement()
-        if let name = (parts.lazy.compactMap(\.localName).first ?? replica.name).map({ advertisedName($0) }) {
+        if let name = (parts.lazy.compactMap(\.localName).first ?? replica.name).map({ advertisedName($0) }), !name.isEmpty {
             fields.append(("localName", .string(Self.textTemplate(name))))
             budget.scanResponse += 2 + name.utf8.count
         }
@@ -425,6 +425,13 @@ private struct Builder {
         var manufacturer: [(String, OrderedJSON)] = []
         var manufacturerBytes = 0
         for (company, data) in parts.flatMap(\.manufacturerData) where !manufacturer.contains(where: { $0.0 == Self.company(company) }) {
+            // bluetoothd refuses the whole advertisement with an empty value (an empty byte array it cannot parse).
+            guard !data.isEmpty else {
+                report.append(
+                    "advertisement: manufacturer data of company \(Self.company(company)) with no bytes left out: bluetoothd refuses the advertisement with it"
+                )
+                continue
+            }
             manufacturer.append((Self.company(company), .hex(data)))
             manufacturerBytes += 4 + data.count
         }
@@ -432,6 +439,13 @@ private struct Builder {
         var serviceData: [(String, OrderedJSON)] = []
         var serviceDataBytes = 0
         for (uuid, data) in parts.flatMap(\.serviceData) where !serviceData.contains(where: { $0.0 == Self.uuidText(uuid) }) {
+            // bluetoothd refuses the whole advertisement with an empty value: the UUID alone is what it said.
+            guard !data.isEmpty else {
+                report.append(
+                    "advertisement: service data of \(Self.uuidText(uuid)) with no bytes left out (bluetoothd refuses the advertisement with it)"
+                        + (services.contains(uuid) ? "" : "; the UUID is not among the advertised services either"))
+                continue
+            }
             serviceData.append((Self.uuidText(uuid), .hex(data)))
             serviceDataBytes += 2 + uuid.advertisedSize + data.count
         }
@@ -450,6 +464,10 @@ private struct Builder {
             // AD type 0 is reserved: no advertisement may carry it.
             guard structure.type.rawValue != 0 else {
                 report.append("advertisement: an AD structure of the reserved type 0x00 left out")
+                continue
+            }
+            guard !structure.data.isEmpty else {
+                report.append("advertisement: an empty \(structure.type) structure left out: bluetoothd refuses the advertisement with it")
                 continue
             }
             guard !AdvertisingData.typesBlueZRefusesInData.contains(structure.type.rawValue) else {
@@ -477,7 +495,9 @@ private struct Builder {
 
     mutating func fallbackAdvertisement() -> OrderedJSON? {
         var fields: [(String, OrderedJSON)] = []
-        if let name = replica.name.map({ advertisedName($0) }) { fields.append(("localName", .string(Self.textTemplate(name)))) }
+        if let name = replica.name.map({ advertisedName($0) }), !name.isEmpty {
+            fields.append(("localName", .string(Self.textTemplate(name))))
+        }
         if let service = emulatedServices.first(where: \.isPrimary) {
             fields.append(("serviceUUIDs", .array([.string(Self.uuidText(service.uuid))])))
         }
@@ -486,7 +506,16 @@ private struct Builder {
 
     /// `name` as the scan response can carry it, shortened (and reported) when it is longer: a GAP Device Name
     /// or an extended advertisement's name may be; the device itself advertised it shortened.
-    mutating func advertisedName(_ name: String) -> String {
+    mutating func advertisedName(_ recorded: String) -> String {
+        // bluetoothd takes the name as a D-Bus string, which cannot hold a NUL: a name padded with NULs (a fixed-size
+        // field in the firmware) is advertised as what comes before the first one.
+        var name = recorded
+        if let nul = recorded.firstIndex(of: "\u{0}") {
+            name = String(recorded[..<nul])
+            report.append(
+                "advertisement: the name \(recorded.debugDescription) has NUL bytes (\(recorded.utf8.count - name.utf8.count) bytes from the first): "
+                    + "advertised as \(name.debugDescription), bluetoothd cannot carry a NUL")
+        }
         let advertised = AdvertisingData.scanResponseName(name)
         if advertised != name {
             report.append(

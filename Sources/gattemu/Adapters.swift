@@ -1,8 +1,11 @@
 import ArgumentParser
 import BlueZ
 import FoundationEssentials
+import TextEscaping
 
-/// List the Bluetooth adapters bluetoothd knows, with what they can do for advertising.
+/// List the Bluetooth adapters bluetoothd knows, with what they can do for advertising. What bluetoothd says is
+/// escaped for the terminal (``TerminalText``): any local user may set an adapter's alias, and `gattemu relay` copies a
+/// real device's name into one.
 struct Adapters: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "adapters", abstract: "List adapters: address, power, advertising instances, supported includes.")
@@ -10,7 +13,7 @@ struct Adapters: AsyncParsableCommand {
     func run() async throws {
         let stack: BlueZStack
         do {
-            stack = try await BlueZStack.connect()
+            stack = try await BlueZStack.connect(bus: .ofThisCommand)
         } catch {
             throw Failure.runtime(error.description)
         }
@@ -19,9 +22,11 @@ struct Adapters: AsyncParsableCommand {
             if adapters.isEmpty { print("no adapters") }
             for adapter in adapters {
                 let instances = adapter.supportedInstances.map { "\($0) free advertising instances" } ?? "no LE advertising"
+                let includes = adapter.supportedIncludes.joined(separator: ",")
                 print(
-                    "\(adapter.name)  \(adapter.address)  \(adapter.powered ? "powered" : "off")  \(instances)  includes: \(adapter.supportedIncludes.joined(separator: ",").isEmpty ? "-" : adapter.supportedIncludes.joined(separator: ","))  alias \"\(adapter.alias)\""
-                )
+                    TerminalText.escaped(
+                        "\(adapter.name)  \(adapter.address)  \(adapter.powered ? "powered" : "off")  \(instances)  includes: \(includes.isEmpty ? "-" : includes)  alias \"\(adapter.alias)\""
+                    ))
             }
         } catch {
             await stack.close()

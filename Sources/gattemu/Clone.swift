@@ -69,7 +69,7 @@ struct Clone: AsyncParsableCommand {
         var options = DeviceRecorder.Options()
         options.scanTimeout = .milliseconds(Int64(scanTimeout * 1000))
         options.listen = .milliseconds(Int64(listen * 1000))
-        let bus = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"].map(DBusBus.address) ?? .system
+        let bus = DBusBus.ofThisCommand
         let stack: BlueZStack
         do {
             stack = try await BlueZStack.connect(bus: bus)

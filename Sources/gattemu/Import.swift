@@ -133,6 +133,11 @@ struct Import: ParsableCommand {
         for choice in choices {
             text += "  " + choice.description + "\n"  // escapes the names itself
         }
+        if trace.untrackedAdvertisingReports > 0 {
+            text +=
+                "and \(trace.untrackedAdvertisingReports) advertising reports of advertisers past the first \(CaptureTrace.maximumAdvertisers), not listed "
+                + "(a device among them that was connected to is listed by its connections)\n"
+        }
         if trace.problemCount > 0 {
             text += "damaged: \(trace.problemCount) problems, the first: \(trace.problems.first.map { "\($0)" } ?? "?")\n"
         }

@@ -106,9 +106,9 @@ struct RelayCommand: AsyncParsableCommand {
             throw Failure.badInput("--scan-timeout \(scanTimeout): more than 0, at most 600 seconds")
         }
         if let output { try ReplicaOutput.checkWritable(output) }
-        if let capture { try ReplicaOutput.checkWritable(capture) }
+        if let capture { try ReplicaOutput.checkWritable(capture, option: "--capture") }
 
-        let bus = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"].map(DBusBus.address) ?? .system
+        let bus = DBusBus.ofThisCommand
         // One thread for both legs: the device's notifications are read where the mirror sends them, and a phone's
         // write reaches the device's connection without a thread hop.
         let loop: DBusEventLoop
@@ -140,16 +140,17 @@ struct RelayCommand: AsyncParsableCommand {
         // table is read. The emulator's agent takes over once the mirror runs.
         let say: @Sendable (String) -> Void = { line in DescriptorOutput.writeError("gattemu: relay: \(TerminalText.escaped(line))\n") }
         let attachAgent: PairingAgent
+        let upstream: Adapter
         do {
+            upstream = try await stack.adapter(upstreamAdapter)
             attachAgent = try await PairingAgent.register(
                 capability: DevicePairing.agentCapability,
-                handler: DeviceAttachPairing(device: query, settings: pairingSettings, say: say), stack: stack)
+                handler: DeviceAttachPairing(device: query, adapter: upstream.name, settings: pairingSettings, say: say), stack: stack)
         } catch {
             await stack.close()
             throw Failure.runtime(error.description)
         }
         do {
-            let upstream = try await stack.adapter(upstreamAdapter)
             session = try await RelaySession.attach(query, adapter: upstream, options: recorderOptions) { line in say(line) }
         } catch let error as BlueZError {
             await attachAgent.unregister()
@@ -227,7 +228,7 @@ struct RelayCommand: AsyncParsableCommand {
         guard outputs.writesAnything else { return }
         let written: RelayOutputs.Written
         do {
-            written = try outputs.write()
+            written = try outputs.write(rescuing: true)
         } catch {
             throw Failure.runtime(error.message)
         }
@@ -243,6 +244,7 @@ struct RelayCommand: AsyncParsableCommand {
             throw Failure.runtime(
                 "the recorded profile does not load (a gattemu bug; please report it):\n" + written.problems.joined(separator: "\n"))
         }
+        if !written.rescued.isEmpty { throw Failure.runtime(written.rescued.joined(separator: "; ")) }
     }
 }
 

@@ -2,14 +2,15 @@ import Bluetooth
 import CaptureExport
 import Emulator
 import FoundationEssentials
+import PrivateFiles
 import Profile
 import Relay
 import Replica
 import Synchronization
 
 /// Where `gattemu relay` writes the session: the profile (`-o`) and the btsnoop capture (`--capture`), on exit
-/// and for each `POST /v1/relay/snapshot`. Writes are atomic (a reader sees the old file or the new one) and
-/// one at a time.
+/// and for each `POST /v1/relay/snapshot`. Writes are atomic (a reader sees the old file or the new one), private
+/// (``PrivateFile``) and one at a time.
 final class RelayOutputs: Sendable {
     /// What one write did: the snapshot the API answers, report lines for the terminal, and the problems of a
     /// profile that does not load (a gattemu bug: it is written all the same).
@@ -18,6 +19,8 @@ final class RelayOutputs: Sendable {
         var profileReport: [String] = []
         var captureReport: [String] = []
         var problems: [String] = []
+        /// What could not be written where asked, and where it went instead.
+        var rescued: [String] = []
     }
 
     let profile: String?
@@ -38,10 +41,13 @@ final class RelayOutputs: Sendable {
 
     var writesAnything: Bool { profile != nil || capture != nil }
 
-    /// The session so far, written to both paths given.
-    func write() throws(ControlFailure) -> Written {
+    /// The session so far, written to both paths given. `rescuing` (at exit, the session's last chance): a path that
+    /// cannot take its file gets it in a new private folder instead (``PrivateFile/rescueFolder(environment:)``),
+    /// said in ``Written/rescued``.
+    func write(rescuing: Bool = false) throws(ControlFailure) -> Written {
         try writing.withLock { _ throws(ControlFailure) -> Written in
             let replica = session.recordedReplica(recording)
+            var rescue: String?
             var written = Written(
                 snapshot: RelaySnapshot(operations: replica.conversation.count, notRecorded: recording.conversation.dropped))
             if let profile {
@@ -51,10 +57,10 @@ final class RelayOutputs: Sendable {
                 } catch {
                     written.problems.append("\(error)")
                 }
-                try Self.write(Array(result.text.utf8), to: profile)
-                written.snapshot.profile = profile
+                let path = try place(Array(result.text.utf8), at: profile, rescuing: rescuing, into: &rescue, &written.rescued)
+                written.snapshot.profile = path
                 written.profileReport =
-                    ["relayed \(session.device.label): \(replica.conversation.count) operations recorded", "profile written to \(profile)"]
+                    ["relayed \(session.device.label): \(replica.conversation.count) operations recorded", "profile written to \(path)"]
                     + result.report.map { "- " + $0 }
             }
             if let capture {
@@ -63,20 +69,35 @@ final class RelayOutputs: Sendable {
                         if case .connected(let address?) = event.kind { address } else { nil }
                     }.first ?? .zero
                 let export = BTSnoopExport.write(replica, central: central, start: startedAt)
-                try Self.write(export.bytes, to: capture)
-                written.snapshot.capture = capture
+                let path = try place(export.bytes, at: capture, rescuing: rescuing, into: &rescue, &written.rescued)
+                written.snapshot.capture = path
                 written.snapshot.captureRecords = export.frames
-                written.captureReport = ["capture of \(export.frames) records written to \(capture)"] + export.notes.map { "- " + $0 }
+                written.captureReport = ["capture of \(export.frames) records written to \(path)"] + export.notes.map { "- " + $0 }
             }
             return written
         }
     }
 
-    private static func write(_ bytes: [UInt8], to path: String) throws(ControlFailure) {
+    /// Writes privately (0600: a recording holds the device's conversation, a lock's unlock exchange) to `path`, or
+    /// when `rescuing` and that fails, to the rescue folder (made on the first need); the path written.
+    private func place(
+        _ bytes: [UInt8], at path: String, rescuing: Bool, into rescue: inout String?, _ rescued: inout [String]
+    ) throws(ControlFailure) -> String {
         do {
-            try Data(bytes).write(to: URL(filePath: path), options: .atomic)
+            try PrivateFile.write(bytes, to: path)
+            return path
         } catch {
-            throw ControlFailure(.unavailable, "cannot write \(path): \(error)")
+            guard rescuing else { throw ControlFailure(.unavailable, "cannot write \(error)") }
+            do {
+                let folder = try rescue ?? PrivateFile.rescueFolder(environment: ProcessInfo.processInfo.environment)
+                rescue = folder
+                let instead = folder + "/" + (path.split(separator: "/").last.map(String.init) ?? "session")
+                try PrivateFile.write(bytes, to: instead)
+                rescued.append("cannot write \(error): written to \(instead) instead")
+                return instead
+            } catch let second {
+                throw ControlFailure(.unavailable, "cannot write \(error), nor anywhere else (\(second)): the session is lost")
+            }
         }
     }
 }

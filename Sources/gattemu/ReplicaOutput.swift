@@ -1,6 +1,7 @@
 import ArgumentParser
 import Emulator
 import FoundationEssentials
+import PrivateFiles
 import Profile
 import Replica
 import TextEscaping
@@ -10,18 +11,16 @@ import TextEscaping
 #endif
 
 /// Delivering a reconstructed profile (`import`, `clone`): checked as `gattemu run` would load it, written
-/// atomically to `-o` (or to standard output), and the report after it.
+/// atomically and privately to `-o` (``PrivateFile``: it holds a device's conversation), or to standard output, and
+/// the report after it.
 enum ReplicaOutput {
     /// Bad input (exit 2) unless `path` can be written: its directory exists and is writable, and the path is
-    /// not something other than a regular file.
-    static func checkWritable(_ path: String) throws {
-        var info = stat()
-        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
-            throw Failure.badInput("-o \(path): exists and is not a regular file")
-        }
-        let directory = path.contains("/") ? String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) : "."
-        if access(directory.isEmpty ? "/" : directory, W_OK) != 0 {
-            throw Failure.badInput("-o \(path): cannot write in \(directory.isEmpty ? "/" : directory)")
+    /// not a symbolic link or something other than a regular file (``PrivateFile/checkReplaceable(_:)``).
+    static func checkWritable(_ path: String, option: String = "-o") throws {
+        do {
+            try PrivateFile.checkReplaceable(path)
+        } catch {
+            throw Failure.badInput("\(option) \(error)")
         }
     }
 
@@ -40,9 +39,9 @@ enum ReplicaOutput {
         var report = header
         if let output {
             do {
-                try Data(text.utf8).write(to: URL(filePath: output), options: .atomic)
+                try PrivateFile.write(Array(text.utf8), to: output)
             } catch {
-                throw Failure.runtime("cannot write \(output): \(error)")
+                throw Failure.runtime("cannot write \(error)")
             }
             report.append("profile written to \(output)")
         } else {

@@ -3,6 +3,7 @@ import Control
 import ControlContract
 import Emulator
 import FoundationEssentials
+import PrivateFiles
 import TextEscaping
 
 #if canImport(Glibc)
@@ -17,7 +18,8 @@ struct Report: ParsableCommand {
             "Turn an events file (gattemu run --events FILE) into one self-contained HTML file: sequence diagram, per-central lanes, faults highlighted, summary counts.",
         discussion: """
             The file is read as a stream, one JSON event per line; at most --max-events events are kept (the latest; \
-            the report says how many were cut), a line may be at most 1 MiB and the file at most 256 MiB. The HTML \
+            the report says how many were cut), and at most 64 MiB of them (values and details past 2 KiB are cut in \
+            the report, and said to be); a line may be at most 1 MiB and the file at most 256 MiB. The HTML \
             works offline and runs only its own scripts (Content-Security-Policy with their hashes); every text from \
             the events is data, never markup. The report is written with mode 0600 (it holds what the events file \
             holds) and never through a symbolic link. \
@@ -37,16 +39,27 @@ struct Report: ParsableCommand {
     static let maximumLine = 1 << 20
     /// The most bytes read from an events file: about two million events of a typical run (~130 bytes a line).
     static let maximumBytes = 256 << 20
+    /// The most bytes of events a report holds (the page, and the memory making it, follow): the latest that fit.
+    static let maximumKeptBytes = 64 << 20
+    /// A value (hex) or detail longer than this is cut in the report (the events file keeps it whole).
+    static let maximumField = 4096
 
     func validate() throws {
         guard (1...1_000_000).contains(maxEvents) else { throw ValidationError("--max-events: from 1 to 1000000") }
     }
 
     func run() throws {
-        let (kept, total, cut) = try Self.read(events, maximum: maxEvents)
+        let (kept, total, cut, shortened) = try Self.read(events, maximum: maxEvents)
         var notes: [String] = []
         if cut > 0 {
-            notes.append("The first \(cut) of \(total) events were cut (--max-events \(maxEvents)); the latest \(kept.count) are shown.")
+            notes.append(
+                "The first \(cut) of \(total) events were cut (at most --max-events \(maxEvents), and \(Self.maximumKeptBytes >> 20) MiB of them); "
+                    + "the latest \(kept.count) are shown.")
+        }
+        if shortened > 0 {
+            notes.append(
+                "\(shortened) events have a value or detail longer than \(Self.maximumField) characters, cut here; the events file has them whole."
+            )
         }
         let html = Self.html(events: kept, notes: notes, title: events)
         do {
@@ -61,7 +74,7 @@ struct Report: ParsableCommand {
 
     /// Streams `path`, decoding each line as an ``Event``; keeps the latest `maximum`. Bad input throws
     /// `Failure.badInput` with file:line.
-    static func read(_ path: String, maximum: Int) throws -> (events: [Event], total: Int, cut: Int) {
+    static func read(_ path: String, maximum: Int) throws -> (events: [Event], total: Int, cut: Int, shortened: Int) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Failure.badInput("\(path): cannot read it: \(String(cString: strerror(errno)).lowercased())") }
         defer { close(descriptor) }
@@ -74,9 +87,15 @@ struct Report: ParsableCommand {
         if (info.st_mode & S_IFMT) == S_IFREG, info.st_size > maximumBytes { throw tooLarge }
         var bytesRead = 0
         let decoder = JSONDecoder()
-        var ring: [Event] = []
-        ring.reserveCapacity(min(maximum, 16_384))
-        var start = 0
+        // The latest events, oldest first from `head`, at most `maximum` and `maximumKeptBytes` of them.
+        var kept: [Event] = []
+        var head = 0
+        var keptBytes = 0
+        var shortened = 0
+        func size(_ event: Event) -> Int {
+            64 + (event.value?.utf8.count ?? 0) + (event.detail?.utf8.count ?? 0) + (event.central?.utf8.count ?? 0)
+                + (event.characteristic?.utf8.count ?? 0)
+        }
         var total = 0
         var lineNumber = 0
         var pending: [UInt8] = []
@@ -87,18 +106,29 @@ struct Report: ParsableCommand {
             var line = line
             if line.last == 0x0D { line = line.dropLast() }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
-            let event: Event
+            var event: Event
             do {
                 event = try decoder.decode(Event.self, from: Data(line))
             } catch {
                 throw Failure.badInput("\(path):\(lineNumber): not an event: \(Self.reason(error)) \(hint)")
             }
             total += 1
-            if ring.count < maximum {
-                ring.append(event)
-            } else {
-                ring[start] = event
-                start = (start + 1) % maximum
+            if let value = event.value, value.utf8.count > maximumField {
+                event.value = String(value.utf8.prefix(maximumField)) ?? ""
+                shortened += 1
+            } else if let detail = event.detail, detail.utf8.count > maximumField {
+                event.detail = String(detail.prefix(maximumField / 4)) + "…"
+                shortened += 1
+            }
+            kept.append(event)
+            keptBytes += size(event)
+            while kept.count - head > maximum || keptBytes > maximumKeptBytes {
+                keptBytes -= size(kept[head])
+                head += 1
+            }
+            if head > 65_536, head * 2 > kept.count {
+                kept.removeFirst(head)
+                head = 0
             }
         }
         while true {
@@ -123,8 +153,8 @@ struct Report: ParsableCommand {
         }
         if !pending.isEmpty { try handle(pending[...]) }
         guard total > 0 else { throw Failure.badInput("\(path): no events \(hint)") }
-        let ordered = Array(ring[start...] + ring[..<start])
-        return (ordered, total, total - ordered.count)
+        let latest = Array(kept[head...])
+        return (latest, total, total - latest.count, shortened)
     }
 
     static func reason(_ error: any Error) -> String {
@@ -191,28 +221,25 @@ struct Report: ParsableCommand {
             """
     }
 
-    /// Writes `text` to `path`, created with mode 0600, never through a symbolic link (`O_NOFOLLOW`); an existing
-    /// regular file is truncated and its mode made 0600: the report holds what the events file (0600) holds.
+    /// Writes `text` to `path` privately (``PrivateFile``: mode 0600, renamed into place, never through a link): the
+    /// report holds what the events file (0600) holds. A character device or FIFO at `path` (`/dev/null`,
+    /// `/dev/stdout`) is written to as it is.
     static func write(_ text: String, to path: String) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw ReportWriteError(
-                errno == ELOOP ? "it is a symbolic link (give the real path)" : String(cString: strerror(errno)).lowercased())
-        }
-        defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw ReportWriteError(String(cString: strerror(errno)).lowercased()) }
-        if (info.st_mode & S_IFMT) == S_IFREG {
-            guard ftruncate(descriptor, 0) == 0, fchmod(descriptor, 0o600) == 0 else {
-                throw ReportWriteError(String(cString: strerror(errno)).lowercased())
+        let kind = lstat(path, &info) == 0 ? info.st_mode & S_IFMT : 0
+        guard kind == S_IFCHR || kind == S_IFIFO else {
+            do {
+                return try PrivateFile.write(Array(text.utf8), to: path)
+            } catch .refused(_, let why), .failed(_, let why) {
+                throw ReportWriteError(why)
             }
         }
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { throw ReportWriteError(String(cString: strerror(errno)).lowercased()) }
-            bytes = bytes.dropFirst(written)
+        let descriptor = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ReportWriteError(String(cString: strerror(errno)).lowercased()) }
+        defer { close(descriptor) }
+        var bytes = Array(text.utf8)
+        guard DescriptorOutput.writeAll(&bytes, to: descriptor) == 0 else {
+            throw ReportWriteError(String(cString: strerror(errno)).lowercased())
         }
     }
 }

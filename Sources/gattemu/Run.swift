@@ -7,6 +7,7 @@ import FoundationEssentials
 import Logging
 import NIOCore
 import Profile
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -66,27 +67,57 @@ enum NotifyPathArgument: String, ExpressibleByArgument, CaseIterable {
 
 extension EventLog.Format: ExpressibleByArgument {}
 
-/// Waits for one of a set of signals without installing a C handler (uses dispatch sources).
+/// The first of a set of signals, without a C handler (dispatch sources): kept once it came, so that each stage
+/// of a run (starting, serving) may wait for it, and a wait that is cancelled ends (nil) without losing it.
 ///
-/// `@unchecked Sendable`: `sources` is written once in `init` and only kept alive afterwards.
+/// `@unchecked Sendable`: `sources` is written once in `init` and only kept alive afterwards; the rest is in `state`.
 final class SignalWaiter: @unchecked Sendable {
-    private let stream: AsyncStream<Int32>
-    private let sources: [any DispatchSourceSignal]
+    private struct State {
+        var signal: Int32?
+        var waiters: [Int: CheckedContinuation<Int32?, Never>] = [:]
+        var nextWaiter = 0
+    }
+
+    private let state = Mutex(State())
+    private var sources: [any DispatchSourceSignal] = []
 
     init(_ numbers: [Int32]) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        self.stream = stream
         sources = numbers.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
+            source.setEventHandler { [weak self] in self?.deliver(number) }
             source.resume()
             return source
         }
     }
 
-    func next() async -> Int32 {
-        for await number in stream { return number }
-        return 0
+    private func deliver(_ number: Int32) {
+        let waiting = state.withLock { state -> [CheckedContinuation<Int32?, Never>] in
+            if state.signal == nil { state.signal = number }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiting { waiter.resume(returning: number) }
+    }
+
+    /// The first signal (at once if it already came); nil when the waiting task is cancelled first.
+    func first() async -> Int32? {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
+                let now = state.withLock { state -> Int32?? in
+                    if let signal = state.signal { return .some(signal) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiters[id] = continuation
+                    return .none
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
+        }
     }
 }

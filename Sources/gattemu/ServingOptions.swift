@@ -8,6 +8,7 @@ import FoundationEssentials
 import Logging
 import NIOCore
 import Profile
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -63,6 +64,12 @@ struct ServingOptions: ParsableArguments {
             "Let web pages of this origin call the control API (repeatable, exact, e.g. http://localhost:3000).", valueName: "origin"))
     var controlAllowOrigin: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Let the members of this group use the control API from this machine without the token (repeatable; the kernel says who connects): a tester's account for the packaged service.",
+            valueName: "group"))
+    var controlAllowGroup: [String] = []
+
     @Option(help: ArgumentHelp("Inject the faults of this JSON scenario file (see docs/control.md).", valueName: "file"))
     var scenario: String?
 
@@ -87,11 +94,17 @@ struct ServingOptions: ParsableArguments {
             }
             token = ControlTokenFile.newToken()
         }
-        let access: ControlAccess
+        var access: ControlAccess
         do {
             access = try ControlAccess(allowedHosts: controlAllowHost, allowedOrigins: controlAllowOrigin)
         } catch {
             throw Failure.badInput(error.message)
+        }
+        for name in controlAllowGroup {
+            guard let group = ControlAccess.groupID(name) else {
+                throw Failure.badInput("--control-allow-group \(name): no such group on this machine")
+            }
+            access.allowedGroups.insert(group)
         }
         let faults = try profile.faults + loadScenario(scenario, for: profile)
         guard EventLog.capacityRange.contains(eventMemory) else {
@@ -108,7 +121,7 @@ struct ServingOptions: ParsableArguments {
         options.notifyPath = notifyPath.path
         options.seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
         options.exitOnLoss = exitOnLoss
-        if let address = ProcessInfo.processInfo.environment["GATTEMU_BUS_ADDRESS"] { options.bus = .address(address) }
+        if case .address(let address) = DBusBus.ofThisCommand { options.bus = .address(address) }
         let emulator: Emulator
         do {
             emulator = try Emulator(profile: profile, options: options, log: log, loop: loop)
@@ -124,6 +137,9 @@ struct ServingOptions: ParsableArguments {
             throw Failure.badInput(error.message)
         }
         let signals = SignalWaiter([SIGINT, SIGTERM])
+        // The first SIGINT or SIGTERM, whenever it comes: start-up races it (bluetoothd may take its D-Bus timeout
+        // to answer a call, 25 s, or never come: a stop asked for meanwhile is not kept waiting), and so does the run.
+        var stoppedWhileStarting: Int32?
         var controlTask: Task<Void, Never>?
         var tokenFile: String?
         defer { if let tokenFile, let token { ControlTokenFile.remove(path: tokenFile, token: token) } }
@@ -135,27 +151,58 @@ struct ServingOptions: ParsableArguments {
                 controlTask = try await startControl(server, log: log)
                 if makeTokenFile, let token { tokenFile = try writeTokenFile(token, server: server, environment: environment) }
             }
-            try await emulator.start()
-            for spec in faults { try await emulator.addFault(spec) }
-            server?.readiness.markReady()
-            if let server, let tokenFile, let token { announceToken(token, file: tokenFile, server: server) }
+            let starting = Task { try await emulator.start() }
+            // Whichever comes first; neither is waited for after (a start still waiting for bluetoothd is left to end
+            // with the connection, which stopping closes).
+            let race = await withCheckedContinuation { (continuation: CheckedContinuation<StartRace, Never>) in
+                let answered = Answered()
+                Task {
+                    do {
+                        try await starting.value
+                        if answered.first() { continuation.resume(returning: .started) }
+                    } catch {
+                        if answered.first() { continuation.resume(returning: .failed(error)) }
+                    }
+                }
+                Task {
+                    if let number = await signals.first(), answered.first() { continuation.resume(returning: .signal(number)) }
+                }
+            }
+            switch race {
+            case .started:
+                for spec in faults { try await emulator.addFault(spec) }
+                server?.readiness.markReady()
+                if let server, let tokenFile, let token { announceToken(token, file: tokenFile, server: server) }
+            case .failed(let error): throw error
+            case .signal(let number):
+                // Stopped while starting: what was registered goes, the log says why, exit 0 (a unit stopped while
+                // bluetoothd is slow is not a failure to restart for).
+                starting.cancel()
+                stoppedWhileStarting = number
+            }
         } catch {
             controlTask?.cancel()
             await emulator.stop()
             log.close()
             throw error as? Failure ?? Failure.runtime("\(error)")
         }
-        let ending = await withTaskGroup(of: Ending.self) { group in
-            group.addTask { .signal(await signals.next()) }
-            group.addTask {
-                for await reason in emulator.terminations { return .failure(reason) }
-                return .signal(0)
+        let ending: Ending
+        if let number = stoppedWhileStarting {
+            ending = .signal(number)
+            log.record(.note, detail: "signal \(number) while starting: shutting down")
+        } else {
+            ending = await withTaskGroup(of: Ending.self) { group in
+                group.addTask { .signal(await signals.first() ?? 0) }
+                group.addTask {
+                    for await reason in emulator.terminations { return .failure(reason) }
+                    return .signal(0)
+                }
+                let first = await group.next() ?? .signal(0)
+                group.cancelAll()
+                return first
             }
-            let first = await group.next() ?? .signal(0)
-            group.cancelAll()
-            return first
+            if case .signal(let number) = ending { log.record(.note, detail: "signal \(number): shutting down") }
         }
-        if case .signal(let number) = ending { log.record(.note, detail: "signal \(number): shutting down") }
         // Stop first so event streams carry everything up to `stopped`, end them, then let the
         // control server finish its open responses.
         await emulator.stop()
@@ -170,6 +217,23 @@ struct ServingOptions: ParsableArguments {
     private enum Ending: Sendable {
         case signal(Int32)
         case failure(String)
+    }
+
+    private enum StartRace: Sendable {
+        case started
+        case failed(any Error)
+        case signal(Int32)
+    }
+
+    /// True once: for the first of two racing tasks.
+    private final class Answered: Sendable {
+        private let done = Mutex(false)
+        func first() -> Bool {
+            done.withLock { done in
+                defer { done = true }
+                return !done
+            }
+        }
     }
 
     /// `--control`, checked before anything starts (bad input exits 2); nil for `off`.
@@ -223,20 +287,30 @@ struct ServingOptions: ParsableArguments {
     /// listens.
     func writeTokenFile(_ token: String, server: ControlServer, environment: [String: String]) throws -> String {
         do {
-            return try ControlTokenFile.write(token, port: server.boundPort ?? server.endpoint.port, environment: environment)
+            let written = try ControlTokenFile.writeSomewhere(
+                token, port: server.boundPort ?? server.endpoint.port, environment: environment)
+            if let instead = written.instead {
+                DescriptorOutput.writeError(
+                    "gattemu: \(instead)\ngattemu: the control token is in \(written.path) instead: gattemu ctl --control-token-file \(written.path)\n"
+                )
+            }
+            return written.path
         } catch {
             throw Failure.runtime(error.message)
         }
     }
 
-    /// Prints where the token is and the dashboard's address with the token in its fragment (never sent to the
-    /// server, nor in a `Referer`), on standard error only (the event log never holds the token), once the device
-    /// has started: a run that fails before then says only why (one line).
+    /// Prints where the token is and the dashboard's address, once the device has started (a run that fails before
+    /// then says only why, in one line), on standard error only: the event log never holds the token. On a terminal
+    /// the address carries the token in its fragment (never sent to the server, nor in a `Referer`), for a click;
+    /// anywhere else (a service's journal, a CI log, a file others may read) it does not.
     func announceToken(_ token: String, file path: String, server: ControlServer) {
         let host = ControlEndpoint.authority(
             server.endpoint.isWildcard ? "127.0.0.1" : server.endpoint.host, port: server.boundPort ?? server.endpoint.port)
-        DescriptorOutput.writeError(
-            "gattemu: control API token in \(path) (gattemu ctl reads it); dashboard: http://\(host)/#token=\(token)\n")
+        let dashboard =
+            isatty(STDERR_FILENO) != 0
+            ? "http://\(host)/#token=\(token)" : "http://\(host)/ (it asks for the token; not printed where it could be logged)"
+        DescriptorOutput.writeError("gattemu: control API token in \(path) (gattemu ctl reads it); dashboard: \(dashboard)\n")
     }
 
     /// `$GATTEMU_CONTROL_TOKEN`, unless unset or empty.

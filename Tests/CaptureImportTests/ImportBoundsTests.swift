@@ -33,6 +33,104 @@ import Testing
         return s
     }
 
+    /// A long snoop log with scanning on: 20,000 reports of one device (each with a counter in its manufacturer data)
+    /// are counted, not kept; the advertisement imported is still the last one before the connection, and the reports
+    /// after it do not change it.
+    @Test func advertisingReportsAreCountedNotKept() throws {
+        var s = CaptureScript()
+        func report(_ n: Int) -> [UInt8] {
+            [2, 0x01, 0x06, 5, 0x09] + Array("Lock".utf8) + [5, 0xFF, 0xFF, 0xFF, UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF)]
+        }
+        for batch in stride(from: 0, to: 10_000, by: 10) {  // ten reports: an event's parameters hold 255 bytes
+            s.event(SyntheticHCI.legacyAdvertisingReports((batch..<batch + 10).map { (0x00, 1, Self.device, report($0), -50) }))
+        }
+        s.command(SyntheticHCI.leCreateConnection(peer: Self.device, peerType: 1))
+        s.event(SyntheticHCI.leConnectionComplete(handle: 0x40, role: 0, peer: Self.device, peerType: 1))
+        s.att(handle: 0x40, .writeRequest, [9, 0, 1], from: Self.phone)
+        s.att(handle: 0x40, .writeResponse, [], from: Self.answer)
+        s.event(SyntheticHCI.disconnectionComplete(handle: 0x40))
+        for batch in stride(from: 10_000, to: 20_000, by: 10) {
+            s.event(SyntheticHCI.legacyAdvertisingReports((batch..<batch + 10).map { (0x00, 1, Self.device, report($0), -50) }))
+        }
+        let trace = try CaptureTrace.read(bytes: s.btsnoop(), scope: .survey)
+        let advertiser = try #require(trace.advertisers.first)
+        #expect(trace.advertisers.count == 1 && advertiser.reportCount == 20_000)
+        #expect(advertiser.reports.count == Advertiser.keptReports)
+        let replica = CaptureImport.replica(of: try CaptureImport.select(nil, in: trace), in: trace, source: "scanning")
+        #expect(replica.advertisingData == advertiser.advertisingData?.advertisingData)
+        #expect(
+            replica.advertisingData?.manufacturerData.first?.data == [UInt8(9_999 & 0xFF), UInt8(9_999 >> 8)],
+            "the last report before the connection")
+        #expect(replica.advertisingProvenance?.contains("(20000 reports from this device in the capture)") == true)
+    }
+
+    /// Two real devices that validated and did not run: one advertising service data with no payload (AD 0x16 with only
+    /// the 16-bit UUID: bluetoothd refused the advertisement), one whose name is padded with NULs (a D-Bus string
+    /// cannot hold one). The profile written is one bluetoothd takes, and the report says what changed.
+    @Test func advertisingBlueZCannotCarryIsAdaptedWithANote() throws {
+        var s = CaptureScript()
+        let advertising: [UInt8] = [2, 0x01, 0x06, 3, 0x03, 0x08, 0x18, 3, 0x16, 0x08, 0x18, 3, 0xFF, 0x59, 0x00]
+        let response: [UInt8] = [9, 0x09] + Array("Meter".utf8) + [0, 0, 0]
+        s.event(SyntheticHCI.legacyAdvertisingReports([(0x00, 1, Self.device, advertising, -50)]))
+        s.event(SyntheticHCI.legacyAdvertisingReports([(0x04, 1, Self.device, response, -50)]))
+        s.command(SyntheticHCI.leCreateConnection(peer: Self.device, peerType: 1))
+        s.event(SyntheticHCI.leConnectionComplete(handle: 0x40, role: 0, peer: Self.device, peerType: 1))
+        s.att(handle: 0x40, .writeRequest, [9, 0, 1], from: Self.phone)
+        s.att(handle: 0x40, .writeResponse, [], from: Self.answer)
+        s.event(SyntheticHCI.disconnectionComplete(handle: 0x40))
+        let trace = try CaptureTrace.read(bytes: s.btsnoop())
+        let replica = CaptureImport.replica(of: try CaptureImport.select(nil, in: trace), in: trace, source: "meter")
+        let result = ReplicaProfile(replica).build()
+        let diagnostics = ProfileValidator.validate(json: result.text, file: "meter.json")
+        #expect(diagnostics.filter { $0.severity == .error }.isEmpty, "\(diagnostics)\n\(result.text)")
+        let profile = try ProfileLoader.load(json: result.text, file: "meter.json")
+        let spec = profile.advertisement(variant: nil, environment: EngineEnvironment(adapterAddress: .zero))
+        #expect(spec.localName == "Meter")
+        #expect(spec.serviceData.isEmpty && spec.manufacturerData.isEmpty, "\(spec)")
+        #expect(spec.serviceUUIDs == [BluetoothUUID(0x1808)])
+        #expect(result.report.contains { $0.contains("service data of 1808 with no bytes left out") }, "\(result.report)")
+        #expect(result.report.contains { $0.contains("manufacturer data of company 0x0059 with no bytes left out") }, "\(result.report)")
+        #expect(result.report.contains { $0.contains("has NUL bytes") && $0.contains("advertised as \"Meter\"") }, "\(result.report)")
+    }
+
+    /// A million advertisers (a crowded room, or a made capture): the trace keeps the first
+    /// ``CaptureTrace/maximumAdvertisers`` and counts the rest's reports; the device connected to past them is still
+    /// found by its connection; and an error listing devices names the first ones and how many more.
+    @Test func advertisersPastTheLimitAreCountedAndListsAreCapped() throws {
+        var s = CaptureScript()
+        let extra = 30
+        let total = CaptureTrace.maximumAdvertisers + extra
+        for batch in stride(from: 0, to: total, by: 10) {  // ten reports: an event's parameters hold 255 bytes
+            var reports: [(type: UInt8, addressType: UInt8, address: BluetoothAddress, data: [UInt8], rssi: Int8)] = []
+            for n in batch..<min(batch + 10, total) {
+                let bytes: [UInt8] = [0xC1, 0, 0, UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+                reports.append((type: 0x00, addressType: 1, address: BluetoothAddress(bytes: bytes)!, data: [2, 0x01, 0x06], rssi: -60))
+            }
+            s.event(SyntheticHCI.legacyAdvertisingReports(reports))
+        }
+        for n in 0..<60 {
+            let address = BluetoothAddress(bytes: [0xD1, 0, 0, 0, 0, UInt8(n)])!
+            let handle = UInt16(0x40 + n)
+            s.event(SyntheticHCI.leConnectionComplete(handle: handle, role: 0, peer: address, peerType: 1))
+            s.att(handle: handle, .writeRequest, [9, 0, 1], from: Self.phone)
+            s.att(handle: handle, .writeResponse, [], from: Self.answer)
+            s.event(SyntheticHCI.disconnectionComplete(handle: handle))
+        }
+        let trace = try CaptureTrace.read(bytes: s.btsnoop(), scope: .survey)
+        #expect(trace.advertisers.count == CaptureTrace.maximumAdvertisers)
+        #expect(trace.untrackedAdvertisingReports == extra)
+        let choices = CaptureImport.choices(in: trace)
+        #expect(choices.filter { !$0.connections.isEmpty }.count == 60, "each connected device is a choice")
+        do {
+            _ = try CaptureImport.select(nil, in: trace)
+            Issue.record("60 connected devices: no choice to make alone")
+        } catch {
+            let lines = error.description.split(separator: "\n")
+            #expect(lines.count == 1 + CaptureImport.SelectionError.listedChoices + 1, "\(lines.count) lines")
+            #expect(lines.last?.contains("and 10 more (gattemu import --list shows them all)") == true, "\(lines.last ?? "")")
+        }
+    }
+
     /// Thousands of distinct GAP names read: the device keeps the first ``DistinctNames/limit``, each once,
     /// so choosing and naming the device stays linear in the capture.
     @Test func distinctNamesAreCapped() throws {

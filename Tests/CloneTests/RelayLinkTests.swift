@@ -102,6 +102,35 @@ import Testing
         withExtendedLifetime(rig) {}
     }
 
+    /// `--on-phone-disconnect reconnect` against a central that connects and leaves in a loop: the device's link is
+    /// made again once, not once per departure (at most once per ``RelayLink/Options/minimumRelinkInterval``).
+    @Test(.timeLimit(.minutes(5))) func aCentralComingAndGoingDoesNotKeepTheDevicesLinkCycling() async throws {
+        let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
+        defer { Task { await stack.close() } }
+        var options = RelayLink.Options()
+        options.reconnectWhenPhonesLeave = true
+        options.minimumRelinkInterval = .seconds(600)
+        let (link, _, ids) = link(session, stack, options: options)
+        let phone = try #require(BluetoothAddress("AA:BB:CC:DD:EE:01"))
+        for _ in 0..<20 {
+            await link.central(phone, connected: true)
+            await link.central(phone, connected: false)
+        }
+        let relinked = try await eventually { link.relinks == 1 }
+        try #require(relinked, "the last phone left: the device's link is made again once")
+        for _ in 0..<20 {
+            await link.central(phone, connected: true)
+            await link.central(phone, connected: false)
+        }
+        await link.central(phone, connected: true)
+        // Answered once the one remaking is over.
+        let read = try await link.read(GattAttributeID(characteristic: try #require(ids[Lock.session])), offset: 0)
+        #expect(read == Lock.sessionValue)
+        #expect(link.relinks == 1)
+        await link.stop(forget: true)
+        withExtendedLifetime(rig) {}
+    }
+
     /// A device whose notification answering a write reaches the relay before bluetoothd's reply to the write:
     /// the recording still has the write first (a replay rule fires the answer on the write, not on the write
     /// before it). Failed before the write was recorded at send time: the notification came first.

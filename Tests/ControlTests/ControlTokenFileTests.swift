@@ -48,6 +48,25 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: runtime + "/gattemu").isEmpty, "no temporary file left")
     }
 
+    /// A folder another user made first where gattemu keeps the token (`/tmp/gattemu-UID` with no `XDG_RUNTIME_DIR`)
+    /// does not stop the run: the token goes to a new folder of its own, and the caller is told why and where.
+    @Test func aPlantedFolderDoesNotStopTheRun() throws {
+        let runtime = try Self.runtime()
+        defer { try? FileManager.default.removeItem(atPath: runtime) }
+        let planted = runtime + "/gattemu"
+        try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
+        let token = ControlTokenFile.newToken()
+        let written = try ControlTokenFile.writeSomewhere(token, port: 8765, environment: ["XDG_RUNTIME_DIR": runtime])
+        #expect(written.instead?.contains("group or others may access it") == true, "\(written)")
+        #expect(written.path.hasPrefix("/tmp/gattemu-\(geteuid())-") && written.path.hasSuffix("/control-8765.token"), "\(written.path)")
+        #expect(Self.mode(written.path) == 0o600)
+        let folder = (written.path as NSString).deletingLastPathComponent
+        #expect(Self.mode(folder) == 0o700)
+        #expect(try String(contentsOfFile: written.path, encoding: .utf8) == token + "\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: planted).isEmpty, "nothing written where others could read it")
+        try FileManager.default.removeItem(atPath: folder)
+    }
+
     @Test func withoutXDGRuntimeDirTheFolderIsPerUserInTmp() {
         #expect(ControlTokenFile.directory(environment: [:]) == "/tmp/gattemu-\(geteuid())")
         #expect(ControlTokenFile.directory(environment: ["XDG_RUNTIME_DIR": "relative"]) == "/tmp/gattemu-\(geteuid())")

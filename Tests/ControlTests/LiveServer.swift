@@ -11,11 +11,11 @@ import Testing
 /// Runs `body` with a real ``ControlServer`` listening on 127.0.0.1 (a free port), then stops it.
 func withLiveServer<T>(
     _ target: any ControlTarget, token: String? = nil, access: ControlAccess = ControlAccess(),
-    limits: ControlLimits = ControlLimits(), ready: Bool = true,
+    limits: ControlLimits = ControlLimits(), ready: Bool = true, host: String = "127.0.0.1",
     _ body: (ControlServer, Int) async throws -> T
 ) async throws -> T {
     let server = try ControlServer(
-        endpoint: ControlEndpoint(host: "127.0.0.1", port: 0), token: token, target: target,
+        endpoint: ControlEndpoint(host: host, port: 0), token: token, target: target,
         access: access, limits: limits, ready: ready)
     var logger = Logger(label: "test.control")
     logger.logLevel = .critical
@@ -92,8 +92,8 @@ struct RawResponse {
 final class RawConnection: @unchecked Sendable {
     let descriptor: Int32
 
-    /// Connects; `receiveBuffer` shrinks the socket's receive buffer (a client that reads slowly).
-    init(port: Int, receiveBuffer: Int32? = nil) throws {
+    /// Connects to `host` (IPv4); `receiveBuffer` shrinks the socket's receive buffer (a client that reads slowly).
+    init(port: Int, receiveBuffer: Int32? = nil, host: String = "127.0.0.1") throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw RawHTTPError("socket: \(errno)") }
         if var size = receiveBuffer {
@@ -102,7 +102,7 @@ final class RawConnection: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -156,8 +156,10 @@ final class RawConnection: @unchecked Sendable {
 }
 
 /// Sends one request (`Connection: close`) and reads the whole answer (waiting up to a minute: a loaded machine).
-func rawRequest(port: Int, _ request: String, timeout: Duration = .seconds(60)) async throws -> RawResponse {
-    let connection = try RawConnection(port: port)
+func rawRequest(port: Int, _ request: String, timeout: Duration = .seconds(60), host: String = "127.0.0.1") async throws
+    -> RawResponse
+{
+    let connection = try RawConnection(port: port, host: host)
     try connection.send(request)
     let (bytes, _) = await connection.read(timeout: timeout)
     guard let response = RawResponse(bytes) else { throw RawHTTPError("no HTTP answer: \(String(decoding: bytes, as: UTF8.self))") }

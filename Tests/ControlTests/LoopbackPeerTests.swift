@@ -1,7 +1,11 @@
 import ControlContract
 import Emulator
 import Foundation
+import HTTPTypes
+import Logging
 import NIOCore
+import NIOEmbedded
+import NIOHTTPTypes
 import Testing
 
 @testable import Control
@@ -32,9 +36,12 @@ import Testing
                 client: try SocketAddress(ipAddress: "::1", port: 1), server: try SocketAddress(ipAddress: "127.0.0.1", port: 2)) == nil)
     }
 
-    @Test func onlyLoopbackClientsAreLookedUpAndErrorRepliesGiveNothing() throws {
+    @Test func onlyThisMachinesClientsAreLookedUpAndErrorRepliesGiveNothing() throws {
         let server = try SocketAddress(ipAddress: "127.0.0.1", port: 8765)
-        #expect(LoopbackPeer.owner(server: server, client: try SocketAddress(ipAddress: "10.0.0.2", port: 0xD431)) == nil)
+        // TEST-NET-2: no interface of a machine has it.
+        #expect(LoopbackPeer.owner(server: server, client: try SocketAddress(ipAddress: "198.51.100.7", port: 0xD431)) == nil)
+        #expect(!LoopbackPeer.isLocal(try SocketAddress(ipAddress: "198.51.100.7", port: 1)))
+        #expect(LoopbackPeer.isLocal(try SocketAddress(ipAddress: "::ffff:127.0.0.1", port: 1)))
         #expect(LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "127.8.9.1", port: 1)))
         #expect(LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "::ffff:127.0.0.1", port: 1)))
         #expect(!LoopbackPeer.isLoopback(try SocketAddress(ipAddress: "::ffff:10.0.0.1", port: 1)))
@@ -57,11 +64,12 @@ import Testing
             }
             let client = SocketAddress(local, host: "127.0.0.1")
             #expect(LoopbackPeer.owner(server: try SocketAddress(ipAddress: "127.0.0.1", port: port), client: client) == .user(geteuid()))
-            // A socket that does not exist (nobody connected from that port): not found, nothing made up.
+            // A socket that does not exist (nobody connected from that port): not found, nothing made up, and a client on
+            // this machine nobody can name is refused, not left to the token alone.
             #expect(
                 LoopbackPeer.owner(
                     server: try SocketAddress(ipAddress: "127.0.0.1", port: port),
-                    client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) == nil)
+                    client: try SocketAddress(ipAddress: "127.0.0.1", port: 1)) == .unknown)
         }
     }
 
@@ -102,6 +110,81 @@ import Testing
         reply[81] = 0x03
         reply[84] = 7
         #expect(LoopbackPeer.owner(inReply: reply) == .user(1000))
+    }
+
+    /// `--control 0.0.0.0` reached at this machine's own LAN address is still a local user's connection: the uid gate
+    /// holds there as on loopback (another local user: 403, token or not).
+    @Test func anotherLocalUserIsRefusedAtThisMachinesOwnAddressToo() async throws {
+        let own = try #require(Self.nonLoopbackAddress(), "this machine has no IPv4 address but loopback")
+        let emulator = try makeEmulator()
+        var access = ControlAccess()
+        access.localUsers = [geteuid() &+ 1]
+        try await withLiveServer(emulator, token: "s3cret", access: access, host: "0.0.0.0") { _, port in
+            let response = try await rawRequest(
+                port: port,
+                httpRequest("GET", "/v1/status", host: "\(own):\(port)", headers: [("Authorization", "Bearer s3cret")]), host: own)
+            #expect(response.status == 403 && response.error.contains("refused"), "\(response.status) \(response.error)")
+        }
+    }
+
+    /// A local client the kernel says nothing about, and an allowed group's member, on a guard of their own.
+    @Test func anUnknownLocalOwnerIsRefusedAndAnAllowedGroupsMemberGetsTheToken() throws {
+        func guarded(_ owner: LoopbackPeer.Owner, member: Bool) throws -> EmbeddedChannel {
+            let channel = EmbeddedChannel()
+            channel.localAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 8765)
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40_000)).wait()
+            var access = ControlAccess()
+            access.localUsers = [geteuid() &+ 1]
+            try channel.pipeline.syncOperations.addHandler(
+                ConnectionGuard(
+                    registry: ConnectionRegistry(maximum: 4), timeout: .seconds(5), logger: Logger(label: "test"), access: access,
+                    token: "s3cret", peerLookup: { _, _ in owner }, membership: { _ in member }))
+            return channel
+        }
+        let head = HTTPRequestPart.head(HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:8765", path: "/v1/status"))
+
+        let unknown = try guarded(.unknown, member: true)
+        try unknown.writeInbound(head)
+        try unknown.writeInbound(HTTPRequestPart.end(nil))
+        #expect(try unknown.readInbound(as: HTTPRequestPart.self) == nil, "nothing reaches the API")
+        guard case .head(let refused)? = try unknown.readOutbound(as: HTTPResponsePart.self) else {
+            Issue.record("no answer")
+            return
+        }
+        #expect(refused.status == .forbidden)
+
+        let member = try guarded(.user(geteuid() &+ 2), member: true)
+        try member.writeInbound(head)
+        guard case .head(let passed)? = try member.readInbound(as: HTTPRequestPart.self) else {
+            Issue.record("the member's request did not reach the API")
+            return
+        }
+        #expect(passed.headerFields[.authorization] == "Bearer s3cret")
+
+        let stranger = try guarded(.user(geteuid() &+ 2), member: false)
+        try stranger.writeInbound(head)
+        try stranger.writeInbound(HTTPRequestPart.end(nil))
+        #expect(try stranger.readInbound(as: HTTPRequestPart.self) == nil)
+    }
+
+    /// An IPv4 address of this machine other than loopback, if it has one.
+    static func nonLoopbackAddress() -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return nil }
+        defer { freeifaddrs(list) }
+        var entry = list
+        while let current = entry {
+            defer { entry = current.pointee.ifa_next }
+            guard let raw = current.pointee.ifa_addr, Int32(raw.pointee.sa_family) == AF_INET else { continue }
+            let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            if UInt32(bigEndian: address.s_addr) >> 24 != 127 {
+                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                var copy = address
+                inet_ntop(AF_INET, &copy, &text, socklen_t(text.count))
+                return String(cString: text)
+            }
+        }
+        return nil
     }
 
     /// Every operation of the contract, read or write, with or without the right token: 403 for a local user other

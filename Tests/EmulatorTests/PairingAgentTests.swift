@@ -99,6 +99,28 @@ import Testing
         _ = (bus, bus2)
     }
 
+    /// bluetoothd asks its one default agent about every adapter: a central pairing on another adapter (another
+    /// program's, another gattemu's) gets no answer from this profile's rules, however freely they accept.
+    @Test func aCentralOnAnotherAdapterIsRefused() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(
+            Self.profile(security: #"{"io": "KeyboardOnly", "passkey": "012345"}"#))
+        for path in ["/org/bluez/hci1/dev_F0_E0_D0_00_00_01", "/org/bluez/hci0/service0/dev_F0_E0_D0_00_00_01"] {
+            do {
+                let reply = try await bluetoothd.askAgent("RequestPasskey", [.objectPath(DBusObjectPath(path))])
+                Issue.record("\(path): answered \(reply)")
+            } catch {
+                #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected", "\(path): \(error)")
+            }
+        }
+        #expect(try await bluetoothd.askAgent("RequestPasskey", [Self.device]) == [.uint32(12345)], "its own adapter's central")
+        #expect(
+            log.events(since: 0).contains {
+                $0.kind == .pairing && $0.detail?.contains("on hci1: refused (not gattemu's adapter hci0)") == true
+            }, "\(log.events(since: 0).compactMap(\.detail))")
+        await emulator.stop()
+        _ = bus
+    }
+
     @Test func theProfilesPasskeyIsTypedAndARefusingProfileRefuses() async throws {
         let (bus, bluetoothd, emulator, log) = try await Self.started(
             Self.profile(security: #"{"io": "KeyboardOnly", "passkey": "012345"}"#))

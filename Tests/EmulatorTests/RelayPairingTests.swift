@@ -20,6 +20,7 @@ import Testing
     /// The device side of the relay, doing nothing but naming the device.
     final class Upstream: RelayUpstream {
         let deviceAddress = RelayPairingTests.device
+        let deviceAdapter = "hci1"
         let devicePairing: DevicePairing
         init(_ pairing: DevicePairing) { devicePairing = pairing }
         func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] { [] }
@@ -65,6 +66,35 @@ import Testing
         _ = bus
     }
 
+    /// The device leg is the device's address on the adapter the relay reaches it on, nothing else: a central on the
+    /// mirror's adapter that takes the device's address (a random static address is one `btmgmt static-addr` away)
+    /// gets the mirror profile's answers (here: it does not pair), never `--device-passkey` or the device leg's just
+    /// works; on an adapter the relay does not serve it is refused.
+    @Test func theDevicesAddressOnAnotherAdapterIsNotTheDevice() async throws {
+        let (bus, bluetoothd, emulator, log) = try await Self.started(DevicePairing(passkey: 4321))
+        for adapter in ["hci0", "hci2"] {
+            let impostor: DBusValue = .objectPath(DBusObjectPath("/org/bluez/\(adapter)/dev_F0_E0_D0_00_00_0D"))
+            for (member, arguments) in [
+                ("RequestAuthorization", [impostor]), ("RequestConfirmation", [impostor, .uint32(424_242)]),
+                ("RequestPasskey", [impostor]),
+            ] {
+                do {
+                    let reply = try await bluetoothd.askAgent(member, arguments)
+                    Issue.record("\(member) from the device's address on \(adapter) answered \(reply)")
+                } catch {
+                    #expect((error as? DBusError)?.name == "org.bluez.Error.Rejected", "\(member) on \(adapter): \(error)")
+                }
+            }
+        }
+        #expect(try await bluetoothd.askAgent("RequestPasskey", [Self.devicePath]) == [.uint32(4321)], "the device itself")
+        let details = log.events(since: 0).filter { $0.kind == .pairing }.compactMap(\.detail)
+        #expect(details.filter { $0.hasPrefix("device:") }.count == 1, "\(details)")
+        #expect(details.contains { $0.contains("refused (the profile does not pair)") }, "\(details)")
+        #expect(details.contains { $0.contains("on hci2: refused") }, "\(details)")
+        await emulator.stop()
+        _ = bus
+    }
+
     /// The passkey the device displays: typed from `--device-passkey`, or asked of the control API with a prompt
     /// marked as the device's, whose answer bluetoothd gets.
     @Test func theDevicesPasskeyComesFromTheSettingsOrTheControlAPI() async throws {
@@ -101,5 +131,43 @@ import Testing
         _ = try await bluetoothd.askAgent("RequestAuthorization", [Self.phonePath])
         await emulator.stop()
         _ = bus
+    }
+}
+
+/// `POST /v1/relay/snapshot` while another is being written: refused (409) at once, not queued on a thread; and the
+/// emulator keeps answering meanwhile (the writing holds no cooperative thread, nor the D-Bus loop).
+@Suite struct RelaySnapshotTests {
+    @Test(.timeLimit(.minutes(5))) func aSecondSnapshotWhileOneIsWrittenIsRefused() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        let emulator = try Emulator(profile: PairingAgentTests.profile(security: nil), options: options, log: try EventLog(format: .text))
+        let release = DispatchSemaphore(value: 0)
+        let entered = AsyncCollector<Int>()
+        await emulator.relay(
+            to: RelayPairingTests.Upstream(DevicePairing()),
+            snapshot: {
+                entered.append(1)
+                release.wait()
+                return RelaySnapshot(operations: 7, notRecorded: 0)
+            })
+        try await emulator.start()
+        let first = Task { try await emulator.relaySnapshot() }
+        let writing = try await eventually { !entered.values.isEmpty }
+        try #require(writing)
+        do {
+            _ = try await emulator.relaySnapshot()
+            Issue.record("a second snapshot was taken while one was written")
+        } catch {
+            #expect(error.kind == .conflict && error.message.contains("a snapshot is being written"), "\(error)")
+        }
+        #expect(await emulator.pairingStatus().agent, "the emulator answers while the snapshot is written")
+        release.signal()
+        #expect(try await first.value.operations == 7)
+        release.signal()
+        #expect(try await emulator.relaySnapshot().operations == 7, "free again once the first is written")
+        await emulator.stop()
+        _ = (bus, bluetoothd)
     }
 }

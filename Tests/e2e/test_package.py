@@ -10,11 +10,13 @@ Without an installed package (scripts/check-package not run) the test is skipped
 scripts/check-package (GATTEMU_REQUIRE_PACKAGE=1) a missing package fails it."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import shlex
 import shutil
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -96,6 +98,20 @@ exec chroot --userspec="$USERSPEC" "$R" "$@"
 """
 
 
+def status_as(uid: int, token: str | None) -> int:
+    """GET /v1/status from a process of user `uid` (no groups of its own: gattemu asks the system which the account
+    is in), with `token` or none; the HTTP status."""
+    code = ("import sys, urllib.request, urllib.error\n"
+            f"request = urllib.request.Request('http://127.0.0.1:{PORT}/v1/status')\n"
+            "if len(sys.argv) > 1: request.add_header('Authorization', 'Bearer ' + sys.argv[1])\n"
+            "try:\n    print(urllib.request.urlopen(request, timeout=20).status)\n"
+            "except urllib.error.HTTPError as error:\n    print(error.code)\n")
+    done = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c", code,
+                           *([token] if token else [])], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip())
+
+
 async def test_package_unit_runs_noke_flow(central, start_peripheral, env, tmp_path):
     root = installed_root()
     entries = service_entries(root / "lib/systemd/system/gattemu@.service")
@@ -158,6 +174,15 @@ async def test_package_unit_runs_noke_flow(central, start_peripheral, env, tmp_p
     with urllib.request.build_opener().open(request, timeout=10) as answer:
         status = json.load(answer)
     assert status["advertising"]["advertised"], status
+
+    # The tester's account, in group gattemu-control as docs/rig.md says (scripts/check-package made it), opens the
+    # dashboard's data with no token; any other account still gets 403, token or not.
+    tester = next(int(f[2]) for f in (line.split(":") for line in (root / "etc/passwd").read_text().splitlines())
+                  if f[0] == "tester")
+    as_tester, as_nobody = await asyncio.gather(asyncio.to_thread(status_as, tester, None),
+                                                asyncio.to_thread(status_as, 65534, token_file.read_text().splitlines()[0]))
+    assert as_tester == 200, f"the tester's account (uid {tester}, group gattemu-control): {as_tester}"
+    assert as_nobody == 403, f"another account with the token: {as_nobody}"
 
     assert p.stop() == 0, f"SIGTERM (the unit's KillSignal) ends it with status 0:\n{p.tail()}"
     events = work / "log" / logs_name / f"{INSTANCE}.jsonl"

@@ -214,6 +214,16 @@ public enum BlueZDevicePath {
         adapter.appending("dev_" + address.description.replacing(":", with: "_"))
     }
 
+    /// `hci0` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`: the adapter a device object is directly below (nil for
+    /// any other path).
+    public static func adapterName(of path: DBusObjectPath) -> String? {
+        let parts = path.rawValue.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 5, parts[0].isEmpty, parts[1] == "org", parts[2] == "bluez", !parts[3].isEmpty,
+            parts[4].hasPrefix("dev_")
+        else { return nil }
+        return String(parts[3])
+    }
+
     /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`; with `adapter`, only for a device
     /// object directly below it.
     public static func address(of path: DBusObjectPath, on adapter: DBusObjectPath? = nil) -> BluetoothAddress? {

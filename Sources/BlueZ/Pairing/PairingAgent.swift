@@ -76,15 +76,18 @@ public final class PairingAgent: Sendable {
         try? await stack.connection.unexport(path)
     }
 
-    /// The central a call names (its first argument, a device object); the arguments, decoded once.
-    private static func request(_ call: DBusMethodCall) throws -> (central: BluetoothAddress, arguments: [DBusValue]) {
+    /// The central a call names (its first argument, a device object directly below an adapter), that adapter's name;
+    /// the arguments, decoded once.
+    private static func request(_ call: DBusMethodCall) throws -> (central: BluetoothAddress, adapter: String, arguments: [DBusValue]) {
         // An agent's answer may wait for the control API: other calls to gattemu must not queue behind it.
         call.begin()
         let arguments = try call.arguments
-        guard let path = arguments.first?.objectPath, let address = BlueZDevicePath.address(of: path) else {
+        guard let path = arguments.first?.objectPath, let adapter = BlueZDevicePath.adapterName(of: path),
+            let address = BlueZDevicePath.address(of: path)
+        else {
             throw DBusError.named("org.bluez.Error.Rejected", message: "not a device")
         }
-        return (address, arguments)
+        return (address, adapter, arguments)
     }
 
     /// A passkey argument: in ``Passkey/range``, else the call is rejected.
@@ -121,37 +124,42 @@ public final class PairingAgent: Sendable {
                     return []
                 },
                 DBusMethod("RequestPinCode", input: "o", output: "s") { call in
-                    _ = await handler.answer(.pinCode(central: try Self.request(call).central))
+                    let (central, adapter, _) = try Self.request(call)
+                    _ = await handler.answer(.pinCode(central: central), on: adapter)
                     throw rejected
                 },
                 DBusMethod("DisplayPinCode", input: "os") { call in
-                    _ = await handler.answer(.pinCode(central: try Self.request(call).central))
+                    let (central, adapter, _) = try Self.request(call)
+                    _ = await handler.answer(.pinCode(central: central), on: adapter)
                     throw rejected
                 },
                 DBusMethod("RequestPasskey", input: "o", output: "u") { call in
-                    let answer = await handler.answer(.passkeyEntry(central: try Self.request(call).central))
+                    let (central, adapter, _) = try Self.request(call)
+                    let answer = await handler.answer(.passkeyEntry(central: central), on: adapter)
                     if case .accept = answer { throw rejected }
                     return try Self.reply(answer)
                 },
                 DBusMethod("DisplayPasskey", input: "ouq") { call in
-                    let (central, arguments) = try Self.request(call)
+                    let (central, adapter, arguments) = try Self.request(call)
                     let passkey = try Self.passkey(arguments.dropFirst().first)
                     let entered = arguments.dropFirst(2).first?.integer.map { UInt16(clamping: $0) } ?? 0
-                    _ = await handler.answer(.passkeyDisplay(central: central, passkey: passkey, entered: entered))
+                    _ = await handler.answer(.passkeyDisplay(central: central, passkey: passkey, entered: entered), on: adapter)
                     return []
                 },
                 DBusMethod("RequestConfirmation", input: "ou") { call in
-                    let (central, arguments) = try Self.request(call)
+                    let (central, adapter, arguments) = try Self.request(call)
                     let passkey = try Self.passkey(arguments.dropFirst().first)
-                    return try Self.reply(await handler.answer(.confirmation(central: central, passkey: passkey)))
+                    return try Self.reply(await handler.answer(.confirmation(central: central, passkey: passkey), on: adapter))
                 },
                 DBusMethod("RequestAuthorization", input: "o") { call in
-                    try Self.reply(await handler.answer(.authorization(central: try Self.request(call).central)))
+                    let (central, adapter, _) = try Self.request(call)
+                    return try Self.reply(await handler.answer(.authorization(central: central), on: adapter))
                 },
                 DBusMethod("AuthorizeService", input: "os") { call in
-                    let (central, arguments) = try Self.request(call)
+                    let (central, adapter, arguments) = try Self.request(call)
                     let uuid = arguments.dropFirst().first?.string ?? ""
-                    return try Self.reply(await handler.answer(.service(central: central, uuid: BluetoothUUID(String(uuid.prefix(64))))))
+                    return try Self.reply(
+                        await handler.answer(.service(central: central, uuid: BluetoothUUID(String(uuid.prefix(64)))), on: adapter))
                 },
             ])
     }

@@ -52,8 +52,12 @@ public enum PairingAnswer: Sendable, Equatable {
 }
 
 /// Answers what bluetoothd asks gattemu's pairing agent; may wait (bluetoothd gives it 60 s), never blocks.
+///
+/// bluetoothd has one default agent for all its adapters: `adapter` (`hci1`) is the adapter whose device object the
+/// request names, and a handler answers only for the adapters it serves (a central taking another device's address
+/// on another adapter is not that device).
 public protocol PairingHandler: Sendable {
-    func answer(_ request: PairingRequest) async -> PairingAnswer
+    func answer(_ request: PairingRequest, on adapter: String) async -> PairingAnswer
     /// bluetoothd gave up on the request under way (`Cancel`), or dropped the agent (`Release`).
     func pairingCancelled(released: Bool) async
 }

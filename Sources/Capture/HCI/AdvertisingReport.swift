@@ -73,21 +73,56 @@ public struct AdvertisingEventProperties: OptionSet, Sendable, Hashable {
     }
 }
 
-/// An advertiser as one controller saw it: its address and every report, in order.
+/// An advertiser as one controller saw it, in memory bounded whatever the number of its reports (a long snoop log
+/// with scanning on holds millions): its first reports, how many there were, its names, and the advertisement a phone
+/// saw when it first connected to it.
 public struct Advertiser: Sendable, Hashable {
     public var controller: UInt16
     public var address: DeviceAddress
-    public var reports: [AdvertisingReport]
-
+    /// The first reports, in order (at most ``keptReports``).
+    public var reports: [AdvertisingReport] = []
+    /// Every report of this advertiser.
+    public var reportCount = 0
     /// Reports that were scan responses.
-    public var scanResponseCount: Int { reports.count { $0.isScanResponse } }
+    public var scanResponseCount = 0
+    /// Whether any report was connectable or a scan response (what a device one could import sends).
+    public var connectableOrScanned = false
+    private var distinctNames = DistinctNames()
+    /// The whole (complete) advertising data and scan response a phone saw last before it first connected to this
+    /// address, failing that the first after: what a replica advertises.
+    public private(set) var advertisingData: AdvertisingReport?
+    public private(set) var scanResponse: AdvertisingReport?
+    private var settledData = false
+    private var settledResponse = false
+
+    /// How many reports are kept whole.
+    public static let keptReports = 16
+
+    public init(controller: UInt16, address: DeviceAddress) {
+        self.controller = controller
+        self.address = address
+    }
+
+    /// Counts `report`, keeps it if it is among the first, and makes it the advertisement to use when it is the
+    /// latest before a connection (`connected` false) or the first after one.
+    public mutating func add(_ report: AdvertisingReport, connected: Bool) {
+        reportCount += 1
+        if report.isScanResponse { scanResponseCount += 1 }
+        if report.properties.contains(.connectable) || report.isScanResponse { connectableOrScanned = true }
+        if reports.count < Self.keptReports { reports.append(report) }
+        if let name = report.advertisingData.localName { distinctNames.insert(name) }
+        guard report.dataStatus == .complete else { return }
+        // Before any connection to this address: the latest report. The first report after one settles it: the one
+        // before the connection stays, or, when there was none, this one.
+        if report.isScanResponse {
+            if !settledResponse, !connected || scanResponse == nil { scanResponse = report }
+            if connected { settledResponse = true }
+        } else if !report.properties.contains(.directed) {
+            if !settledData, !connected || advertisingData == nil { advertisingData = report }
+            if connected { settledData = true }
+        }
+    }
 
     /// Local names in the data, distinct, in order of first appearance (at most ``DistinctNames/limit``).
-    public var names: [String] {
-        var names = DistinctNames()
-        for report in reports where names.names.count < DistinctNames.limit {
-            if let name = report.advertisingData.localName { names.insert(name) }
-        }
-        return names.names
-    }
+    public var names: [String] { distinctNames.names }
 }

@@ -14,8 +14,14 @@ public struct CaptureTrace: Sendable {
     public var frames: Int
     public var statistics: CaptureDecoder.Statistics
     public var controllers: [ControllerInfo] = []
-    /// Per controller and advertiser address, in order of first report.
+    /// Per controller and advertiser address, in order of first report (at most ``maximumAdvertisers``).
     public var advertisers: [Advertiser] = []
+    /// Reports of advertisers past ``maximumAdvertisers`` (counted, not kept).
+    public var untrackedAdvertisingReports = 0
+    /// How many advertisers a trace keeps: a capture of a crowded room (or a made one) names a million, whose list
+    /// nobody reads and whose memory grows with each. An advertiser the capture later connects to is found by its
+    /// connections all the same; importing it narrows the trace to its own advertising, which is then kept.
+    public static let maximumAdvertisers = 10_000
     /// Indexed by ``CaptureConnection/id``.
     public var connections: [CaptureConnection] = []
     public var failedConnections: [ConnectionAttempt] = []
@@ -101,6 +107,8 @@ public struct CaptureTrace: Sendable {
     struct Builder {
         private var advertiserIndex: [AdvertiserKey: Int] = [:]
         private var controllerIndex: [UInt16: Int] = [:]
+        /// Addresses some connection has had as its peer (identity or resolvable private address) so far.
+        private var connectedPeers: Set<BluetoothAddress> = []
         /// Connections whose role is inferred and not settled yet: where their PDUs are, so they can be
         /// labelled again if the role changes (without scanning the whole trace).
         private var unsettled: [Int: Positions] = [:]
@@ -129,13 +137,20 @@ public struct CaptureTrace: Sendable {
             case .advertisingReport(let report):
                 guard trace.scope.keeps(advertiser: report.address.address) else { return }
                 let key = AdvertiserKey(controller: report.controller, address: report.address)
+                let connected = connectedPeers.contains(report.address.address)
                 if let index = advertiserIndex[key] {
-                    trace.advertisers[index].reports.append(report)
-                } else {
+                    trace.advertisers[index].add(report, connected: connected)
+                } else if trace.advertisers.count < CaptureTrace.maximumAdvertisers {
                     advertiserIndex[key] = trace.advertisers.count
-                    trace.advertisers.append(Advertiser(controller: report.controller, address: report.address, reports: [report]))
+                    var advertiser = Advertiser(controller: report.controller, address: report.address)
+                    advertiser.add(report, connected: connected)
+                    trace.advertisers.append(advertiser)
+                } else {
+                    trace.untrackedAdvertisingReports += 1
                 }
             case .connection(let connection):
+                if let peer = connection.peer?.address { connectedPeers.insert(peer) }
+                if let rpa = connection.peerResolvablePrivateAddress { connectedPeers.insert(rpa) }
                 if connection.id == trace.connections.count {
                     trace.connections.append(connection)
                     if connection.roleInferred { unsettled[connection.id] = Positions() }

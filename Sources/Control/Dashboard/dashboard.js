@@ -7,6 +7,8 @@
 "use strict";
 
 (() => {
+  // The most events the page keeps (the server keeps at most 100,000 itself: --event-memory); the oldest go first.
+  const EVENTS_KEPT = 100000;
   const TOKEN_KEY = "gattemu-token";
   const $ = (id) => document.getElementById(id);
   const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false };
@@ -763,7 +765,8 @@
   }
 
   function updateCount() {
-    $("timeline-count").textContent = timeline.visible.length + " of " + timeline.events.length + " events";
+    $("timeline-count").textContent = timeline.visible.length + " of " + timeline.events.length + " events"
+      + (timeline.dropped ? " (" + timeline.dropped + " older ones no longer kept here; the events file has them)" : "");
   }
 
   const KIND_GROUPS = {
@@ -809,6 +812,7 @@
     takeTokenFromAddress();
     timeline = new GattemuTimeline.Timeline($("timeline"), {
       onSelect: (event) => { $("event-detail").textContent = JSON.stringify(event, null, 1); },
+      limit: EVENTS_KEPT,
     });
     window.gattemuTimeline = timeline;  // for tests and the console
     $("token-form").addEventListener("submit", (submit) => {

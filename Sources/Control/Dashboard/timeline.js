@@ -57,10 +57,12 @@ const GattemuTimeline = (() => {
   }
 
   class Timeline {
-    // container: an element to fill; options: {onSelect(event)}.
+    // container: an element to fill; options: {onSelect(event), limit: the most events kept (the oldest go first;
+    // a tab open for days on a busy rig must not keep every event it ever streamed)}.
     constructor(container, options) {
       this.options = options || {};
-      this.events = [];          // every event, in seq order
+      this.events = [];          // the events kept, in seq order
+      this.dropped = 0;          // older events no longer kept (options.limit)
       this.visible = [];         // indices into events that pass the filter
       this.lanes = [];           // central addresses, in order of appearance
       this.laneIndex = new Map();  // central address → its index in lanes
@@ -105,6 +107,12 @@ const GattemuTimeline = (() => {
         }
       }
       if (!sorted) this.events.sort((a, b) => a.seq - b.seq);
+      const limit = this.options.limit;
+      if (limit && this.events.length > limit) {
+        const excess = this.events.length - limit;
+        this.events.splice(0, excess);
+        this.dropped += excess;
+      }
       if (lanesChanged) this.renderHeader();
       this.refilter();
     }
@@ -123,6 +131,7 @@ const GattemuTimeline = (() => {
 
     clear() {
       this.events = [];
+      this.dropped = 0;
       this.lanes = [];
       this.laneIndex = new Map();
       this.renderHeader();

@@ -1,5 +1,6 @@
 import BlueZ
 import Bluetooth
+import Dispatch
 import Profile
 
 /// `gattemu relay`'s part of the emulator: the device it forwards to, who subscribed through the mirror, and
@@ -12,6 +13,8 @@ struct RelayState: Sendable {
     var deviceAway = false
     /// Writes the recording so far (`POST /v1/relay/snapshot`); nil when the relay has nowhere to write it.
     var snapshotWriter: RelaySnapshotWriter?
+    /// A snapshot is being written: another request meanwhile is refused (409), not queued.
+    var snapshotting = false
 }
 
 extension Emulator {
@@ -24,7 +27,9 @@ extension Emulator {
     }
 
     /// `POST /v1/relay/snapshot`: the recording so far written where the relay writes it on exit. The writing runs
-    /// off the D-Bus loop (a long session makes a large profile); 409 when this is no relay or it writes nothing.
+    /// on a Dispatch thread, off the D-Bus loop and the cooperative pool (a long session makes a large profile; two
+    /// requests holding both cooperative threads of a 2-core machine stalled every relayed operation); 409 when this is
+    /// no relay, it writes nothing, or a snapshot is being written.
     public func relaySnapshot() async throws(ControlFailure) -> RelaySnapshot {
         guard relayState.upstream != nil else {
             throw ControlFailure(.conflict, "not a relay: only `gattemu relay` records a session to snapshot")
@@ -32,13 +37,20 @@ extension Emulator {
         guard let writer = relayState.snapshotWriter else {
             throw ControlFailure(.conflict, "the relay was started without -o PROFILE or --capture FILE: there is nowhere to write")
         }
-        let outcome = await Task.detached { () -> Result<RelaySnapshot, ControlFailure> in
-            do throws(ControlFailure) {
-                return .success(try await writer())
-            } catch {
-                return .failure(error)
+        guard !relayState.snapshotting else {
+            throw ControlFailure(.conflict, "a snapshot is being written: ask again once it is done")
+        }
+        relayState.snapshotting = true
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RelaySnapshot, ControlFailure>, Never>) in
+            DispatchQueue.global(qos: .utility).async {
+                do throws(ControlFailure) {
+                    continuation.resume(returning: .success(try writer()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
             }
-        }.value
+        }
+        relayState.snapshotting = false
         switch outcome {
         case .success(let snapshot):
             let written = [snapshot.profile.map { "profile \($0)" }, snapshot.capture.map { "capture \($0)" }].compactMap { $0 }

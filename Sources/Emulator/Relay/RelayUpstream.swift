@@ -9,8 +9,11 @@ import Bluetooth
 /// state through ``Emulator/deviceLost(_:)`` and ``Emulator/deviceBack()``. What bluetoothd asks while it pairs
 /// with the device (the same agent answers both legs) is answered as ``devicePairing`` says.
 public protocol RelayUpstream: AnyObject, Sendable {
-    /// The device's address: pairing requests naming it are the device's leg, not a phone's.
+    /// The device's address: pairing requests naming it on ``deviceAdapter`` are the device's leg, not a phone's.
     var deviceAddress: BluetoothAddress { get }
+    /// The adapter the relay reaches the device on (`hci1`): a central on any other adapter is not the device,
+    /// whatever address it takes.
+    var deviceAdapter: String { get }
     /// How the relay answers the device's pairing.
     var devicePairing: DevicePairing { get }
     /// Reads the device's characteristic or descriptor from `offset`.

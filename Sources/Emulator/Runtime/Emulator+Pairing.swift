@@ -94,10 +94,21 @@ extension Emulator: PairingHandler {
         await agent?.unregister()
     }
 
-    public func answer(_ request: PairingRequest) async -> PairingAnswer {
+    /// bluetoothd's question about a central on `adapterName`: the relay's device leg when it names the device on the
+    /// adapter the relay reaches it on; the profile's rules for a central on gattemu's own adapter; refused for any
+    /// other (bluetoothd asks its one default agent about every adapter: another program's, another gattemu's).
+    public func answer(_ request: PairingRequest, on adapterName: String) async -> PairingAnswer {
         let central = request.central
-        if let upstream = relayState.upstream, central == upstream.deviceAddress {
+        if let upstream = relayState.upstream, adapterName == upstream.deviceAdapter, central == upstream.deviceAddress {
             return await answerForDevice(request, upstream.devicePairing)
+        }
+        guard let adapter, adapterName == adapter.name else {
+            log.record(
+                .pairing, central: central,
+                detail:
+                    "\(request) on \(adapterName): refused (not \(adapter.map { "gattemu's adapter \($0.name)" } ?? "an adapter gattemu serves"))"
+            )
+            return .reject
         }
         guard let security = profile.pairingSecurity else {
             log.record(.pairing, central: central, detail: "\(request): refused (the profile does not pair)")

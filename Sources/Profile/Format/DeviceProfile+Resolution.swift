@@ -29,17 +29,23 @@ extension DeviceProfile {
         var context = staticContext(environment: environment, state: state, variables: variables)
         var spec = AdvertisementSpec()
         spec.type = fields.type ?? .peripheral
-        spec.localName = fields.localName.map { $0.renderText(in: &context) }
+        // What bluetoothd refuses the whole advertisement for (validation refuses it where it is written literally;
+        // a template may still render it): a name is cut at a NUL (a D-Bus string cannot hold one), and an entry whose
+        // bytes render empty is left out.
+        spec.localName = fields.localName.map { String($0.renderText(in: &context).prefix { $0 != "\u{0}" }) }
         spec.serviceUUIDs = fields.serviceUUIDs ?? []
         spec.solicitUUIDs = fields.solicitUUIDs ?? []
         for (company, template) in fields.manufacturerData ?? [:] {
-            spec.manufacturerData[company] = template.render(in: &context)
+            let bytes = template.render(in: &context)
+            if !bytes.isEmpty { spec.manufacturerData[company] = bytes }
         }
         for (uuid, template) in fields.serviceData ?? [:] {
-            spec.serviceData[uuid] = template.render(in: &context)
+            let bytes = template.render(in: &context)
+            if !bytes.isEmpty { spec.serviceData[uuid] = bytes }
         }
         for (type, template) in fields.data ?? [:] {
-            spec.data[type] = template.render(in: &context)
+            let bytes = template.render(in: &context)
+            if !bytes.isEmpty { spec.data[type] = bytes }
         }
         spec.appearance = fields.appearance ?? device.appearance
         spec.txPower = fields.txPower

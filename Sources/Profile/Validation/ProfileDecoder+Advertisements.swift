@@ -67,6 +67,12 @@ extension ProfileDecoder {
         }
         if let value = node["localName"] {
             fields.localName = template(value, sub("localName"), kind: .text, usage: .advertisement)
+            if fields.localName?.literalBytes?.contains(0) == true {
+                error(
+                    value, sub("localName"),
+                    "the name holds a NUL character: bluetoothd takes names as D-Bus strings, which cannot hold one",
+                    hint: "leave out the NUL padding (gattemu import and clone do)")
+            }
         }
         if let value = node["serviceUUIDs"] { fields.serviceUUIDs = uuidList(value, sub("serviceUUIDs")) }
         if let value = node["solicitUUIDs"] { fields.solicitUUIDs = uuidList(value, sub("solicitUUIDs")) }
@@ -79,6 +85,7 @@ extension ProfileDecoder {
                     let keyNode = JSONNode(.string(member.key), at: member.keyLocation)
                     guard let company = flexibleInteger(keyNode, memberPath, in: 0...0xFFFF) else { continue }
                     if let source = valueSource(member.value, memberPath, usage: .advertisement) {
+                        refuseEmpty(source.template, member.value, memberPath, "manufacturer data")
                         data[UInt16(company)] = source.template
                     }
                 }
@@ -110,6 +117,7 @@ extension ProfileDecoder {
                         continue
                     }
                     if let source = valueSource(member.value, memberPath, usage: .advertisement) {
+                        refuseEmpty(source.template, member.value, memberPath, "an AD structure")
                         data[UInt8(type)] = source.template
                     }
                 }
@@ -126,6 +134,8 @@ extension ProfileDecoder {
                     let memberPath = JSONPath.appending(member.key, to: dataPath)
                     guard let uuid = uuid(JSONNode(.string(member.key), at: member.keyLocation), memberPath) else { continue }
                     if let source = valueSource(member.value, memberPath, usage: .advertisement) {
+                        refuseEmpty(
+                            source.template, member.value, memberPath, "service data", hint: "a service UUID alone belongs in serviceUUIDs")
                         data[uuid] = source.template
                     }
                 }
@@ -162,5 +172,14 @@ extension ProfileDecoder {
             error(node, sub("maxInterval"), "maxInterval \(max) is less than minInterval \(min)")
         }
         return fields
+    }
+
+    /// bluetoothd refuses a whole advertisement with an empty value in ManufacturerData, ServiceData or Data (its
+    /// parser takes an empty byte array for a wrong type): "Failed to parse advertisement", and gattemu would not run.
+    mutating func refuseEmpty(_ template: Template, _ node: JSONNode, _ path: String, _ what: String, hint: String? = nil) {
+        guard template.literalBytes?.isEmpty == true else { return }
+        error(
+            node, path, "\(what) with no bytes: bluetoothd refuses the whole advertisement with an empty value",
+            hint: [hint, "give at least one byte, or leave the entry out"].compactMap { $0 }.joined(separator: "; "))
     }
 }

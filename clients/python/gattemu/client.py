@@ -64,6 +64,14 @@ class Response:
             return json.loads(self.body or b"{}")
         except ValueError:
             raise ProtocolError(f"answer {self.status} is not JSON: {self.body[:120]!r}") from None
+        except RecursionError:  # nested deeper than Python's parser goes: no answer gattemu gives
+            raise ProtocolError(f"answer {self.status} is JSON nested too deep to read") from None
+
+
+# The event stream is resumed this long after the server ended it, twice as long each time it ended again with no
+# event in between (a server that closes at once is not asked 20 times a second for ever), at most MAX_RECONNECT_PAUSE.
+RECONNECT_PAUSE = 0.05
+MAX_RECONNECT_PAUSE = 5.0
 
 
 def _value_body(data: bytes | None, hex: str | None, utf8: str | None, base64: str | None) -> dict:
@@ -80,7 +88,7 @@ def _error(status: int, content: bytes, operation: str) -> Exception:
     """The `ApiError` for an error answer: its JSON body, or its text when it is not JSON (a proxy's page)."""
     try:
         body = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = content.decode("utf-8", "replace")
     return api_error(status, body, operation)
 
@@ -356,6 +364,7 @@ class Client:
 
     def _stream(self, since: int | None, last_event_id: str | None, reconnect: bool, deadline: float | None,
                 read_timeout: float) -> Iterator[Event]:
+        pause = RECONNECT_PAUSE
         while True:
             path, headers = self._stream_request(since, last_event_id)
             connection, response, sock = self._open("GET", path, None, headers, self._remaining(deadline, read_timeout))
@@ -381,6 +390,7 @@ class Client:
                     event = parser.feed(line)
                     if event is not None:
                         last_event_id = str(event.seq)
+                        pause = RECONNECT_PAUSE
                         yield event
             finally:
                 connection.close()
@@ -389,7 +399,8 @@ class Client:
             since = None
             if last_event_id is None:
                 last_event_id = "0"
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(pause * 2, MAX_RECONNECT_PAUSE)
 
     @staticmethod
     def _remaining(deadline: float | None, read_timeout: float) -> float:
@@ -414,6 +425,7 @@ class Client:
 
     async def _astream(self, since: int | None, last_event_id: str | None, reconnect: bool, deadline: float | None,
                        read_timeout: float) -> AsyncIterator[Event]:
+        pause = RECONNECT_PAUSE
         while True:
             path, headers = self._stream_request(since, last_event_id)
             try:
@@ -439,6 +451,7 @@ class Client:
                     event = parser.feed(line)
                     if event is not None:
                         last_event_id = str(event.seq)
+                        pause = RECONNECT_PAUSE
                         yield event
             finally:
                 writer.close()
@@ -449,7 +462,8 @@ class Client:
             since = None
             if last_event_id is None:
                 last_event_id = "0"
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, MAX_RECONNECT_PAUSE)
 
     # -- helpers --------------------------------------------------------------------------------------------------
 

@@ -68,6 +68,8 @@ def parse_event(data: str | bytes) -> Event:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError) as error:
         raise ProtocolError(f"event is not JSON: {error}") from None
+    except RecursionError:  # nested deeper than Python's parser goes: a hostile server's, not an event
+        raise ProtocolError("event is JSON nested too deep to read") from None
     if not isinstance(value, dict) or not isinstance(value.get("seq"), int) or not isinstance(value.get("event"), str):
         raise ProtocolError(f"not an event: {str(data)[:120]!r}")
     return Event(value)

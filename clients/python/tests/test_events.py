@@ -216,3 +216,56 @@ def test_non_json_error_bodies_and_oversized_answers_are_clear_errors(monkeypatc
             Client(f"http://127.0.0.1:{server.port}", "t").status()
     finally:
         server.close()
+
+
+def test_json_nested_deeper_than_python_reads_is_a_protocol_error():
+    """A hostile server's answer of JSON nested 100,000 deep: a ProtocolError, not Python's RecursionError."""
+    deep = b"[" * 100_000 + b"]" * 100_000
+    server = HostileServer(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(deep), deep)
+    api = Client(f"http://127.0.0.1:{server.port}", "t")
+    try:
+        with pytest.raises(gattemu.ProtocolError, match="nested too deep"):
+            api.status()
+    finally:
+        server.close()
+    parser = SSEParser()
+    assert parser.feed(b"data: " + b"[" * 100_000 + b"\n") is None
+    with pytest.raises(gattemu.ProtocolError, match="nested too deep"):
+        parser.feed(b"\n")
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_server_that_ends_every_stream_at_once_is_asked_less_and_less_often(form, monkeypatch):
+    """Each stream the server ends with no event doubles the pause before the next request (0.05 s, up to 5 s); an
+    event sets it back. Before: every 50 ms, for ever."""
+    server = HostileServer(SSE_HEAD + b"Content-Length: 0\r\n\r\n", b"")
+    api = Client(f"http://127.0.0.1:{server.port}", "t")
+    pauses: list[float] = []
+
+    class Enough(Exception):
+        pass
+
+    def pause(seconds: float):
+        pauses.append(seconds)
+        if len(pauses) == 10:
+            raise Enough
+
+    async def apause(seconds: float):
+        pause(seconds)
+
+    monkeypatch.setattr(client_module.time, "sleep", pause)
+    monkeypatch.setattr(client_module.asyncio, "sleep", apause)
+    try:
+        with pytest.raises(Enough):
+            if form == "sync":
+                next(api.stream_events())
+            else:
+                asyncio.run(anext_reconnecting(api))
+    finally:
+        server.close()
+    assert pauses == [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0], pauses
+
+
+async def anext_reconnecting(api: Client):
+    async for event in api.astream_events():
+        return event
