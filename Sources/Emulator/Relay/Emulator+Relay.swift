@@ -15,6 +15,14 @@ struct RelayState: Sendable {
     var snapshotWriter: RelaySnapshotWriter?
     /// A snapshot is being written: another request meanwhile is refused (409), not queued.
     var snapshotting = false
+    /// Writes sent to the device and not yet answered (or, for a Write Command, not yet taken by bluetoothd).
+    var writesInFlight = 0
+    /// Write Commands dropped since one last went through (logged when the first is dropped and when one goes again).
+    var writesDropped = 0
+    /// Writes on their way to the device at most. A phone's link can outpace the device's: a Write Command past
+    /// this is dropped and counted (what the phone sends unacknowledged is not queued without bound here or in the
+    /// device side's bluetoothd). A write request is never dropped: each central has one at a time.
+    static let maximumWritesInFlight = 64
 }
 
 extension Emulator {
@@ -89,6 +97,24 @@ extension Emulator {
         _ upstream: any RelayUpstream, _ id: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool, central: CentralID
     ) async throws(ATTError) {
         guard !relayState.deviceAway else { throw answer(.failed, central, id) }
+        if !withResponse, relayState.writesInFlight >= RelayState.maximumWritesInFlight {
+            relayState.writesDropped += 1
+            if relayState.writesDropped == 1 {
+                log.record(
+                    .relayed, central: central.logged, characteristic: id.description, value: value,
+                    detail: "write command dropped: \(relayState.writesInFlight) writes are already on their way to the device "
+                        + "(the phone writes faster than the device's link carries them); the next drops are counted")
+            }
+            return
+        }
+        if relayState.writesDropped > 0 {
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description,
+                detail: "\(relayState.writesDropped) write commands dropped while the device's link was busy")
+            relayState.writesDropped = 0
+        }
+        relayState.writesInFlight += 1
+        defer { relayState.writesInFlight -= 1 }
         let start = ContinuousClock.now
         let what = withResponse ? "write" : "write command"
         do {
