@@ -37,28 +37,33 @@ public enum CaptureImport {
     /// Why no device could be chosen.
     public enum SelectionError: Error, Sendable, CustomStringConvertible {
         case noPeripheral
-        case ambiguous([Choice])
+        /// `untrackedReports`: advertising reports of advertisers past ``CaptureTrace/maximumAdvertisers`` (not listed).
+        case ambiguous([Choice], untrackedReports: Int = 0)
         case noMatch(String, [Choice])
 
         public var description: String {
             switch self {
             case .noPeripheral:
                 "the capture has no connection to a peripheral and no advertising: nothing to import"
-            case .ambiguous(let choices):
-                "the capture talks to \(choices.count) peripherals; pick one with --device ADDRESS|NAME|'connection N':\n"
+            case .ambiguous(let choices, let untracked):
+                "the capture talks to \(choices.count)\(untracked > 0 ? " or more" : "") peripherals; pick one with --device ADDRESS|NAME|'connection N':\n"
                     + Self.listed(choices)
+                    + (untracked > 0
+                        ? "\n  … and \(untracked) advertising reports of advertisers past the first \(CaptureTrace.maximumAdvertisers), not kept"
+                            + " (a device the capture connected to is listed whatever its place)"
+                        : "")
             case .noMatch(let wanted, let choices):
                 "no device \"\(wanted)\" in the capture" + (choices.isEmpty ? "" : "; it has:\n" + Self.listed(choices))
             }
         }
 
-        /// How many devices an error lists (a capture of a crowded room names thousands; `--list` shows them all).
+        /// How many devices an error lists (a capture of a crowded room names thousands; `--list` shows them).
         public static let listedChoices = 50
 
         static func listed(_ choices: [Choice]) -> String {
             let shown = choices.prefix(listedChoices).map { "  " + $0.description }
             let more = choices.count - shown.count
-            return (shown + (more > 0 ? ["  … and \(more) more (gattemu import --list shows them all)"] : [])).joined(separator: "\n")
+            return (shown + (more > 0 ? ["  … and \(more) more (gattemu import --list shows them)"] : [])).joined(separator: "\n")
         }
     }
 
@@ -114,7 +119,8 @@ public enum CaptureImport {
             if connected.count == 1 { return connected[0] }
             if connected.isEmpty, all.count == 1 { return all[0] }
             if connected.isEmpty && all.isEmpty { throw .noPeripheral }
-            throw .ambiguous(connected.isEmpty ? all : connected)
+            throw .ambiguous(
+                connected.isEmpty ? all : connected, untrackedReports: connected.isEmpty ? trace.untrackedAdvertisingReports : 0)
         }
         if let id = connectionNumber(wanted) {
             // A peer with no address (a link open before the capture began) is named by its connection, as listed.

@@ -127,7 +127,34 @@ import Testing
         } catch {
             let lines = error.description.split(separator: "\n")
             #expect(lines.count == 1 + CaptureImport.SelectionError.listedChoices + 1, "\(lines.count) lines")
-            #expect(lines.last?.contains("and 10 more (gattemu import --list shows them all)") == true, "\(lines.last ?? "")")
+            #expect(lines.last?.contains("and 10 more (gattemu import --list shows them)") == true, "\(lines.last ?? "")")
+        }
+    }
+
+    /// Only advertisers, more than the trace keeps: the error says there are more than it lists, and how many reports
+    /// were not kept, rather than a count that is the limit's.
+    @Test func anErrorAboutOnlyAdvertisersSaysSomeWereNotKept() throws {
+        var s = CaptureScript()
+        let total = CaptureTrace.maximumAdvertisers + 25
+        for batch in stride(from: 0, to: total, by: 10) {  // ten reports: an event's parameters hold 255 bytes
+            var reports: [(type: UInt8, addressType: UInt8, address: BluetoothAddress, data: [UInt8], rssi: Int8)] = []
+            for n in batch..<min(batch + 10, total) {
+                let bytes: [UInt8] = [0xC1, 0, 0, UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+                reports.append((type: 0x00, addressType: 1, address: BluetoothAddress(bytes: bytes)!, data: [2, 0x01, 0x06], rssi: -60))
+            }
+            s.event(SyntheticHCI.legacyAdvertisingReports(reports))
+        }
+        let trace = try CaptureTrace.read(bytes: s.btsnoop(), scope: .survey)
+        do {
+            _ = try CaptureImport.select(nil, in: trace)
+            Issue.record("10,025 advertisers: no choice to make alone")
+        } catch {
+            let text = error.description
+            #expect(text.hasPrefix("the capture talks to \(CaptureTrace.maximumAdvertisers) or more peripherals;"), "\(text.prefix(200))")
+            #expect(
+                text.hasSuffix(
+                    "… and 25 advertising reports of advertisers past the first 10000, not kept (a device the capture connected to is listed whatever its place)"
+                ), "\(text.suffix(300))")
         }
     }
 
