@@ -33,6 +33,18 @@ import Testing
         return s
     }
 
+    /// `count` distinct advertisers (C1:00:00:…), one report each, ten to an event (its parameters hold 255 bytes).
+    static func advertise(count: Int, into s: inout CaptureScript) {
+        for batch in stride(from: 0, to: count, by: 10) {
+            var reports: [(type: UInt8, addressType: UInt8, address: BluetoothAddress, data: [UInt8], rssi: Int8)] = []
+            for n in batch..<min(batch + 10, count) {
+                let bytes: [UInt8] = [0xC1, 0, 0, UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+                reports.append((type: 0x00, addressType: 1, address: BluetoothAddress(bytes: bytes)!, data: [2, 0x01, 0x06], rssi: -60))
+            }
+            s.event(SyntheticHCI.legacyAdvertisingReports(reports))
+        }
+    }
+
     /// A long snoop log with scanning on: 20,000 reports of one device (each with a counter in its manufacturer data)
     /// are counted, not kept; the advertisement imported is still the last one before the connection, and the reports
     /// after it do not change it.
@@ -100,14 +112,7 @@ import Testing
         var s = CaptureScript()
         let extra = 30
         let total = CaptureTrace.maximumAdvertisers + extra
-        for batch in stride(from: 0, to: total, by: 10) {  // ten reports: an event's parameters hold 255 bytes
-            var reports: [(type: UInt8, addressType: UInt8, address: BluetoothAddress, data: [UInt8], rssi: Int8)] = []
-            for n in batch..<min(batch + 10, total) {
-                let bytes: [UInt8] = [0xC1, 0, 0, UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
-                reports.append((type: 0x00, addressType: 1, address: BluetoothAddress(bytes: bytes)!, data: [2, 0x01, 0x06], rssi: -60))
-            }
-            s.event(SyntheticHCI.legacyAdvertisingReports(reports))
-        }
+        Self.advertise(count: total, into: &s)
         for n in 0..<60 {
             let address = BluetoothAddress(bytes: [0xD1, 0, 0, 0, 0, UInt8(n)])!
             let handle = UInt16(0x40 + n)
@@ -136,14 +141,7 @@ import Testing
     @Test func anErrorAboutOnlyAdvertisersSaysSomeWereNotKept() throws {
         var s = CaptureScript()
         let total = CaptureTrace.maximumAdvertisers + 25
-        for batch in stride(from: 0, to: total, by: 10) {  // ten reports: an event's parameters hold 255 bytes
-            var reports: [(type: UInt8, addressType: UInt8, address: BluetoothAddress, data: [UInt8], rssi: Int8)] = []
-            for n in batch..<min(batch + 10, total) {
-                let bytes: [UInt8] = [0xC1, 0, 0, UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
-                reports.append((type: 0x00, addressType: 1, address: BluetoothAddress(bytes: bytes)!, data: [2, 0x01, 0x06], rssi: -60))
-            }
-            s.event(SyntheticHCI.legacyAdvertisingReports(reports))
-        }
+        Self.advertise(count: total, into: &s)
         let trace = try CaptureTrace.read(bytes: s.btsnoop(), scope: .survey)
         do {
             _ = try CaptureImport.select(nil, in: trace)
