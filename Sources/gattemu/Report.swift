@@ -18,8 +18,8 @@ struct Report: ParsableCommand {
             "Turn an events file (gattemu run --events FILE) into one self-contained HTML file: sequence diagram, per-central lanes, faults highlighted, summary counts.",
         discussion: """
             The file is read as a stream, one JSON event per line; at most --max-events events are kept (the latest; \
-            the report says how many were cut), and at most 64 MiB of them (values and details past 2 KiB are cut in \
-            the report, and said to be); a line may be at most 1 MiB and the file at most 256 MiB. The HTML \
+            the report says how many were cut), and at most 64 MiB of them (values and details past 4,096 bytes are \
+            cut in the report, and said to be); a line may be at most 1 MiB and the file at most 256 MiB. The HTML \
             works offline and runs only its own scripts (Content-Security-Policy with their hashes); every text from \
             the events is data, never markup. The report is written with mode 0600 (it holds what the events file \
             holds) and never through a symbolic link. \
@@ -113,13 +113,17 @@ struct Report: ParsableCommand {
                 throw Failure.badInput("\(path):\(lineNumber): not an event: \(Self.reason(error)) \(hint)")
             }
             total += 1
+            // Each long field is cut (a value is hex: ASCII; a detail is text, cut at a character); the event counts once.
+            var cut = false
             if let value = event.value, value.utf8.count > maximumField {
                 event.value = String(value.utf8.prefix(maximumField)) ?? ""
-                shortened += 1
-            } else if let detail = event.detail, detail.utf8.count > maximumField {
-                event.detail = String(detail.prefix(maximumField / 4)) + "…"
-                shortened += 1
+                cut = true
             }
+            if let detail = event.detail, detail.utf8.count > maximumField {
+                event.detail = String(detail.prefix(maximumField / 4)) + "…"
+                cut = true
+            }
+            if cut { shortened += 1 }
             kept.append(event)
             keptBytes += size(event)
             while kept.count - head > maximum || keptBytes > maximumKeptBytes {

@@ -237,3 +237,18 @@ def test_ctl_prints_no_terminal_controls(binaries, server_factory, tmp_path):
             assert details[-2:] == [TERMINAL, HOSTILE[0]], "the JSON is the same JSON"
         if command == ["status", "--json"]:
             assert json.loads(result.stdout)["profile"] == str(profile)
+
+
+def test_an_event_with_a_long_value_and_a_long_detail_has_both_cut(binaries, tmp_path):
+    """Each long field of an event is cut, not only the first found: a hostile line with a 100 KB value and a 100 KB
+    detail makes neither whole in the page, and the event is counted once."""
+    events = tmp_path / "both.jsonl"
+    events.write_text(json.dumps({"seq": 1, "t": 0, "event": "write", "central": "AA:BB:CC:DD:EE:01",
+                                  "characteristic": "tx", "value": "ab" * 50_000, "detail": "z" * 100_000}) + "\n")
+    report = tmp_path / "report.html"
+    result = gattemu(binaries, "report", str(events), "-o", str(report))
+    assert result.returncode == 0, result.stderr
+    page = report.read_text()
+    assert "1 events have a value or detail longer than 4096 characters, cut here" in page
+    assert "ab" * 2049 not in page, "the value is whole"
+    assert "z" * 1025 not in page, "the detail is whole"
