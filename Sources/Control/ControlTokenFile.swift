@@ -21,8 +21,11 @@ public enum ControlTokenFile {
 
     /// The token file for a control API on `port`.
     public static func path(port: Int, environment: [String: String]) -> String {
-        directory(environment: environment) + "/control-\(port).token"
+        directory(environment: environment) + "/" + fileName(port: port)
     }
+
+    /// The token file's name in its folder: one per port, so that several gattemus of one user keep theirs apart.
+    static func fileName(port: Int) -> String { "control-\(port).token" }
 
     /// Creates the folder (mode 700) when missing, and checks it is this user's own.
     public static func prepareDirectory(environment: [String: String]) throws(ControlSetupError) -> String {
@@ -47,7 +50,12 @@ public enum ControlTokenFile {
     /// Writes `token` to ``path(port:environment:)`` (mode 600, replacing a stale file atomically); returns the path.
     public static func write(_ token: String, port: Int, environment: [String: String]) throws(ControlSetupError) -> String {
         let directory = try prepareDirectory(environment: environment)
-        let path = directory + "/control-\(port).token"
+        return try writeToken(token, in: directory, port: port)
+    }
+
+    /// The token file for `port` in `directory`, written privately (``PrivateFile``); its path.
+    private static func writeToken(_ token: String, in directory: String, port: Int) throws(ControlSetupError) -> String {
+        let path = directory + "/" + fileName(port: port)
         do {
             try PrivateFile.write(Array((token + "\n").utf8), to: path)
         } catch {
@@ -81,13 +89,7 @@ public enum ControlTokenFile {
         }
         let directory = String(cString: made)
         try checkDirectory(directory)
-        let path = directory + "/control-\(port).token"
-        do {
-            try PrivateFile.write(Array((token + "\n").utf8), to: path)
-        } catch {
-            throw ControlSetupError(message: "cannot write \(error)")
-        }
-        return Written(path: path, instead: refused.message)
+        return Written(path: try writeToken(token, in: directory, port: port), instead: refused.message)
     }
 
     /// Removes the file at a clean stop, unless it no longer holds `token` (another gattemu's since).
@@ -103,7 +105,7 @@ public enum ControlTokenFile {
         var info = stat()
         guard lstat(directory, &info) == 0 else { return nil }
         try checkDirectory(directory)
-        let path = directory + "/control-\(port).token"
+        let path = directory + "/" + fileName(port: port)
         guard lstat(path, &info) == 0 else { return nil }
         return try ControlToken.read(file: path, option: "token file")
     }

@@ -71,10 +71,9 @@ public enum PrivateFile {
     }
 
     static func temporaryPath(for path: String) -> String {
-        var generator = SystemRandomNumberGenerator()
         let folder = self.folder(of: path)
         let name = path.split(separator: "/").last.map(String.init) ?? "output"
-        return "\(folder)/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max, using: &generator)).new"
+        return "\(folder)/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).new"
     }
 
     static func reason() -> String { String(cString: strerror(errno)).lowercased() }
