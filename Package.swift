@@ -162,7 +162,8 @@ let package = Package(
             name: "ControlTests",
             dependencies: [
                 "Control", "ControlContract", "ControlBodies", "Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "FaultCatalog",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -49,8 +49,8 @@ public struct ControlServer: Sendable {
     /// The port the server listens on, once bound (the real one when 0 was asked).
     public var boundPort: Int? { listening.port }
 
-    /// The router with every route and middleware; tests use it with HummingbirdTesting (whose router
-    /// client says `Host: localhost`, that is port 80).
+    /// The router with every route and middleware; tests call it in-process (Tests/ControlTests/RouterClient.swift,
+    /// which says `Host: localhost`, that is port 80).
     public func router() -> Router<BasicRequestContext> {
         let policy = AccessPolicy(endpoint: endpoint, access: access, listening: listening)
         let router = Router()

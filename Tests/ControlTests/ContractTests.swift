@@ -3,7 +3,6 @@ import ControlBodies
 import ControlContract
 import Emulator
 import Foundation
-import HummingbirdTesting
 import Profile
 import Testing
 

@@ -2,7 +2,6 @@ import Emulator
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @testable import Control
@@ -278,17 +277,16 @@ import Testing
         let router = Router()
         router.add(middleware: JSONErrorMiddleware())
         router.get("boom") { _, _ -> Response in throw StorageFailure() }
-        try await Application(router: router).test(.router) { client in
-            try await client.execute(uri: "/boom", method: .get) { response in
-                #expect(response.status == .internalServerError)
-                let text = String(buffer: response.body)
-                #expect(!text.contains("/var/lib") && !text.contains("StorageFailure") && !text.contains("secret"), "\(text)")
-                let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
-                let reference = body?["reference"] as? String ?? ""
-                #expect(reference.count == 8)
-                #expect(body?["error"] as? String == "internal error (reference \(reference); details in gattemu's log)")
-                #expect(body?["status"] as? Int == 500)
-            }
+        let client = RouterClient(router: router)
+        try await client.execute(uri: "/boom", method: .get) { response in
+            #expect(response.status == .internalServerError)
+            let text = String(buffer: response.body)
+            #expect(!text.contains("/var/lib") && !text.contains("StorageFailure") && !text.contains("secret"), "\(text)")
+            let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+            let reference = body?["reference"] as? String ?? ""
+            #expect(reference.count == 8)
+            #expect(body?["error"] as? String == "internal error (reference \(reference); details in gattemu's log)")
+            #expect(body?["status"] as? Int == 500)
         }
     }
 

@@ -4,7 +4,6 @@ import Emulator
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Profile
 import Testing
 

@@ -2,7 +2,6 @@ import Control
 import Emulator
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Profile
 import Testing
 

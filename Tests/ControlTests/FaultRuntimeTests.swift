@@ -3,7 +3,6 @@ import Control
 import DBus
 import Emulator
 import Foundation
-import HummingbirdTesting
 import Profile
 import Testing
 

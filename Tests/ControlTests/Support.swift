@@ -2,7 +2,6 @@ import Control
 import Emulator
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Profile
 import Testing
 
@@ -19,19 +18,19 @@ func makeEmulator(_ profile: String = "noke-lock", seed: UInt64 = 0) throws -> E
     return try Emulator(profile: loaded, options: options, log: try EventLog(format: .json))
 }
 
-/// Runs `body` against the control API of `target` through Hummingbird's router test client, which sends
-/// `Host: localhost`, that is port 80: the server is configured for port 80 (never bound).
+/// Runs `body` against the control API of `target` through `RouterClient`, which sends `Host: localhost`, that
+/// is port 80: the server is configured for port 80 (never bound).
 func withAPI<T>(
     _ target: any ControlTarget, token: String? = nil, host: String = "127.0.0.1",
     access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
-    _ body: @Sendable (any TestClientProtocol) async throws -> T
+    _ body: @Sendable (RouterClient) async throws -> T
 ) async throws -> T {
     let server = try ControlServer(
         endpoint: ControlEndpoint(host: host, port: 80), token: token, target: target, access: access, limits: limits)
-    return try await server.application().test(.router, body)
+    return try await body(RouterClient(router: server.router()))
 }
 
-extension TestClientProtocol {
+extension RouterClient {
     /// Sends `json` (text) and returns status and the parsed JSON body.
     func call(_ method: HTTPRequest.Method, _ uri: String, json: String? = nil, headers: HTTPFields = [:]) async throws -> (
         HTTPResponse.Status, [String: Any]
