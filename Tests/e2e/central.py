@@ -487,12 +487,14 @@ class BumbleConnection(Connection):
         await char.subscribe(received, prefer_notify=not indicate)
 
     async def pair(self, io: str = "KeyboardDisplay", *, sc: bool = True, mitm: bool = True, bonding: bool = True,
-                   type_passkey=None, show_passkey=None, compare=None, timeout: float = 60.0) -> None:
+                   type_passkey=None, show_passkey=None, compare=None, passkey: int | None = None,
+                   timeout: float = 60.0) -> None:
         """Pairs this link as a phone's user would, with the central's IO capability `io` (DisplayOnly,
         DisplayYesNo, KeyboardOnly, NoInputNoOutput, KeyboardDisplay). Callbacks (async) stand for the user:
         `type_passkey()` returns the passkey to type (the device shows one), `show_passkey(n)` gets the number
         this central shows (the device types it), `compare(n)` says whether the device shows n too (numeric
-        comparison; default yes). Raises PairingFailed with the reason."""
+        comparison; default yes). `passkey`: the number this central shows, instead of a random one (an attacker
+        who knows what the other side will type). Raises PairingFailed with the reason."""
         from bumble.pairing import PairingConfig, PairingDelegate
         capability = {
             "DisplayOnly": PairingDelegate.DISPLAY_OUTPUT_ONLY, "DisplayYesNo": PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
@@ -518,6 +520,9 @@ class BumbleConnection(Connection):
                 if type_passkey is None:
                     return None
                 return await type_passkey()
+
+            async def generate_passkey(self):
+                return passkey if passkey is not None else await super().generate_passkey()
 
             async def display_number(self, number, digits=6):
                 asked.append(f"show {number:06d}")
@@ -658,6 +663,8 @@ class BumbleCentral(Central):
         # GATT tables of bonded devices by address, when this central keeps them (keep_gatt_cache): None = it
         # discovers on every connection
         self.gatt_cache: dict[str, CachedTable] | None = None
+        # "public" (the controller's address) or "random" (take_random_address)
+        self.own_address_type = "public"
 
     def keep_gatt_cache(self) -> dict[str, CachedTable]:
         """Makes this central keep the GATT table of each device it bonds with and use it when it reconnects:
@@ -675,6 +682,15 @@ class BumbleCentral(Central):
         self.device = Device.with_hci("gattemu-central", Address(self.address),
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
+
+    async def take_random_address(self, address: str) -> None:
+        """Connects from now on with `address` as a random address (any six bytes: a spoofer's, e.g. another
+        device's), instead of the controller's public one. Not while scanning or connecting."""
+        from bumble import hci
+        random = hci.Address(address, hci.Address.RANDOM_DEVICE_ADDRESS)
+        await self.device.send_command(hci.HCI_LE_Set_Random_Address_Command(random_address=random))
+        self.device.random_address = random
+        self.own_address_type = "random"
 
     def record(self, path, check: str = "now", exact: bool = False) -> "Recording":
         """Writes this central's HCI traffic (what a phone's btsnoop_hci.log holds) to `path` as btsnoop
@@ -772,8 +788,8 @@ class BumbleCentral(Central):
         # its largest MTU, as a phone's stack does (517 for Android and Bumble, 185 for iOS; 23 stands for a
         # stack that keeps the default until the app asks, mtu=0).
         self.device.gatt_server.max_mtu = min(mtu, 517) if mtu else 23
-        conn = await self.device.connect(adv.raw, transport=PhysicalTransport.LE,
-                                         own_address_type=OwnAddressType.PUBLIC, timeout=timeout)
+        own = OwnAddressType.RANDOM if self.own_address_type == "random" else OwnAddressType.PUBLIC
+        conn = await self.device.connect(adv.raw, transport=PhysicalTransport.LE, own_address_type=own, timeout=timeout)
         dropped = []  # the link's disconnection reason, if it goes down during setup
         conn.on("disconnection", dropped.append)
         home = (self.gatt_cache, adv.address) if self.gatt_cache is not None else None

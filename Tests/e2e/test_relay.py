@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from central import amgmt
+from central import PairingFailed, amgmt
 from conftest import CONTROLLER_PLAN, bluetoothd, relay_controllers, report
 from controlapi import api
 from flows import BLEPROOF_SERVICE, BUMBLE_SERVICE, FLOWS, LEAF_SERVICE, NOKE_SERVICE, bumble_flow, transcript_diff
@@ -303,6 +303,48 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, s
            f"{', the passkey typed through the control API' if answered else ''}): {len(direct)} transcript steps "
            "byte-identical directly, through the relay and from the recorded profile (notifications, indications, a "
            "300-byte value, errors); the capture imports to the same table and rules")
+
+
+async def test_a_central_with_the_devices_address_gets_the_mirrors_pairing_not_the_devices(
+        central, start_bumble_device, start_peripheral, gattemu_bin, needs_separate_stack, tmp_path,
+        phone_unpaired_after):
+    """Issue #42 N1: the relay's pairing legs are told apart by adapter, not by address alone. The device needs a
+    passkey, which the relay types from `--device-passkey`; a phone that connects to the mirror from the device's own
+    address (a random address is one HCI command away) and pairs showing that very passkey must meet the mirror's
+    pairing policy. Before the fix gattemu typed the device's passkey into that pairing, and it succeeded."""
+    plan = relay_controllers("bumble")
+    device = start_bumble_device(name="BumbleDev", seed=3, passkey=DEVICE_PASSKEY)
+    adv = await device.advertising(central, name="BumbleDev", service_uuid=BUMBLE_SERVICE)
+    events = tmp_path / "relay.jsonl"
+    relay = start_peripheral(
+        name="relay", adapter=plan["mirror"],
+        cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {plan['upstream']} "
+            f"--device-passkey {DEVICE_PASSKEY}",
+        extra_args=["--events", str(events), "--control", "off", "-o", str(tmp_path / "recorded.json")])
+    mirror_address = os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"]
+    await relay.advertising(central, address=mirror_address, timeout=120, service_uuid=BUMBLE_SERVICE)
+    await central.disconnect_all()
+    await central.take_random_address(adv.address)
+    try:
+        conn = await central.connect(address=mirror_address, service_uuid=BUMBLE_SERVICE)
+        outcome = "paired"
+        try:
+            await conn.pair("DisplayOnly", passkey=int(DEVICE_PASSKEY), timeout=60)
+        except PairingFailed as error:
+            outcome = f"refused: {error}"
+        await central.disconnect_all()
+    finally:
+        central.own_address_type = "public"
+    assert relay.stop() == 0, relay.tail()
+    log = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    pairing = [f"{e.get('central')} {e.get('detail')}" for e in log if e["event"] == "pairing"]
+    spoofed = [line for line in pairing if line.startswith(adv.address.upper())]
+    assert outcome.startswith("refused"), (outcome, pairing)
+    # The request was the mirror's: answered by its policy (the recorded table pairs on no characteristic), and the
+    # device's passkey was typed nowhere, as the device never asked for it (nothing was written).
+    assert spoofed and not any("device:" in line or DEVICE_PASSKEY in line for line in spoofed), pairing
+    report(f"relay pairing legs: a central on the mirror with the device's address {adv.address} pairing with the "
+           f"device's passkey shown got the mirror's answer ({spoofed[0].split(' ', 1)[1]}); nothing typed")
 
 
 RELAY_PORT = 8771
