@@ -663,8 +663,8 @@ class BumbleCentral(Central):
         # GATT tables of bonded devices by address, when this central keeps them (keep_gatt_cache): None = it
         # discovers on every connection
         self.gatt_cache: dict[str, CachedTable] | None = None
-        # "public" (the controller's address) or "random" (take_random_address)
-        self.own_address_type = "public"
+        # The random address this central connects from (take_random_address); None: the controller's public one
+        self.random_address: str | None = None
 
     def keep_gatt_cache(self) -> dict[str, CachedTable]:
         """Makes this central keep the GATT table of each device it bonds with and use it when it reconnects:
@@ -683,14 +683,16 @@ class BumbleCentral(Central):
                                       self.transport.source, self.transport.sink)
         await asyncio.wait_for(self.device.power_on(), 30)
 
-    async def take_random_address(self, address: str) -> None:
+    async def take_random_address(self, address: str | None) -> None:
         """Connects from now on with `address` as a random address (any six bytes: a spoofer's, e.g. another
-        device's), instead of the controller's public one. Not while scanning or connecting."""
-        from bumble import hci
-        random = hci.Address(address, hci.Address.RANDOM_DEVICE_ADDRESS)
-        await self.device.send_command(hci.HCI_LE_Set_Random_Address_Command(random_address=random))
-        self.device.random_address = random
-        self.own_address_type = "random"
+        device's), instead of the controller's public one; None: the public one again. Not while scanning or
+        connecting."""
+        if address is not None:
+            from bumble import hci
+            random = hci.Address(address, hci.Address.RANDOM_DEVICE_ADDRESS)
+            await self.device.send_command(hci.HCI_LE_Set_Random_Address_Command(random_address=random))
+            self.device.random_address = random
+        self.random_address = address
 
     def record(self, path, check: str = "now", exact: bool = False) -> "Recording":
         """Writes this central's HCI traffic (what a phone's btsnoop_hci.log holds) to `path` as btsnoop
@@ -788,7 +790,7 @@ class BumbleCentral(Central):
         # its largest MTU, as a phone's stack does (517 for Android and Bumble, 185 for iOS; 23 stands for a
         # stack that keeps the default until the app asks, mtu=0).
         self.device.gatt_server.max_mtu = min(mtu, 517) if mtu else 23
-        own = OwnAddressType.RANDOM if self.own_address_type == "random" else OwnAddressType.PUBLIC
+        own = OwnAddressType.PUBLIC if self.random_address is None else OwnAddressType.RANDOM
         conn = await self.device.connect(adv.raw, transport=PhysicalTransport.LE, own_address_type=own, timeout=timeout)
         dropped = []  # the link's disconnection reason, if it goes down during setup
         conn.on("disconnection", dropped.append)

@@ -334,7 +334,7 @@ async def test_a_central_with_the_devices_address_gets_the_mirrors_pairing_not_t
             outcome = f"refused: {error}"
         await central.disconnect_all()
     finally:
-        central.own_address_type = "public"
+        await central.take_random_address(None)
     assert relay.stop() == 0, relay.tail()
     log = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
     pairing = [f"{e.get('central')} {e.get('detail')}" for e in log if e["event"] == "pairing"]
