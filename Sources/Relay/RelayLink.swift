@@ -210,6 +210,25 @@ public final class RelayLink: RelayUpstream {
         }
     }
 
+    public func checkLink() async -> String? {
+        await relinked()
+        let (attached, found) = state.withLock { ($0.attached, $0.targets.linkCheck) }
+        guard attached else { return "none: the device's link is down, and what waited for it with it" }
+        guard let check = found else { return nil }
+        let what =
+            "a read of the device's Client Characteristic Configuration descriptor"
+            + (check.handle.map { " (handle \($0))" } ?? "")
+        do {
+            _ = try await RemoteGattIO.read(
+                check.path, interface: BlueZNames.gattDescriptor, offset: 0, connection: stack.connection,
+                timeout: options.operationTimeout)
+            return what
+        } catch {
+            // Answered with an error, or the link is gone: either way nothing waits in bluetoothd any more.
+            return what + " (answered: \(error))"
+        }
+    }
+
     public func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {
         await relinked()  // the device's objects, as the link being made again finds them
         let target = state.withLock { $0.targets.characteristics[characteristic] }

@@ -25,11 +25,16 @@ public struct RelayTargets: Sendable {
     public private(set) var ids: [DBusObjectPath: String] = [:]
     /// Mirror characteristics the device's table has no counterpart for (it changed since the profile was made).
     public private(set) var unmatched: [String] = []
+    /// The device's first Client Characteristic Configuration descriptor (and its handle): reading it is the relay's
+    /// link check (``RelayUpstream/checkLink()``). A read of it changes nothing on any device; nil when it has none.
+    public private(set) var linkCheck: (path: DBusObjectPath, handle: AttributeHandle?)?
 
     /// Matches `profile`'s characteristics with `table`'s; `handles` are the recording's value handles by path.
     public init(profile: DeviceProfile, table: RemoteGattTable, handles: [DBusObjectPath: AttributeHandle] = [:]) {
         var remote: [Key: RemoteGattTable.Characteristic] = [:]
         var serviceCounts: [BluetoothUUID: Int] = [:]
+        linkCheck = table.characteristics.lazy.flatMap(\.descriptors)
+            .first { $0.uuid == .clientCharacteristicConfiguration }.map { ($0.path, $0.handle) }
         for service in table.services {
             let serviceIndex = serviceCounts[service.uuid, default: 0]
             serviceCounts[service.uuid] = serviceIndex + 1

@@ -49,6 +49,36 @@ import Testing
         withExtendedLifetime(rig) {}
     }
 
+    /// The relay's link check (what bounds the write commands waiting for the device's link) is a read of the device's
+    /// first Client Characteristic Configuration descriptor, which changes nothing on any device; a device without
+    /// one has nothing to check with.
+    @Test(.timeLimit(.minutes(5))) func theLinkCheckReadsAClientCharacteristicConfigurationDescriptor() async throws {
+        let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
+        defer { Task { await stack.close() } }
+        let (relay, _, _) = link(session, stack)
+        let device0 = try #require(rig.adapter.device(Lock.address))
+        let readsBefore = device0.reads.count  // the recorder read the device's table when it attached
+        let asked = try #require(await relay.checkLink())
+        #expect(asked.hasPrefix("a read of the device's Client Characteristic Configuration descriptor"), "\(asked)")
+        let cccd = try #require(
+            session.recording.table.characteristics.flatMap(\.descriptors).first { $0.uuid == .clientCharacteristicConfiguration })
+        #expect(Array(device0.reads.dropFirst(readsBefore)) == [cccd.path])
+        await relay.stop(forget: true)
+
+        var plain = RemotePeripheral(address: "C0:FF:EE:00:00:02", name: "Plain")
+        plain.services = [
+            RemoteService(
+                uuid: Lock.service, handle: 0x0010,
+                characteristics: [RemoteCharacteristic(uuid: Lock.rx, flags: ["write-without-response"], handle: 0x0011)])
+        ]
+        let (rig2, stack2, session2) = try await attach(plain, "Plain")
+        defer { Task { await stack2.close() } }
+        let (link2, _, _) = link(session2, stack2)
+        #expect(await link2.checkLink() == nil)
+        await link2.stop(forget: true)
+        withExtendedLifetime((rig, rig2)) {}
+    }
+
     @Test(.timeLimit(.minutes(5))) func readsPassTheDevicesBytesAndErrorsAndNotificationsAreRecorded() async throws {
         let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
         defer { Task { await stack.close() } }

@@ -27,6 +27,7 @@ import Testing
         func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {}
         func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {}
         func central(_ central: BluetoothAddress, connected: Bool) async {}
+        func checkLink() async -> String? { "a read" }
     }
 
     static func started(

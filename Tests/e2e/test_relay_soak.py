@@ -8,7 +8,10 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from conftest import LONG, report
 from flows import NOKE_RX, NOKE_SERVICE, NOKE_TX
@@ -61,3 +64,92 @@ async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central
     report(f"relay soak: {OPS:,} sequence-numbered write commands, {result['received']:,} answers, none lost, repeated or "
            f"reordered ({result['ops_per_s']:.0f} ops/s; relay forwarded {layers['soak_writes_forwarded']:,}, "
            f"device received {received:,})")
+
+
+# The device's link in the test below: btvirt's per-link pace (GATTEMU_LINK_DIR), one ACL packet per 100 ms from the
+# relay's upstream controller, about 10 write commands a second; the phone's link is not paced.
+DEVICE_LINK = "100/1"
+BURST = int(os.environ.get("GATTEMU_RELAY_BURST_OPS") or 300)
+
+
+async def test_a_phone_faster_than_the_devices_link_meets_the_relays_bound(
+        single_att_channel, central, start_gattemu, start_peripheral, gattemu_bin, relay_adapters,  # noqa: F811
+        needs_separate_stack, env, tmp_path):
+    """Issue #42 N3: a phone that writes faster than the device's link carries. The device side's bluetoothd takes
+    every Write Command at once and queues what the link cannot carry; the relay checks the link (a read the device's
+    bluetoothd sends only after the commands before it) and lets at most 64 wait: the rest of the phone's burst is
+    dropped and counted, what was forwarded reaches the device in order, and the commands flow again once the link
+    has carried them."""
+    upstream, mirror, mirror_address = relay_adapters
+    link_dir = env.get("GATTEMU_LINK_DIR")
+    if not link_dir:
+        pytest.skip("needs the patched btvirt's per-link pace (GATTEMU_LINK_DIR)")
+    profile = f"{env['GATTEMU_ROOT']}/benchmarks/profiles/noke-burst.json"
+    device = start_gattemu(profile, args=["--allow-extends-outside", "--control", "off"])
+    adv = await device.advertising(central, name_prefix="NOKE", service_uuid=NOKE_SERVICE)
+    pace = Path(link_dir) / env["GATTEMU_CENTRAL2_ADDRESS"]
+    pace.write_text(DEVICE_LINK + "\n")
+    try:
+        events = tmp_path / "relay-events.jsonl"
+        relay = start_peripheral(
+            name="relay", adapter=mirror,
+            cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {upstream}",
+            extra_args=["--events", str(events), "--control", "off"])
+        await relay.advertising(central, address=mirror_address, service_uuid=NOKE_SERVICE)
+    finally:
+        pace.unlink(missing_ok=True)  # read when the relay made its link to the device
+    conn = await central.connect(mirror_address)
+    char = conn._char(NOKE_RX)
+
+    def log(path: Path) -> list[dict]:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+    def forwarded() -> list[int]:
+        return [int(e["value"][2:6], 16) for e in log(events)
+                if e["event"] == "relayed" and e.get("detail", "").startswith("write command sent")]
+
+    def arrived() -> list[int]:
+        return [int(e["value"][2:6], 16) for e in log(device.events)
+                if e["event"] == "write" and e.get("value", "").startswith("b1") and len(e["value"]) == 6]
+
+    def taken() -> int:
+        return sum(1 for e in log(events) if e["event"] == "write" and e.get("value", "").startswith("b1"))
+
+    started = time.monotonic()
+    for number in range(BURST):
+        await char.write_value(bytes([0xB1, number >> 8, number & 0xFF]), with_response=False)
+    # Bumble queues what its controller cannot take yet: the burst has been sent once the relay has it all.
+    deadline = time.monotonic() + 120
+    while (n := taken()) < BURST:
+        assert time.monotonic() < deadline, f"the relay took {n} of the phone's {BURST} commands"
+        await asyncio.sleep(0.2)
+    burst_s = time.monotonic() - started
+    # The device's link carries what was forwarded: wait for the device to have it all (an event: its own log).
+    while (n := len(arrived())) < len(forwarded()) or n == 0:
+        assert time.monotonic() < deadline, f"the device received {n} of {len(forwarded())} forwarded commands"
+        await asyncio.sleep(0.5)
+    # Flowing again: one more goes through, and the count of those dropped is logged.
+    await char.write_value(bytes([0xB1, 0xFF, 0xFF]), with_response=False)
+    deadline = time.monotonic() + 60
+    while not any("write commands dropped while the device's link was busy" in e.get("detail", "") for e in log(events)):
+        assert time.monotonic() < deadline, "no count of the dropped commands in the relay's log"
+        await asyncio.sleep(0.5)
+    await central.disconnect_all()
+    assert relay.stop() == 0, relay.tail()
+    device.stop()
+
+    relay_log = log(events)
+    details = [e.get("detail", "") for e in relay_log]
+    first_drop = [d for d in details if d.startswith("write command dropped: ")]
+    counted = [int(d.split()[0]) for d in details if d.endswith("write commands dropped while the device's link was busy")]
+    checks = [d for d in details if d.startswith("link check: ")]
+    sent_on, got = forwarded(), arrived()
+    summary = (f"{BURST} write commands in {burst_s:.1f} s from the phone; device link {DEVICE_LINK} (ms/packets): "
+               f"{len(sent_on)} forwarded, {sum(counted)} dropped, {len(checks)} link checks, {len(got)} arrived")
+    assert first_drop and "64 write commands may still wait for the device's link" in first_drop[0], summary
+    assert len(first_drop) == 1 and len(counted) == 1, f"{summary}: {first_drop} {counted}"
+    # Every command is either forwarded or dropped and counted; what was forwarded arrived, in the phone's order.
+    assert len(sent_on) + counted[0] == BURST + 1, summary
+    assert got == sent_on and got == sorted(got) and got[-1] == 0xFFFF, summary
+    assert counted[0] > 0 and checks, summary
+    report(f"relay bound: {summary}")

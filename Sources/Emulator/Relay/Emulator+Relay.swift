@@ -15,14 +15,24 @@ struct RelayState: Sendable {
     var snapshotWriter: RelaySnapshotWriter?
     /// A snapshot is being written: another request meanwhile is refused (409), not queued.
     var snapshotting = false
-    /// Writes sent to the device and not yet answered (or, for a Write Command, not yet taken by bluetoothd).
-    var writesInFlight = 0
+    /// Write Commands handed to the device side's bluetoothd since the relay started, and how many of them a later
+    /// request's answer showed gone to the device's link (``RelayUpstream/checkLink()``): the rest may still wait in
+    /// that bluetoothd, which takes every command at once and queues what the link cannot carry yet.
+    var commandsSent = 0
+    var commandsGone = 0
+    var commandsWaiting: Int { commandsSent - commandsGone }
+    /// A link check is under way; the device has nothing to check the link with (commands then go unbounded).
+    var linkChecking = false
+    var linkUncheckable = false
     /// Write Commands dropped since one last went through (logged when the first is dropped and when one goes again).
     var writesDropped = 0
-    /// Writes on their way to the device at most. A phone's link can outpace the device's: a Write Command past
-    /// this is dropped and counted (what the phone sends unacknowledged is not queued without bound here or in the
-    /// device side's bluetoothd). A write request is never dropped: each central has one at a time.
-    static let maximumWritesInFlight = 64
+    /// Write Commands that may wait for the device's link at most. A phone's link can outpace the device's: a Write
+    /// Command past this is dropped and counted (what the phone sends unacknowledged is not queued without bound in
+    /// the device side's bluetoothd, which runs as root). A write request is never dropped: each central has one at
+    /// a time, and it waits for the commands before it.
+    static let maximumCommandsWaiting = 64
+    /// A link check starts once this many commands may be waiting (half the bound: the rest keep flowing meanwhile).
+    static let linkCheckAfter = maximumCommandsWaiting / 2
 }
 
 extension Emulator {
@@ -78,8 +88,12 @@ extension Emulator {
     ) async throws(ATTError) -> [UInt8] {
         guard !relayState.deviceAway else { throw answer(.failed, central, id) }
         let start = ContinuousClock.now
+        let before = relayState.commandsSent
         do {
             let bytes = try await upstream.read(id, offset: offset)
+            // The device answered a Read Request, sent after the commands before it (a Read Blob may be served from
+            // the whole value read first, and proves nothing).
+            if offset == 0 { relayState.commandsGone = max(relayState.commandsGone, before) }
             log.record(
                 .relayed, central: central.logged, characteristic: id.description, value: bytes,
                 detail: "device answered the read" + (offset > 0 ? " at offset \(offset)" : "") + " in \(Self.milliseconds(since: start))")
@@ -97,12 +111,12 @@ extension Emulator {
         _ upstream: any RelayUpstream, _ id: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool, central: CentralID
     ) async throws(ATTError) {
         guard !relayState.deviceAway else { throw answer(.failed, central, id) }
-        if !withResponse, relayState.writesInFlight >= RelayState.maximumWritesInFlight {
+        if !withResponse, !relayState.linkUncheckable, relayState.commandsWaiting >= RelayState.maximumCommandsWaiting {
             relayState.writesDropped += 1
             if relayState.writesDropped == 1 {
                 log.record(
                     .relayed, central: central.logged, characteristic: id.description, value: value,
-                    detail: "write command dropped: \(relayState.writesInFlight) writes are already on their way to the device "
+                    detail: "write command dropped: \(relayState.commandsWaiting) write commands may still wait for the device's link "
                         + "(the phone writes faster than the device's link carries them); the next drops are counted")
             }
             return
@@ -113,12 +127,15 @@ extension Emulator {
                 detail: "\(relayState.writesDropped) write commands dropped while the device's link was busy")
             relayState.writesDropped = 0
         }
-        relayState.writesInFlight += 1
-        defer { relayState.writesInFlight -= 1 }
+        // A request's answer comes after the commands sent before it have gone (bluetoothd sends it only then).
+        let before = relayState.commandsSent
+        if !withResponse { relayState.commandsSent += 1 }
+        defer { checkLinkIfBusy(upstream) }
         let start = ContinuousClock.now
         let what = withResponse ? "write" : "write command"
         do {
             try await upstream.write(id, value: value, offset: offset, withResponse: withResponse)
+            if withResponse { relayState.commandsGone = max(relayState.commandsGone, before) }
             log.record(
                 .relayed, central: central.logged, characteristic: id.description, value: value,
                 detail: withResponse
@@ -129,6 +146,37 @@ extension Emulator {
                 .relayed, central: central.logged, characteristic: id.description, value: value,
                 detail: "device answered the \(what) with error \(error) in \(Self.milliseconds(since: start))")
             throw error
+        }
+    }
+
+    /// Starts a link check when enough commands may be waiting for the device's link and none is under way; when it
+    /// is answered, the commands before it are gone, and another starts if enough were sent meanwhile.
+    func checkLinkIfBusy(_ upstream: any RelayUpstream) {
+        guard !relayState.linkChecking, !relayState.linkUncheckable, !stopped,
+            relayState.commandsWaiting >= RelayState.linkCheckAfter
+        else { return }
+        relayState.linkChecking = true
+        let before = relayState.commandsSent
+        Task {
+            let start = ContinuousClock.now
+            let asked = await upstream.checkLink()
+            relayState.linkChecking = false
+            guard let asked else {
+                relayState.linkUncheckable = true
+                log.record(
+                    .note,
+                    detail: "relay: write commands to the device are not bounded: it has no Client Characteristic "
+                        + "Configuration descriptor to check its link with (a phone that writes faster than the device's "
+                        + "link carries them fills the device side's bluetoothd)")
+                return
+            }
+            let gone = before - relayState.commandsGone
+            relayState.commandsGone = max(relayState.commandsGone, before)
+            log.record(
+                .relayed,
+                detail: "link check: \(max(0, gone)) more write commands have left for the device (\(asked), "
+                    + "answered in \(Self.milliseconds(since: start)))")
+            checkLinkIfBusy(upstream)
         }
     }
 
@@ -183,6 +231,7 @@ extension Emulator {
         guard !relayState.deviceAway, !stopped else { return }
         relayState.deviceAway = true
         relayState.subscribers = [:]
+        relayState.commandsGone = relayState.commandsSent  // what waited for the link went with it
         log.record(.deviceLost, detail: reason)
         await stopAdvertising()
         for central in connectedCentrals {

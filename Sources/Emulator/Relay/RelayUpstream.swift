@@ -24,6 +24,11 @@ public protocol RelayUpstream: AnyObject, Sendable {
     func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError)
     /// A central connected to or disconnected from the mirror.
     func central(_ central: BluetoothAddress, connected: Bool) async
+    /// Returns once the Write Commands sent to the device before the call have left the device side's bluetoothd
+    /// for the link: it sends them as soon as it takes them and queues what the link cannot carry yet, and sends a
+    /// request only when no command waits, so a request's answer (any answer) is the only sign a central has. What
+    /// was asked, for the event log; nil when the device has nothing to ask (the commands are then not bounded).
+    func checkLink() async -> String?
 }
 
 /// How the relay pairs with the device when bluetoothd asks (the device refused an operation for security, or
