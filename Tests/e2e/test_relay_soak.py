@@ -128,12 +128,19 @@ async def test_a_phone_faster_than_the_devices_link_meets_the_relays_bound(
     while (n := len(arrived())) < len(forwarded()) or n == 0:
         assert time.monotonic() < deadline, f"the device received {n} of {len(forwarded())} forwarded commands"
         await asyncio.sleep(0.5)
-    # Flowing again: one more goes through, and the count of those dropped is logged.
-    await char.write_value(bytes([0xB1, 0xFF, 0xFF]), with_response=False)
-    deadline = time.monotonic() + 60
-    while not any("write commands dropped while the device's link was busy" in e.get("detail", "") for e in log(events)):
-        assert time.monotonic() < deadline, "no count of the dropped commands in the relay's log"
-        await asyncio.sleep(0.5)
+    # Then the commands flow again: one more goes through once a link check has shown the others gone (until then
+    # it is dropped and counted too, so it is sent again), and the count of those dropped is logged as it passes.
+    extra = 0
+    while 0xFFFF not in forwarded():
+        assert time.monotonic() < deadline, f"{extra} commands after the device had all, none forwarded"
+        await char.write_value(bytes([0xB1, 0xFF, 0xFF]), with_response=False)
+        extra += 1
+        again = time.monotonic() + 2
+        while 0xFFFF not in forwarded() and time.monotonic() < again:
+            await asyncio.sleep(0.2)
+    while 0xFFFF not in arrived():
+        assert time.monotonic() < deadline, "the last command did not reach the device"
+        await asyncio.sleep(0.2)
     await central.disconnect_all()
     assert relay.stop() == 0, relay.tail()
     device.stop()
@@ -145,11 +152,14 @@ async def test_a_phone_faster_than_the_devices_link_meets_the_relays_bound(
     checks = [d for d in details if d.startswith("link check: ")]
     sent_on, got = forwarded(), arrived()
     summary = (f"{BURST} write commands in {burst_s:.1f} s from the phone; device link {DEVICE_LINK} (ms/packets): "
-               f"{len(sent_on)} forwarded, {sum(counted)} dropped, {len(checks)} link checks, {len(got)} arrived")
-    assert first_drop and "64 write commands may still wait for the device's link" in first_drop[0], summary
-    assert len(first_drop) == 1 and len(counted) == 1, f"{summary}: {first_drop} {counted}"
+               f"{len(sent_on)} forwarded, {sum(counted)} dropped in {len(counted)} episodes, {len(checks)} link checks, "
+               f"{len(got)} arrived")
+    # The relay drops in episodes (a phone slower than here drops, flows once a link check is answered, drops
+    # again): each begins with one note and ends with one count, once a command goes through again.
+    assert first_drop and all("64 write commands may still wait for the device's link" in d for d in first_drop), summary
+    assert len(first_drop) == len(counted) and all(n > 0 for n in counted), f"{summary}: {first_drop} {counted}"
     # Every command is either forwarded or dropped and counted; what was forwarded arrived, in the phone's order.
-    assert len(sent_on) + counted[0] == BURST + 1, summary
+    assert len(sent_on) + sum(counted) == BURST + extra, f"{summary}: {counted}, {extra} after"
     assert got == sent_on and got == sorted(got) and got[-1] == 0xFFFF, summary
-    assert counted[0] > 0 and checks, summary
+    assert checks, summary
     report(f"relay bound: {summary}")
