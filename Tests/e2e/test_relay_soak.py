@@ -23,18 +23,36 @@ import relay_bench  # noqa: E402
 OPS = int(os.environ.get("GATTEMU_RELAY_SOAK_OPS") or (10_000 if LONG else 400))
 
 
-async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central, start_gattemu, start_peripheral, gattemu_bin,
-                                                     relay_adapters, needs_separate_stack, env, tmp_path):  # noqa: F811
+async def device_behind_relay(central, start_gattemu, start_peripheral, gattemu_bin, relay_adapters, env, tmp_path,  # noqa: F811
+                              device_link: str | None = None):
+    """A gattemu device running benchmarks/profiles/noke-burst.json and `gattemu relay` in front of it, its mirror seen
+    advertising by the central: (device, relay, the relay's events file). With `device_link` (INTERVAL_MS/PACKETS),
+    what the relay sends on its link to the device is paced so (GATTEMU_LINK_DIR, read when the link is made)."""
     upstream, mirror, mirror_address = relay_adapters
     profile = f"{env['GATTEMU_ROOT']}/benchmarks/profiles/noke-burst.json"
     device = start_gattemu(profile, args=["--allow-extends-outside", "--control", "off"])
     adv = await device.advertising(central, name_prefix="NOKE", service_uuid=NOKE_SERVICE)
-    events = tmp_path / "relay-events.jsonl"
-    relay = start_peripheral(
-        name="relay", adapter=mirror,
-        cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {upstream}",
-        extra_args=["--events", str(events), "--control", "off"])
-    await relay.advertising(central, address=mirror_address, service_uuid=NOKE_SERVICE)
+    pace = Path(env["GATTEMU_LINK_DIR"]) / env["GATTEMU_CENTRAL2_ADDRESS"] if device_link else None
+    if pace:
+        pace.write_text(device_link + "\n")
+    try:
+        events = tmp_path / "relay-events.jsonl"
+        relay = start_peripheral(
+            name="relay", adapter=mirror,
+            cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {upstream}",
+            extra_args=["--events", str(events), "--control", "off"])
+        await relay.advertising(central, address=mirror_address, service_uuid=NOKE_SERVICE)
+    finally:
+        if pace:
+            pace.unlink(missing_ok=True)
+    return device, relay, events
+
+
+async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central, start_gattemu, start_peripheral, gattemu_bin,
+                                                     relay_adapters, needs_separate_stack, env, tmp_path):  # noqa: F811
+    mirror_address = relay_adapters[2]
+    device, relay, events = await device_behind_relay(central, start_gattemu, start_peripheral, gattemu_bin, relay_adapters,
+                                                      env, tmp_path)
     conn = await central.connect(mirror_address)
     q: asyncio.Queue = asyncio.Queue()
     await conn.subscribe(NOKE_TX, q.put_nowait)
@@ -80,24 +98,11 @@ async def test_a_phone_faster_than_the_devices_link_meets_the_relays_bound(
     bluetoothd sends only after the commands before it) and lets at most 64 wait: the rest of the phone's burst is
     dropped and counted, what was forwarded reaches the device in order, and the commands flow again once the link
     has carried them."""
-    upstream, mirror, mirror_address = relay_adapters
-    link_dir = env.get("GATTEMU_LINK_DIR")
-    if not link_dir:
+    mirror_address = relay_adapters[2]
+    if not env.get("GATTEMU_LINK_DIR"):
         pytest.skip("needs the patched btvirt's per-link pace (GATTEMU_LINK_DIR)")
-    profile = f"{env['GATTEMU_ROOT']}/benchmarks/profiles/noke-burst.json"
-    device = start_gattemu(profile, args=["--allow-extends-outside", "--control", "off"])
-    adv = await device.advertising(central, name_prefix="NOKE", service_uuid=NOKE_SERVICE)
-    pace = Path(link_dir) / env["GATTEMU_CENTRAL2_ADDRESS"]
-    pace.write_text(DEVICE_LINK + "\n")
-    try:
-        events = tmp_path / "relay-events.jsonl"
-        relay = start_peripheral(
-            name="relay", adapter=mirror,
-            cmd=f"{gattemu_bin} relay {adv.address} --adapter {{adapter}} --upstream-adapter {upstream}",
-            extra_args=["--events", str(events), "--control", "off"])
-        await relay.advertising(central, address=mirror_address, service_uuid=NOKE_SERVICE)
-    finally:
-        pace.unlink(missing_ok=True)  # read when the relay made its link to the device
+    device, relay, events = await device_behind_relay(central, start_gattemu, start_peripheral, gattemu_bin, relay_adapters,
+                                                      env, tmp_path, device_link=DEVICE_LINK)
     conn = await central.connect(mirror_address)
     char = conn._char(NOKE_RX)
 
