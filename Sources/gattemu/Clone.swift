@@ -69,7 +69,7 @@ struct Clone: AsyncParsableCommand {
         var options = DeviceRecorder.Options()
         // Once heard, the device is listened to for two of Linux's advertising rotations (2 s an instance): a device
         // with two advertising sets on a controller that rotates them shows the second only after the first's turn.
-        options.settle = Self.settle
+        options.settle = .milliseconds(4_500)
         options.scanTimeout = .milliseconds(Int64(scanTimeout * 1000))
         options.listen = .milliseconds(Int64(listen * 1000))
         let bus = DBusBus.ofThisCommand
@@ -103,9 +103,6 @@ struct Clone: AsyncParsableCommand {
     }
 
     /// The report's first lines: what was recorded.
-    /// How long the scan goes on once the device is heard (``DeviceRecorder/Options/settle``).
-    static let settle = Duration.milliseconds(4_500)
-
     static func summary(_ recording: CentralRecording, replica: DeviceReplica) -> [String] {
         let characteristics = recording.table.characteristics
         let values = recording.reads.filter { if case .value = $0.read.outcome { true } else { false } }.count

@@ -33,6 +33,9 @@ struct RelayState: Sendable {
     static let maximumCommandsWaiting = 64
     /// A link check starts once this many commands may be waiting (half the bound: the rest keep flowing meanwhile).
     static let linkCheckAfter = maximumCommandsWaiting / 2
+
+    /// The first `sent` commands have left for the device's link: a request sent after them was answered.
+    mutating func commandsGone(upTo sent: Int) { commandsGone = max(commandsGone, sent) }
 }
 
 extension Emulator {
@@ -93,7 +96,7 @@ extension Emulator {
             let bytes = try await upstream.read(id, offset: offset)
             // The device answered a Read Request, sent after the commands before it (a Read Blob may be served from
             // the whole value read first, and proves nothing).
-            if offset == 0 { relayState.commandsGone = max(relayState.commandsGone, before) }
+            if offset == 0 { relayState.commandsGone(upTo: before) }
             log.record(
                 .relayed, central: central.logged, characteristic: id.description, value: bytes,
                 detail: "device answered the read" + (offset > 0 ? " at offset \(offset)" : "") + " in \(Self.milliseconds(since: start))")
@@ -135,7 +138,7 @@ extension Emulator {
         let what = withResponse ? "write" : "write command"
         do {
             try await upstream.write(id, value: value, offset: offset, withResponse: withResponse)
-            if withResponse { relayState.commandsGone = max(relayState.commandsGone, before) }
+            if withResponse { relayState.commandsGone(upTo: before) }
             log.record(
                 .relayed, central: central.logged, characteristic: id.description, value: value,
                 detail: withResponse
@@ -170,11 +173,11 @@ extension Emulator {
                         + "link carries them fills the device side's bluetoothd)")
                 return
             }
-            let gone = before - relayState.commandsGone
-            relayState.commandsGone = max(relayState.commandsGone, before)
+            let gone = max(0, before - relayState.commandsGone)
+            relayState.commandsGone(upTo: before)
             log.record(
                 .relayed,
-                detail: "link check: \(max(0, gone)) more write commands have left for the device (\(asked), "
+                detail: "link check: \(gone) more write commands have left for the device (\(asked), "
                     + "answered in \(Self.milliseconds(since: start)))")
             checkLinkIfBusy(upstream)
         }
@@ -231,7 +234,7 @@ extension Emulator {
         guard !relayState.deviceAway, !stopped else { return }
         relayState.deviceAway = true
         relayState.subscribers = [:]
-        relayState.commandsGone = relayState.commandsSent  // what waited for the link went with it
+        relayState.commandsGone(upTo: relayState.commandsSent)  // what waited for the link went with it
         log.record(.deviceLost, detail: reason)
         await stopAdvertising()
         for central in connectedCentrals {
