@@ -23,6 +23,19 @@ import relay_bench  # noqa: E402
 OPS = int(os.environ.get("GATTEMU_RELAY_SOAK_OPS") or (10_000 if LONG else 400))
 
 
+def events_in(path: Path) -> list[dict]:
+    """A gattemu JSON event log's events (`--events`)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+def sequence_numbers(path: Path, event: str, detail: str = "") -> list[int]:
+    """The soak's sequence numbers (`B1 hi lo`) in the `event` events of an event log whose detail starts with
+    `detail`, in the log's order: what the device received (`write`), what the relay forwarded (`relayed`)."""
+    return [int(e["value"][2:6], 16) for e in events_in(path)
+            if e["event"] == event and e.get("detail", "").startswith(detail)
+            and e.get("value", "").startswith("b1") and len(e["value"]) == 6]
+
+
 async def device_behind_relay(central, start_gattemu, start_peripheral, gattemu_bin, relay_adapters, env, tmp_path,  # noqa: F811
                               device_link: str | None = None):
     """A gattemu device running benchmarks/profiles/noke-burst.json and `gattemu relay` in front of it, its mirror seen
@@ -62,10 +75,8 @@ async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central
     assert relay.stop() == 0, relay.tail()
     device.stop()
     layers = relay_bench.relay_legs(events)["counts"]
-    device_log = [json.loads(line) for line in device.events.read_text().splitlines() if line.startswith("{")]
     # The order the device itself received the numbers in: tells the relay's upstream leg from the way back.
-    arrived = [int(e["value"][2:6], 16) for e in device_log
-               if e["event"] == "write" and e.get("value", "").startswith("b1") and len(e["value"]) == 6]
+    arrived = sequence_numbers(device.events, "write")
     received = len(arrived)
     device_order = relay_bench.sequence_check(arrived, OPS)
     assert result["ok"] and result["sent"] == OPS, (
@@ -75,8 +86,7 @@ async def test_relay_soak_loses_and_reorders_nothing(single_att_channel, central
         f"out of order (first: {device_order['first_problem']})")
     # With [GATT] Channels = 1 the relay says its write commands stay in order (and read that from bluetoothd's own
     # main.conf, the one on its command line).
-    relay_log = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
-    channels = [e["detail"] for e in relay_log if e["event"] == "note" and "ATT channel" in e.get("detail", "")]
+    channels = [e["detail"] for e in events_in(events) if e["event"] == "note" and "ATT channel" in e.get("detail", "")]
     assert len(channels) == 1 and "opens one ATT channel per link" in channels[0], channels
     assert os.environ["GATTEMU_BLUETOOTHD_CONF"] in channels[0], channels
     report(f"relay soak: {OPS:,} sequence-numbered write commands, {result['received']:,} answers, none lost, repeated or "
@@ -106,19 +116,14 @@ async def test_a_phone_faster_than_the_devices_link_meets_the_relays_bound(
     conn = await central.connect(mirror_address)
     char = conn._char(NOKE_RX)
 
-    def log(path: Path) -> list[dict]:
-        return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
-
     def forwarded() -> list[int]:
-        return [int(e["value"][2:6], 16) for e in log(events)
-                if e["event"] == "relayed" and e.get("detail", "").startswith("write command sent")]
+        return sequence_numbers(events, "relayed", "write command sent")
 
     def arrived() -> list[int]:
-        return [int(e["value"][2:6], 16) for e in log(device.events)
-                if e["event"] == "write" and e.get("value", "").startswith("b1") and len(e["value"]) == 6]
+        return sequence_numbers(device.events, "write")
 
     def taken() -> int:
-        return sum(1 for e in log(events) if e["event"] == "write" and e.get("value", "").startswith("b1"))
+        return len(sequence_numbers(events, "write"))
 
     started = time.monotonic()
     for number in range(BURST):
@@ -150,8 +155,7 @@ async def test_a_phone_faster_than_the_devices_link_meets_the_relays_bound(
     assert relay.stop() == 0, relay.tail()
     device.stop()
 
-    relay_log = log(events)
-    details = [e.get("detail", "") for e in relay_log]
+    details = [e.get("detail", "") for e in events_in(events)]
     first_drop = [d for d in details if d.startswith("write command dropped: ")]
     counted = [int(d.split()[0]) for d in details if d.endswith("write commands dropped while the device's link was busy")]
     checks = [d for d in details if d.startswith("link check: ")]
