@@ -32,7 +32,9 @@ from tshark_gatt import declared_characteristics, discovered_table, peer_at, pee
 DIRECTORY = Path(os.environ.get("GATTEMU_REAL_CAPTURES") or HERE.parent / "Fixtures" / "real-captures")
 PHONE_WRITES = {0x12: "request", 0x52: "command"}
 DEVICE_SENDS = {0x1B: "notification", 0x1D: "indication"}
-PLACEHOLDER_SUFFIX = "-0000-4000-8000-67617474656d"  # the import's UUIDs for undiscovered handles (docs/import.md)
+PLACEHOLDER_SUFFIX = "-0000-4000-8000-67617474656d"
+# Generic Access and Generic Attribute: bluetoothd serves its own, whatever a profile says.
+BLUEZ_OWN = {norm_uuid("1800"), norm_uuid("1801")}  # the import's UUIDs for undiscovered handles (docs/import.md)
 
 
 def tshark_uuid(text: str) -> str:
@@ -182,17 +184,22 @@ def plan_device(capture: Path, device: str, who: str | int, gattemu_bin: str) ->
         profile = json.loads(out.read_text())
     values, cccds = pinned_handles(profile)
     timeline, names = recorded(capture, who)
-    how, skip = "pinned handles", None
+    how, skip, services = "pinned handles", None, []
+    table_of = who if isinstance(who, str) else None
     if not values:
-        table_of = who if isinstance(who, str) else None
-        values, cccds = handles_by_uuid(names, discovered_table(capture, table_of))
+        table = discovered_table(capture, table_of)
+        values, cccds = handles_by_uuid(names, table)
         values.update(placeholder_handles(profile, declared_characteristics(capture, table_of)))
         how = "handles not pinned, characteristics found by UUID"
-        if not values:
-            skip = "handles not pinned and tshark names none: not replayed"
-    if skip is None and not any(e[0] == "write" and (e[1] in values or e[1] in cccds) for e in timeline):
-        skip = "no write to the device's own characteristics: nothing to replay"
-    return {"device": device, "who": who, "how": how, "skip": skip, "profile": profile,
+    if not any(e[0] == "write" and (e[1] in values or e[1] in cccds) for e in timeline):
+        # What the phone did with the device was discovery only (an app that looks at nearby devices' services
+        # and leaves): the replay finds the device and discovers the services the phone saw.
+        # (A peer with no address: the capture's discovery cannot be told apart from other devices'.)
+        services = sorted({service for service, _ in discovered_table(capture, table_of)} - BLUEZ_OWN) if table_of else []
+        how = "no write: the phone discovered the device's services"
+        if not services:
+            skip = "no write to the device's own characteristics and no service discovered: nothing to replay"
+    return {"device": device, "who": who, "how": how, "skip": skip, "profile": profile, "services": services,
             "values": [[h, *v] for h, v in sorted(values.items())], "cccds": [[h, v] for h, v in sorted(cccds.items())],
             "timeline": [[e[0], e[1], e[2].hex(), *e[3:]] for e in timeline]}
 
