@@ -67,7 +67,8 @@ extension Event {
     public init(_ event: EmulatorEvent) {
         self.init(
             seq: event.sequence, t: (event.time * 1000).rounded() / 1000, event: EventKind(event.kind), central: event.central?.description,
-            characteristic: event.characteristic, value: event.value?.hexString(uppercase: false), detail: event.detail)
+            characteristic: event.characteristic, value: event.value?.hexString(uppercase: false), detail: event.detail, mtu: event.mtu,
+            device: event.device)
     }
 }
 

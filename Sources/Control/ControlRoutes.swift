@@ -7,31 +7,75 @@ import Hummingbird
 import Lexical
 import Profile
 
-/// The routes of ``ControlContract/operations``, each answered by the handler of its operation id. Every
-/// handler answers JSON encoded from the contract's types (or a dashboard file); problems are thrown as
-/// ``ControlError``.
-struct ControlRoutes: Sendable {
-    typealias Handler = @Sendable (Request, BasicRequestContext) async throws -> Response
-
-    let target: any ControlTarget
+/// The routes of ``ControlContract/operations`` for ``ControlDevices``: each operation at its own path (the one
+/// device's, or in a rig the process's: the event log and stream, the device list, the dashboard) and, for each
+/// operation about a device, under `/v1/devices/{device}` with the handlers of that device's ``ControlRoutes``.
+struct ControlRouting: Sendable {
+    let devices: ControlDevices
     let streams: EventStreamSlots
     let heartbeat: Duration
     let streamLifetime: Duration?
 
+    /// The handlers of one device (its events only, in a rig); of the whole process for `device` nil.
+    func routes(of device: ControlDevices.Device?) -> ControlRoutes {
+        ControlRoutes(
+            target: (device ?? devices.devices[0]).target, device: devices.single == nil ? device?.id : nil, streams: streams,
+            heartbeat: heartbeat, streamLifetime: streamLifetime)
+    }
+
     func register(on router: Router<BasicRequestContext>) {
-        let handlers = self.handlers
-        for operation in ControlContract.operations {
-            guard let handler = handlers[operation.id] else { continue }  // ControlContractTests: none is missing
-            let method: HTTPRequest.Method =
-                switch operation.method {
-                case .get: .get
-                case .post: .post
-                case .put: .put
-                case .delete: .delete
+        let each = Dictionary(uniqueKeysWithValues: devices.devices.map { ($0.id, routes(of: $0).handlers) })
+        let whole = routes(of: devices.single).handlers
+        let devices = self.devices
+        for operation in ControlContract.processOperations {
+            guard let handler = whole[operation.id] else { continue }  // ControlContractTests: none is missing
+            if !operation.deviceScoped || devices.single != nil || ControlContract.rigWide.contains(operation.id) {
+                router.on(RouterPath(operation.path), method: operation.method.http, use: handler)
+            } else {
+                let ids = devices.devices.map(\.id)
+                router.on(RouterPath(operation.path), method: operation.method.http) { _, _ -> Response in
+                    throw ControlError(
+                        .conflict, "this gattemu runs \(ids.count) devices: ask one under /v1/devices/{device}/ (GET /v1/devices)"
+                    ) { $0.known = ids }
                 }
-            router.on(RouterPath(operation.path), method: method, use: handler)
+            }
+            guard operation.deviceScoped else { continue }
+            let id = operation.id
+            router.on(RouterPath(operation.ofDevice.path), method: operation.method.http) { request, context in
+                let name = try context.parameter("device")
+                guard let handler = each[name]?[id] else {
+                    throw ControlError.notFound("no device \"\(name.prefix(80))\"") { $0.known = devices.devices.map(\.id) }
+                }
+                return try await handler(request, context)
+            }
+        }
+        router.on(RouterPath(ControlContract.listDevices.path), method: .get) { _, _ in JSONResponse.make(await devices.list()) }
+    }
+}
+
+extension Operation.Method {
+    var http: HTTPRequest.Method {
+        switch self {
+        case .get: .get
+        case .post: .post
+        case .put: .put
+        case .delete: .delete
         }
     }
+}
+
+/// The handlers of ``ControlContract/processOperations`` for one ``ControlTarget``, each answering the operation
+/// of its id. Every handler answers JSON encoded from the contract's types (or a dashboard file); problems are
+/// thrown as ``ControlError``.
+struct ControlRoutes: Sendable {
+    typealias Handler = @Sendable (Request, BasicRequestContext) async throws -> Response
+
+    let target: any ControlTarget
+    /// The rig's device whose events the event routes show; nil: every event of the log.
+    var device: String? = nil
+    let streams: EventStreamSlots
+    let heartbeat: Duration
+    let streamLifetime: Duration?
 
     /// The handler of each operation id.
     var handlers: [String: Handler] {
@@ -74,7 +118,8 @@ struct ControlRoutes: Sendable {
     func events(_ request: Request) throws(ControlError) -> Response {
         let since = try integer(request, "since", minimum: 0) ?? 0
         let limit = try integer(request, "limit", minimum: 1) ?? 1000
-        let events = target.events.events(since: since, limit: limit)
+        var events = target.events.events(since: since, limit: device == nil ? limit : nil)
+        if let device { events = Array(events.lazy.filter { $0.device == device }.prefix(limit)) }
         return JSONResponse.make(
             EventPage(events: events.map(Event.init), last: events.last?.sequence ?? since, latest: target.events.lastSequence))
     }
@@ -92,7 +137,8 @@ struct ControlRoutes: Sendable {
         guard let slot = streams.take() else {
             throw ControlError(.serviceUnavailable, "too many event-stream clients (\(streams.maximum))") { $0.limit = streams.maximum }
         }
-        let body = EventStream.body(target.events.subscribe(since: since), heartbeat: heartbeat, lifetime: streamLifetime, slot: slot)
+        let body = EventStream.body(
+            target.events.subscribe(since: since), device: device, heartbeat: heartbeat, lifetime: streamLifetime, slot: slot)
         return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
     }
 

@@ -7,7 +7,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// The control API server: Hummingbird 2 on one address, serving `/v1` and the dashboard (`/`) for one ``ControlTarget``.
+/// The control API server: Hummingbird 2 on one address, serving `/v1` and the dashboard (`/`) for one device or a rig's (``ControlDevices``).
 ///
 /// Middleware, outermost first: ``SecurityHeadersMiddleware`` (CSP and friends, on every answer), ``HostMiddleware``
 /// (421), ``OriginMiddleware`` (403, CORS), ``JSONErrorMiddleware``, ``OptionsMiddleware`` (204),
@@ -21,14 +21,26 @@ public struct ControlServer: Sendable {
     public let limits: ControlLimits
     /// Requests reach the target only once this is marked ready (503 before: see ``StartingMiddleware``).
     public let readiness: Readiness
-    let target: any ControlTarget
+    /// What the API drives: one device, or a rig's.
+    public let devices: ControlDevices
     let listening = ListeningPort()
     let streams: EventStreamSlots
     let connections: ConnectionRegistry
 
+    /// One device, `device` its id under `/v1/devices/`. Refuses a non-loopback endpoint without a token.
+    public init(
+        endpoint: ControlEndpoint, token: String?, target: any ControlTarget, device: String = "device",
+        access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
+        ready: Bool = true
+    ) throws(ControlSetupError) {
+        let devices = ControlDevices(id: device, profile: "", adapter: nil, target: target)
+        if ready { devices.set(device, .running) }
+        try self.init(endpoint: endpoint, token: token, devices: devices, access: access, limits: limits, ready: ready)
+    }
+
     /// Refuses a non-loopback endpoint without a token.
     public init(
-        endpoint: ControlEndpoint, token: String?, target: any ControlTarget,
+        endpoint: ControlEndpoint, token: String?, devices: ControlDevices,
         access: ControlAccess = ControlAccess(), limits: ControlLimits = ControlLimits(),
         ready: Bool = true
     ) throws(ControlSetupError) {
@@ -38,7 +50,7 @@ public struct ControlServer: Sendable {
         }
         self.endpoint = endpoint
         self.token = token
-        self.target = target
+        self.devices = devices
         self.access = access
         self.limits = limits
         self.readiness = Readiness(ready: ready)
@@ -62,8 +74,8 @@ public struct ControlServer: Sendable {
         if let token { router.add(middleware: BearerTokenMiddleware(token: token)) }
         router.add(middleware: StartingMiddleware(readiness: readiness))
         router.add(middleware: ContentTypeMiddleware())
-        ControlRoutes(target: target, streams: streams, heartbeat: limits.heartbeat, streamLifetime: limits.eventStreamLifetime).register(
-            on: router)
+        ControlRouting(devices: devices, streams: streams, heartbeat: limits.heartbeat, streamLifetime: limits.eventStreamLifetime)
+            .register(on: router)
         return router
     }
 

@@ -54,8 +54,10 @@ enum EventStream {
     }
 
     /// `lifetime`: end the response after this long (the client reconnects with `Last-Event-ID`); nil: never.
-    static func body(_ events: AsyncStream<EmulatorEvent>, heartbeat: Duration, lifetime: Duration?, slot: EventStreamSlot) -> ResponseBody
-    {
+    /// `device`: only the events of this device of a rig.
+    static func body(
+        _ events: AsyncStream<EmulatorEvent>, device: String? = nil, heartbeat: Duration, lifetime: Duration?, slot: EventStreamSlot
+    ) -> ResponseBody {
         let start = ContinuousClock.now
         let parts = merge(
             chain(events.map { Part.event($0) }, [Part.end].async),
@@ -67,6 +69,7 @@ enum EventStream {
             loop: for await part in parts {
                 switch part {
                 case .event(let event):
+                    if let device, event.device != device { continue }
                     try await writer.write(
                         ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.kind.rawValue)\ndata: \(event.json)\n\n"))
                 case .heartbeat:

@@ -5,8 +5,31 @@ public enum ControlContract {
     static let characteristicID = Operation.Parameter(
         "id", in: .path, .string(minLength: 1), description: "Characteristic id from the profile (e.g. tx).")
     static let json = Operation.Content.json
+    static let deviceID = Operation.Parameter(
+        "device", in: .path, .string(minLength: 1), description: "Device id from GET /v1/devices (the rig file's or the profile's name).")
 
-    public static let operations: [Operation] = [
+    /// Every operation: those of the process and of its device, the device list, then each device's operations
+    /// under `/v1/devices/{device}` (``Operation/ofDevice``).
+    public static let operations: [Operation] =
+        processOperations.map { operation in
+            var operation = operation
+            if operation.deviceScoped, !rigWide.contains(operation.id) {
+                operation.errors = Array(Set(operation.errors).union([409])).sorted()
+            }
+            return operation
+        } + [listDevices] + processOperations.filter(\.deviceScoped).map(\.ofDevice)
+
+    public static let listDevices = Operation(
+        .get, "/v1/devices", id: "listDevices",
+        summary: "The devices this gattemu runs (one, or a rig's), with their adapters and states",
+        description: "Devices", content: json(DeviceList.reference), deviceScoped: false)
+
+    /// Operations about one device that a rig answers at their own paths for all its devices: the event log and stream.
+    public static let rigWide: Set<String> = ["getEvents", "streamEvents"]
+
+    /// The operations at their own paths: with one device, the device's; in a rig, 409 for those about one device
+    /// (but the event log and stream, which carry every device's events).
+    public static let processOperations: [Operation] = [
         Operation(
             .get, "/v1/status", id: "getStatus",
             summary:
@@ -122,20 +145,20 @@ public enum ControlContract {
             description: "Written", content: json(RelaySnapshotResult.reference), errors: [409, 503]),
         Operation(
             .get, "/v1/openapi.json", id: "openapi", summary: "This document", description: "OpenAPI 3 document",
-            content: json(.anyObject), isPublic: true),
+            content: json(.anyObject), isPublic: true, deviceScoped: false),
         Operation(
             .get, "/", id: "dashboard", summary: "The dashboard (HTML; it asks for the token when the API needs one)",
-            description: "The dashboard page", content: .asset("text/html"), isPublic: true),
+            description: "The dashboard page", content: .asset("text/html"), isPublic: true, deviceScoped: false),
         Operation(
             .get, "/dashboard.css", id: "dashboardStyle", summary: "The dashboard's style sheet",
-            description: "CSS", content: .asset("text/css"), isPublic: true),
+            description: "CSS", content: .asset("text/css"), isPublic: true, deviceScoped: false),
         Operation(
             .get, "/dashboard.js", id: "dashboardScript", summary: "The dashboard's script",
-            description: "JavaScript", content: .asset("text/javascript"), isPublic: true),
+            description: "JavaScript", content: .asset("text/javascript"), isPublic: true, deviceScoped: false),
         Operation(
             .get, "/timeline.js", id: "timelineScript",
             summary: "The sequence-diagram drawing shared by the dashboard and `gattemu report`",
-            description: "JavaScript", content: .asset("text/javascript"), isPublic: true),
+            description: "JavaScript", content: .asset("text/javascript"), isPublic: true, deviceScoped: false),
     ]
 
     /// Every type with a component in the document.
@@ -145,7 +168,7 @@ public enum ControlContract {
         FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
         PairingStatus.self, PairingPrompt.self, DisplayedPasskey.self, PairingAnswerBody.self, PairingAnswered.self, Bond.self,
         BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, AddressBody.self, AddressChanged.self,
-        RelaySnapshotResult.self,
+        RelaySnapshotResult.self, DeviceList.self, DeviceEntry.self,
         ErrorBody.self,
     ]
 

@@ -35,10 +35,12 @@ public struct Event: ContractType, Equatable {
     /// The ATT MTU of the central's link when the operation happened (reads, writes, answers, notifications,
     /// indications, subscriptions), once bluetoothd has told it.
     public var mtu: Int?
+    /// The rig's device the event is of; absent when gattemu runs one device.
+    public var device: String?
 
     public init(
         seq: Int, t: Double, event: EventKind, central: String? = nil, characteristic: String? = nil, value: String? = nil,
-        detail: String? = nil, mtu: Int? = nil
+        detail: String? = nil, mtu: Int? = nil, device: String? = nil
     ) {
         self.seq = seq
         self.t = t
@@ -48,6 +50,7 @@ public struct Event: ContractType, Equatable {
         self.value = value
         self.detail = detail
         self.mtu = mtu
+        self.device = device
     }
 
     public static let schemaName = "Event"
@@ -61,13 +64,14 @@ public struct Event: ContractType, Equatable {
             optional("value", .described("hex", .string(pattern: "^([0-9a-f]{2})*$"))),
             optional("detail", .string),
             optional("mtu", .described("ATT MTU of the central's link for this operation", .integer(minimum: 0))),
+            optional("device", .described("The rig's device (GET /v1/devices) the event is of; absent with one device", .string)),
         ])
     }
     public static var examples: [Event] {
         [
             Event(
                 seq: 1, t: 12.5, event: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: "5160", detail: "request",
-                mtu: 185)
+                mtu: 185, device: "lock")
         ]
     }
 }

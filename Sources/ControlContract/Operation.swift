@@ -49,11 +49,14 @@ public struct Operation: Sendable {
     public var errors: [Int]
     /// Served without the bearer token (the dashboard's static files: they hold no data).
     public var isPublic: Bool
+    /// About one device: also served as `/v1/devices/{device}/…` (``ofDevice``) for each device of a rig, and at its
+    /// own path for the one device of a process that runs one.
+    public var deviceScoped: Bool
 
     public init(
         _ method: Method, _ path: String, id: String, summary: String, parameters: [Parameter] = [],
         body: (schema: Schema, required: Bool)? = nil, status: Int = 200, description: String, content: Content,
-        errors: [Int] = [], isPublic: Bool = false
+        errors: [Int] = [], isPublic: Bool = false, deviceScoped: Bool = true
     ) {
         self.method = method
         self.path = path
@@ -66,6 +69,20 @@ public struct Operation: Sendable {
         self.content = content
         self.errors = errors
         self.isPublic = isPublic
+        self.deviceScoped = deviceScoped
+    }
+
+    /// The same operation on one device of a rig: `/v1/x` as `/v1/devices/{device}/x`, id `xOfDevice`, 404 for a
+    /// device the process does not run.
+    public var ofDevice: Operation {
+        var copy = self
+        copy.path = "/v1/devices/{device}" + path.dropFirst("/v1".count)
+        copy.id = id + "OfDevice"
+        copy.summary = summary + " — of one device"
+        copy.parameters = [ControlContract.deviceID] + parameters
+        copy.errors = Array(Set(errors).union([404])).sorted()
+        copy.deviceScoped = false
+        return copy
     }
 
     /// The path's segments, `nil` for a `{parameter}`.

@@ -15,7 +15,7 @@ struct Ctl: AsyncParsableCommand {
         commandName: "ctl", abstract: "Control a running emulator through its control API.",
         discussion: "Exit codes: 0 ok, 1 server unreachable or request refused (its message on one line), 2 bad command line.",
         subcommands: [
-            CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
+            CtlDevices.self, CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
             CtlSetVariable.self, CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self,
             CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self, CtlSnapshot.self,
         ])
@@ -38,10 +38,14 @@ struct CtlOptions: ParsableArguments {
     @Flag(help: "Print the server's JSON instead of text.")
     var json = false
 
+    @Option(help: ArgumentHelp("The device of a rig to drive (an id from `gattemu ctl devices`).", valueName: "id"))
+    var device: String?
+
     func client() throws -> CtlClient {
         let environment = ProcessInfo.processInfo.environment
         let url = try ControlURL(control ?? environment["GATTEMU_CONTROL"] ?? "http://127.0.0.1:8765")
-        return CtlClient(endpoint: url, token: try resolvedToken(environment) ?? foundToken(for: url, environment))
+        if let device, device.isEmpty { throw Failure.badInput("--device must not be empty") }
+        return CtlClient(endpoint: url, token: try resolvedToken(environment) ?? foundToken(for: url, environment), device: device)
     }
 
     /// The token `gattemu run` made for a gattemu of this user on this machine, from its file
@@ -79,6 +83,17 @@ struct CtlOptions: ParsableArguments {
             let text = text()
             if !text.isEmpty { print(CtlFormat.text(text)) }
         }
+    }
+}
+
+struct CtlDevices: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices", abstract: "The devices this gattemu runs (a rig's), their adapters and states.")
+    @OptionGroup var options: CtlOptions
+
+    func run() async throws {
+        let (list, json) = try await options.client().call(.GET, "/v1/devices", as: DeviceList.self)
+        options.output(json) { CtlFormat.devices(list) }
     }
 }
 

@@ -12,10 +12,19 @@ import Profile
 struct CtlClient: Sendable {
     let endpoint: ControlURL
     let token: String?
+    /// The rig's device every request is about (`--device`): `/v1/x` goes to `/v1/devices/DEVICE/x`.
+    var device: String?
 
-    init(endpoint: ControlURL, token: String?) {
+    init(endpoint: ControlURL, token: String?, device: String? = nil) {
         self.endpoint = endpoint
         self.token = token
+        self.device = device
+    }
+
+    /// `path` of the device asked for: under `/v1/devices/DEVICE/` (the device list itself stays where it is).
+    func scoped(_ path: String) -> String {
+        guard let device, path.hasPrefix("/v1/"), path != "/v1/devices", !path.hasPrefix("/v1/openapi") else { return path }
+        return "/v1/devices/" + CtlFormat.escape(device) + path.dropFirst("/v1".count)
     }
 
     /// Sends a request (`body` encoded from a contract type) and returns the answer decoded as `answer`, with
@@ -123,7 +132,7 @@ struct CtlClient: Sendable {
         } else if method != .GET {
             headers.add(name: "Content-Length", value: "0")
         }
-        let uri = endpoint.path + path
+        let uri = endpoint.path + scoped(path)
         var complete = false
         do {
             try await channel.executeThenClose { inbound, outbound in

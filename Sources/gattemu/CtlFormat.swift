@@ -30,12 +30,26 @@ enum CtlFormat {
     /// `   12   1234.567 ms  write  AA:BB:… rx 0102 detail` from one event.
     static func event(_ event: Event) -> String {
         var parts = [padded(String(event.seq), to: 5, left: true) + " " + padded(fixed(event.t, decimals: 3), to: 10, left: true) + " ms"]
+        if let device = event.device { parts.append("[\(device)]") }
         parts.append(padded(event.event.rawValue, to: 12))
         if let central = event.central { parts.append(central) }
         if let characteristic = event.characteristic { parts.append(characteristic) }
         if let value = event.value { parts.append(value.isEmpty ? "(empty)" : value) }
         if let detail = event.detail { parts.append(detail) }
         return TerminalText.escaped(parts.joined(separator: " "))
+    }
+
+    /// `lock  running  hci1 00:AA:01:01:00:01  profiles/noke-lock.json`, one line per device.
+    static func devices(_ list: DeviceList) -> String {
+        let width = list.devices.map(\.id.count).max() ?? 0
+        return list.devices.map { device in
+            var line = padded(device.id, to: width) + "  " + padded(device.state.rawValue, to: 8)
+            line += " " + (device.adapterName ?? device.adapter ?? "first adapter")
+            if let address = device.address { line += " " + address }
+            line += "  " + device.profile
+            if let reason = device.reason { line += " — " + reason }
+            return TerminalText.escaped(line)
+        }.joined(separator: "\n")
     }
 
     static func fault(_ fault: Fault) -> String {

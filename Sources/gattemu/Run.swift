@@ -19,8 +19,11 @@ struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run", abstract: "Emulate the peripheral a profile describes until SIGINT or SIGTERM.")
 
-    @Argument(help: "The profile (JSON) to run.")
-    var profile: String
+    @Argument(
+        help: ArgumentHelp(
+            "The profile (JSON) to run; several as PROFILE@ADAPTER (hciN or an address) run as one rig, each on its adapter.",
+            valueName: "profile[@adapter]"))
+    var profiles: [String]
 
     @Option(help: "Adapter to use: hciN or its address (default: the first one).")
     var adapter: String?
@@ -35,8 +38,45 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var serving: ServingOptions
 
     func run() async throws {
-        let profile = try loadProfile(self.profile, overrides: overrides, allowExtendsOutside: allowExtendsOutside)
-        try await serving.serve(profile, adapter: adapter)
+        let devices = try servedDevices()
+        try await serving.serve(devices)
+    }
+
+    /// The devices the arguments name, checked before anything starts (bad input exits 2).
+    func servedDevices() throws -> [ServedDevice] {
+        guard !profiles.isEmpty else { throw Failure.badInput("give a profile to run") }
+        if profiles.count == 1 {
+            let (file, named) = ServedDevice.split(profiles[0])
+            if named != nil, adapter != nil { throw Failure.badInput("\(profiles[0]): give the adapter once (@ADAPTER or --adapter)") }
+            let profile = try loadProfile(file, overrides: overrides, allowExtendsOutside: allowExtendsOutside)
+            return [ServedDevice(id: ControlDevices.id(forProfile: file), profile: profile, adapter: named ?? adapter)]
+        }
+        if adapter != nil { throw Failure.badInput("--adapter is for one device: give each profile its adapter as PROFILE@ADAPTER") }
+        if !overrides.isEmpty { throw Failure.badInput("--set is for one device: a rig's profiles are run as they are") }
+        let parts = profiles.map(ServedDevice.split)
+        var adapters: [String: String] = [:]
+        for (argument, part) in zip(profiles, parts) {
+            guard let adapter = part.adapter else {
+                throw Failure.badInput("\(argument): with several devices, give each its adapter as PROFILE@ADAPTER (hciN or an address)")
+            }
+            if let other = adapters[adapter] {
+                throw Failure.badInput("\(argument): adapter \(adapter) is already \(other)'s (one device per adapter)")
+            }
+            adapters[adapter] = argument
+        }
+        let ids = ServedDevice.distinct(parts.map { ControlDevices.id(forProfile: $0.profile) })
+        let devices = try zip(ids, parts).map { id, part in
+            ServedDevice(
+                id: id, profile: try loadProfile(part.profile, overrides: [], allowExtendsOutside: allowExtendsOutside),
+                adapter: part.adapter)
+        }
+        let pairing = devices.filter { $0.profile.pairingSecurity != nil }
+        if pairing.count > 1 {
+            throw Failure.badInput(
+                "\(pairing.map(\.id).joined(separator: ", ")) each set how they pair: bluetoothd has one pairing agent for all its adapters, so a rig may have one device with pairing settings (docs/rig.md)"
+            )
+        }
+        return devices
     }
 }
 

@@ -81,6 +81,20 @@ struct ServingOptions: ParsableArguments {
         attach: (Emulator, EventLog) async throws -> Void = { _, _ in },
         detach: (Emulator, EventLog) async -> Void = { _, _ in }
     ) async throws {
+        let device = ServedDevice(id: ControlDevices.id(forProfile: profile.file), profile: profile, adapter: adapter)
+        try await serve([device], loop: loop, attach: attach, detach: detach)
+    }
+
+    /// Serves each device on its adapter, in one process on one D-Bus loop, with one event log and one control API
+    /// (`gattemu run A@hci0 B@hci1`). With one device, events carry no device and a device that cannot start ends
+    /// the run (exit 1); in a rig, a device that cannot start is reported (its state `failed`, with the reason, and
+    /// an `error` event) and the others run on; the run ends when none started.
+    func serve(
+        _ served: [ServedDevice], loop: DBusEventLoop? = nil,
+        attach: (Emulator, EventLog) async throws -> Void = { _, _ in },
+        detach: (Emulator, EventLog) async -> Void = { _, _ in }
+    ) async throws {
+        let rig = served.count > 1
         let endpoint = try controlEndpoint()
         let environment = ProcessInfo.processInfo.environment
         var token = try endpoint == nil ? nil : resolvedControlToken()
@@ -106,7 +120,10 @@ struct ServingOptions: ParsableArguments {
             }
             access.allowedGroups.insert(group)
         }
-        let faults = try profile.faults + loadScenario(scenario, for: profile)
+        if rig, scenario != nil {
+            throw Failure.badInput("--scenario names one device's faults: with several devices, give each profile its faults")
+        }
+        let faults = try served.map { try $0.profile.faults + loadScenario(scenario, for: $0.profile) }
         guard EventLog.capacityRange.contains(eventMemory) else {
             throw Failure.badInput(
                 "--event-memory \(eventMemory): keep \(EventLog.capacityRange.lowerBound) to \(EventLog.capacityRange.upperBound) events")
@@ -117,21 +134,30 @@ struct ServingOptions: ParsableArguments {
         } catch {
             throw Failure.badInput("\(error)")
         }
-        var options = EmulatorOptions(adapter: adapter)
-        options.notifyPath = notifyPath.path
-        options.seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
-        options.exitOnLoss = exitOnLoss
-        if case .address(let address) = DBusBus.ofThisCommand { options.bus = .address(address) }
-        let emulator: Emulator
+        let seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
+        let emulators: [Emulator]
         do {
-            emulator = try Emulator(profile: profile, options: options, log: log, loop: loop)
+            // One thread for every device's bus connection and actor: what crosses between them needs no hop.
+            let shared = try loop ?? DBusEventLoop(name: "gattemu d-bus")
+            emulators = try served.map { device throws(DBusError) in
+                var options = EmulatorOptions(adapter: device.adapter)
+                options.notifyPath = notifyPath.path
+                options.seed = seed
+                options.exitOnLoss = exitOnLoss
+                if case .address(let address) = DBusBus.ofThisCommand { options.bus = .address(address) }
+                return try Emulator(
+                    profile: device.profile, options: options, log: DeviceEventLog(log, device: rig ? device.id : nil), loop: shared)
+            }
         } catch {
             throw Failure.runtime("\(error)")
         }
+        let devices = ControlDevices(
+            zip(served, emulators).map { ControlDevices.Device(id: $0.id, profile: $0.profile.file, adapter: $0.adapter, target: $1) },
+            events: log)
         let server: ControlServer?
         do {
             server = try endpoint.map { endpoint throws(ControlSetupError) in
-                try ControlServer(endpoint: endpoint, token: token, target: emulator, access: access, ready: false)
+                try ControlServer(endpoint: endpoint, token: token, devices: devices, access: access, ready: false)
             }
         } catch {
             throw Failure.badInput(error.message)
@@ -144,36 +170,66 @@ struct ServingOptions: ParsableArguments {
         var tokenFile: String?
         defer { if let tokenFile, let token { ControlTokenFile.remove(path: tokenFile, token: token) } }
         do {
-            try await attach(emulator, log)
+            if !rig { try await attach(emulators[0], log) }
             // The API listens first (a port in use fails before bluetoothd is touched) and answers 503 until
             // the device has started: whoever sees the device on air can use the API at once.
             if let server {
                 controlTask = try await startControl(server, log: log)
                 if makeTokenFile, let token { tokenFile = try writeTokenFile(token, server: server, environment: environment) }
             }
-            let starting = Task { try await emulator.start() }
+            // Every device starts at once; each outcome is kept (a rig's device that failed is reported, not fatal).
+            let starting = Task {
+                await withTaskGroup(of: (Int, String?).self) { group in
+                    for (index, emulator) in emulators.enumerated() {
+                        group.addTask {
+                            do {
+                                try await emulator.start()
+                                return (index, nil)
+                            } catch {
+                                return (index, "\(error)")
+                            }
+                        }
+                    }
+                    var failures = [String?](repeating: nil, count: emulators.count)
+                    for await (index, failure) in group { failures[index] = failure }
+                    return failures
+                }
+            }
             // Whichever comes first; neither is waited for after (a start still waiting for bluetoothd is left to end
             // with the connection, which stopping closes).
             let race = await withCheckedContinuation { (continuation: CheckedContinuation<StartRace, Never>) in
                 let answered = Answered()
                 Task {
-                    do {
-                        try await starting.value
-                        if answered.first() { continuation.resume(returning: .started) }
-                    } catch {
-                        if answered.first() { continuation.resume(returning: .failed(error)) }
-                    }
+                    let failures = await starting.value
+                    if answered.first() { continuation.resume(returning: .started(failures)) }
                 }
                 Task {
                     if let number = await signals.first(), answered.first() { continuation.resume(returning: .signal(number)) }
                 }
             }
             switch race {
-            case .started:
-                for spec in faults { try await emulator.addFault(spec) }
+            case .started(let failures):
+                if !rig, let failure = failures[0] { throw Failure.runtime(failure) }
+                if failures.allSatisfy({ $0 != nil }) {
+                    throw Failure.runtime(
+                        "no device started: "
+                            + zip(served, failures).map { "\($0.id): \($1 ?? "")" }.joined(separator: "; "))
+                }
+                for (index, emulator) in emulators.enumerated() {
+                    let id = served[index].id
+                    if let failure = failures[index] {
+                        devices.set(id, .failed, reason: failure)
+                        log.record(
+                            EmulatorEvent(
+                                time: log.now, kind: .error, detail: "could not start: \(failure); the other devices run on", device: id))
+                        await emulator.stop()
+                        continue
+                    }
+                    for spec in faults[index] { try await emulator.addFault(spec) }
+                    devices.set(id, .running)
+                }
                 server?.readiness.markReady()
                 if let server, let tokenFile, let token { announceToken(token, file: tokenFile, server: server) }
-            case .failed(let error): throw error
             case .signal(let number):
                 // Stopped while starting: what was registered goes, the log says why, exit 0 (a unit stopped while
                 // bluetoothd is slow is not a failure to restart for).
@@ -182,7 +238,7 @@ struct ServingOptions: ParsableArguments {
             }
         } catch {
             controlTask?.cancel()
-            await emulator.stop()
+            await Self.stopAll(emulators)
             log.close()
             throw error as? Failure ?? Failure.runtime("\(error)")
         }
@@ -193,9 +249,11 @@ struct ServingOptions: ParsableArguments {
         } else {
             ending = await withTaskGroup(of: Ending.self) { group in
                 group.addTask { .signal(await signals.first() ?? 0) }
-                group.addTask {
-                    for await reason in emulator.terminations { return .failure(reason) }
-                    return .signal(0)
+                for (index, emulator) in emulators.enumerated() where devices.state(of: served[index].id) == .running {
+                    group.addTask {
+                        for await reason in emulator.terminations { return .failure(rig ? "\(served[index].id): \(reason)" : reason) }
+                        return .signal(0)
+                    }
                 }
                 let first = await group.next() ?? .signal(0)
                 group.cancelAll()
@@ -205,13 +263,21 @@ struct ServingOptions: ParsableArguments {
         }
         // Stop first so event streams carry everything up to `stopped`, end them, then let the
         // control server finish its open responses.
-        await emulator.stop()
-        await detach(emulator, log)
+        await Self.stopAll(emulators)
+        for device in served where devices.state(of: device.id) == .running { devices.set(device.id, .stopped) }
+        if !rig { await detach(emulators[0], log) }
         log.finishSubscriptions()
         controlTask?.cancel()
         await controlTask?.value
         log.close()
         if case .failure(let reason) = ending { throw Failure.runtime(reason) }
+    }
+
+    /// Stops every device at once (each unregisters what it registered).
+    static func stopAll(_ emulators: [Emulator]) async {
+        await withTaskGroup(of: Void.self) { group in
+            for emulator in emulators { group.addTask { await emulator.stop() } }
+        }
     }
 
     private enum Ending: Sendable {
@@ -220,8 +286,8 @@ struct ServingOptions: ParsableArguments {
     }
 
     private enum StartRace: Sendable {
-        case started
-        case failed(any Error)
+        /// Each device's failure (nil: started).
+        case started([String?])
         case signal(Int32)
     }
 

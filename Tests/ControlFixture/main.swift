@@ -3,13 +3,14 @@
 // the package: `swift build --product gattemu` does not build it and users never get it.
 //
 //   gattemu-control-fixture [--profile FILE] [--port N] [--token-file FILE] [--events N] [--note TEXT]...
-//                           [--stream-lifetime-ms N] [--lose-bluetoothd-after-ms N] [--print-openapi]
+//                           [--stream-lifetime-ms N] [--lose-bluetoothd-after-ms N] [--also FILE]... [--print-openapi]
 //
 // Prints `listening http://127.0.0.1:PORT` once it serves; runs until SIGTERM or SIGINT.
 // --events N logs N synthetic events (a central's writes, answers, notifications, faults, and a note full
 // of HTML that the page must show as text); --note TEXT logs a note with TEXT as its detail, after them.
 // --lose-bluetoothd-after-ms N logs `bluetoothd-lost` after N ms and `bluetoothd-back` N ms later, as a
-// bluetoothd restart does (the emulator itself is not involved).
+// bluetoothd restart does (the emulator itself is not involved). --also FILE makes a rig: FILE's profile is another
+// device (its id its file name), and each device's events name it (the synthetic ones are the first device's).
 import Bluetooth
 import Control
 import ControlContract
@@ -30,6 +31,7 @@ var syntheticEvents = 0
 var notes: [String] = []
 var lifetime: Int?
 var lossAfter: Int?
+var also: [String] = []
 nonisolated(unsafe) var arguments = CommandLine.arguments.dropFirst()
 func value() -> String {
     guard let next = arguments.popFirst() else { fatal("missing value") }
@@ -48,6 +50,7 @@ while let argument = arguments.popFirst() {
     case "--note": notes.append(value())
     case "--stream-lifetime-ms": lifetime = Int(value())
     case "--lose-bluetoothd-after-ms": lossAfter = Int(value())
+    case "--also": also.append(value())
     case "--print-openapi":
         FileHandle.standardOutput.write(Data(ControlContract.documentText.utf8))
         exit(0)
@@ -61,9 +64,24 @@ do {
 } catch {
     fatal("\(profilePath): \(error)")
 }
-let log = try EventLog(format: .json, console: open("/dev/null", O_WRONLY))
+let shared = try EventLog(format: .json, console: open("/dev/null", O_WRONLY))
+let firstID = ControlDevices.id(forProfile: profilePath)
+let log = DeviceEventLog(shared, device: also.isEmpty ? nil : firstID)
 let emulator = try Emulator(profile: profile, options: EmulatorOptions(), log: log)
 for spec in profile.faults { _ = try? await emulator.addFault(spec) }
+var devices = [ControlDevices.Device(id: firstID, profile: profilePath, adapter: nil, target: emulator)]
+for path in also {
+    let other: DeviceProfile
+    do {
+        other = try ProfileLoader.load(path: path)
+    } catch {
+        fatal("\(path): \(error)")
+    }
+    let id = ControlDevices.id(forProfile: path)
+    let device = try Emulator(profile: other, options: EmulatorOptions(), log: DeviceEventLog(shared, device: id))
+    devices.append(.init(id: id, profile: path, adapter: nil, target: device))
+    DeviceEventLog(shared, device: id).record(.note, detail: "\(id) is here")
+}
 
 let central = BluetoothAddress("AA:BB:CC:DD:EE:01")
 let kinds: [(EmulatorEvent.Kind, String?, [UInt8]?, String?)] = [
@@ -100,7 +118,9 @@ if let tokenFile {
 }
 var limits = ControlLimits()
 limits.eventStreamLifetime = lifetime.map { .milliseconds($0) }
-let server = try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: port), token: token, target: emulator, limits: limits)
+let rig = ControlDevices(devices, events: shared)
+for device in devices { rig.set(device.id, .running) }
+let server = try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: port), token: token, devices: rig, limits: limits)
 var logger = Logger(label: "fixture")
 logger.logLevel = .error
 
@@ -120,4 +140,4 @@ let sources = [SIGTERM, SIGINT].map { number in
 }
 _ = try? await serving.value
 _ = sources
-log.close()
+shared.close()

@@ -59,7 +59,13 @@ import Testing
     @Test func everyOperationHasARouteAndEveryRouteAnOperation() throws {
         let routes = ControlRoutes(
             target: try makeEmulator(), streams: EventStreamSlots(maximum: 1), heartbeat: .seconds(1), streamLifetime: nil)
-        #expect(Set(routes.handlers.keys) == Set(ControlContract.operations.map(\.id)))
+        #expect(Set(routes.handlers.keys) == Set(ControlContract.processOperations.map(\.id)))
+        // The rest are made from those (each device's copy) or answered by the routing (the device list).
+        #expect(
+            Set(ControlContract.operations.map(\.id))
+                == Set(
+                    ControlContract.processOperations.map(\.id) + [ControlContract.listDevices.id]
+                        + ControlContract.processOperations.filter(\.deviceScoped).map(\.ofDevice.id)))
         #expect(Set(ControlContract.operations.map(\.id)).count == ControlContract.operations.count, "operation ids are unique")
         let names = ControlContract.types.map { $0.schemaName }
         #expect(Set(names).count == names.count, "component names are unique")

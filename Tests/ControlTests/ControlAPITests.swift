@@ -282,7 +282,9 @@ import Testing
                 let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
                 #expect(paths.contains("/v1/faults/{id}"))
                 #expect(paths.contains("/v1/events/stream"))
-                #expect(paths.count == 24)
+                #expect(paths.count == 44, "23 own paths, the device list, 20 of them again under /v1/devices/{device}")
+                #expect(paths.contains("/v1/devices"))
+                #expect(paths.contains("/v1/devices/{device}/faults/{id}"))
                 #expect(paths.contains("/v1/relay/snapshot"))
             }
         }

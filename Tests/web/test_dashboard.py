@@ -221,3 +221,34 @@ def test_the_timeline_keeps_at_most_its_limit(server_factory, browser):
     """)
     assert kept == [[9, 10, 11, 12, 13], 8, 5], kept
     assert console_errors(browser) == []
+
+
+def test_a_rigs_devices_are_switched_between(server_factory, browser):
+    """Several devices (`gattemu run A@hci0 B@hci1`): the page offers them, shows one at a time (its status,
+    actions and events), and `#device=ID` picks one."""
+    server = server_factory("--profile", "profiles/noke-lock.json", "--also", "profiles/leaf-reader.json", "--events", "20")
+    browser.get(server.url + "/")
+    wait_for(lambda: status_rendered(browser), what="the first device's GATT table")
+    switcher = Select(browser.find_element(By.ID, "device-select"))
+    assert browser.find_element(By.ID, "device-select").is_displayed()
+    assert [o.get_attribute("value") for o in switcher.options] == ["noke-lock", "leaf-reader"]
+    assert browser.find_element(By.ID, "device-name").text.startswith("NOKE")
+    wait_for(lambda: browser.execute_script("return window.gattemuTimeline.events.length") >= 20, what="the lock's events")
+    assert browser.execute_script("return window.gattemuTimeline.events.every(e => e.device === 'noke-lock')")
+
+    switcher.select_by_value("leaf-reader")
+    wait_for(lambda: browser.find_element(By.ID, "device-name").text.startswith("ETHS"), what="the reader's status")
+    wait_for(lambda: browser.execute_script(
+        "const t = window.gattemuTimeline; return t.events.length > 0 && t.events.every(e => e.device === 'leaf-reader')"),
+        what="the reader's events only")
+    # An action acts on the device shown: the reader's trigger.
+    browser.find_element(By.CSS_SELECTOR, "#triggers button[data-trigger=touch]").click()
+    wait_for(lambda: browser.execute_script(
+        "return window.gattemuTimeline.events.some(e => e.event === 'note' && e.detail === 'trigger touch' && e.device === 'leaf-reader')"),
+        what="the reader's trigger in its timeline")
+    screenshot(browser, "dashboard-rig")
+
+    browser.get(server.url + "/#device=leaf-reader")
+    browser.refresh()
+    wait_for(lambda: browser.find_element(By.ID, "device-name").text.startswith("ETHS"), what="the device the address names")
+    assert console_errors(browser) == []

@@ -11,7 +11,7 @@
   const EVENTS_KEPT = 100000;
   const TOKEN_KEY = "gattemu-token";
   const $ = (id) => document.getElementById(id);
-  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false };
+  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false, device: null };
   let timeline;
 
   function el(tag, className, text) {
@@ -54,8 +54,15 @@
     return result;
   }
 
+  // A rig's device (`GET /v1/devices` lists more than one): the routes about a device go under
+  // /v1/devices/{device}/, the device list stays where it is.
+  function scoped(path) {
+    if (!state.device || !path.startsWith("/v1/") || path === "/v1/devices") return path;
+    return "/v1/devices/" + segment(state.device) + path.slice(3);
+  }
+
   async function api(method, path, body) {
-    const response = await fetch(path, {
+    const response = await fetch(scoped(path), {
       method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store", credentials: "omit",
     });
@@ -714,7 +721,7 @@
     const abort = new AbortController();
     state.streamAbort = abort;
     try {
-      const response = await fetch("/v1/events/stream?since=" + timeline.lastSeq, { headers: headers(false), signal: abort.signal, cache: "no-store" });
+      const response = await fetch(scoped("/v1/events/stream?since=" + timeline.lastSeq), { headers: headers(false), signal: abort.signal, cache: "no-store" });
       if (response.status === 401) { askForToken(); setStream("needs token", false); return; }
       if (!response.ok || !response.body) throw new Error("HTTP " + response.status);
       setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
@@ -796,6 +803,37 @@
     }
   }
 
+  // MARK: Devices
+
+  // The device switcher, shown when gattemu runs several devices: the page shows one at a time (its status,
+  // actions and events); `#device=ID` in the address picks one.
+  async function loadDevices() {
+    let devices = [];
+    try { devices = (await api("GET", "/v1/devices")).devices || []; } catch (_) { devices = []; }
+    const select = $("device-select");
+    select.hidden = devices.length < 2;
+    if (devices.length < 2) return;
+    select.replaceChildren(...devices.map((device) => {
+      const option = new Option(device.id + (device.state === "running" ? "" : " (" + device.state + ")"), device.id);
+      option.title = [device.profile, device.adapterName || device.adapter, device.reason].filter(Boolean).join(" — ");
+      return option;
+    }));
+    const asked = /(?:^#|&)device=([^&]*)/.exec(location.hash);
+    const wanted = asked ? decodeURIComponent(asked[1]) : state.device;
+    state.device = devices.some((device) => device.id === wanted) ? wanted : devices[0].id;
+    select.value = state.device;
+  }
+
+  function switchDevice(id) {
+    state.device = id;
+    if (state.streamAbort) state.streamAbort.abort();
+    timeline.clear();
+    state.bluetoothdLost = false;
+    state.status = null;
+    refresh();
+    loadEvents().then(stream);
+  }
+
   // MARK: Start
 
   // `#token=…` in the address (`gattemu run` prints the dashboard's address so): into sessionStorage, out of the
@@ -820,10 +858,12 @@
       sessionStorage.setItem(TOKEN_KEY, $("token-input").value.trim());
       $("token-input").value = "";
       $("token-form").hidden = true;
-      refresh();
-      loadEvents();
-      if (state.streamAbort) state.streamAbort.abort();
-      stream();
+      loadDevices().then(() => {
+        refresh();
+        loadEvents();
+        if (state.streamAbort) state.streamAbort.abort();
+        stream();
+      });
     });
     $("variant-apply").addEventListener("click", () => {
       const variant = $("variant-select").value || null;
@@ -841,8 +881,11 @@
     $("filter-kinds").addEventListener("change", applyFilter);
     $("follow").addEventListener("click", () => timeline.scrollToEnd());
     $("download").addEventListener("click", download);
-    refresh();
-    loadEvents().then(stream);
+    $("device-select").addEventListener("change", (change) => switchDevice(change.target.value));
+    loadDevices().then(() => {
+      refresh();
+      loadEvents().then(stream);
+    });
     setInterval(refresh, 5000);
   }
 

@@ -19,12 +19,15 @@ public struct EmulatorEvent: Sendable, Equatable {
     public var detail: String?
     /// The ATT MTU of the central's link for a GATT operation, when known (JSON only: text lines have `mtu` events).
     public var mtu: Int?
+    /// The rig's device the event is of (`gattemu run A@hci0 B@hci1`); nil when the process runs one device.
+    public var device: String?
 
     public init(
         sequence: Int = 0, time: Double, kind: Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-        detail: String? = nil, mtu: Int? = nil
+        detail: String? = nil, mtu: Int? = nil, device: String? = nil
     ) {
         self.sequence = sequence
+        self.device = device
         self.time = time
         self.kind = kind
         self.central = central
@@ -46,6 +49,11 @@ public struct EmulatorEvent: Sendable, Equatable {
         reserveRoom(in: &line)
         Self.appendMilliseconds(time, to: &line)
         line += " ms ".utf8
+        if let device {
+            line.append(UInt8(ascii: "["))
+            Self.appendEscaped(device, to: &line)
+            line += "] ".utf8
+        }
         line += kind.rawValue.utf8
         let width = kind.rawValue.utf8.count
         if width < 12 { line += repeatElement(UInt8(ascii: " "), count: 12 - width) }
@@ -77,7 +85,9 @@ public struct EmulatorEvent: Sendable, Equatable {
     /// it is written: reserved geometrically, since an exact reservation per line would copy the whole batch for
     /// every line.
     private func reserveRoom(in line: inout [UInt8]) {
-        let needed = line.count + 120 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0) + (characteristic?.utf8.count ?? 0)
+        let needed =
+            line.count + 120 + (value?.count ?? 0) * 2 + (detail?.utf8.count ?? 0) + (characteristic?.utf8.count ?? 0)
+            + (device?.utf8.count ?? 0)
         if line.capacity < needed { line.reserveCapacity(max(needed, line.capacity * 2)) }
     }
 
@@ -111,6 +121,10 @@ public struct EmulatorEvent: Sendable, Equatable {
         if let detail {
             key("detail")
             JSONText.appendQuoted(detail, to: &line)
+        }
+        if let device {
+            key("device")
+            JSONText.appendQuoted(device, to: &line)
         }
         key("event")
         JSONText.appendQuoted(kind.rawValue, to: &line)

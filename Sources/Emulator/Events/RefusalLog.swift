@@ -8,7 +8,7 @@ final class RefusalLog: Sendable {
     static let burst = 20
     static let window: Duration = .seconds(10)
 
-    private let log: EventLog
+    private let log: DeviceEventLog
     private let state = Mutex(State())
 
     private struct State {
@@ -17,7 +17,7 @@ final class RefusalLog: Sendable {
         var suppressed = 0
     }
 
-    init(log: EventLog) { self.log = log }
+    init(log: DeviceEventLog) { self.log = log }
 
     func record(_ refusal: DBusRefusal) {
         let now = ContinuousClock.now

@@ -21,7 +21,7 @@ public struct ControlFailure: Error, Sendable, Equatable, CustomStringConvertibl
 
 extension Emulator {
     /// The event log this emulator writes to.
-    public nonisolated var events: EventLog { log }
+    public nonisolated var events: EventLog { log.shared }
 
     /// The emulator now: adapter, advertising, centrals, GATT table with values, variables, timers, faults.
     public func status() -> EmulatorStatus {

@@ -16,7 +16,7 @@ public actor Emulator {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     let profile: DeviceProfile
     let options: EmulatorOptions
-    let log: EventLog
+    let log: DeviceEventLog
     var engine: BehaviourEngine
     var stack: BlueZStack?
     var adapter: Adapter?
@@ -65,6 +65,11 @@ public actor Emulator {
     /// `loop` is the thread the emulator and its D-Bus connection run on; one of its own when nil. `gattemu relay`
     /// shares one with its link to the device, so what crosses from one to the other needs no thread hop.
     public init(profile: DeviceProfile, options: EmulatorOptions, log: EventLog, loop: DBusEventLoop? = nil) throws(DBusError) {
+        try self.init(profile: profile, options: options, log: DeviceEventLog(log), loop: loop)
+    }
+
+    /// An emulator recording into `log`, a device's view of the process's log (a rig's devices share one).
+    public init(profile: DeviceProfile, options: EmulatorOptions, log: DeviceEventLog, loop: DBusEventLoop? = nil) throws(DBusError) {
         if let loop {
             self.loop = loop
         } else {

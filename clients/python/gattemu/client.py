@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import http.client
 import ipaddress
 import json
@@ -112,7 +113,7 @@ class Client:
     """
 
     def __init__(self, url: str | None = None, token: str | None = None, *, token_file: str | os.PathLike | None = None,
-                 timeout: float = 10.0, environ: Mapping[str, str] | None = None):
+                 timeout: float = 10.0, environ: Mapping[str, str] | None = None, device: str | None = None):
         environ = os.environ if environ is None else environ
         self.url = (url or environ.get("GATTEMU_CONTROL") or DEFAULT_URL).rstrip("/")
         parts = urllib.parse.urlsplit(self.url)
@@ -131,6 +132,27 @@ class Client:
         if token is None and _is_loopback(self.host):
             token = find_token(self.port, environ=environ)
         self.token = token or None
+        if device is not None and not device:
+            raise ValueError("device must not be empty")
+        self.device = device
+
+    @helper
+    def for_device(self, device: str) -> "Client":
+        """A client of one device of a rig (`GET /v1/devices` lists them): every operation about a device goes to
+        `/v1/devices/DEVICE/…`, with this client's URL, token and timeout."""
+        other = copy.copy(self)
+        if not device:
+            raise ValueError("device must not be empty")
+        other.device = device
+        return other
+
+    def _scoped(self, op: Operation, values: dict[str, Any]) -> Operation:
+        """`op` on this client's device (its `…OfDevice` twin, the device among the values), or `op` itself."""
+        twin = OPERATIONS.get(op.id + "OfDevice") if self.device else None
+        if twin is None:
+            return op
+        values["device"] = self.device
+        return twin
 
     def __repr__(self) -> str:
         return f"Client({self.url!r})"
@@ -196,7 +218,8 @@ class Client:
 
     def _call(self, op: Operation, values: Mapping[str, Any], body: Body = None, query: Mapping[str, Any] | None = None,
               text: bool = False) -> Any:
-        path = op.url_path(dict(values))
+        values = dict(values)
+        path = self._scoped(op, values).url_path(values)
         query = {k: v for k, v in (query or {}).items() if v is not None}
         if query:
             path += "?" + urllib.parse.urlencode(query)
@@ -208,6 +231,11 @@ class Client:
         return answer.json()
 
     # -- operations -----------------------------------------------------------------------------------------------
+
+    @operation("listDevices")
+    def devices(self) -> dict:
+        """`GET /v1/devices`: the devices this gattemu runs (one, or a rig's), their adapters and states."""
+        return self._call(OPERATIONS["listDevices"], {})
 
     @operation("getStatus")
     def status(self) -> dict:
@@ -355,8 +383,9 @@ class Client:
     # -- the event stream -----------------------------------------------------------------------------------------
 
     def _stream_request(self, since: int | None, last_event_id: str | None) -> tuple[str, dict[str, str]]:
-        op = OPERATIONS["streamEvents"]
-        path = op.path + (f"?since={int(since)}" if since is not None else "")
+        values: dict[str, Any] = {}
+        op = self._scoped(OPERATIONS["streamEvents"], values)
+        path = op.url_path(values) + (f"?since={int(since)}" if since is not None else "")
         headers = self._headers(None, {"Accept": "text/event-stream"})
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)

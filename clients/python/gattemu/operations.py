@@ -76,5 +76,20 @@ OPERATIONS: dict[str, Operation] = {
         Operation("dashboardStyle", "GET", "/dashboard.css"),
         Operation("dashboardScript", "GET", "/dashboard.js"),
         Operation("timelineScript", "GET", "/timeline.js"),
+        Operation("listDevices", "GET", "/v1/devices"),
     )
 }
+
+# Not about one device: the process's (the document, the dashboard, the device list).
+PROCESS_WIDE = {"openapi", "dashboard", "dashboardStyle", "dashboardScript", "timelineScript", "listDevices"}
+DEVICE = _path("device")
+
+
+def of_device(operation: Operation) -> Operation:
+    """The operation on one device of a rig, as the server derives it: `/v1/x` at `/v1/devices/{device}/x`, id
+    `xOfDevice`, the device first among the parameters."""
+    return Operation(operation.id + "OfDevice", operation.method, "/v1/devices/{device}" + operation.path[len("/v1"):],
+                     (DEVICE, *operation.parameters), operation.body)
+
+
+OPERATIONS.update({o.id: o for o in (of_device(op) for op in list(OPERATIONS.values()) if op.id not in PROCESS_WIDE)})

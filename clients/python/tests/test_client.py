@@ -204,3 +204,18 @@ def test_raw_returns_refusals_instead_of_raising(noke):
     answer = api.raw("POST", "/v1/faults", b"{", headers={"Content-Type": "text/plain"})
     assert answer.status == 415 and answer.json()["status"] == 415
     assert api.raw("GET", "/v1/nothing-here").status == 404
+
+
+def test_one_device_is_reached_at_its_own_paths_and_under_its_id(noke):
+    api = client_of(noke)
+    listed = api.devices()["devices"]
+    assert [d["id"] for d in listed] == ["noke-lock"] and listed[0]["state"] == "running", listed
+    device = api.for_device("noke-lock")
+    assert device.status()["profile"] == api.status()["profile"]
+    assert device.devices() == api.devices(), "the device list is the process's"
+    assert device.events(since=0, limit=3)["events"] == api.events(since=0, limit=3)["events"]
+    with pytest.raises(gattemu.NotFound) as refused:
+        api.for_device("door").status()
+    assert refused.value.body.get("known") == ["noke-lock"]
+    with pytest.raises(ValueError):
+        api.for_device("")

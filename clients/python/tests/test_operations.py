@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gattemu import Client
-from gattemu.operations import OPERATIONS
+from gattemu.operations import OPERATIONS, of_device
 
 DOCUMENT = Path(__file__).resolve().parents[3] / "Sources" / "Control" / "openapi.json"
 
@@ -53,7 +53,16 @@ def test_the_table_row_matches_the_document(operation_id):
     assert row.body == (None if body is None else bool(body.get("required", False)))
 
 
-@pytest.mark.parametrize("operation_id", sorted(document_operations()))
+def test_each_devices_operations_are_the_process_ones_under_its_path():
+    """A rig's device's operations (`…OfDevice`) are sent by the same methods, on a client made `for_device`: each
+    is its own-path twin under /v1/devices/{device}, as the server derives it."""
+    twins = [i for i in document_operations() if i.endswith("OfDevice")]
+    assert twins, "the document has each device's operations"
+    for twin in twins:
+        assert OPERATIONS[twin] == of_device(OPERATIONS[twin.removesuffix("OfDevice")])
+
+
+@pytest.mark.parametrize("operation_id", sorted(i for i in document_operations() if not i.endswith("OfDevice")))
 def test_every_operation_has_a_method_taking_its_parameters(operation_id):
     methods = client_methods().get(operation_id, [])
     assert methods, f"Client has no method for {operation_id}"

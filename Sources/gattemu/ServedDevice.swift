@@ -1,0 +1,40 @@
+import BlueZ
+import Bluetooth
+import Control
+import Profile
+
+/// One device a `gattemu run` serves: its id in the control API and the event log, its profile, its adapter.
+struct ServedDevice: Sendable {
+    var id: String
+    var profile: DeviceProfile
+    /// `hciN` or an address; nil: the first adapter.
+    var adapter: String?
+
+    /// `PROFILE@ADAPTER` (the last `@` followed by `hciN` or an address) or `PROFILE`.
+    static func split(_ argument: String) -> (profile: String, adapter: String?) {
+        guard let at = argument.lastIndex(of: "@") else { return (argument, nil) }
+        let adapter = String(argument[argument.index(after: at)...])
+        guard Self.looksLikeAdapter(adapter) else { return (argument, nil) }
+        return (String(argument[..<at]), adapter)
+    }
+
+    /// `hciN` or an address.
+    static func looksLikeAdapter(_ text: String) -> Bool {
+        ControllerManagement(adapterName: text) != nil || BluetoothAddress(text) != nil
+    }
+
+    /// Distinct ids for `ids` in order: a repeated one gets `-2`, `-3`, …
+    static func distinct(_ ids: [String]) -> [String] {
+        var taken = Set<String>()
+        return ids.map { id in
+            var candidate = id
+            var next = 2
+            while taken.contains(candidate) {
+                candidate = "\(id)-\(next)"
+                next += 1
+            }
+            taken.insert(candidate)
+            return candidate
+        }
+    }
+}

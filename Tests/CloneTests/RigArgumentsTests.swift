@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+/// `gattemu run A@ADAPTER B@ADAPTER`: what a rig's command line may not say is refused before anything starts
+/// (exit 2, one line naming the argument), and a device id comes from its profile's file name.
+@Suite struct RigArgumentsTests {
+    static let profiles = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("profiles").path
+
+    func refused(_ arguments: [String], saying words: String) async throws {
+        let run = try await GattemuCommand.run(["run"] + arguments + ["--control", "off"], bus: "unix:path=/nonexistent")
+        #expect(run.status == 2, "\(arguments): \(run.stderr)")
+        #expect(run.stderr.contains(words), "\(arguments): \(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "one line: \(run.stderr)")
+    }
+
+    @Test func everyDeviceOfARigNamesItsOwnAdapter() async throws {
+        let lock = "\(Self.profiles)/noke-lock.json", reader = "\(Self.profiles)/leaf-reader.json"
+        try await refused(["\(lock)@hci1", reader], saying: "give each its adapter as PROFILE@ADAPTER")
+        try await refused(["\(lock)@hci1", "\(reader)@hci1"], saying: "adapter hci1 is already")
+        try await refused(["\(lock)@hci1", "\(reader)@hci2", "--adapter", "hci3"], saying: "--adapter is for one device")
+        try await refused(["\(lock)@hci1", "\(reader)@hci2", "--set", "variables.x=1"], saying: "--set is for one device")
+        try await refused(["\(lock)@hci1", "--adapter", "hci2"], saying: "give the adapter once")
+    }
+
+    @Test func aRigHasOnePairingAgent() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rig-args-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let pairing =
+            #"{"format": 1, "device": {"name": "P"}, "security": {"io": "DisplayOnly"}, "services": [{"id": "s", "uuid": "180f", "characteristics": [{"id": "c", "uuid": "2a19", "flags": ["read"]}]}]}"#
+        let a = folder.appendingPathComponent("a.json").path, b = folder.appendingPathComponent("b.json").path
+        try pairing.write(toFile: a, atomically: true, encoding: .utf8)
+        try pairing.write(toFile: b, atomically: true, encoding: .utf8)
+        try await refused(["\(a)@hci1", "\(b)@hci2"], saying: "a, b each set how they pair")
+    }
+}
