@@ -94,7 +94,7 @@ struct Report: ParsableCommand {
         var shortened = 0
         func size(_ event: Event) -> Int {
             64 + (event.value?.utf8.count ?? 0) + (event.detail?.utf8.count ?? 0) + (event.central?.utf8.count ?? 0)
-                + (event.characteristic?.utf8.count ?? 0)
+                + (event.characteristic?.utf8.count ?? 0) + (event.device?.utf8.count ?? 0)
         }
         var total = 0
         var lineNumber = 0
@@ -121,6 +121,10 @@ struct Report: ParsableCommand {
             }
             if let detail = event.detail, detail.utf8.count > maximumField {
                 event.detail = String(detail.prefix(maximumField / 4)) + "…"
+                cut = true
+            }
+            if let device = event.device, device.utf8.count > maximumField {
+                event.device = String(device.prefix(maximumField / 4)) + "…"
                 cut = true
             }
             if cut { shortened += 1 }

@@ -23,7 +23,13 @@ struct Run: AsyncParsableCommand {
         help: ArgumentHelp(
             "The profile (JSON) to run; several as PROFILE@ADAPTER (hciN or an address) run as one rig, each on its adapter.",
             valueName: "profile[@adapter]"))
-    var profiles: [String]
+    var profiles: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Run the devices of a rig file: {\"devices\": [{\"id\", \"profile\", \"adapter\"}], \"faults\": [{\"device\", …}]} (docs/rig.md).",
+            valueName: "file"))
+    var rig: String?
 
     @Option(help: "Adapter to use: hciN or its address (default: the first one).")
     var adapter: String?
@@ -44,7 +50,21 @@ struct Run: AsyncParsableCommand {
 
     /// The devices the arguments name, checked before anything starts (bad input exits 2).
     func servedDevices() throws -> [ServedDevice] {
-        guard !profiles.isEmpty else { throw Failure.badInput("give a profile to run") }
+        if let rig {
+            guard profiles.isEmpty else { throw Failure.badInput("give the profiles or --rig FILE, not both") }
+            if adapter != nil || !overrides.isEmpty { throw Failure.badInput("--adapter and --set are for one device, not a rig file's") }
+            let file = try RigFile.load(rig)
+            var devices = try file.entries.map { entry in
+                ServedDevice(
+                    id: entry.id, profile: try loadProfile(entry.profile, overrides: [], allowExtendsOutside: allowExtendsOutside),
+                    adapter: entry.adapter)
+            }
+            let faults = try RigScenario.decode(file.faults, file: rig, devices: devices)
+            for index in devices.indices { devices[index].faults = faults[devices[index].id] ?? [] }
+            try Self.checkPairing(devices)
+            return devices
+        }
+        guard !profiles.isEmpty else { throw Failure.badInput("give a profile to run (or --rig FILE)") }
         if profiles.count == 1 {
             let (file, named) = ServedDevice.split(profiles[0])
             if named != nil, adapter != nil { throw Failure.badInput("\(profiles[0]): give the adapter once (@ADAPTER or --adapter)") }
@@ -70,13 +90,18 @@ struct Run: AsyncParsableCommand {
                 id: id, profile: try loadProfile(part.profile, overrides: [], allowExtendsOutside: allowExtendsOutside),
                 adapter: part.adapter)
         }
+        try Self.checkPairing(devices)
+        return devices
+    }
+
+    /// bluetoothd has one pairing agent for all its adapters: a rig may have one device with pairing settings.
+    static func checkPairing(_ devices: [ServedDevice]) throws {
         let pairing = devices.filter { $0.profile.pairingSecurity != nil }
         if pairing.count > 1 {
             throw Failure.badInput(
                 "\(pairing.map(\.id).joined(separator: ", ")) each set how they pair: bluetoothd has one pairing agent for all its adapters, so a rig may have one device with pairing settings (docs/rig.md)"
             )
         }
-        return devices
     }
 }
 

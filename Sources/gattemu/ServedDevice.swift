@@ -9,6 +9,8 @@ struct ServedDevice: Sendable {
     var profile: DeviceProfile
     /// `hciN` or an address; nil: the first adapter.
     var adapter: String?
+    /// A rig scenario's faults for this device (a rig file's `faults`), installed with the profile's.
+    var faults: [FaultSpec] = []
 
     /// `PROFILE@ADAPTER` (the last `@` followed by `hciN` or an address) or `PROFILE`.
     static func split(_ argument: String) -> (profile: String, adapter: String?) {

@@ -120,10 +120,12 @@ struct ServingOptions: ParsableArguments {
             }
             access.allowedGroups.insert(group)
         }
-        if rig, scenario != nil {
-            throw Failure.badInput("--scenario names one device's faults: with several devices, give each profile its faults")
-        }
-        let faults = try served.map { try $0.profile.faults + loadScenario(scenario, for: $0.profile) }
+        // One device: the scenario's faults are its own; a rig's scenario names each fault's device (RigScenario).
+        let scenarioFaults: [String: [FaultSpec]] =
+            rig
+            ? try scenario.map { try RigScenario.load($0, devices: served) } ?? [:]
+            : [served[0].id: try loadScenario(scenario, for: served[0].profile)]
+        let faults = served.map { $0.profile.faults + $0.faults + (scenarioFaults[$0.id] ?? []) }
         guard EventLog.capacityRange.contains(eventMemory) else {
             throw Failure.badInput(
                 "--event-memory \(eventMemory): keep \(EventLog.capacityRange.lowerBound) to \(EventLog.capacityRange.upperBound) events")

@@ -34,4 +34,51 @@ import Testing
         try pairing.write(toFile: b, atomically: true, encoding: .utf8)
         try await refused(["\(a)@hci1", "\(b)@hci2"], saying: "a, b each set how they pair")
     }
+
+    @Test func aRigFileIsCheckedWithItsLocations() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rig-file-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.copyItem(atPath: "\(Self.profiles)/noke-lock.json", toPath: folder.appendingPathComponent("lock.json").path)
+        try FileManager.default.copyItem(atPath: "\(Self.profiles)/leaf-reader.json", toPath: folder.appendingPathComponent("reader.json").path)
+        let rig = folder.appendingPathComponent("rig.json").path
+        func write(_ text: String) throws { try text.write(toFile: rig, atomically: true, encoding: .utf8) }
+
+        try write(#"{"devices": [{"profile": "lock.json", "adapter": "hci1"}, {"profile": "reader.json", "adapter": "usb0"}]}"#)
+        try await refused(["--rig", rig], saying: "rig.json:1:")
+        try await refused(["--rig", rig], saying: "devices[1].adapter: the device's adapter: hciN or its address")
+        try write(#"{"devices": [{"profile": "lock.json", "adapter": "hci1"}, {"profile": "lock.json", "adapter": "hci2"}]}"#)
+        try await refused(["--rig", rig], saying: "devices[1].id: \"lock\" is already")
+        try write(#"{"devices": [{"profile": "lock.json", "adapter": "hci1"}], "devicez": []}"#)
+        try await refused(["--rig", rig], saying: "devicez: unknown key")
+        try write(
+            #"{"devices": [{"id": "door", "profile": "lock.json", "adapter": "hci1"}, {"profile": "reader.json", "adapter": "hci2"}], "faults": [{"device": "gate", "on": "start", "disconnect": true}]}"#
+        )
+        try await refused(["--rig", rig], saying: "faults[0].device: no device \"gate\" (the rig has door, reader)")
+        try write(
+            #"{"devices": [{"id": "door", "profile": "lock.json", "adapter": "hci1"}, {"profile": "reader.json", "adapter": "hci2"}], "faults": [{"device": "reader", "on": "write", "characteristic": "tx", "drop": true}]}"#
+        )
+        try await refused(["--rig", rig], saying: "faults[0] (device reader).characteristic")
+        try await refused(["--rig", rig, "\(Self.profiles)/bleproof.json"], saying: "not both")
+
+        // A good rig file gets as far as bluetoothd (none on this bus: exit 1, not 2).
+        try write(
+            #"{"devices": [{"id": "door", "profile": "lock.json", "adapter": "hci1"}, {"profile": "reader.json", "adapter": "hci2"}], "faults": [{"device": "door", "on": "start", "after": 5000, "disconnect": true}]}"#
+        )
+        let run = try await GattemuCommand.run(["run", "--rig", rig, "--control", "off"], bus: "unix:path=/nonexistent")
+        #expect(run.status == 1, "\(run.stderr)")
+    }
+
+    @Test func aRigsScenarioNamesEachFaultsDevice() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rig-scenario-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let scenario = folder.appendingPathComponent("scenario.json").path
+        let lock = "\(Self.profiles)/noke-lock.json", reader = "\(Self.profiles)/leaf-reader.json"
+        try #"[{"on": "start", "after": 5000, "disconnect": true}]"#.write(toFile: scenario, atomically: true, encoding: .utf8)
+        try await refused(["\(lock)@hci1", "\(reader)@hci2", "--scenario", scenario], saying: "faults[0].device: each fault")
+        try #"{"faults": [{"device": "noke-lock", "on": "read", "characteristic": "data", "drop": true}]}"#.write(
+            toFile: scenario, atomically: true, encoding: .utf8)
+        try await refused(["\(lock)@hci1", "\(reader)@hci2", "--scenario", scenario], saying: "faults[0] (device noke-lock).characteristic")
+    }
 }

@@ -2,7 +2,8 @@
 one control API. Centrals on their own controllers run the shipped profiles' app flows at the same time; the
 control API lists the devices with their adapters and states and drives each under /v1/devices/{id}/; each event
 names its device. A device whose adapter is not there is reported failed with the reason while the others serve;
-a bluetoothd restart brings every device back.
+a bluetoothd restart brings every device back; a fault on one device (the lock drops its central) leaves the other
+answering.
 
 Controllers (the sandbox's patched btvirt): the lock on GATTEMU_PERIPH and the reader on GATTEMU_CENTRAL3, both
 driven by bluetoothd; the test central (GATTEMU_CENTRAL) and a second Bumble central (GATTEMU_CENTRAL2). With
@@ -91,6 +92,15 @@ async def test_a_rig_serves_each_device_to_its_own_central_at_once(central, star
             assert certificate["tag"] == 5 and certificate["value"][2:10] == LEAF_READER_UID, (round, leaf.certificate.hex())
             if third:
                 assert runs[2].indications == [BLEPROOF_OK], (round, runs[2].indications)
+        # Across devices, from the API: the lock drops its central while the reader answers on.
+        held = await noke_flow(central, lambda line: print(f"lock central: {line}"), disconnect=False)
+        status, added = await api("POST", "/v1/devices/noke-lock/faults", {"disconnect": True, "id": "drop-lock"})
+        assert status == 201, added
+        await asyncio.wait_for(held.conn._disconnected.wait(), 30)
+        after = await leaf_flow(second, lambda line: print(f"reader central: {line}"))
+        assert leaf_parse(after.certificate)["tag"] == 5, after.certificate.hex()
+        status, reader_faults = await api("GET", "/v1/devices/leaf-reader/faults")
+        assert status == 200 and reader_faults["faults"] == [], reader_faults
     finally:
         for c in others:
             await c.close()
@@ -116,6 +126,10 @@ async def test_a_rig_serves_each_device_to_its_own_central_at_once(central, star
     assert {e["central"] for e in of["leaf-reader"] if e["event"] == "write"} == \
         {os.environ["GATTEMU_CENTRAL2_ADDRESS"].upper()}
     assert any(e["event"] == "error" and "hci99" in e.get("detail", "") for e in of["bleproof-2"]), of["bleproof-2"]
+    # In order: the lock's fault dropped its central, then the reader served its central.
+    fault = next(e["seq"] for e in of["noke-lock"] if e["event"] == "fault" and "drop-lock" in e.get("detail", ""))
+    dropped = next(e["seq"] for e in of["noke-lock"] if e["event"] == "disconnected" and e["seq"] > fault)
+    assert any(e["event"] == "write" and e["seq"] > dropped for e in of["leaf-reader"]), "the reader answered after the lock dropped"
     for name, _ in devices:
         assert [e["event"] for e in of[name]].count("stopped") == 1, f"{name} stopped once, after SIGTERM"
         assert [e["event"] for e in of[name]].count("bluetoothd-lost") == 1, f"{name} saw bluetoothd go"

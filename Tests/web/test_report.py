@@ -252,3 +252,27 @@ def test_an_event_with_a_long_value_and_a_long_detail_has_both_cut(binaries, tmp
     assert "1 events have a value or detail longer than 4096 characters, cut here" in page
     assert "ab" * 2049 not in page, "the value is whole"
     assert "z" * 1025 not in page, "the detail is whole"
+
+
+def test_a_rigs_report_names_each_events_device(binaries, browser, tmp_path):
+    """Events of a rig (`gattemu run A@hci0 B@hci1`) carry their device: the report shows it on each row (and its text
+    filter finds a device's rows), hostile device names included."""
+    events = tmp_path / "rig.jsonl"
+    lines = [
+        {"seq": 1, "t": 1.0, "event": "write", "central": "AA:BB:CC:DD:EE:01", "characteristic": "rx", "value": "5160", "device": "lock"},
+        {"seq": 2, "t": 2.0, "event": "write", "central": "AA:BB:CC:DD:EE:02", "characteristic": "data", "value": "01", "device": "reader"},
+        {"seq": 3, "t": 3.0, "event": "note", "detail": "x", "device": HOSTILE[0]},
+    ]
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    page = tmp_path / "rig.html"
+    result = gattemu(binaries, "report", str(events), "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    browser.get(page.as_uri())
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")) == 3, what="the three rows")
+    rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")]
+    assert "[lock] write rx" in rows[0] and "[reader] write data" in rows[1], rows
+    assert not browser.find_elements(By.ID, "injected"), "a device name became markup"
+    filter_box = browser.find_element(By.ID, "filter-text")
+    filter_box.send_keys("[reader]")
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")) == 1, what="the reader's row only")
+    assert console_errors(browser) == []

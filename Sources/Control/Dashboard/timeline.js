@@ -42,7 +42,7 @@ const GattemuTimeline = (() => {
 
   // A label for an event's arrow or note.
   function label(event) {
-    const parts = [event.event];
+    const parts = event.device ? ["[" + event.device + "]", event.event] : [event.event];
     if (event.characteristic) parts.push(event.characteristic);
     if (typeof event.value === "string") parts.push(event.value === "" ? "(empty)" : spacedHex(event.value, 24));
     if (event.detail) parts.push(event.detail);
@@ -53,7 +53,7 @@ const GattemuTimeline = (() => {
   function isEvent(event) {
     return event !== null && typeof event === "object" && Number.isInteger(event.seq) && typeof event.t === "number"
       && typeof event.event === "string"
-      && ["central", "characteristic", "value", "detail"].every((key) => event[key] === undefined || typeof event[key] === "string");
+      && ["central", "characteristic", "value", "detail", "device"].every((key) => event[key] === undefined || typeof event[key] === "string");
   }
 
   class Timeline {

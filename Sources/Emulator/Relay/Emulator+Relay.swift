@@ -194,13 +194,23 @@ extension Emulator {
         do {
             try await upstream.setSubscribed(characteristic, subscribed)
             log.record(
-                .relayed, central: central, characteristic: characteristic, detail: subscribed ? "device subscribed" : "device unsubscribed"
+                .relayed, central: central, characteristic: characteristic,
+                detail: subscribed ? "device subscribed" + Self.subscriptionCaveat(profile.characteristic(characteristic)?.flags ?? []) : "device unsubscribed"
             )
         } catch {
             log.record(
                 .relayed, central: central, characteristic: characteristic,
                 detail: "device refused to \(subscribed ? "subscribe" : "unsubscribe"): \(error)")
         }
+    }
+
+    /// What the device's subscription cannot carry: for a characteristic that offers both notifications and
+    /// indications, bluetoothd's `StartNotify` writes 0x0001 (notifications) to the device's CCC descriptor whatever the
+    /// phone enabled, and D-Bus gives no way to ask for indications (nor tells gattemu which the phone chose): a
+    /// device that sends indications only when they are enabled sends none through the relay (docs/relay.md).
+    static func subscriptionCaveat(_ flags: [CharacteristicFlag]) -> String {
+        guard flags.contains(.notify), flags.contains(.indicate) else { return "" }
+        return " for notifications only (it offers notify and indicate; BlueZ subscribes a central for notifications when both are offered, whatever the phone enabled: indications the device sends only when enabled do not come)"
     }
 
     /// Hands the device's notifications to the emulator in order: a task on the emulator's own executor (the
