@@ -50,7 +50,8 @@ public final class ControlDevices: Sendable {
         let kept = String(
             String.UnicodeScalarView(
                 stem.unicodeScalars.prefix(64).map { scalar in
-                    scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_.".unicodeScalars.contains(scalar))
+                    scalar.isASCII
+                        && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_.".unicodeScalars.contains(scalar))
                         ? scalar : "_"
                 }))
         return kept.isEmpty || kept.allSatisfy({ $0 == "." }) ? "device" : kept

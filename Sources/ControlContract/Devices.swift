@@ -52,7 +52,9 @@ public struct DeviceEntry: ContractType, Equatable {
     }
     public static var examples: [DeviceEntry] {
         [
-            DeviceEntry(id: "lock", profile: "profiles/noke-lock.json", adapter: "hci1", adapterName: "hci1", address: "00:AA:01:01:00:01", state: .running),
+            DeviceEntry(
+                id: "lock", profile: "profiles/noke-lock.json", adapter: "hci1", adapterName: "hci1", address: "00:AA:01:01:00:01",
+                state: .running),
             DeviceEntry(id: "reader", profile: "profiles/leaf-reader.json", adapter: "hci9", state: .failed, reason: "no adapter hci9"),
         ]
     }

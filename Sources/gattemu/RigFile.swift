@@ -124,7 +124,9 @@ enum RigScenario {
     }
 
     /// The faults of each device decoded (a fault that cannot be is bad input, located).
-    static func decode(_ nodes: [String: [(path: String, node: JSONNode)]], file: String, devices: [ServedDevice]) throws -> [String: [FaultSpec]] {
+    static func decode(_ nodes: [String: [(path: String, node: JSONNode)]], file: String, devices: [ServedDevice]) throws -> [String:
+        [FaultSpec]]
+    {
         var specs: [String: [FaultSpec]] = [:]
         for device in devices {
             for (path, node) in nodes[device.id] ?? [] {

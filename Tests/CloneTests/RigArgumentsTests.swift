@@ -15,7 +15,8 @@ import Testing
     }
 
     @Test func everyDeviceOfARigNamesItsOwnAdapter() async throws {
-        let lock = "\(Self.profiles)/noke-lock.json", reader = "\(Self.profiles)/leaf-reader.json"
+        let lock = "\(Self.profiles)/noke-lock.json"
+        let reader = "\(Self.profiles)/leaf-reader.json"
         try await refused(["\(lock)@hci1", reader], saying: "give each its adapter as PROFILE@ADAPTER")
         try await refused(["\(lock)@hci1", "\(reader)@hci1"], saying: "adapter hci1 is already")
         try await refused(["\(lock)@hci1", "\(reader)@hci2", "--adapter", "hci3"], saying: "--adapter is for one device")
@@ -29,7 +30,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let pairing =
             #"{"format": 1, "device": {"name": "P"}, "security": {"io": "DisplayOnly"}, "services": [{"id": "s", "uuid": "180f", "characteristics": [{"id": "c", "uuid": "2a19", "flags": ["read"]}]}]}"#
-        let a = folder.appendingPathComponent("a.json").path, b = folder.appendingPathComponent("b.json").path
+        let a = folder.appendingPathComponent("a.json").path
+        let b = folder.appendingPathComponent("b.json").path
         try pairing.write(toFile: a, atomically: true, encoding: .utf8)
         try pairing.write(toFile: b, atomically: true, encoding: .utf8)
         try await refused(["\(a)@hci1", "\(b)@hci2"], saying: "a, b each set how they pair")
@@ -40,7 +42,8 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.copyItem(atPath: "\(Self.profiles)/noke-lock.json", toPath: folder.appendingPathComponent("lock.json").path)
-        try FileManager.default.copyItem(atPath: "\(Self.profiles)/leaf-reader.json", toPath: folder.appendingPathComponent("reader.json").path)
+        try FileManager.default.copyItem(
+            atPath: "\(Self.profiles)/leaf-reader.json", toPath: folder.appendingPathComponent("reader.json").path)
         let rig = folder.appendingPathComponent("rig.json").path
         func write(_ text: String) throws { try text.write(toFile: rig, atomically: true, encoding: .utf8) }
 
@@ -74,11 +77,13 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let scenario = folder.appendingPathComponent("scenario.json").path
-        let lock = "\(Self.profiles)/noke-lock.json", reader = "\(Self.profiles)/leaf-reader.json"
+        let lock = "\(Self.profiles)/noke-lock.json"
+        let reader = "\(Self.profiles)/leaf-reader.json"
         try #"[{"on": "start", "after": 5000, "disconnect": true}]"#.write(toFile: scenario, atomically: true, encoding: .utf8)
         try await refused(["\(lock)@hci1", "\(reader)@hci2", "--scenario", scenario], saying: "faults[0].device: each fault")
         try #"{"faults": [{"device": "noke-lock", "on": "read", "characteristic": "data", "drop": true}]}"#.write(
             toFile: scenario, atomically: true, encoding: .utf8)
-        try await refused(["\(lock)@hci1", "\(reader)@hci2", "--scenario", scenario], saying: "faults[0] (device noke-lock).characteristic")
+        try await refused(
+            ["\(lock)@hci1", "\(reader)@hci2", "--scenario", scenario], saying: "faults[0] (device noke-lock).characteristic")
     }
 }

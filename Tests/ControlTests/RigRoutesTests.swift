@@ -96,7 +96,8 @@ import Testing
 
     @Test func oneDeviceAnswersAtBothPaths() async throws {
         let emulator = try makeEmulator()
-        let server = try ControlServer(endpoint: ControlEndpoint(host: "127.0.0.1", port: 80), token: nil, target: emulator, device: "noke-lock")
+        let server = try ControlServer(
+            endpoint: ControlEndpoint(host: "127.0.0.1", port: 80), token: nil, target: emulator, device: "noke-lock")
         let api = RouterClient(router: server.router())
         let (own, ownBody) = try await api.call(.get, "/v1/status")
         let (scoped, scopedBody) = try await api.call(.get, "/v1/devices/noke-lock/status")

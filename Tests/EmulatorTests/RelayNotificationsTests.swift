@@ -46,7 +46,9 @@ import Testing
 
     @Test func bothOfferedIsLoggedAsNotificationsOnly() async throws {
         let details = try await subscribed(flags: #"["notify", "indicate"]"#)
-        #expect(details.contains { $0.hasPrefix("device subscribed for notifications only") && $0.contains("whatever the phone enabled") }, "\(details)")
+        #expect(
+            details.contains { $0.hasPrefix("device subscribed for notifications only") && $0.contains("whatever the phone enabled") },
+            "\(details)")
     }
 
     @Test func oneOfferedIsPlain() async throws {

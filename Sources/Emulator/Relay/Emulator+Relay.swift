@@ -195,7 +195,9 @@ extension Emulator {
             try await upstream.setSubscribed(characteristic, subscribed)
             log.record(
                 .relayed, central: central, characteristic: characteristic,
-                detail: subscribed ? "device subscribed" + Self.subscriptionCaveat(profile.characteristic(characteristic)?.flags ?? []) : "device unsubscribed"
+                detail: subscribed
+                    ? "device subscribed" + Self.subscriptionCaveat(profile.characteristic(characteristic)?.flags ?? [])
+                    : "device unsubscribed"
             )
         } catch {
             log.record(
@@ -210,7 +212,8 @@ extension Emulator {
     /// device that sends indications only when they are enabled sends none through the relay (docs/relay.md).
     static func subscriptionCaveat(_ flags: [CharacteristicFlag]) -> String {
         guard flags.contains(.notify), flags.contains(.indicate) else { return "" }
-        return " for notifications only (it offers notify and indicate; BlueZ subscribes a central for notifications when both are offered, whatever the phone enabled: indications the device sends only when enabled do not come)"
+        return
+            " for notifications only (it offers notify and indicate; BlueZ subscribes a central for notifications when both are offered, whatever the phone enabled: indications the device sends only when enabled do not come)"
     }
 
     /// Hands the device's notifications to the emulator in order: a task on the emulator's own executor (the
