@@ -276,3 +276,26 @@ def test_a_rigs_report_names_each_events_device(binaries, browser, tmp_path):
     filter_box.send_keys("[reader]")
     wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")) == 1, what="the reader's row only")
     assert console_errors(browser) == []
+
+
+def test_ctl_lists_a_rigs_devices_and_drives_one(binaries, server_factory):
+    """`gattemu ctl devices` and `gattemu ctl COMMAND --device ID …` against a rig (the fixture's --also): each command goes to
+    that device's routes; the own path of a device route answers 409 naming the devices."""
+    server = server_factory("--profile", "profiles/noke-lock.json", "--also", "profiles/leaf-reader.json")
+    control = ["--control", server.url]
+    listed = gattemu(binaries, "ctl", "devices", *control)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["noke-lock", "leaf-reader"], listed.stdout
+    assert all(" running " in line for line in listed.stdout.splitlines()), listed.stdout
+    reader = gattemu(binaries, "ctl", "status", "--device", "leaf-reader", *control)
+    assert reader.returncode == 0 and "leaf-reader.json" in reader.stdout, reader.stdout + reader.stderr
+    fired = gattemu(binaries, "ctl", "trigger", "touch", "--device", "leaf-reader", *control)
+    assert fired.returncode == 0, fired.stderr
+    events = gattemu(binaries, "ctl", "events", "--json", "--device", "leaf-reader", *control)
+    lines = [json.loads(line) for line in events.stdout.splitlines()]
+    assert lines and all(e.get("device") == "leaf-reader" for e in lines), events.stdout
+    assert any(e.get("detail") == "trigger touch" for e in lines), events.stdout
+    unknown = gattemu(binaries, "ctl", "status", "--device", "door", *control)
+    assert unknown.returncode == 1 and "404" in unknown.stderr and "door" in unknown.stderr, unknown.stderr
+    plain = gattemu(binaries, "ctl", "status", *control)
+    assert plain.returncode == 1 and "409" in plain.stderr and "devices" in plain.stderr, plain.stderr
