@@ -4,6 +4,7 @@ import Profile
 import Synchronization
 import Testing
 
+@testable import BlueZ
 @testable import Emulator
 
 /// The device's notifications reach the emulator in the order they came, in batches taken until none is left.
@@ -39,8 +40,9 @@ import Testing
         let log = try EventLog(format: .text)
         let emulator = try Emulator(profile: PairingAgentTests.profile(security: nil, flags: flags), options: EmulatorOptions(), log: log)
         await emulator.relay(to: RelayBackpressureTests.SlowLink())
-        await emulator.relaySubscription(
-            RelayBackpressureTests.SlowLink(), "level", central: try #require(RelayBackpressureTests.central), subscribed: true)
+        await emulator.subscriptionChanged(
+            GattSubscriptionChange(
+                characteristic: "level", kind: .started, context: GattRequestContext(central: RelayBackpressureTests.central)))
         return log.events(since: 0).filter { $0.kind == .relayed }.compactMap(\.detail)
     }
 

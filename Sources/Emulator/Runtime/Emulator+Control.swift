@@ -211,7 +211,8 @@ extension Emulator {
         await endSilences()
         for (characteristic, value) in held {
             let indicate = profile.characteristic(characteristic).map { !$0.has(.notify) && $0.has(.indicate) } ?? false
-            await deliver(characteristic, value: value, central: nil, indicate: indicate)
+            await pipeline.delivery.send(
+                OutgoingNotification(characteristic: characteristic, value: value, target: .allSubscribers, indicate: indicate), in: self)
         }
         return count
     }

@@ -35,7 +35,7 @@ extension Emulator: PairingHandler {
     /// The agent's settings: the profile's; a relay's agent is always there and answers for both legs, with
     /// ``DevicePairing/agentCapability``.
     var agentSecurity: SecurityDefinition? {
-        guard relayState.upstream != nil else { return profile.pairingSecurity }
+        guard relayResponder != nil else { return profile.pairingSecurity }
         var security = profile.pairingSecurity ?? .standard
         security.io = DevicePairing.agentCapability
         return security
@@ -99,7 +99,7 @@ extension Emulator: PairingHandler {
     /// other (bluetoothd asks its one default agent about every adapter: another program's, another gattemu's).
     public func answer(_ request: PairingRequest, on adapterName: String) async -> PairingAnswer {
         let central = request.central
-        if let upstream = relayState.upstream, adapterName == upstream.deviceAdapter, central == upstream.deviceAddress {
+        if let upstream = relayResponder?.upstream, adapterName == upstream.deviceAdapter, central == upstream.deviceAddress {
             return await answerForDevice(request, upstream.devicePairing)
         }
         guard let adapter, adapterName == adapter.name else {

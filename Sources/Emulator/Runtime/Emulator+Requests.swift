@@ -10,41 +10,9 @@ extension Emulator: GattRequestHandler {
         recordOperation(
             .read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
         request.context.begin()
-        if let upstream = relayState.upstream {
-            // A relay: the device answers, the faults act on both sides of it.
-            let faults = try await applyFaults(.read, id, central)
-            let bytes = mutated(
-                try await relayRead(upstream, id, offset: request.offset, central: central), by: faults, central: central.address,
-                characteristic: id.description)
-            recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
-            return bytes
-        }
-        if let descriptor = id.descriptor {
-            // Descriptors are served from their declared value.
-            let value = descriptorValue(characteristic: id.characteristic, descriptor: descriptor)
-            guard (0...value.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
-            let bytes = Array(value.dropFirst(request.offset))
-            recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
-            return bytes
-        }
-        let faults = try await applyFaults(.read, id, central)
-        let outcome = engine.handle(.read(characteristic: id.characteristic, central: central, offset: request.offset))
-        let reply = try await run(outcome, central: central)
-        switch reply {
-        case .value(let bytes)?:
-            let answer = mutated(bytes, by: faults, central: central.address, characteristic: id.description)
-            recordOperation(.answer, central: central.address, characteristic: id.description, value: answer)
-            return answer
-        case .error(let error)?:
-            throw answer(error, central, id)
-        case .success?, nil:
-            let stored = engine.value(of: id.characteristic)
-            guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
-            let bytes = mutated(
-                Array(stored.dropFirst(request.offset)), by: faults, central: central.address, characteristic: id.description)
-            recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
-            return bytes
-        }
+        let bytes = try await pipeline.inbound.read(ReadOperation(attribute: id, offset: request.offset, central: central), in: self)
+        recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
+        return bytes
     }
 
     public func write(_ request: GattWriteRequest) async throws(ATTError) {
@@ -57,56 +25,15 @@ extension Emulator: GattRequestHandler {
                 + (request.offset > 0 ? " offset \(request.offset)" : ""))
         request.context.begin()
         if request.prepareAuthorize { return }
-        if let upstream = relayState.upstream {
-            try await relay(request, to: upstream, central: central)
-            return
-        }
-        guard id.descriptor == nil else { return }
-        let faults: FaultPlan
+        let operation = WriteOperation(
+            attribute: id, value: request.value, offset: request.offset, command: request.kind == .command,
+            acknowledged: request.bluetoothdAnswered, central: central)
         do {
-            faults = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
+            try await pipeline.inbound.write(operation, in: self)
         } catch {
+            // What bluetoothd acknowledged cannot fail for the central: the pipeline logged why it did here.
             if request.bluetoothdAnswered { return }
             throw error
-        }
-        var value = mutatedWrite(request.value, by: faults, central: central.address, characteristic: id.description)
-        if request.offset > 0 {
-            // A long write arrives in pieces at increasing offsets: assemble on the stored value.
-            var stored = engine.value(of: id.characteristic)
-            guard (0...stored.count).contains(request.offset) else { throw answer(.invalidOffset, central, id) }
-            stored.replaceSubrange(request.offset..<min(stored.count, request.offset + value.count), with: value)
-            value = stored
-        }
-        let outcome = engine.handle(
-            .write(characteristic: id.characteristic, central: central, value: value, withResponse: request.kind != .command))
-        let reply = try await run(outcome, central: central)
-        if case .error(let error)? = reply {
-            if request.bluetoothdAnswered {
-                log.record(
-                    .note, central: central.address, characteristic: id.description,
-                    detail: "error \(error) not delivered: bluetoothd already acknowledged this write")
-                return
-            }
-            throw answer(error, central, id)
-        }
-        if !request.bluetoothdAnswered {
-            recordOperation(.answer, central: central.address, characteristic: id.description, detail: "success")
-        }
-    }
-
-    /// A write forwarded to the relay's device after the faults acted on it; a write bluetoothd already
-    /// acknowledged goes as a Write Command and its errors stay in the log.
-    private func relay(_ request: GattWriteRequest, to upstream: any RelayUpstream, central: CentralID) async throws(ATTError) {
-        let id = request.attribute
-        do {
-            let faults = try await applyFaults(.write, id, central, answerable: !request.bluetoothdAnswered)
-            let value = mutatedWrite(request.value, by: faults, central: central.address, characteristic: id.description)
-            try await relayWrite(
-                upstream, id, value: value, offset: request.offset,
-                withResponse: request.kind != .command && !request.bluetoothdAnswered, central: central)
-        } catch {
-            if request.bluetoothdAnswered { return }
-            throw answer(error, central, id)
         }
         if !request.bluetoothdAnswered {
             recordOperation(.answer, central: central.address, characteristic: id.description, detail: "success")
@@ -121,14 +48,8 @@ extension Emulator: GattRequestHandler {
             subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
             detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
         change.context.begin()
-        if let upstream = relayState.upstream {
-            await relaySubscription(upstream, change.characteristic, central: central.address, subscribed: subscribed)
-        }
-        let event: EngineEvent =
-            subscribed
-            ? .subscribe(characteristic: change.characteristic, central: central)
-            : .unsubscribe(characteristic: change.characteristic, central: central)
-        _ = try? await run(engine.handle(event), central: central)
+        await pipeline.inbound.subscription(
+            SubscriptionOperation(characteristic: change.characteristic, central: central, subscribed: subscribed), in: self)
     }
 
     public func indicationConfirmed(characteristic: String) async {
@@ -181,25 +102,29 @@ extension Emulator: GattRequestHandler {
             connectedCentrals.removeAll { $0 == address }
             connectedCentrals.append(address)
             log.record(.connected, central: address)
-            applyConnectFaults(address)
-            await relayState.upstream?.central(address, connected: true)
-            _ = try? await run(engine.handle(.connect(CentralID(address: address))), central: CentralID(address: address))
+            await pipeline.inbound.link(.connected(CentralID(address: address)), in: self)
         case .disconnected(let address):
             connectedCentrals.removeAll { $0 == address }
             faultState.mtus[address] = nil
             log.record(.disconnected, central: address)
             pairingEnded(with: address)
-            for (characteristic, subscribers) in relayState.subscribers where subscribers.contains(address) {
-                if let upstream = relayState.upstream {
-                    await relaySubscription(upstream, characteristic, central: address, subscribed: false)
-                }
-            }
-            await relayState.upstream?.central(address, connected: false)
-            _ = try? await run(engine.handle(.disconnect(CentralID(address: address))), central: CentralID(address: address))
+            await pipeline.inbound.link(.disconnected(CentralID(address: address)), in: self)
         case .paired(let address):
             log.record(.paired, central: address)
             pairingEnded(with: address)
         }
+    }
+
+    /// The pipeline for `responder`: the faults around it on the way in, and around the delivery on the way out.
+    static func pipeline(
+        answeredBy responder: any GattResponder, delivery: any NotificationSender = NotificationDelivery()
+    ) -> GattPipeline {
+        GattPipeline(stages: [FaultStage()], responder: responder, delivery: delivery)
+    }
+
+    /// Makes `responder` answer centrals, behind the same stages (before ``start()``).
+    func answer(with responder: any GattResponder, delivery: any NotificationSender = NotificationDelivery()) {
+        pipeline = Self.pipeline(answeredBy: responder, delivery: delivery)
     }
 
     /// Fires a named trigger, as the control API will.

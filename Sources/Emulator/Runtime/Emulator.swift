@@ -44,8 +44,6 @@ public actor Emulator {
     var stopped = false
     /// Fault engine and control-API bookkeeping (see `Emulator+Faults.swift`).
     var faultState: FaultState
-    /// The characteristic whose sockets took the latest notification (see ``deliver(_:value:central:indicate:)``).
-    var lastSocketCharacteristic: String?
     var stackLost = false
     var recoveryRetry: Task<Void, Never>?
     /// A registration attempt after a loss is under way (see `recover(reason:)`).
@@ -56,8 +54,8 @@ public actor Emulator {
     var pairing = PairingState()
     /// The address change gattemu made: the LE privacy key it gave the controller (see `Emulator+Address.swift`).
     var address = AddressState()
-    /// `gattemu relay`: the device behind the mirror (see `Emulator+Relay.swift`).
-    var relayState = RelayState()
+    /// What answers centrals (the profile's rules, or `gattemu relay`'s device) with the faults around it, both ways.
+    var pipeline = Emulator.pipeline(answeredBy: ProfileResponder())
     let terminationRequests: AsyncStream<String>.Continuation
     /// Reasons the emulator wants the program to end (e.g. bluetoothd lost with `exitOnLoss`).
     public nonisolated let terminations: AsyncStream<String>
@@ -231,7 +229,7 @@ public actor Emulator {
     func startAdvertising() async throws(BlueZError) {
         // One start at a time: a power-on signal and gattemu's own power cycle both start advertising, and the
         // second must not export the objects the first is registering.
-        guard let adapter, let stack, advertisements.isEmpty, !startingAdvertising, !relayState.deviceAway else { return }
+        guard let adapter, let stack, advertisements.isEmpty, !startingAdvertising, relayResponder?.state.deviceAway != true else { return }
         startingAdvertising = true
         defer { startingAdvertising = false }
         for (index, spec) in engine.advertisements().enumerated() {

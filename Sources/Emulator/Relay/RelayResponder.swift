@@ -1,0 +1,189 @@
+import BlueZ
+import Bluetooth
+import Profile
+
+/// `gattemu relay`'s responder: a real device answers. Reads and writes go to it (``RelayUpstream``), its answers and
+/// ATT errors come back, each leg timed and logged; Write Commands are bounded by what its link has carried; a
+/// characteristic is subscribed on the device while any central is subscribed through the mirror. While the device is
+/// away, what arrives is refused.
+///
+/// Subscriptions and link events also reach the relayed profile's engine (``local``): it keeps who is subscribed, for
+/// delivering the device's notifications, and the profile's own rules, if any.
+final class RelayResponder: GattResponder {
+    let upstream: any RelayUpstream
+    var state = RelayState()
+    let local = ProfileResponder()
+
+    init(upstream: any RelayUpstream, snapshot: RelaySnapshotWriter?) {
+        self.upstream = upstream
+        state.snapshotWriter = snapshot
+    }
+
+    func read(_ operation: ReadOperation, in runtime: isolated Emulator) async throws(ATTError) -> [UInt8] {
+        let id = operation.attribute
+        let central = operation.central
+        guard !state.deviceAway else { throw runtime.answer(.failed, central, id) }
+        let start = ContinuousClock.now
+        let before = state.commandsSent
+        do {
+            let bytes = try await upstream.read(id, offset: operation.offset)
+            // The device answered a Read Request, sent after the commands before it (a Read Blob may be served from
+            // the whole value read first, and proves nothing).
+            if operation.offset == 0 { state.commandsGone(upTo: before) }
+            runtime.log.record(
+                .relayed, central: central.logged, characteristic: id.description, value: bytes,
+                detail: "device answered the read" + (operation.offset > 0 ? " at offset \(operation.offset)" : "")
+                    + " in \(Emulator.milliseconds(since: start))")
+            return bytes
+        } catch {
+            runtime.log.record(
+                .relayed, central: central.logged, characteristic: id.description,
+                detail: "device answered the read with error \(error) in \(Emulator.milliseconds(since: start))")
+            throw error
+        }
+    }
+
+    /// Forwards the write; a write bluetoothd already acknowledged goes as a Write Command and its errors stay in
+    /// the log.
+    func write(_ operation: WriteOperation, in runtime: isolated Emulator) async throws(ATTError) {
+        do {
+            try await forward(operation, in: runtime)
+        } catch {
+            if operation.acknowledged { throw error }
+            throw runtime.answer(error, operation.central, operation.attribute)
+        }
+    }
+
+    private func forward(_ operation: WriteOperation, in runtime: isolated Emulator) async throws(ATTError) {
+        guard !state.deviceAway else { throw .failed }
+        let id = operation.attribute
+        let central = operation.central
+        let value = operation.value
+        let withResponse = operation.awaitsAnswer
+        let log = runtime.log
+        if !withResponse, !state.linkUncheckable, state.commandsWaiting >= RelayState.maximumCommandsWaiting {
+            state.writesDropped += 1
+            if state.writesDropped == 1 {
+                log.record(
+                    .relayed, central: central.logged, characteristic: id.description, value: value,
+                    detail: "write command dropped: \(state.commandsWaiting) write commands may still wait for the device's link "
+                        + "(the phone writes faster than the device's link carries them); the next drops are counted")
+            }
+            return
+        }
+        if state.writesDropped > 0 {
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description,
+                detail: "\(state.writesDropped) write commands dropped while the device's link was busy")
+            state.writesDropped = 0
+        }
+        // A request's answer comes after the commands sent before it have gone (bluetoothd sends it only then).
+        let before = state.commandsSent
+        if !withResponse { state.commandsSent += 1 }
+        defer { checkLinkIfBusy(in: runtime) }
+        let start = ContinuousClock.now
+        let what = withResponse ? "write" : "write command"
+        do {
+            try await upstream.write(id, value: value, offset: operation.offset, withResponse: withResponse)
+            if withResponse { state.commandsGone(upTo: before) }
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description, value: value,
+                detail: withResponse
+                    ? "device answered the write in \(Emulator.milliseconds(since: start))"
+                    : "write command sent to the device in \(Emulator.milliseconds(since: start))")
+        } catch {
+            log.record(
+                .relayed, central: central.logged, characteristic: id.description, value: value,
+                detail: "device answered the \(what) with error \(error) in \(Emulator.milliseconds(since: start))")
+            throw error
+        }
+    }
+
+    /// Starts a link check when enough commands may be waiting for the device's link and none is under way; when it
+    /// is answered (``linkChecked(_:before:start:in:)``), the commands before it are gone, and another starts if
+    /// enough were sent meanwhile.
+    func checkLinkIfBusy(in runtime: isolated Emulator) {
+        guard !state.linkChecking, !state.linkUncheckable, !runtime.stopped,
+            state.commandsWaiting >= RelayState.linkCheckAfter
+        else { return }
+        state.linkChecking = true
+        let before = state.commandsSent
+        let upstream = self.upstream
+        Task(executorPreference: runtime.loop) { [weak runtime] in
+            let start = ContinuousClock.now
+            let asked = await upstream.checkLink()
+            await runtime?.relayLinkChecked(asked, before: before, start: start)
+        }
+    }
+
+    func linkChecked(_ asked: String?, before: Int, start: ContinuousClock.Instant, in runtime: isolated Emulator) {
+        state.linkChecking = false
+        guard let asked else {
+            state.linkUncheckable = true
+            runtime.log.record(
+                .note,
+                detail: "relay: write commands to the device are not bounded: it has no Client Characteristic "
+                    + "Configuration descriptor to check its link with (a phone that writes faster than the device's "
+                    + "link carries them fills the device side's bluetoothd)")
+            return
+        }
+        let gone = max(0, before - state.commandsGone)
+        state.commandsGone(upTo: before)
+        runtime.log.record(
+            .relayed,
+            detail: "link check: \(gone) more write commands have left for the device (\(asked), "
+                + "answered in \(Emulator.milliseconds(since: start)))")
+        checkLinkIfBusy(in: runtime)
+    }
+
+    func subscription(_ operation: SubscriptionOperation, in runtime: isolated Emulator) async {
+        await follow(operation.characteristic, central: operation.central.address, subscribed: operation.subscribed, in: runtime)
+        await local.subscription(operation, in: runtime)
+    }
+
+    func link(_ event: LinkEvent, in runtime: isolated Emulator) async {
+        switch event {
+        case .connected(let central):
+            await upstream.central(central.address, connected: true)
+        case .disconnected(let central):
+            for (characteristic, subscribers) in state.subscribers where subscribers.contains(central.address) {
+                await follow(characteristic, central: central.address, subscribed: false, in: runtime)
+            }
+            await upstream.central(central.address, connected: false)
+        }
+        await local.link(event, in: runtime)
+    }
+
+    /// Follows a central's subscription through the mirror: the device is subscribed when the first central
+    /// subscribes and unsubscribed when the last one leaves.
+    private func follow(_ characteristic: String, central: BluetoothAddress, subscribed: Bool, in runtime: isolated Emulator) async {
+        let before = state.subscribers[characteristic, default: []]
+        var after = before
+        if subscribed { after.insert(central) } else { after.remove(central) }
+        state.subscribers[characteristic] = after.isEmpty ? nil : after
+        guard before.isEmpty != after.isEmpty, !state.deviceAway else { return }
+        do {
+            try await upstream.setSubscribed(characteristic, subscribed)
+            runtime.log.record(
+                .relayed, central: central, characteristic: characteristic,
+                detail: subscribed
+                    ? "device subscribed" + Self.subscriptionCaveat(runtime.profile.characteristic(characteristic)?.flags ?? [])
+                    : "device unsubscribed"
+            )
+        } catch {
+            runtime.log.record(
+                .relayed, central: central, characteristic: characteristic,
+                detail: "device refused to \(subscribed ? "subscribe" : "unsubscribe"): \(error)")
+        }
+    }
+
+    /// What the device's subscription cannot carry: for a characteristic that offers both notifications and
+    /// indications, bluetoothd's `StartNotify` writes 0x0001 (notifications) to the device's CCC descriptor whatever the
+    /// phone enabled, and D-Bus gives no way to ask for indications (nor tells gattemu which the phone chose): a
+    /// device that sends indications only when they are enabled sends none through the relay (docs/relay.md).
+    static func subscriptionCaveat(_ flags: [CharacteristicFlag]) -> String {
+        guard flags.contains(.notify), flags.contains(.indicate) else { return "" }
+        return
+            " for notifications only (it offers notify and indicate; BlueZ subscribes a central for notifications when both are offered, whatever the phone enabled: indications the device sends only when enabled do not come)"
+    }
+}

@@ -1,0 +1,124 @@
+import BlueZ
+import Bluetooth
+import Profile
+
+/// The last step of a notification's way out, after the faults: cut to the recipients' ATT MTU, written to their
+/// notification sockets (AcquireNotify) or sent as a PropertiesChanged signal, kept in order across sockets, and
+/// logged as it left.
+final class NotificationDelivery: NotificationSender {
+    /// The characteristic whose sockets took the latest notification (see ``keepOrderAcrossSockets(before:in:)``).
+    var lastSocketCharacteristic: String?
+
+    func send(_ notification: OutgoingNotification, in runtime: isolated Emulator) async {
+        let recipients = runtime.recipients(of: notification)
+        for piece in pieces(notification, recipients: recipients, in: runtime) {
+            await deliver(notification.characteristic, value: piece, central: notification.target.address, indicate: notification.indicate, in: runtime)
+        }
+    }
+
+    /// A value as it must leave for `recipients`: whole when it fits every recipient's ATT MTU − 3 (or no MTU is
+    /// known); in MTU − 3 pieces for a characteristic with `fragment`; else whole, with a note that BlueZ will
+    /// send only the first MTU − 3 bytes — gattemu never lets that truncation pass silently.
+    func pieces(_ notification: OutgoingNotification, recipients: [BluetoothAddress], in runtime: isolated Emulator) -> [[UInt8]] {
+        let value = notification.value
+        let characteristic = notification.characteristic
+        // Every central can take 20 bytes (the minimum ATT MTU, 23): the common case costs one comparison.
+        guard value.count > 20, let mtu = recipients.compactMap({ runtime.faultState.mtus[$0] }).min(), value.count > mtu.payload else {
+            return [value]
+        }
+        let size = max(1, mtu.payload)
+        let what = notification.indicate ? "indication" : "notification"
+        if runtime.profile.characteristic(characteristic)?.fragment == true {
+            let pieces = stride(from: 0, to: value.count, by: size).map { Array(value[$0..<min($0 + size, value.count)]) }
+            runtime.log.record(
+                .note, characteristic: characteristic, value: value,
+                detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (ATT MTU \(mtu))")
+            return pieces
+        }
+        let who = recipients.filter { runtime.faultState.mtus[$0] == mtu }.map(\.description).joined(separator: ",")
+        runtime.log.record(
+            .note, central: recipients.count == 1 ? recipients[0] : nil, characteristic: characteristic, value: value,
+            detail: "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(size) bytes"
+                + " (\"fragment\": true sends it in pieces)")
+        return [value]
+    }
+
+    /// Hands one value to BlueZ and logs how it left. Socket writes happen without leaving the actor, so the
+    /// log keeps them in order with the events around them (a disconnection the notification preceded); only a
+    /// switch of characteristic mid-burst may first wait for bluetoothd (``keepOrderAcrossSockets(before:in:)``).
+    func deliver(
+        _ characteristic: String, value: [UInt8], central address: BluetoothAddress?, indicate: Bool, in runtime: isolated Emulator
+    ) async {
+        await keepOrderAcrossSockets(before: characteristic, in: runtime)
+        let log = runtime.log
+        do {
+            var delivery = try runtime.application?.notifyOnSockets(characteristic, value: value, central: address)
+            if case .sockets(let centrals, _)? = delivery, !centrals.isEmpty { lastSocketCharacteristic = characteristic }
+            if delivery == nil, let application = runtime.application {
+                delivery = try await application.notify(characteristic, value: value, central: address)
+            }
+            let what = indicate ? "indication" : "notification"
+            if case .sockets(_, let dropped)? = delivery {
+                for (socket, count) in dropped.sorted(by: { $0.key < $1.key }) {
+                    log.record(
+                        .note, central: socket.central ?? address, characteristic: characteristic, value: value,
+                        detail: "\(what) dropped: the central is not reading its notification socket (\(count) dropped on it so far)")
+                }
+            }
+            if case .sockets(let centrals, let dropped)? = delivery, centrals.isEmpty {
+                if dropped.isEmpty {
+                    log.record(
+                        .note, central: address, characteristic: characteristic, value: value,
+                        detail: "\(what) not sent: no notification socket for this central")
+                }
+                return
+            }
+            let how =
+                switch delivery {
+                case .sockets(let centrals, _)?:
+                    "AcquireNotify socket" + (centrals.count == 1 ? "" : "s") + " " + centrals.map(\.description).joined(separator: ",")
+                case .propertiesChanged?: "PropertiesChanged"
+                case nil: "not sent (no GATT application)"
+                }
+            runtime.recordOperation(
+                indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
+        } catch {
+            log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
+        }
+    }
+
+    /// Before a notification on another characteristic than the latest one sent on a socket: waits (at most
+    /// ``socketOrderWait``, sleeping, never blocking the loop) until bluetoothd has read that one's socket.
+    /// bluetoothd serves each characteristic's socket on its own, so a burst A, B, A could reach the central as
+    /// A, A, B (seen replaying a real capture); what it has read is in its ATT queue, which keeps order.
+    /// A burst on one characteristic costs nothing here.
+    func keepOrderAcrossSockets(before characteristic: String, in runtime: isolated Emulator) async {
+        guard let last = lastSocketCharacteristic, last != characteristic, let application = runtime.application,
+            application.unreadNotificationBytes(last) > 0
+        else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.socketOrderWait
+        while application.unreadNotificationBytes(last) > 0, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    /// The longest a notification waits for bluetoothd to read another characteristic's socket (a central that
+    /// is not reading fills the socket: then order gives way to progress).
+    static let socketOrderWait: Duration = .milliseconds(50)
+}
+
+extension Emulator {
+    /// Who a notification goes to: its one central, else the characteristic's subscribers, else every connected
+    /// central (a notification the profile sends with nobody subscribed goes to whoever is connected).
+    func recipients(of notification: OutgoingNotification) -> [BluetoothAddress] {
+        notification.target.address.map { [$0] }
+            ?? engine.subscribers[notification.characteristic]?.map(\.address) ?? connectedCentrals
+    }
+
+    /// Sends a notification or indication down the pipeline's way out: the faults, then the delivery.
+    func sendNotification(_ characteristic: String, value: [UInt8], target: NotificationTarget, indicate: Bool) async {
+        await pipeline.outbound.send(
+            OutgoingNotification(characteristic: characteristic, value: value, target: target, indicate: indicate), in: self)
+    }
+}
