@@ -85,13 +85,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
             return (nil, Array(spec.utf8))
         }
         if let file {
-            guard let data = FileManager.default.contents(atPath: file) else { throw Failure.badInput("--file \(file): cannot read it") }
-            do {
-                _ = try JSONParser.parse(Array(data), file: file)
-            } catch {
-                throw Failure.badInput("--file \(file): not valid JSON (\(error))")
-            }
-            return (nil, Array(data))
+            return (nil, try readJSONFile(file, what: "fault (--file)").bytes)
         }
         func duration(_ text: String) -> DurationValue { Int(text).map { .milliseconds($0) } ?? .text(text) }
         var actions: [FaultActionBody] = []

@@ -152,14 +152,10 @@ struct RelayCommand: AsyncParsableCommand {
         }
         do {
             session = try await RelaySession.attach(query, adapter: upstream, options: recorderOptions) { line in say(line) }
-        } catch let error as BlueZError {
-            await attachAgent.unregister()
-            await stack.close()
-            throw Failure.runtime(error.description)
         } catch {
             await attachAgent.unregister()
             await stack.close()
-            throw Failure.runtime("\(error)")
+            throw Failure.runtime(error.description)
         }
         await attachAgent.unregister()
         do {

@@ -28,13 +28,7 @@ struct RigFile {
 
     /// Reads `path`; anything wrong is bad input (exit 2) with file:line:col and the JSON path.
     static func load(_ path: String) throws -> RigFile {
-        guard let data = FileManager.default.contents(atPath: path) else { throw Failure.badInput("\(path): cannot read the rig file") }
-        let root: JSONNode
-        do {
-            root = try JSONParser.parse(Array(data), file: path)
-        } catch {
-            throw Failure.badInput(error.description)
-        }
+        let root = try readJSONFile(path, what: "rig file").root
         func bad(_ node: JSONNode, _ jsonPath: String, _ message: String) -> Failure {
             .badInput("\(node.location): \(jsonPath): \(message)")
         }
@@ -113,13 +107,7 @@ enum RigScenario {
 
     /// `file`'s faults for each device, decoded and checked against the device's profile.
     static func load(_ file: String, devices: [ServedDevice]) throws -> [String: [FaultSpec]] {
-        guard let data = FileManager.default.contents(atPath: file) else { throw Failure.badInput("\(file): cannot read scenario") }
-        let root: JSONNode
-        do {
-            root = try JSONParser.parse(Array(data), file: file)
-        } catch {
-            throw Failure.badInput(error.description)
-        }
+        let root = try readJSONFile(file, what: "scenario").root
         return try decode(split(root, path: "faults", devices: devices.map(\.id)), file: file, devices: devices)
     }
 

@@ -108,16 +108,13 @@ struct Run: AsyncParsableCommand {
 /// Faults of a scenario file (`[...]` or `{"faults": [...]}`), checked against the profile; bad files exit 2.
 func loadScenario(_ path: String?, for profile: DeviceProfile) throws -> [FaultSpec] {
     guard let path else { return [] }
-    guard let data = FileManager.default.contents(atPath: path) else { throw Failure.badInput("\(path): cannot read scenario") }
+    let root = try readJSONFile(path, what: "scenario").root
     do {
-        let root = try JSONParser.parse(Array(data), file: path)
         let specs = try FaultSpecDecoder.scenario(root)
         for (index, spec) in specs.enumerated() {
             if let problem = profile.problem(with: spec) { throw Failure.badInput("\(path): faults[\(index)].\(problem.description)") }
         }
         return specs
-    } catch let error as JSONSyntaxError {
-        throw Failure.badInput(error.description)
     } catch let error as FaultSpecError {
         let location = error.location.map { "\($0): " } ?? "\(path): "
         throw Failure.badInput(location + error.description)

@@ -128,7 +128,7 @@ extension Emulator {
         relay.state.commandsGone(upTo: relay.state.commandsSent)  // what waited for the link went with it
         log.record(.deviceLost, detail: reason)
         await stopAdvertising()
-        for central in connectedCentrals {
+        for central in centrals.connected {
             log.record(.note, central: central, detail: "disconnecting: the device is away")
             do {
                 try await adapter?.disconnect(central: central)

@@ -26,7 +26,7 @@ extension Emulator {
     /// The emulator now: adapter, advertising, centrals, GATT table with values, variables, timers, faults.
     public func status() -> EmulatorStatus {
         let initial = profile.initialState
-        let centrals = connectedCentrals.map { address -> EmulatorStatus.Central in
+        let centrals = centrals.connected.map { address -> EmulatorStatus.Central in
             let id = CentralID(address: address)
             let own =
                 profile.connectionState.isEmpty
@@ -36,7 +36,7 @@ extension Emulator {
                         (name, (engine.connectionStates[id]?[name] ?? initial[name])?.statusText ?? "")
                     })
             return EmulatorStatus.Central(
-                address: address, mtu: faultState.mtus[address]?.rawValue,
+                address: address, mtu: self.centrals.mtu(of: address)?.rawValue,
                 subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
         }
         let advertisements = engine.advertisements().map(ProfileMapping.advertisement)
@@ -219,15 +219,15 @@ extension Emulator {
 
     /// Disconnects a connected central.
     public func disconnect(central address: BluetoothAddress) async throws(ControlFailure) {
-        guard let connected = connectedCentrals.first(where: { address == $0 }) else {
+        guard centrals.isConnected(address) else {
             throw ControlFailure(
-                .notFound, "central \(address) is not connected", details: ["connected": connectedCentrals.map(\.description)])
+                .notFound, "central \(address) is not connected", details: ["connected": centrals.connected.map(\.description)])
         }
-        log.record(.note, central: connected, detail: "control: disconnect")
+        log.record(.note, central: address, detail: "control: disconnect")
         do {
-            try await adapter?.disconnect(central: connected)
+            try await adapter?.disconnect(central: address)
         } catch {
-            throw ControlFailure(.unavailable, "bluetoothd could not disconnect \(connected): \(error.description)")
+            throw ControlFailure(.unavailable, "bluetoothd could not disconnect \(address): \(error.description)")
         }
     }
 

@@ -8,8 +8,6 @@ struct FaultState: Sendable {
     var engine: FaultEngine
     /// Tasks of `on: start` faults and adapter-level actions, by fault id, so removing a fault cancels them.
     var scheduled: [String: Task<Void, Never>] = [:]
-    /// The ATT MTU each central last reported with a request.
-    var mtus: [BluetoothAddress: ATTMTU] = [:]
     /// True while a `silence` or `powerCycle` fault keeps advertising off.
     var silencedUntilResume = 0
     /// `silence` faults under way (counted in ``silencedUntilResume`` too); clearing the faults ends them.
@@ -162,7 +160,7 @@ extension Emulator {
             faultState.silencedUntilResume -= 1
             if faultState.silencedUntilResume == 0, engine.isAdvertising, !stopped { await resumeAdvertising() }
         case .disconnect:
-            for address in connectedCentrals { await disconnectCentral(address) }
+            for address in centrals.connected { await disconnectCentral(address) }
         case .forgetBonds:
             await forgetAllBonds()
         default:

@@ -96,10 +96,9 @@ extension Emulator {
         await unregisterAgent()
         await watcher?.cancel()
         watcher = nil
-        for central in connectedCentrals {
+        for central in centrals.disconnectAll() {
             log.record(.disconnected, central: central, detail: "bluetoothd lost")
         }
-        connectedCentrals = []
     }
 
     /// Registers everything again; on failure (adapter not there yet) waits for the next stack change.

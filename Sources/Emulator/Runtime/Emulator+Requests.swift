@@ -73,14 +73,13 @@ extension Emulator: GattRequestHandler {
     ) {
         log.record(
             kind, central: central, characteristic: characteristic, value: value, detail: detail,
-            mtu: central.flatMap { faultState.mtus[$0] }.map { Int($0.rawValue) })
+            mtu: central.flatMap { centrals.mtu(of: $0) }.map { Int($0.rawValue) })
     }
 
     /// Logs a central's ATT MTU the first time a request reveals it and whenever it changes (BlueZ tells
     /// the MTU only in request options), and keeps it for the status.
     func noteMTU(_ context: GattRequestContext, _ central: CentralID) {
-        guard let mtu = context.mtu, faultState.mtus[central.address] != mtu else { return }
-        faultState.mtus[central.address] = mtu
+        guard let mtu = context.mtu, centrals.note(mtu: mtu, of: central.address) else { return }
         log.record(.mtu, central: central.address, detail: mtu.description)
     }
 
@@ -93,19 +92,17 @@ extension Emulator: GattRequestHandler {
     /// The central that connected last, for events no central caused (timers, triggers, control);
     /// all zeros while none is connected.
     var latestCentral: CentralID {
-        CentralID(address: connectedCentrals.last ?? CentralID.nobody)
+        CentralID(address: centrals.latest ?? CentralID.nobody)
     }
 
     func centralEvent(_ event: CentralEvent) async {
         switch event {
         case .connected(let address):
-            connectedCentrals.removeAll { $0 == address }
-            connectedCentrals.append(address)
+            centrals.connect(address)
             log.record(.connected, central: address)
             await pipeline.inbound.link(.connected(CentralID(address: address)), in: self)
         case .disconnected(let address):
-            connectedCentrals.removeAll { $0 == address }
-            faultState.mtus[address] = nil
+            centrals.disconnect(address)
             log.record(.disconnected, central: address)
             pairingEnded(with: address)
             await pipeline.inbound.link(.disconnected(CentralID(address: address)), in: self)

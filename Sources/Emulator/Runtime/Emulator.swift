@@ -40,7 +40,8 @@ public actor Emulator {
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     /// Hands ``centralEvents`` to the actor; awaited on stop so its events are logged before `stopped`.
     var centralEventsTask: Task<Void, Never>?
-    var connectedCentrals: [BluetoothAddress] = []
+    /// Each central: connected or not, in which order, and its link's ATT MTU.
+    var centrals = CentralRegistry()
     var stopped = false
     /// Fault engine and control-API bookkeeping (see `Emulator+Faults.swift`).
     var faultState: FaultState

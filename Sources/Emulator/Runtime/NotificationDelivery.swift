@@ -12,7 +12,9 @@ final class NotificationDelivery: NotificationSender {
     func send(_ notification: OutgoingNotification, in runtime: isolated Emulator) async {
         let recipients = runtime.recipients(of: notification)
         for piece in pieces(notification, recipients: recipients, in: runtime) {
-            await deliver(notification.characteristic, value: piece, central: notification.target.address, indicate: notification.indicate, in: runtime)
+            await deliver(
+                notification.characteristic, value: piece, central: notification.target.address, indicate: notification.indicate,
+                in: runtime)
         }
     }
 
@@ -23,7 +25,7 @@ final class NotificationDelivery: NotificationSender {
         let value = notification.value
         let characteristic = notification.characteristic
         // Every central can take 20 bytes (the minimum ATT MTU, 23): the common case costs one comparison.
-        guard value.count > 20, let mtu = recipients.compactMap({ runtime.faultState.mtus[$0] }).min(), value.count > mtu.payload else {
+        guard value.count > 20, let mtu = runtime.centrals.smallestMTU(of: recipients), value.count > mtu.payload else {
             return [value]
         }
         let size = max(1, mtu.payload)
@@ -35,7 +37,7 @@ final class NotificationDelivery: NotificationSender {
                 detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (ATT MTU \(mtu))")
             return pieces
         }
-        let who = recipients.filter { runtime.faultState.mtus[$0] == mtu }.map(\.description).joined(separator: ",")
+        let who = recipients.filter { runtime.centrals.mtu(of: $0) == mtu }.map(\.description).joined(separator: ",")
         runtime.log.record(
             .note, central: recipients.count == 1 ? recipients[0] : nil, characteristic: characteristic, value: value,
             detail: "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(size) bytes"
@@ -113,7 +115,7 @@ extension Emulator {
     /// central (a notification the profile sends with nobody subscribed goes to whoever is connected).
     func recipients(of notification: OutgoingNotification) -> [BluetoothAddress] {
         notification.target.address.map { [$0] }
-            ?? engine.subscribers[notification.characteristic]?.map(\.address) ?? connectedCentrals
+            ?? engine.subscribers[notification.characteristic]?.map(\.address) ?? centrals.connected
     }
 
     /// Sends a notification or indication down the pipeline's way out: the faults, then the delivery.

@@ -9,18 +9,18 @@ import FoundationEssentials
 #endif
 
 /// File-system helpers of the loader: path arithmetic, symlink resolution and bounded reads.
-enum ProfileFiles {
+public enum ProfileFiles {
     /// Why a file was not read.
-    struct Problem: Error, Equatable {
+    public struct Problem: Error, Equatable {
         /// Follows the file's name: "is not a regular file".
-        var message: String
+        public var message: String
 
         static let unreadable = Problem(message: "cannot be read")
     }
 
     /// The whole file, when it can be read and is at most ``ProfileLimits/fileSize`` bytes; FIFOs and devices
     /// only when `requireRegularFile` is false (then read to their end).
-    static func read(_ path: String, requireRegularFile: Bool) -> Result<[UInt8], Problem> {
+    public static func read(_ path: String, requireRegularFile: Bool) -> Result<[UInt8], Problem> {
         var status = stat()
         guard stat(path, &status) == 0 else { return .failure(.unreadable) }
         let isRegular = status.st_mode & S_IFMT == S_IFREG
