@@ -55,4 +55,7 @@ struct Failure: Error {
 
     static func runtime(_ message: String) -> Failure { Failure(message: message, code: runtime) }
     static func badInput(_ message: String) -> Failure { Failure(message: message, code: badInput) }
+
+    /// The same failure, its reason prefixed (a rig's device id).
+    func prefixed(_ prefix: String) -> Failure { Failure(message: prefix + message, code: code) }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import BlueZ
 import Bluetooth
 import CaptureExport
+import Control
 import DBus
 import Emulator
 import FoundationEssentials
@@ -100,147 +101,37 @@ struct RelayCommand: AsyncParsableCommand {
         DevicePairing(passkey: devicePasskey.flatMap(StrictParse.passkey), accept: devicePairing == .accept)
     }
 
-    func run() async throws {
-        guard let query = DeviceQuery(parsing: device) else { throw Failure.badInput("\"\(device)\": not an address nor a name") }
-        guard scanTimeout.isFinite, scanTimeout > 0, scanTimeout <= 600 else {
-            throw Failure.badInput("--scan-timeout \(scanTimeout): more than 0, at most 600 seconds")
+    /// The relay these options describe.
+    var settings: RelaySettings? {
+        DeviceQuery(parsing: device).map {
+            RelaySettings(
+                device: $0, adapter: adapter, upstreamAdapter: upstreamAdapter, output: output, capture: capture, address: address,
+                scanTimeout: scanTimeout, pairing: pairingSettings, reconnectWhenPhonesLeave: onPhoneDisconnect == .reconnect)
         }
-        if let output { try ReplicaOutput.checkWritable(output) }
-        if let capture { try ReplicaOutput.checkWritable(capture, option: "--capture") }
+    }
 
-        let bus = DBusBus.ofThisCommand
+    func run() async throws {
+        guard let settings else { throw Failure.badInput("\"\(device)\": not an address nor a name") }
+        try settings.check()
         // One thread for both legs: the device's notifications are read where the mirror sends them, and a phone's
         // write reaches the device's connection without a thread hop.
         let loop: DBusEventLoop
-        let stack: BlueZStack
         do {
             loop = try DBusEventLoop(name: "gattemu d-bus")
-            stack = try await BlueZStack.connect(bus: bus, on: loop)
-        } catch let error as BlueZError {
-            throw Failure.runtime(error.description)
         } catch {
             throw Failure.runtime("\(error)")
         }
-        // bluetoothd's EATT setting decides whether write commands can reach the device out of order: said once.
-        let channelNote = ATTChannelSetting.note(await ATTChannelSetting.of(stack))
-        var mirror: MirrorAddress
-        do {
-            mirror = try await MirrorAddress.prepare(address, adapter: adapter, stack: stack)
-        } catch {
-            await stack.close()
-            throw error
-        }
-        var recorderOptions = DeviceRecorder.Options()
-        recorderOptions.scanTimeout = .milliseconds(Int64(scanTimeout * 1000))
-        // LE connection setup fails now and then on a busy radio: more, shorter attempts than a clone's.
-        recorderOptions.connectTimeout = .seconds(15)
-        recorderOptions.connectAttempts = 5
-        let session: RelaySession
-        // bluetoothd pairs with the device when it refuses a read for security: an agent must answer it while the
-        // table is read. The emulator's agent takes over once the mirror runs.
         let say: @Sendable (String) -> Void = { line in DescriptorOutput.writeError("gattemu: relay: \(TerminalText.escaped(line))\n") }
-        let attachAgent: PairingAgent
-        let upstream: Adapter
+        let relayed = try await settings.start(on: loop, say: say)
+        let device = ServedDevice(
+            id: ControlDevices.id(forProfile: relayed.profile.file), profile: relayed.profile, adapter: relayed.adapter, relay: relayed)
         do {
-            upstream = try await stack.adapter(upstreamAdapter)
-            attachAgent = try await PairingAgent.register(
-                capability: DevicePairing.agentCapability,
-                handler: DeviceAttachPairing(device: query, adapter: upstream.name, settings: pairingSettings, say: say), stack: stack)
+            try await serving.serve([device], loop: loop)
         } catch {
-            await stack.close()
-            throw Failure.runtime(error.description)
-        }
-        do {
-            session = try await RelaySession.attach(query, adapter: upstream, options: recorderOptions) { line in say(line) }
-        } catch {
-            await attachAgent.unregister()
-            await stack.close()
-            throw Failure.runtime(error.description)
-        }
-        await attachAgent.unregister()
-        do {
-            try await mirror.take(session.device, stack: stack)
-        } catch {
-            await session.device.disconnect()
-            await stack.close()
+            try? await relayed.finish(failed: true)
             throw error
         }
-        let recording = RelayRecording()
-        let startedAt = Int64(Date().timeIntervalSince1970 * 1_000_000)
-        var linkOptions = RelayLink.Options()
-        linkOptions.pairing = pairingSettings
-        linkOptions.reconnectWhenPhonesLeave = onPhoneDisconnect == .reconnect
-        let link = RelayLink(
-            device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
-            recording: recording, options: linkOptions)
-        if !link.unmatched.isEmpty {
-            DescriptorOutput.writeError("gattemu: relay: no device counterpart for \(link.unmatched.joined(separator: ", "))\n")
-        }
-        let note = mirror.note
-        let outputs = RelayOutputs(profile: output, capture: capture, session: session, recording: recording, startedAt: startedAt)
-        do {
-            try await serving.serve(
-                session.profile, adapter: mirror.adapter, loop: loop,
-                attach: { emulator, log in
-                    let snapshot: RelaySnapshotWriter? =
-                        outputs.writesAnything
-                        ? { @Sendable () throws(ControlFailure) -> RelaySnapshot in
-                            let written = try outputs.write()
-                            for problem in written.problems {
-                                log.record(.error, detail: "relay: the recorded profile does not load (a gattemu bug): \(problem)")
-                            }
-                            return written.snapshot
-                        } : nil
-                    await emulator.relay(to: link, snapshot: snapshot)
-                    link.start(emulator: emulator)
-                    log.record(.note, detail: note)
-                    log.record(.note, detail: channelNote)
-                    log.record(
-                        .note,
-                        detail:
-                            "relay: \(session.device.label) on \(upstreamAdapter) mirrored on \(mirror.adapter) (\(session.profile.services.count) services)"
-                    )
-                },
-                detach: { _, log in
-                    await link.stop(forget: true)
-                    if link.droppedNotifications > 0 {
-                        log.record(
-                            .note, detail: "relay: \(link.droppedNotifications) notifications dropped (the mirror could not keep up)")
-                    }
-                })
-        } catch {
-            await link.stop(forget: true)
-            try? await mirror.restore(stack: stack)
-            await stack.close()
-            throw error
-        }
-        do {
-            try await mirror.restore(stack: stack)
-        } catch {
-            await stack.close()
-            throw error
-        }
-        await stack.close()
-        guard outputs.writesAnything else { return }
-        let written: RelayOutputs.Written
-        do {
-            written = try outputs.write(rescuing: true)
-        } catch {
-            throw Failure.runtime(error.message)
-        }
-        if !written.profileReport.isEmpty {
-            var bytes = Array((written.profileReport.map(TerminalText.escaped).joined(separator: "\n") + "\n").utf8)
-            DescriptorOutput.writeAll(&bytes, to: STDOUT_FILENO)
-        }
-        if !written.captureReport.isEmpty {
-            DescriptorOutput.writeError(
-                written.captureReport.map { "gattemu: relay: " + TerminalText.escaped($0) }.joined(separator: "\n") + "\n")
-        }
-        if !written.problems.isEmpty {
-            throw Failure.runtime(
-                "the recorded profile does not load (a gattemu bug; please report it):\n" + written.problems.joined(separator: "\n"))
-        }
-        if !written.rescued.isEmpty { throw Failure.runtime(written.rescued.joined(separator: "; ")) }
+        try await relayed.finish()
     }
 }
 

@@ -1,5 +1,7 @@
+import BlueZ
 import Control
 import FoundationEssentials
+import Lexical
 import Profile
 
 /// A rig file (`gattemu run --rig FILE`): the devices of one process and, optionally, a scenario across them.
@@ -15,11 +17,20 @@ import Profile
 /// ```
 /// A profile's path is relative to the rig file's folder; `id` defaults to the profile's file name. `faults` is a
 /// rig scenario: each fault names its device (``RigScenario``).
+///
+/// A device may be a relayed real device instead of a profile: `{"id": "lock", "adapter": "hci1", "relay":
+/// {"device": "F0:…", "upstreamAdapter": "hci3", …}}` takes `gattemu relay`'s options (``RelayEntry``).
 struct RigFile {
     struct Entry {
         var id: String
-        var profile: String
+        /// The profile's file (resolved against the rig file's folder); nil for a relay.
+        var profile: String?
         var adapter: String
+        /// A relayed device; nil for a profile.
+        var relay: RelaySettings?
+
+        /// The profile's file or the relayed device, for messages.
+        var what: String { profile ?? relay.map { "the relay of \($0.device)" } ?? id }
     }
 
     var entries: [Entry]
@@ -44,30 +55,57 @@ struct RigFile {
         for (index, item) in items.enumerated() {
             let at = "devices[\(index)]"
             guard case .object(let fields) = item.value else { throw bad(item, at, "a device is an object with profile and adapter") }
-            for field in fields where !["id", "profile", "adapter", "description", "$comment"].contains(field.key) {
-                throw bad(field.value, "\(at).\(field.key)", "unknown key (a device has id, profile, adapter)")
-            }
-            guard let profile = item["profile"]?.stringValue, !profile.isEmpty else {
-                throw bad(item["profile"] ?? item, "\(at).profile", "the profile's file, relative to the rig file")
+            for field in fields where !["id", "profile", "relay", "adapter", "description", "$comment"].contains(field.key) {
+                throw bad(field.value, "\(at).\(field.key)", "unknown key (a device has id, profile or relay, adapter)")
             }
             guard let adapter = item["adapter"]?.stringValue, ServedDevice.looksLikeAdapter(adapter) else {
                 throw bad(item["adapter"] ?? item, "\(at).adapter", "the device's adapter: hciN or its address")
             }
-            let resolved = profile.hasPrefix("/") || folder.isEmpty ? profile : folder + "/" + profile
-            var id = ControlDevices.id(forProfile: profile)
+            func resolved(_ path: String) -> String { path.hasPrefix("/") || folder.isEmpty ? path : folder + "/" + path }
+            var id: String
+            var entry: Entry
+            switch (item["profile"], item["relay"]) {
+            case (let profileNode?, nil):
+                guard let profile = profileNode.stringValue, !profile.isEmpty else {
+                    throw bad(profileNode, "\(at).profile", "the profile's file, relative to the rig file")
+                }
+                id = ControlDevices.id(forProfile: profile)
+                entry = Entry(id: id, profile: resolved(profile), adapter: adapter)
+            case (nil, let relayNode?):
+                id = "relay"
+                entry = Entry(
+                    id: id, adapter: adapter,
+                    relay: try RelayEntry.settings(relayNode, at: "\(at).relay", adapter: adapter, resolve: resolved))
+            case (_?, _?):
+                throw bad(item, at, "a device is a profile or a relay, not both")
+            case (nil, nil):
+                throw bad(item, "\(at).profile", "the profile's file, relative to the rig file (or \"relay\": a real device)")
+            }
             if let given = item["id"] {
                 guard let text = given.stringValue, ControlDevices.id(forProfile: text + ".json") == text else {
                     throw bad(given, "\(at).id", "letters, digits, '-', '_' and '.' only, at most 64")
                 }
                 id = text
+            } else if entry.relay != nil {
+                id = ServedDevice.distinct(entries.map(\.id) + [id]).last ?? id  // relay, relay-2, …
             }
+            entry.id = id
             if let other = entries.first(where: { $0.id == id }) {
-                throw bad(item, "\(at).id", "\"\(id)\" is already \(other.profile)'s id: give each device its own")
+                throw bad(item, "\(at).id", "\"\(id)\" is already \(other.what)'s id: give each device its own")
             }
             if let other = entries.first(where: { $0.adapter == adapter }) {
                 throw bad(item["adapter"] ?? item, "\(at).adapter", "adapter \(adapter) is already \(other.id)'s (one device per adapter)")
             }
-            entries.append(Entry(id: id, profile: resolved, adapter: adapter))
+            entries.append(entry)
+        }
+        // A relay reaches its device on an adapter no device of the rig is served on (a phone would find the
+        // device's side; the mirror's adapter cannot be a central to the device at the same time).
+        for (index, entry) in entries.enumerated() {
+            guard let relay = entry.relay, let other = entries.first(where: { $0.adapter == relay.upstreamAdapter }) else { continue }
+            let node = items[index]["relay"]?["upstreamAdapter"] ?? items[index]
+            throw bad(
+                node, "devices[\(index)].relay.upstreamAdapter",
+                "adapter \(relay.upstreamAdapter) serves \(other.id): the relay needs an adapter of its own to reach the device")
         }
         var faults: [String: [(path: String, node: JSONNode)]] = [:]
         if let list = root["faults"] {
@@ -131,5 +169,68 @@ enum RigScenario {
             }
         }
         return specs
+    }
+}
+
+/// A rig file's `relay`: `gattemu relay`'s options as JSON members, named as the options are (camelCase).
+enum RelayEntry {
+    static let keys = [
+        "device", "upstreamAdapter", "output", "capture", "address", "scanTimeout", "devicePasskey", "devicePairing",
+        "onPhoneDisconnect", "description", "$comment",
+    ]
+
+    static func settings(_ node: JSONNode, at path: String, adapter: String, resolve: (String) -> String) throws -> RelaySettings {
+        func bad(_ node: JSONNode, _ member: String, _ message: String) -> Failure {
+            .badInput("\(node.location): \(path)\(member.isEmpty ? "" : ".\(member)"): \(message)")
+        }
+        guard case .object(let members) = node.value else {
+            throw bad(node, "", "a relay is an object with device and upstreamAdapter (gattemu relay's options)")
+        }
+        for member in members where !keys.contains(member.key) {
+            throw bad(member.value, member.key, "unknown key (a relay has \(keys.dropLast(2).joined(separator: ", ")))")
+        }
+        guard let text = node["device"]?.stringValue, let device = DeviceQuery(parsing: text) else {
+            throw bad(node["device"] ?? node, "device", "the device: its address, its advertised name, or NAME* for a name prefix")
+        }
+        guard let upstream = node["upstreamAdapter"]?.stringValue, ServedDevice.looksLikeAdapter(upstream) else {
+            throw bad(node["upstreamAdapter"] ?? node, "upstreamAdapter", "the adapter that connects to the device: hciN or its address")
+        }
+        guard upstream != adapter else {
+            throw bad(node["upstreamAdapter"] ?? node, "upstreamAdapter", "the mirror's adapter: the device needs another")
+        }
+        var settings = RelaySettings(device: device, adapter: adapter, upstreamAdapter: upstream)
+        func string(_ key: String) throws -> String? {
+            guard let member = node[key] else { return nil }
+            guard let text = member.stringValue, !text.isEmpty else { throw bad(member, key, "expected a non-empty string") }
+            return text
+        }
+        func choice<Choice: RawRepresentable & CaseIterable>(_ key: String, _: Choice.Type) throws -> Choice?
+        where Choice.RawValue == String {
+            guard let text = try string(key) else { return nil }
+            guard let value = Choice(rawValue: text) else {
+                throw bad(node[key] ?? node, key, "one of \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return value
+        }
+        settings.output = try string("output").map(resolve)
+        settings.capture = try string("capture").map(resolve)
+        if let address = try choice("address", RelayCommand.AddressMode.self) { settings.address = address }
+        if let member = node["scanTimeout"] {
+            guard let seconds = member.doubleValue, seconds.isFinite, seconds > 0, seconds <= 600 else {
+                throw bad(member, "scanTimeout", "seconds: more than 0, at most 600")
+            }
+            settings.scanTimeout = seconds
+        }
+        if let text = try string("devicePasskey") {
+            guard let passkey = StrictParse.passkey(text) else {
+                throw bad(node["devicePasskey"] ?? node, "devicePasskey", "six decimal digits")
+            }
+            settings.pairing.passkey = passkey
+        }
+        if let mode = try choice("devicePairing", RelayCommand.DevicePairingMode.self) { settings.pairing.accept = mode == .accept }
+        if let mode = try choice("onPhoneDisconnect", RelayCommand.PhoneDisconnect.self) {
+            settings.reconnectWhenPhonesLeave = mode == .reconnect
+        }
+        return settings
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import Control
+import DBus
 import Dispatch
 import Emulator
 import FoundationEssentials
@@ -8,6 +9,7 @@ import Logging
 import NIOCore
 import Profile
 import Synchronization
+import TextEscaping
 
 #if canImport(Glibc)
     import Glibc
@@ -44,26 +46,74 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var serving: ServingOptions
 
     func run() async throws {
-        let devices = try servedDevices()
-        try await serving.serve(devices)
+        guard let rig else { return try await serving.serve(try servedDevices()) }
+        guard profiles.isEmpty else { throw Failure.badInput("give the profiles or --rig FILE, not both") }
+        if adapter != nil || !overrides.isEmpty { throw Failure.badInput("--adapter and --set are for one device, not a rig file's") }
+        let file = try RigFile.load(rig)
+        try Self.checkPairing(
+            file.entries.map { entry in
+                (entry.id, try entry.profile.map { try loadProfile($0, overrides: [], allowExtendsOutside: allowExtendsOutside) })
+            })
+        guard file.entries.contains(where: { $0.relay != nil }) else { return try await serving.serve(try rigDevices(file, rig: rig)) }
+        for relay in file.entries.compactMap(\.relay) { try relay.check() }
+        // The relays connect to their devices first (their mirrors' profiles come from the devices), on the loop every
+        // device of the rig runs on.
+        let loop: DBusEventLoop
+        do {
+            loop = try DBusEventLoop(name: "gattemu d-bus")
+        } catch {
+            throw Failure.runtime("\(error)")
+        }
+        var relayed: [String: RelayedDevice] = [:]
+        do {
+            for entry in file.entries {
+                guard let relay = entry.relay else { continue }
+                let id = entry.id
+                let say: @Sendable (String) -> Void = { line in
+                    DescriptorOutput.writeError("gattemu: relay \(id): \(TerminalText.escaped(line))\n")
+                }
+                do {
+                    relayed[id] = try await relay.start(on: loop, say: say)
+                } catch let failure as Failure {
+                    throw failure.prefixed("\(id): ")
+                }
+            }
+            try await serving.serve(try rigDevices(file, rig: rig, relayed: relayed), loop: loop)
+        } catch {
+            for device in relayed.values { try? await device.finish(failed: true) }
+            throw error
+        }
+        var failure: (any Error)?
+        for entry in file.entries {
+            guard let device = relayed[entry.id] else { continue }
+            do {
+                try await device.finish()
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// A rig file's devices: each profile loaded, each relay's mirror (connected already), the file's faults decoded
+    /// against them.
+    func rigDevices(_ file: RigFile, rig: String, relayed: [String: RelayedDevice] = [:]) throws -> [ServedDevice] {
+        var devices = try file.entries.map { entry in
+            if let device = relayed[entry.id] {
+                return ServedDevice(id: entry.id, profile: device.profile, adapter: device.adapter, relay: device)
+            }
+            guard let profile = entry.profile else { throw Failure.runtime("\(entry.id): the relay did not start") }
+            return ServedDevice(
+                id: entry.id, profile: try loadProfile(profile, overrides: [], allowExtendsOutside: allowExtendsOutside),
+                adapter: entry.adapter)
+        }
+        let faults = try RigScenario.decode(file.faults, file: rig, devices: devices)
+        for index in devices.indices { devices[index].faults = faults[devices[index].id] ?? [] }
+        return devices
     }
 
     /// The devices the arguments name, checked before anything starts (bad input exits 2).
     func servedDevices() throws -> [ServedDevice] {
-        if let rig {
-            guard profiles.isEmpty else { throw Failure.badInput("give the profiles or --rig FILE, not both") }
-            if adapter != nil || !overrides.isEmpty { throw Failure.badInput("--adapter and --set are for one device, not a rig file's") }
-            let file = try RigFile.load(rig)
-            var devices = try file.entries.map { entry in
-                ServedDevice(
-                    id: entry.id, profile: try loadProfile(entry.profile, overrides: [], allowExtendsOutside: allowExtendsOutside),
-                    adapter: entry.adapter)
-            }
-            let faults = try RigScenario.decode(file.faults, file: rig, devices: devices)
-            for index in devices.indices { devices[index].faults = faults[devices[index].id] ?? [] }
-            try Self.checkPairing(devices)
-            return devices
-        }
         guard !profiles.isEmpty else { throw Failure.badInput("give a profile to run (or --rig FILE)") }
         if profiles.count == 1 {
             let (file, named) = ServedDevice.split(profiles[0])
@@ -90,16 +140,17 @@ struct Run: AsyncParsableCommand {
                 id: id, profile: try loadProfile(part.profile, overrides: [], allowExtendsOutside: allowExtendsOutside),
                 adapter: part.adapter)
         }
-        try Self.checkPairing(devices)
+        try Self.checkPairing(devices.map { ($0.id, $0.profile) })
         return devices
     }
 
-    /// bluetoothd has one pairing agent for all its adapters: a rig may have one device with pairing settings.
-    static func checkPairing(_ devices: [ServedDevice]) throws {
-        let pairing = devices.filter { $0.profile.pairingSecurity != nil }
+    /// bluetoothd has one pairing agent for all its adapters: a rig may have one device with pairing settings, and
+    /// a relay (nil profile: its agent answers for both of its legs) counts as one.
+    static func checkPairing(_ devices: [(id: String, profile: DeviceProfile?)]) throws {
+        let pairing = devices.filter { $0.profile == nil || $0.profile?.pairingSecurity != nil }
         if pairing.count > 1 {
             throw Failure.badInput(
-                "\(pairing.map(\.id).joined(separator: ", ")) each set how they pair: bluetoothd has one pairing agent for all its adapters, so a rig may have one device with pairing settings (docs/rig.md)"
+                "\(pairing.map(\.id).joined(separator: ", ")) each set how they pair (a relay pairs on both of its legs): bluetoothd has one pairing agent for all its adapters, so a rig may have one device with pairing settings (docs/rig.md)"
             )
         }
     }

@@ -11,6 +11,8 @@ struct ServedDevice: Sendable {
     var adapter: String?
     /// A rig scenario's faults for this device (a rig file's `faults`), installed with the profile's.
     var faults: [FaultSpec] = []
+    /// A relay's device, connected: the device answers, `profile` is its mirror (`gattemu relay`, a rig's `relay`).
+    var relay: RelayedDevice? = nil
 
     /// `PROFILE@ADAPTER` (the last `@` followed by `hciN` or an address) or `PROFILE`.
     static func split(_ argument: String) -> (profile: String, adapter: String?) {

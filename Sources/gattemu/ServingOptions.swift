@@ -15,7 +15,7 @@ import Synchronization
 #endif
 
 /// What `run` and `relay` share: the event log, the control API, faults, and serving the device until SIGINT or
-/// SIGTERM (``serve(_:adapter:attach:detach:)``).
+/// SIGTERM (``serve(_:loop:)``).
 struct ServingOptions: ParsableArguments {
     @Option(help: "Console event format: text or json.")
     var logFormat: EventLog.Format = .text
@@ -76,24 +76,16 @@ struct ServingOptions: ParsableArguments {
     /// Serves `profile` on `adapter` until SIGINT, SIGTERM or a fatal loss: the control API first (answering 503
     /// until the device has started), then the emulator; `attach` runs after the emulator is made and before it
     /// starts, `detach` after it stopped and before the log closes.
-    func serve(
-        _ profile: DeviceProfile, adapter: String?, loop: DBusEventLoop? = nil,
-        attach: (Emulator, EventLog) async throws -> Void = { _, _ in },
-        detach: (Emulator, EventLog) async -> Void = { _, _ in }
-    ) async throws {
+    func serve(_ profile: DeviceProfile, adapter: String?, loop: DBusEventLoop? = nil) async throws {
         let device = ServedDevice(id: ControlDevices.id(forProfile: profile.file), profile: profile, adapter: adapter)
-        try await serve([device], loop: loop, attach: attach, detach: detach)
+        try await serve([device], loop: loop)
     }
 
     /// Serves each device on its adapter, in one process on one D-Bus loop, with one event log and one control API
     /// (`gattemu run A@hci0 B@hci1`). With one device, events carry no device and a device that cannot start ends
     /// the run (exit 1); in a rig, a device that cannot start is reported (its state `failed`, with the reason, and
     /// an `error` event) and the others run on; the run ends when none started.
-    func serve(
-        _ served: [ServedDevice], loop: DBusEventLoop? = nil,
-        attach: (Emulator, EventLog) async throws -> Void = { _, _ in },
-        detach: (Emulator, EventLog) async -> Void = { _, _ in }
-    ) async throws {
+    func serve(_ served: [ServedDevice], loop: DBusEventLoop? = nil) async throws {
         let rig = served.count > 1
         let endpoint = try controlEndpoint()
         let environment = ProcessInfo.processInfo.environment
@@ -172,7 +164,8 @@ struct ServingOptions: ParsableArguments {
         var tokenFile: String?
         defer { if let tokenFile, let token { ControlTokenFile.remove(path: tokenFile, token: token) } }
         do {
-            if !rig { try await attach(emulators[0], log) }
+            // A relay's device answers through its mirror's emulator (attached before it starts).
+            for (device, emulator) in zip(served, emulators) { await device.relay?.attach(to: emulator, log: log) }
             // The API listens first (a port in use fails before bluetoothd is touched) and answers 503 until
             // the device has started: whoever sees the device on air can use the API at once.
             if let server {
@@ -267,7 +260,7 @@ struct ServingOptions: ParsableArguments {
         // control server finish its open responses.
         await Self.stopAll(emulators)
         for device in served where devices.state(of: device.id) == .running { devices.set(device.id, .stopped) }
-        if !rig { await detach(emulators[0], log) }
+        for (device, emulator) in zip(served, emulators) { await device.relay?.detach(from: emulator) }
         log.finishSubscriptions()
         controlTask?.cancel()
         await controlTask?.value

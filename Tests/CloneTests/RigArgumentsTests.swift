@@ -72,6 +72,55 @@ import Testing
         #expect(run.status == 1, "\(run.stderr)")
     }
 
+    /// A rig's device may be a relayed real device: `gattemu relay`'s options as a `relay` object, checked with the
+    /// rest of the file before anything connects.
+    @Test func aRigsRelayIsCheckedWithTheFile() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rig-relay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.copyItem(
+            atPath: "\(Self.profiles)/leaf-reader.json", toPath: folder.appendingPathComponent("reader.json").path)
+        let rig = folder.appendingPathComponent("rig.json").path
+        func write(_ devices: String) throws {
+            try #"{"devices": [{"profile": "reader.json", "adapter": "hci2"}, \#(devices)]}"#.write(
+                toFile: rig, atomically: true, encoding: .utf8)
+        }
+        try write(#"{"adapter": "hci1", "relay": {"device": "F0:E0:D0:00:00:0D"}}"#)
+        try await refused(["--rig", rig], saying: "devices[1].relay.upstreamAdapter: the adapter that connects to the device")
+        try write(#"{"adapter": "hci1", "relay": {"device": "F0:E0:D0:00:00:0D", "upstreamAdapter": "hci1"}}"#)
+        try await refused(["--rig", rig], saying: "relay.upstreamAdapter: the mirror's adapter: the device needs another")
+        try write(#"{"adapter": "hci1", "relay": {"device": "F0:E0:D0:00:00:0D", "upstreamAdapter": "hci2"}}"#)
+        try await refused(["--rig", rig], saying: "devices[1].relay.upstreamAdapter: adapter hci2 serves reader")
+        try write(#"{"adapter": "hci1", "relay": {"device": "", "upstreamAdapter": "hci3"}}"#)
+        try await refused(["--rig", rig], saying: "devices[1].relay.device: the device")
+        try write(#"{"adapter": "hci1", "relay": {"device": "Lock*", "upstreamAdapter": "hci3", "scanTimeout": 0}}"#)
+        try await refused(["--rig", rig], saying: "relay.scanTimeout: seconds")
+        try write(#"{"adapter": "hci1", "relay": {"device": "Lock*", "upstreamAdapter": "hci3", "devicePairing": "maybe"}}"#)
+        try await refused(["--rig", rig], saying: "relay.devicePairing: one of accept, refuse")
+        try write(#"{"adapter": "hci1", "relay": {"device": "Lock*", "upstreamAdapter": "hci3", "ouput": "x.json"}}"#)
+        try await refused(["--rig", rig], saying: "relay.ouput: unknown key")
+        try write(#"{"adapter": "hci1", "profile": "reader.json", "relay": {"device": "Lock*", "upstreamAdapter": "hci3"}}"#)
+        try await refused(["--rig", rig], saying: "devices[1]: a device is a profile or a relay, not both")
+        // Where the session is written is checked before the device is looked for.
+        try write(#"{"adapter": "hci1", "relay": {"device": "Lock*", "upstreamAdapter": "hci3", "output": "missing/x.json"}}"#)
+        try await refused(["--rig", rig], saying: "missing/x.json")
+        // A relay pairs on both of its legs: with another device that pairs, bluetoothd's one agent cannot serve both.
+        let pairing =
+            #"{"format": 1, "device": {"name": "P"}, "security": {"io": "DisplayOnly"}, "services": [{"id": "s", "uuid": "180f", "characteristics": [{"id": "c", "uuid": "2a19", "flags": ["read"]}]}]}"#
+        try pairing.write(toFile: folder.appendingPathComponent("reader.json").path, atomically: true, encoding: .utf8)
+        try write(#"{"adapter": "hci1", "relay": {"device": "Lock*", "upstreamAdapter": "hci3"}}"#)
+        try await refused(["--rig", rig], saying: "reader, relay each set how they pair")
+
+        // A good one gets as far as bluetoothd (none on this bus: exit 1, not 2), its failure named by the device.
+        try FileManager.default.removeItem(atPath: folder.appendingPathComponent("reader.json").path)
+        try FileManager.default.copyItem(
+            atPath: "\(Self.profiles)/leaf-reader.json", toPath: folder.appendingPathComponent("reader.json").path)
+        try write(#"{"id": "lock", "adapter": "hci1", "relay": {"device": "Lock*", "upstreamAdapter": "hci3", "output": "lock.json"}}"#)
+        let run = try await GattemuCommand.run(["run", "--rig", rig, "--control", "off"], bus: "unix:path=/nonexistent")
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("lock: "), "\(run.stderr)")
+    }
+
     @Test func aRigsScenarioNamesEachFaultsDevice() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rig-scenario-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
