@@ -1107,7 +1107,8 @@ extension DashboardAssets {
         })();
         """#
     static let timeline = #"""
-        // gattemu timeline: events drawn as a sequence diagram (central ↔ gattemu), one lane per central.
+        // gattemu timeline: events drawn as a sequence diagram (central ↔ gattemu), one lane per central; a rig's events
+        // (each with its `device`) get one lane per device on gattemu's side, each event drawn from its device's lane.
         // Shared by the dashboard (served at /timeline.js) and `gattemu report` (inlined into its HTML file).
         // Only ever writes text (textContent), never HTML: event fields carry what a phone wrote.
         // Virtualised: only the rows in view (plus a margin) and the lanes that fit the width exist in the DOM, and
@@ -1118,6 +1119,7 @@ extension DashboardAssets {
           const ROW = 24;            // px per event row
           const OVERSCAN = 12;       // rows rendered above and below the view
           const LANE_GATTEMU = "gattemu";
+          const DEVICE_SPAN = 140;   // px between two devices' lanes
           // Which way an event goes: from the central to gattemu (→), back (←), or stays on gattemu's lane (•).
           const INBOUND = new Set(["connected", "disconnected", "mtu", "subscribed", "unsubscribed", "read", "write", "confirmed", "paired"]);
           const OUTBOUND = new Set(["answer", "notify", "indicate"]);
@@ -1175,6 +1177,8 @@ extension DashboardAssets {
               this.visible = [];         // indices into events that pass the filter
               this.lanes = [];           // central addresses, in order of appearance
               this.laneIndex = new Map();  // central address → its index in lanes
+              this.devices = [];         // a rig's device ids, in order of appearance (none: one lane, "gattemu")
+              this.deviceIndex = new Map();  // device id → its index in devices
               this.filter = { kinds: null, text: "", central: "" };
               this.follow = true;
               this.container = container;
@@ -1214,6 +1218,11 @@ extension DashboardAssets {
                   this.lanes.push(event.central);
                   lanesChanged = true;
                 }
+                if (event.device && !this.deviceIndex.has(event.device)) {
+                  this.deviceIndex.set(event.device, this.devices.length);
+                  this.devices.push(event.device);
+                  lanesChanged = true;
+                }
               }
               if (!sorted) this.events.sort((a, b) => a.seq - b.seq);
               const limit = this.options.limit;
@@ -1243,6 +1252,8 @@ extension DashboardAssets {
               this.dropped = 0;
               this.lanes = [];
               this.laneIndex = new Map();
+              this.devices = [];
+              this.deviceIndex = new Map();
               this.renderHeader();
               this.refilter();
             }
@@ -1275,17 +1286,18 @@ extension DashboardAssets {
               this.schedule();
             }
 
-            // Counts per kind, per central, and the faults: the report's summary.
-            // centrals: a Map from address to count, in order of appearance.
+            // Counts per kind, per central, per device, and the faults: the report's summary.
+            // centrals, devices: Maps from address or id to count, in order of appearance.
             summary() {
-              const kinds = {}, centrals = new Map();
+              const kinds = {}, centrals = new Map(), devices = new Map();
               let faults = 0;
               for (const event of this.events) {
                 kinds[event.event] = (kinds[event.event] || 0) + 1;
                 if (event.central) centrals.set(event.central, (centrals.get(event.central) || 0) + 1);
+                if (event.device) devices.set(event.device, (devices.get(event.device) || 0) + 1);
                 if (event.event === "fault") faults++;
               }
-              return { total: this.events.length, kinds, centrals, faults,
+              return { total: this.events.length, kinds, centrals, devices, faults,
                 first: this.events.length ? this.events[0].t : 0, last: this.events.length ? this.events[this.events.length - 1].t : 0 };
             }
 
@@ -1301,10 +1313,21 @@ extension DashboardAssets {
               requestAnimationFrame(() => { this.scheduled = false; this.render(); });
             }
 
+            // A device's lane: gattemu's (the only one without devices) at 22 % of the drawing, a rig's next ones
+            // DEVICE_SPAN apart.
+            deviceX(index, width) {
+              return Math.max(150, width * 0.22) + DEVICE_SPAN * Math.max(0, index);
+            }
+
+            // Where the centrals' lanes start: after the last device's.
+            centralsLeft(width) {
+              return this.deviceX(this.devices.length - 1, width);
+            }
+
             laneX(index, width) {
-              // gattemu's lane at 22 % of the drawing, the centrals' lanes spread over the rest.
-              const left = Math.max(150, width * 0.22);
-              if (index < 0) return left;
+              // The centrals' lanes spread over the rest of the drawing; -1: the first device's (gattemu's) lane.
+              const left = this.centralsLeft(width);
+              if (index < 0) return this.deviceX(0, width);
               const count = Math.max(1, this.lanes.length);
               const span = Math.max(120, (width - left - 40) / count);
               return left + span * (index + 0.5) + 20;
@@ -1312,9 +1335,16 @@ extension DashboardAssets {
 
             // How many lanes start within `width` (the viewport does not scroll sideways: the others are not drawn).
             lanesInView(width) {
-              const left = Math.max(150, width * 0.22);
+              const left = this.centralsLeft(width);
               const span = Math.max(120, (width - left - 40) / Math.max(1, this.lanes.length));
               return Math.min(this.lanes.length, Math.max(0, Math.ceil((width - left - 20) / span + 0.5)));
+            }
+
+            // How many devices' lanes start within `width`.
+            devicesInView(width) {
+              let count = 0;
+              while (count < this.devices.length && this.deviceX(count, width) < width) count++;
+              return Math.max(1, count);
             }
 
             renderHeader() {
@@ -1322,9 +1352,11 @@ extension DashboardAssets {
               const width = this.viewport.clientWidth || this.container.clientWidth || 800;
               const time = el("span", "tl-lane-name tl-time-head", "time");
               this.header.append(time);
-              const own = el("span", "tl-lane-name tl-gattemu", LANE_GATTEMU);
-              own.style.left = (this.laneX(-1, width) - 40) + "px";
-              this.header.append(own);
+              for (let index = 0; index < this.devicesInView(width); index++) {
+                const own = el("span", "tl-lane-name tl-gattemu", this.devices.length ? this.devices[index] : LANE_GATTEMU);
+                own.style.left = (this.deviceX(index, width) - 40) + "px";
+                this.header.append(own);
+              }
               for (let index = 0; index < this.lanesInView(width); index++) {
                 const name = el("span", "tl-lane-name", this.lanes[index]);
                 name.style.left = (this.laneX(index, width) - 70) + "px";
@@ -1341,16 +1373,20 @@ extension DashboardAssets {
               const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
               const last = Math.min(this.visible.length, Math.ceil((top + height) / ROW) + OVERSCAN);
               const fragment = document.createDocumentFragment();
-              const gattemuX = this.laneX(-1, width);
               for (let row = first; row < last; row++) {
-                fragment.append(this.renderRow(this.events[this.visible[row]], row, width, gattemuX));
+                const event = this.events[this.visible[row]];
+                const device = event.device ? this.deviceIndex.get(event.device) : 0;
+                fragment.append(this.renderRow(event, row, width, this.deviceX(device, width)));
               }
               this.rows.replaceChildren(fragment);
               // Lane lines behind the rows.
               const lines = document.createDocumentFragment();
-              for (let index = -1; index < this.lanesInView(width); index++) {
+              const xs = [];
+              for (let index = 0; index < this.devicesInView(width); index++) xs.push(this.deviceX(index, width));
+              for (let index = 0; index < this.lanesInView(width); index++) xs.push(this.laneX(index, width));
+              for (const x of xs) {
                 const line = el("div", "tl-lane-line");
-                line.style.left = this.laneX(index, width) + "px";
+                line.style.left = x + "px";
                 line.style.top = (first * ROW) + "px";
                 line.style.height = ((last - first) * ROW) + "px";
                 lines.append(line);
@@ -1431,6 +1467,16 @@ extension DashboardAssets {
           }
           if (summary.centrals.size > SHOWN) centrals.append(el("span", null, "and " + (summary.centrals.size - SHOWN) + " more"));
           if (summary.centrals.size) box.append(el("h3", null, "Centrals"), centrals);
+          // A rig's devices (each event names its own): one lane each in the timeline, their counts here.
+          if (summary.devices.size) {
+            const devices = el("div", "summary");
+            for (const [id, count] of summary.devices) {
+              if (devices.childElementCount === SHOWN) break;
+              devices.append(el("span", "mono", id + ": " + count + " events"));
+            }
+            if (summary.devices.size > SHOWN) devices.append(el("span", null, "and " + (summary.devices.size - SHOWN) + " more"));
+            box.append(el("h3", null, "Devices"), devices);
+          }
           if (data.notes.length) box.append(el("p", "message", data.notes.join(" ")));
 
           const select = $("filter-central");

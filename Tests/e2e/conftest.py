@@ -376,10 +376,33 @@ def _select_shard(config, items) -> None:
     report(f"shard {spec}: {len(keep)} tests from {len({item.path.name for item in keep})} files")
 
 
+def _leave_out_without_controllers(config, items):
+    """Tests marked needs_controllers(n) run only in a VM with that many controllers (GATTEMU_CONTROLLERS=n: the
+    peripheral, the central and GATTEMU_CENTRAL2 … GATTEMU_CENTRAL{n-2}); with fewer they are left out of the run and
+    named in the summary (scripts/test --long and --full boot seven)."""
+    if not os.path.isdir("/run/gattemu"):
+        return  # collected outside the sandbox (--collect-only on the host): nothing is run there anyway
+    left_out = []
+    for item in items:
+        marker = item.get_closest_marker("needs_controllers")
+        if marker is None:
+            continue
+        wanted = int(marker.args[0])
+        names = ["GATTEMU_PERIPH", "GATTEMU_CENTRAL"] + [f"GATTEMU_CENTRAL{n}" for n in range(2, wanted - 1)]
+        if not all(os.environ.get(name) for name in names):
+            left_out.append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
+        report(f"not run, this VM has too few controllers (GATTEMU_CONTROLLERS=7, scripts/test --long): "
+               f"{', '.join(item.nodeid for item in left_out)}")
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests that switch bluetoothd to another BlueZ version run last: BlueZ 5.82 leaves the
     controller's settings changed for the 5.66 that follows (seen: 5.66 then advertised from a
     random address), so every other test sees the VM's controller as booted."""
+    _leave_out_without_controllers(config, items)
     _select_shard(config, items)
     switching = {"bluez", "bluez_582"}
     items.sort(key=lambda item: bool(item.get_closest_marker("switches_bluez")

@@ -272,6 +272,17 @@ def test_a_rigs_report_names_each_events_device(binaries, browser, tmp_path):
     rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")]
     assert "[lock] write rx" in rows[0] and "[reader] write data" in rows[1], rows
     assert not browser.find_elements(By.ID, "injected"), "a device name became markup"
+    # One lane per device on gattemu's side, named in the header, each event drawn from its own device's lane.
+    assert browser.execute_script("return window.gattemuTimeline.devices") == ["lock", "reader", HOSTILE[0]]
+    names = [n.text for n in browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-header .tl-gattemu")]
+    assert names[:2] == ["lock", "reader"], names
+    arrows = browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row .tl-arrow")
+    lock_x, reader_x = (browser.execute_script("return window.gattemuTimeline.deviceX(arguments[0], "
+                                               "window.gattemuTimeline.viewport.clientWidth)", i) for i in (0, 1))
+    assert reader_x > lock_x
+    assert [round(float(a.value_of_css_property("left").removesuffix("px"))) for a in arrows] == [round(lock_x), round(reader_x)]
+    summary = browser.find_element(By.ID, "summary").text
+    assert "Devices" in summary and "lock: 1 events" in summary and "reader: 1 events" in summary, summary
     filter_box = browser.find_element(By.ID, "filter-text")
     filter_box.send_keys("[reader]")
     wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")) == 1, what="the reader's row only")

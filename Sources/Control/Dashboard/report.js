@@ -38,6 +38,16 @@
   }
   if (summary.centrals.size > SHOWN) centrals.append(el("span", null, "and " + (summary.centrals.size - SHOWN) + " more"));
   if (summary.centrals.size) box.append(el("h3", null, "Centrals"), centrals);
+  // A rig's devices (each event names its own): one lane each in the timeline, their counts here.
+  if (summary.devices.size) {
+    const devices = el("div", "summary");
+    for (const [id, count] of summary.devices) {
+      if (devices.childElementCount === SHOWN) break;
+      devices.append(el("span", "mono", id + ": " + count + " events"));
+    }
+    if (summary.devices.size > SHOWN) devices.append(el("span", null, "and " + (summary.devices.size - SHOWN) + " more"));
+    box.append(el("h3", null, "Devices"), devices);
+  }
   if (data.notes.length) box.append(el("p", "message", data.notes.join(" ")));
 
   const select = $("filter-central");
