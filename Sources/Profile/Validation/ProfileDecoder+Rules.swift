@@ -189,14 +189,25 @@ extension ProfileDecoder {
         switch condition.key {
         case "equals": parsed = .equals(condition.value.plain)
         case "notEquals": parsed = .notEquals(condition.value.plain)
-        case "exists":
-            guard bool(condition.value, sub("exists")) == true else { return nil }
-            parsed = .exists
+        case "exists", "absent":
+            // Only `true`: a false one would match nothing it says, and used to leave the rule matching every write.
+            let other = condition.key == "exists" ? "absent" : "exists"
+            guard let flag = bool(condition.value, sub(condition.key)) else { return nil }
+            guard flag else {
+                error(
+                    condition.value, sub(condition.key), "\"\(condition.key)\" takes true",
+                    hint: "for the opposite, write \"\(other)\": true")
+                return nil
+            }
+            parsed = condition.key == "exists" ? .exists : .absent
         default:
-            guard bool(condition.value, sub("absent")) == true else { return nil }
-            parsed = .absent
+            return nil
         }
-        guard let field, !field.isEmpty else { return nil }
+        guard let field else { return nil }
+        guard !field.isEmpty else {
+            error(node["field"] ?? node, sub("field"), "an empty field names nothing", hint: "a dotted path, e.g. \"a.b\"")
+            return nil
+        }
         return JSONFieldMatcher(
             removeFirst: removeFirst, stripPrefix: stripPrefix, stripSuffix: stripSuffix, field: field, condition: parsed)
     }
