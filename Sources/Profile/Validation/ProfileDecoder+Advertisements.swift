@@ -12,6 +12,7 @@ extension ProfileDecoder {
     mutating func device(_ node: JSONNode, _ path: String) -> DeviceDefinition {
         var device = DeviceDefinition()
         guard members(node, path, allowed: ["name", "appearance", "description"]) != nil else { return device }
+        documentation(node, path)
         if let name = node["name"] {
             device.name = template(name, JSONPath.appending("name", to: path), kind: .text, usage: .advertisement)
         }
@@ -25,6 +26,7 @@ extension ProfileDecoder {
     mutating func advertisement(_ node: JSONNode, _ path: String) -> AdvertisementDefinition? {
         guard members(node, path, allowed: Self.advertisementFieldKeys + ["id", "variants", "description"]) != nil
         else { return nil }
+        documentation(node, path)
         var definition = AdvertisementDefinition(
             id: nil, fields: advertisementFields(node, path), variants: [:], path: path)
         if let id = node["id"] { definition.id = identifier(id, JSONPath.appending("id", to: path)) }
@@ -46,6 +48,7 @@ extension ProfileDecoder {
                 }
                 guard self.members(member.value, variantPath, allowed: Self.advertisementFieldKeys + ["description"]) != nil
                 else { continue }
+                documentation(member.value, variantPath)
                 definition.variants[member.key] = advertisementFields(member.value, variantPath)
             }
         }

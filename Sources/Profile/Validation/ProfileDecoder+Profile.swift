@@ -16,6 +16,7 @@ extension ProfileDecoder {
             file: file, description: nil, device: DeviceDefinition(), advertisements: [], services: [], variables: [],
             state: [], triggers: [], timers: [], rules: [], sourceTree: nil)
         if let description = root["description"] { profile.description = string(description, "description") }
+        if let schema = root["$schema"] { _ = string(schema, "$schema") }
         if let device = root["device"] { profile.device = self.device(device, "device") }
         if let security = root["security"] { profile.security = self.security(security, "security") }
         if let services = root["services"], let items = array(services, "services") {
@@ -105,6 +106,7 @@ extension ProfileDecoder {
     mutating func timer(_ node: JSONNode, _ path: String) -> TimerDefinition? {
         guard members(node, path, allowed: ["id", "after", "every", "start", "cancelOnDisconnect", "description"]) != nil
         else { return nil }
+        documentation(node, path)
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
         var duration: DurationSpec?

@@ -17,6 +17,7 @@ extension ProfileDecoder {
     mutating func rule(_ node: JSONNode, _ path: String, index: Int) -> Rule? {
         guard members(node, path, allowed: ["id", "on", "when", "do", "stop", "otherwise", "description"]) != nil
         else { return nil }
+        documentation(node, path)
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = node["id"].flatMap { identifier($0, sub("id")) } ?? "rules[\(index)]"
         let parsedTrigger = required(node, "on", path).flatMap { self.trigger($0, sub("on")) }

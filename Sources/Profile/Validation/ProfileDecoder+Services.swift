@@ -6,6 +6,7 @@ extension ProfileDecoder {
             members(node, path, allowed: ["id", "uuid", "primary", "includes", "characteristics", "description", "handle", "present"])
                 != nil
         else { return nil }
+        documentation(node, path)
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let id = required(node, "id", path).flatMap { identifier($0, sub("id")) }
         let uuidValue = required(node, "uuid", path).flatMap { self.uuid($0, sub("uuid")) }

@@ -63,7 +63,14 @@ struct ProfileDecoder {
             if duplicate {
                 error(at: member.keyLocation, JSONPath.appending(member.key, to: path), "duplicate key \"\(member.key)\"")
             }
-            if member.key == "$comment" { continue }
+            if member.key == "$comment" {
+                // Free text for people, in any object; still a string (schema.json says so, and editors show it).
+                if case .string = member.value.value {
+                } else {
+                    typeError(member.value, JSONPath.appending(member.key, to: path), expected: "a string")
+                }
+                continue
+            }
             if !allowed.contains(member.key) {
                 error(
                     at: member.keyLocation, JSONPath.appending(member.key, to: path), "unknown key \"\(member.key)\"",
@@ -71,6 +78,11 @@ struct ProfileDecoder {
             }
         }
         return members
+    }
+
+    /// An object's `description`, free text for people: a string when present (its value is not kept).
+    mutating func documentation(_ node: JSONNode, _ path: String) {
+        if let text = node["description"] { _ = string(text, JSONPath.appending("description", to: path)) }
     }
 
     mutating func required(_ node: JSONNode, _ key: String, _ path: String) -> JSONNode? {
