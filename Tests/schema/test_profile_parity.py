@@ -159,9 +159,9 @@ PATTERN_SAMPLES = {
     "^(0[xX][0-9A-Fa-f]{1,2}|[0-9]{1,3})$": (["0x81", "0XfF", "255", "0", "256", "999"], ["0x100", "1000", "0x", "-1", "+1", " 1"]),
     "^(0[xX][0-9a-fA-F]{1,2}|[0-9]{1,3})$": (["0x24", "36", "0x01", "0", "256"], ["0x100", "1000", "0x", "-1", "x24"]),
     "^(0[xX][0-9A-Fa-f]{1,4}|[0-9]{1,5})$": (["0xFFFF", "65535", "0", "65536"], ["0x10000", "123456", "0x", "-1", "+1", "0x+1"]),
-    "^([0-9]+(ms|s)|[A-Za-z_][A-Za-z0-9_-]*)$": (
-        ["250ms", "86400s", "0ms", "9ms", "86400001ms", "period", "_a-1"],
-        ["1.5s", "250", "5 s", "-1s", ""]),
+    r"^([0-9]{1,8}(\.[0-9]{1,3})?(ms)?|[0-9]{1,5}(\.[0-9]{1,3})?s|[A-Za-z_][A-Za-z0-9_-]*)$": (
+        ["250ms", "86400s", "0ms", "9ms", "86400001ms", "period", "_a-1", "1.5s", "250", "10.5ms", "0.25s"],
+        ["5 s", "-1s", "", "1.5.5s", "1.2345s", "123456789ms", "1e3", ".5s"]),
     "^0[xX](8[0-9A-Fa-f]|9[0-9A-Fa-f])$": (["0x80", "0X9f"], ["0x7F", "0xA0", "0x800", "128", "0x8"]),
     "^[0-9]{6}$": (["000123", "999999"], ["12345", "1234567", "12345a", "١٢٣٤٥٦"]),
 }
@@ -577,14 +577,14 @@ TEXT_RANGES = {
 }
 
 
-def text_number(text: str) -> int | None:
+def text_number(text: str) -> float | None:
     """The number a text writes (`0x1F`, `300`, `250ms`, `5s`), or None for a name."""
-    match = re.fullmatch(r"(0[xX][0-9A-Fa-f]+)|([0-9]+)(ms|s)?", text)
+    match = re.fullmatch(r"(0[xX][0-9A-Fa-f]+)|([0-9]+(\.[0-9]+)?)(ms|s)?", text)
     if not match:
         return None
     if match.group(1):
         return int(match.group(1), 16)
-    return int(match.group(2)) * (1000 if match.group(3) == "s" else 1)
+    return float(match.group(2)) * (1000 if match.group(4) == "s" else 1)
 
 
 def out_of_range(case: Case) -> bool:
