@@ -39,7 +39,8 @@ final class FaultStage: GattMiddleware {
             if plan.disconnect { runtime.scheduleDisconnect(recipients) }
             if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
         }
-        _ = runtime.mutated(notification.value, by: plan, central: address, characteristic: characteristic)  // logs a cut; the engine mutates again
+        // Logs a cut; the fault engine mutates the value again below.
+        _ = runtime.mutated(notification.value, by: plan, central: address, characteristic: characteristic)
         let values = runtime.faultState.engine.notificationValues(notification.value, characteristic: characteristic, plan: plan)
         if values.isEmpty {
             let what = notification.indicate ? "indication" : "notification"
