@@ -153,9 +153,13 @@ PATTERN_SAMPLES = {
         ["180", "2a190", "0x", "zz19", "0000180f-0000-1000-8000-00805f9b34f", "0000180f-00001000-8000-00805f9b34fb",
          "{0000180f-0000-1000-8000-00805f9b34fb}"]),
     r"\.json$": (["leaf-reader.json", "missing.json"], ["leaf-reader.JSON", "leaf-reader", ".json.bak"]),
-    r"^(0[xX])?[0-9A-Fa-f :\-\t]*$": (
-        ["51 60:0a-0b\t0c", "0x0102", "", "ff" * 512, "f", "ff" * 513],
-        ["zz", "0x0x01"]),
+    # Patterns.hex and Patterns.base64 (Sources/Lexical/Patterns.swift): what the decoder reads as bytes.
+    r"^(0[xX])?[ :\t-]*([0-9A-Fa-f][ :\t-]*[0-9A-Fa-f][ :\t-]*)*$": (
+        ["51 60:0a-0b\t0c", "0x0102", "", "ff" * 512, "ff" * 513, "0x", " 0 1 "],
+        ["zz", "0x0x01", "f", "0x123", "51 6"]),
+    r"^[ \t\n\r]*(([A-Za-z0-9+/][ \t\n\r]*){4})*(([A-Za-z0-9+/][ \t\n\r]*){2}(=[ \t\n\r]*=[ \t\n\r]*)?|([A-Za-z0-9+/][ \t\n\r]*){3}(=[ \t\n\r]*)?)?$": (
+        ["UWA=", "UWA", "", "UW A=\n", "AAAA" * 171, "AAAA" * 172],
+        ["U", "UWA==", "U===", "U$A=", "=UWA"]),
     "^(0[xX][0-9A-Fa-f]{1,2}|[0-9]{1,3})$": (["0x81", "0XfF", "255", "0", "256", "999"], ["0x100", "1000", "0x", "-1", "+1", " 1"]),
     "^(0[xX][0-9a-fA-F]{1,2}|[0-9]{1,3})$": (["0x24", "36", "0x01", "0", "256"], ["0x100", "1000", "0x", "-1", "x24"]),
     "^(0[xX][0-9A-Fa-f]{1,4}|[0-9]{1,5})$": (["0xFFFF", "65535", "0", "65536"], ["0x10000", "123456", "0x", "-1", "+1", "0x+1"]),
@@ -568,6 +572,7 @@ NAMED = {"profile.services", "profile.timers", "profile.state", "profile.variabl
          "service.characteristics", "advertisement.variants"}
 # Numbers written as text: the range of the number, by the pattern they match.
 TEXT_RANGES = {
+    "/$defs/uint8/oneOf/1": (0, 0xFF),
     "/$defs/uint16/oneOf/1": (0, 0xFFFF),
     "/$defs/advertisementFields/properties/manufacturerData/propertyNames": (0, 0xFFFF),
     "/$defs/advertisementFields/properties/data/propertyNames": (1, 0xFF),
