@@ -27,9 +27,12 @@ struct RelaySettings: Sendable {
     var pairing = DevicePairing()
     var reconnectWhenPhonesLeave = false
 
+    /// Whether `seconds` is a scan timeout a relay takes: more than 0, at most 600 (`--scan-timeout`, a rig's `scanTimeout`).
+    static func acceptsScanTimeout(_ seconds: Double) -> Bool { seconds.isFinite && seconds > 0 && seconds <= 600 }
+
     /// Bad input (exit 2) before anything is touched: the scan timeout's range and outputs that cannot be written.
     func check() throws {
-        guard scanTimeout.isFinite, scanTimeout > 0, scanTimeout <= 600 else {
+        guard Self.acceptsScanTimeout(scanTimeout) else {
             throw Failure.badInput("--scan-timeout \(scanTimeout): more than 0, at most 600 seconds")
         }
         if let output { try ReplicaOutput.checkWritable(output) }

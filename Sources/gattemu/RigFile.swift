@@ -216,7 +216,7 @@ enum RelayEntry {
         settings.capture = try string("capture").map(resolve)
         if let address = try choice("address", RelayCommand.AddressMode.self) { settings.address = address }
         if let member = node["scanTimeout"] {
-            guard let seconds = member.doubleValue, seconds.isFinite, seconds > 0, seconds <= 600 else {
+            guard let seconds = member.doubleValue, RelaySettings.acceptsScanTimeout(seconds) else {
                 throw bad(member, "scanTimeout", "seconds: more than 0, at most 600")
             }
             settings.scanTimeout = seconds

@@ -50,11 +50,17 @@ struct Run: AsyncParsableCommand {
         guard profiles.isEmpty else { throw Failure.badInput("give the profiles or --rig FILE, not both") }
         if adapter != nil || !overrides.isEmpty { throw Failure.badInput("--adapter and --set are for one device, not a rig file's") }
         let file = try RigFile.load(rig)
-        try Self.checkPairing(
-            file.entries.map { entry in
-                (entry.id, try entry.profile.map { try loadProfile($0, overrides: [], allowExtendsOutside: allowExtendsOutside) })
-            })
-        guard file.entries.contains(where: { $0.relay != nil }) else { return try await serving.serve(try rigDevices(file, rig: rig)) }
+        // Each profile loaded once, before anything connects (a relay's comes from its device).
+        var profiles: [String: DeviceProfile] = [:]
+        for entry in file.entries {
+            if let path = entry.profile {
+                profiles[entry.id] = try loadProfile(path, overrides: [], allowExtendsOutside: allowExtendsOutside)
+            }
+        }
+        try Self.checkPairing(file.entries.map { ($0.id, profiles[$0.id]) })
+        guard file.entries.contains(where: { $0.relay != nil }) else {
+            return try await serving.serve(try rigDevices(file, rig: rig, profiles: profiles))
+        }
         for relay in file.entries.compactMap(\.relay) { try relay.check() }
         // The relays connect to their devices first (their mirrors' profiles come from the devices), on the loop every
         // device of the rig runs on.
@@ -78,7 +84,7 @@ struct Run: AsyncParsableCommand {
                     throw failure.prefixed("\(id): ")
                 }
             }
-            try await serving.serve(try rigDevices(file, rig: rig, relayed: relayed), loop: loop)
+            try await serving.serve(try rigDevices(file, rig: rig, profiles: profiles, relayed: relayed), loop: loop)
         } catch {
             for device in relayed.values { try? await device.finish(failed: true) }
             throw error
@@ -95,17 +101,17 @@ struct Run: AsyncParsableCommand {
         if let failure { throw failure }
     }
 
-    /// A rig file's devices: each profile loaded, each relay's mirror (connected already), the file's faults decoded
-    /// against them.
-    func rigDevices(_ file: RigFile, rig: String, relayed: [String: RelayedDevice] = [:]) throws -> [ServedDevice] {
+    /// A rig file's devices: each entry's loaded profile (`profiles`, by id) or its relay's mirror (connected already),
+    /// the file's faults decoded against them.
+    func rigDevices(
+        _ file: RigFile, rig: String, profiles: [String: DeviceProfile], relayed: [String: RelayedDevice] = [:]
+    ) throws -> [ServedDevice] {
         var devices = try file.entries.map { entry in
             if let device = relayed[entry.id] {
                 return ServedDevice(id: entry.id, profile: device.profile, adapter: device.adapter, relay: device)
             }
-            guard let profile = entry.profile else { throw Failure.runtime("\(entry.id): the relay did not start") }
-            return ServedDevice(
-                id: entry.id, profile: try loadProfile(profile, overrides: [], allowExtendsOutside: allowExtendsOutside),
-                adapter: entry.adapter)
+            guard let profile = profiles[entry.id] else { throw Failure.runtime("\(entry.id): the relay did not start") }
+            return ServedDevice(id: entry.id, profile: profile, adapter: entry.adapter)
         }
         let faults = try RigScenario.decode(file.faults, file: rig, devices: devices)
         for index in devices.indices { devices[index].faults = faults[devices[index].id] ?? [] }

@@ -74,8 +74,7 @@ struct ServingOptions: ParsableArguments {
     var scenario: String?
 
     /// Serves `profile` on `adapter` until SIGINT, SIGTERM or a fatal loss: the control API first (answering 503
-    /// until the device has started), then the emulator; `attach` runs after the emulator is made and before it
-    /// starts, `detach` after it stopped and before the log closes.
+    /// until the device has started), then the emulator.
     func serve(_ profile: DeviceProfile, adapter: String?, loop: DBusEventLoop? = nil) async throws {
         let device = ServedDevice(id: ControlDevices.id(forProfile: profile.file), profile: profile, adapter: adapter)
         try await serve([device], loop: loop)

@@ -48,7 +48,7 @@ extension Emulator {
     /// The relay's responder; nil when the profile answers.
     var relayResponder: RelayResponder? { pipeline.responder as? RelayResponder }
 
-    /// What the relay keeps about its device (for tests and the status); empty when this is no relay.
+    /// What the relay keeps about its device (a copy, for tests); empty when this is no relay.
     var relayState: RelayState { relayResponder?.state ?? RelayState() }
 
     /// `POST /v1/relay/snapshot`: the recording so far written where the relay writes it on exit. The writing runs

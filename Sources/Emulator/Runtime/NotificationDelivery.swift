@@ -10,24 +10,24 @@ final class NotificationDelivery: NotificationSender {
     var lastSocketCharacteristic: String?
 
     func send(_ notification: OutgoingNotification, in runtime: isolated Emulator) async {
-        let recipients = runtime.recipients(of: notification)
-        for piece in pieces(notification, recipients: recipients, in: runtime) {
+        for piece in pieces(notification, in: runtime) {
             await deliver(
                 notification.characteristic, value: piece, central: notification.target.address, indicate: notification.indicate,
                 in: runtime)
         }
     }
 
-    /// A value as it must leave for `recipients`: whole when it fits every recipient's ATT MTU − 3 (or no MTU is
+    /// A value as it must leave for its recipients: whole when it fits every recipient's ATT MTU − 3 (or no MTU is
     /// known); in MTU − 3 pieces for a characteristic with `fragment`; else whole, with a note that BlueZ will
     /// send only the first MTU − 3 bytes — gattemu never lets that truncation pass silently.
-    func pieces(_ notification: OutgoingNotification, recipients: [BluetoothAddress], in runtime: isolated Emulator) -> [[UInt8]] {
+    func pieces(_ notification: OutgoingNotification, in runtime: isolated Emulator) -> [[UInt8]] {
         let value = notification.value
         let characteristic = notification.characteristic
-        // Every central can take 20 bytes (the minimum ATT MTU, 23): the common case costs one comparison.
-        guard value.count > 20, let mtu = runtime.centrals.smallestMTU(of: recipients), value.count > mtu.payload else {
-            return [value]
-        }
+        // Every central can take 20 bytes (the minimum ATT MTU, 23): the common case costs one comparison, and only a
+        // longer value asks who the recipients are.
+        guard value.count > 20 else { return [value] }
+        let recipients = runtime.recipients(of: notification)
+        guard let mtu = runtime.centrals.smallestMTU(of: recipients), value.count > mtu.payload else { return [value] }
         let size = max(1, mtu.payload)
         let what = notification.indicate ? "indication" : "notification"
         if runtime.profile.characteristic(characteristic)?.fragment == true {
