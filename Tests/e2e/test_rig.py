@@ -44,6 +44,20 @@ async def settled(p, timeout: float = 90) -> dict:
     raise AssertionError(f"the rig's devices did not settle within {timeout}s:\n{p.tail()}")
 
 
+async def lock_drops_while_reader_answers(lock_central, reader_central, lock: str, reader: str,
+                                          lock_address: str | None = None) -> None:
+    """Across a rig's devices, from the API: a fault on the lock (`POST /v1/devices/{lock}/faults`) drops its central
+    while the reader answers its own; the reader has no fault."""
+    held = await noke_flow(lock_central, lambda line: print(f"lock central: {line}"), disconnect=False, address=lock_address)
+    status, added = await api("POST", f"/v1/devices/{lock}/faults", {"disconnect": True, "id": "drop-lock"})
+    assert status == 201, added
+    await asyncio.wait_for(held.conn._disconnected.wait(), 30)
+    after = await leaf_flow(reader_central, lambda line: print(f"reader central: {line}"))
+    assert leaf_parse(after.certificate)["tag"] == 5, after.certificate.hex()
+    status, reader_faults = await api("GET", f"/v1/devices/{reader}/faults")
+    assert status == 200 and reader_faults["faults"] == [], reader_faults
+
+
 async def test_a_rig_serves_each_device_to_its_own_central_at_once(central, start_peripheral, gattemu_bin, tmp_path,
                                                                  needs_separate_stack):
     layout = controllers("GATTEMU_PERIPH", "GATTEMU_CENTRAL3", "GATTEMU_CENTRAL2")
@@ -94,14 +108,7 @@ async def test_a_rig_serves_each_device_to_its_own_central_at_once(central, star
             if third:
                 assert runs[2].indications == [BLEPROOF_OK], (round, runs[2].indications)
         # Across devices, from the API: the lock drops its central while the reader answers on.
-        held = await noke_flow(central, lambda line: print(f"lock central: {line}"), disconnect=False)
-        status, added = await api("POST", "/v1/devices/noke-lock/faults", {"disconnect": True, "id": "drop-lock"})
-        assert status == 201, added
-        await asyncio.wait_for(held.conn._disconnected.wait(), 30)
-        after = await leaf_flow(second, lambda line: print(f"reader central: {line}"))
-        assert leaf_parse(after.certificate)["tag"] == 5, after.certificate.hex()
-        status, reader_faults = await api("GET", "/v1/devices/leaf-reader/faults")
-        assert status == 200 and reader_faults["faults"] == [], reader_faults
+        await lock_drops_while_reader_answers(central, second, "noke-lock", "leaf-reader")
     finally:
         for c in others:
             await c.close()

@@ -21,9 +21,8 @@ import pytest
 
 from central import open_central
 from conftest import profile_path
-from controlapi import api
 from flows import LEAF_READER_UID, NOKE_SERVICE, leaf_flow, leaf_parse, noke_flow
-from test_rig import settled
+from test_rig import lock_drops_while_reader_answers, settled
 
 pytestmark = pytest.mark.needs_controllers(7)
 
@@ -68,14 +67,7 @@ async def test_a_rig_serves_a_relayed_device_beside_an_emulated_one(central, sta
         assert leaf_parse(leaf.certificate)["value"][2:10] == LEAF_READER_UID, leaf.certificate.hex()
 
         # A fault on the relayed lock, through its device path: its phone is dropped; the reader answers on.
-        held = await noke_flow(central, lambda line: print(f"lock phone: {line}"), disconnect=False, address=mirror_address)
-        status, added = await api("POST", "/v1/devices/lock/faults", {"disconnect": True, "id": "drop-lock"})
-        assert status == 201, added
-        await asyncio.wait_for(held.conn._disconnected.wait(), 30)
-        after = await leaf_flow(phone2, lambda line: print(f"reader phone: {line}"))
-        assert leaf_parse(after.certificate)["tag"] == 5, after.certificate.hex()
-        status, reader_faults = await api("GET", "/v1/devices/reader/faults")
-        assert status == 200 and reader_faults["faults"] == [], reader_faults
+        await lock_drops_while_reader_answers(central, phone2, "lock", "reader", lock_address=mirror_address)
     finally:
         await phone2.close()
 
