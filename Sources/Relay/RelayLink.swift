@@ -11,15 +11,18 @@ import TextEscaping
 /// centrals do (``RelayUpstream``), hands the device's notifications to the emulator in order, records the
 /// conversation, and follows the link: when the device drops or goes away the emulator is told
 /// (``Emulator/deviceLost(_:)``) and the link attaches again as soon as the device is back.
-public final class RelayLink: RelayUpstream {
+///
+/// An actor on the D-Bus loop of its stack's connection, the loop the mirror's emulator runs on: its state needs no
+/// lock and a call from the emulator no thread hop. It follows the link by bluetoothd's signals
+/// (``RemoteDevice/wait(until:for:)``), not by polling. The one hand-over across contexts is the queue of the
+/// device's notifications, filled by the subscriptions' handlers and emptied by the emulator.
+public actor RelayLink: RelayUpstream {
     public struct Options: Sendable {
         public var connectTimeout: Duration = .seconds(15)
         /// How long a read or write may wait for the device (ATT's own transaction timeout is 30 s).
         public var operationTimeout: Duration = .seconds(30)
         /// Pause between attempts to reach the device again.
         public var retryInterval: Duration = .seconds(1)
-        /// How often the link's state is looked at.
-        public var pollInterval: Duration = .milliseconds(100)
         /// Notifications waiting for the emulator at most; past it they are dropped and counted.
         public var notificationQueue = 4096
         /// How the relay answers the device's pairing.
@@ -39,47 +42,49 @@ public final class RelayLink: RelayUpstream {
     }
 
     /// The device's notifications not yet handed to the emulator, oldest first (at most
-    /// ``Options/notificationQueue``), and whether a hand-over is under way.
+    /// ``Options/notificationQueue``), whether a hand-over is under way, and how many were dropped.
     private struct Pending: Sendable {
         var queue: [RelayedNotification] = []
         var draining = false
         var emulator: Emulator?
-    }
-
-    private struct State: Sendable {
-        var device: RemoteDevice?
-        var targets: RelayTargets
-        var subscriptions: [String: RemoteSubscription] = [:]
-        var attached = true
-        var droppedNotifications = 0
-        /// The last whole value read of each attribute, for the Read Blobs that follow (see ``read(_:offset:)``).
-        var wholeValues: [GattAttributeID: [UInt8]] = [:]
-        var stopped = false
-        /// Phones connected to the mirror now.
-        var phones = 0
-        /// The link is dropped and made again on purpose (``Options/reconnectWhenPhonesLeave``): not a loss.
-        var cycling = false
-        /// When the last remaking began, and how many there were.
-        var lastCycle: ContinuousClock.Instant?
-        var cycles = 0
-        /// A remaking is scheduled and has not begun yet.
-        var relinkScheduled = false
+        var dropped = 0
     }
 
     public let recording: RelayRecording
     private let stack: BlueZStack
     private let adapterName: String
     private let address: BluetoothAddress
-    public var deviceAddress: BluetoothAddress { address }
-    public var deviceAdapter: String { adapterName }
-    public var devicePairing: DevicePairing { options.pairing }
+    public nonisolated var deviceAddress: BluetoothAddress { address }
+    public nonisolated var deviceAdapter: String { adapterName }
+    public nonisolated var devicePairing: DevicePairing { options.pairing }
+    /// Mirror characteristics the device had no counterpart for when the link was made.
+    public nonisolated let unmatched: [String]
     private let profile: DeviceProfile
     private let options: Options
-    private let state: Mutex<State>
     private let pending = Mutex(Pending())
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    private var device: RemoteDevice?
+    private var targets: RelayTargets
+    private var subscriptions: [String: RemoteSubscription] = [:]
+    private var attached = true
+    /// The last whole value read of each attribute, for the Read Blobs that follow (see ``read(_:offset:)``).
+    private var wholeValues: [GattAttributeID: [UInt8]] = [:]
+    private var stopped = false
+    /// Phones connected to the mirror now.
+    private var phones = 0
+    /// The link is dropped and made again on purpose (``Options/reconnectWhenPhonesLeave``): not a loss. Watched:
+    /// operations wait for it to end (``relinked()``).
+    private let cycling = Watched(false)
+    /// When the last remaking began, and how many there were.
+    private var lastCycle: ContinuousClock.Instant?
+    private var cycles = 0
+    /// A remaking is scheduled and has not begun yet.
+    private var relinkScheduled = false
+    private var following: Task<Void, Never>?
     /// The one remaking of the link under way or last (``Options/reconnectWhenPhonesLeave``): never more than one.
-    private let cycleTask = Mutex<Task<Void, Never>?>(nil)
+    private var cycleTask: Task<Void, Never>?
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { stack.connection.loop.asUnownedSerialExecutor() }
 
     /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
     public init(
@@ -92,11 +97,11 @@ public final class RelayLink: RelayUpstream {
         self.profile = profile
         self.options = options
         self.recording = recording
-        state = Mutex(State(device: device, targets: RelayTargets(profile: profile, table: table, handles: handles)))
+        self.device = device
+        let targets = RelayTargets(profile: profile, table: table, handles: handles)
+        self.targets = targets
+        unmatched = targets.unmatched
     }
-
-    /// Mirror characteristics the device has no counterpart for.
-    public var unmatched: [String] { state.withLock { $0.targets.unmatched } }
 
     /// Starts handing notifications to `emulator` and following the link.
     public func start(emulator: Emulator) {
@@ -107,34 +112,29 @@ public final class RelayLink: RelayUpstream {
             return true
         }
         if waiting { emulator.relayNotifications(from: takeNotifications) }
-        let following = Task { [weak self] in
-            guard let self else { return }
-            await self.follow(emulator)
-        }
-        tasks.withLock { $0 += [following] }
+        following = Task { [weak self] in await self?.follow(emulator) }
     }
 
-    /// A notification from the device (on the subscription's socket queue): queued, and handed to the emulator on
-    /// its own executor, as many at a time as have arrived (one executor hop per batch, not per notification).
-    private func arrived(_ notification: RelayedNotification) {
+    /// A notification from the device (on the subscription's handler): queued, and handed to the emulator on its
+    /// own executor, as many at a time as have arrived (one executor hop per batch, not per notification).
+    private nonisolated func arrived(_ notification: RelayedNotification) {
         enum Outcome { case queued, dropped, handOver(Emulator) }
         let outcome = pending.withLock { pending -> Outcome in
-            guard pending.queue.count < options.notificationQueue else { return .dropped }
+            guard pending.queue.count < options.notificationQueue else {
+                pending.dropped += 1
+                return .dropped
+            }
             pending.queue.append(notification)
             guard !pending.draining, let emulator = pending.emulator else { return .queued }
             pending.draining = true
             return .handOver(emulator)
         }
-        switch outcome {
-        case .queued: break
-        case .dropped: state.withLock { $0.droppedNotifications += 1 }
-        case .handOver(let emulator): emulator.relayNotifications(from: takeNotifications)
-        }
+        if case .handOver(let emulator) = outcome { emulator.relayNotifications(from: takeNotifications) }
     }
 
     /// The queued notifications, all of them; an empty answer ends the hand-over (atomically: one arriving after
     /// it starts the next).
-    private func takeNotifications() -> [RelayedNotification] {
+    private nonisolated func takeNotifications() -> [RelayedNotification] {
         pending.withLock { pending in
             if pending.queue.isEmpty {
                 pending.draining = false
@@ -147,15 +147,14 @@ public final class RelayLink: RelayUpstream {
 
     /// Unsubscribes, disconnects from the device (forgetting it unless it was paired) and stops.
     public func stop(forget: Bool) async {
-        let (device, subscriptions) = state.withLock { state in
-            state.stopped = true
-            defer { state.subscriptions = [:] }
-            return (state.device, Array(state.subscriptions.values))
-        }
-        for task in tasks.withLock({ $0 }) { task.cancel() }
-        cycleTask.withLock { $0?.cancel() }
+        stopped = true
+        let open = Array(subscriptions.values)
+        subscriptions = [:]
+        following?.cancel()
+        cycleTask?.cancel()
+        cycling.update { $0 = false }  // nothing waits for a remaking any more
         pending.withLock { $0.queue = [] }
-        for subscription in subscriptions { await subscription.stop() }
+        for subscription in open { await subscription.stop() }
         if let device {
             await device.disconnect()
             if forget, !device.properties.paired { await device.forget() }
@@ -169,14 +168,14 @@ public final class RelayLink: RelayUpstream {
         let (object, handle) = try await target(attribute)
         // A phone reads a long value as a Read and Read Blobs at increasing offsets; BlueZ reads the whole value for
         // the first (a long read of its own): the blobs are served from it, and the device sees one long read.
-        if offset > 0, let whole = state.withLock({ $0.wholeValues[attribute] }) {
+        if offset > 0, let whole = wholeValues[attribute] {
             guard offset <= whole.count else { throw .invalidOffset }
             return Array(whole.dropFirst(offset))
         }
         do {
             let bytes = try await RemoteGattIO.read(
                 object.path, interface: object.interface, offset: 0, connection: stack.connection, timeout: options.operationTimeout)
-            state.withLock { $0.wholeValues[attribute] = bytes }
+            wholeValues[attribute] = bytes
             if offset == 0, attribute.descriptor == nil, let handle { recording.record(.read(handle: handle, offset: 0, value: bytes)) }
             if offset <= bytes.count { return Array(bytes.dropFirst(offset)) }
         } catch {
@@ -212,9 +211,8 @@ public final class RelayLink: RelayUpstream {
 
     public func checkLink() async -> String? {
         await relinked()
-        let (attached, found) = state.withLock { ($0.attached, $0.targets.linkCheck) }
         guard attached else { return "none: the device's link is down, and what waited for it with it" }
-        guard let check = found else { return nil }
+        guard let check = targets.linkCheck else { return nil }
         let what =
             "a read of the device's Client Characteristic Configuration descriptor"
             + (check.handle.map { " (handle \($0))" } ?? "")
@@ -231,16 +229,15 @@ public final class RelayLink: RelayUpstream {
 
     public func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {
         await relinked()  // the device's objects, as the link being made again finds them
-        let target = state.withLock { $0.targets.characteristics[characteristic] }
-        guard let target else { throw .notSupported }
+        guard let target = targets.characteristics[characteristic] else { throw .notSupported }
         let indicate = target.properties.contains(.indicate) && !target.properties.contains(.notify)
         if !subscribed {
-            let existing = state.withLock { $0.subscriptions.removeValue(forKey: characteristic) }
+            let existing = subscriptions.removeValue(forKey: characteristic)
             await existing?.stop()
             if let handle = target.handle { recording.record(.subscribe(handle: handle, notify: false, indicate: false)) }
             return
         }
-        guard state.withLock({ $0.subscriptions[characteristic] == nil }) else { return }
+        guard subscriptions[characteristic] == nil else { return }
         let recording = self.recording
         let handle = target.handle
         let subscription: RemoteSubscription
@@ -252,83 +249,62 @@ public final class RelayLink: RelayUpstream {
         } catch {
             throw Self.answer(error, writing: true)
         }
-        let kept = state.withLock { state -> Bool in
-            guard state.subscriptions[characteristic] == nil, !state.stopped else { return false }
-            state.subscriptions[characteristic] = subscription
-            return true
+        // Another subscription may have been made while this one was (the actor is reentrant at the await), or the
+        // link stopped: the first one made stays.
+        guard subscriptions[characteristic] == nil, !stopped else {
+            await subscription.stop()
+            return
         }
-        if !kept { await subscription.stop() }
+        subscriptions[characteristic] = subscription
         if let handle { recording.record(.subscribe(handle: handle, notify: !indicate, indicate: indicate)) }
     }
 
     public func central(_ central: BluetoothAddress, connected: Bool) async {
         if connected { recording.connected(central) } else { recording.disconnected() }
-        let last = state.withLock { state -> Bool in
-            state.phones = max(0, state.phones + (connected ? 1 : -1))
-            return state.phones == 0 && !connected
-        }
-        guard last, options.reconnectWhenPhonesLeave else { return }
-        let now = ContinuousClock.now
-        enum Decision { case relink, busy, recent }
-        let decision = state.withLock { state -> Decision in
-            guard !state.cycling, !state.relinkScheduled, !state.stopped else { return .busy }
-            guard state.lastCycle.map({ now - $0 >= options.minimumRelinkInterval }) ?? true else { return .recent }
-            state.relinkScheduled = true
-            return .relink
-        }
-        switch decision {
-        case .busy: return  // the remaking under way serves this departure too
-        case .recent:
+        phones = max(0, phones + (connected ? 1 : -1))
+        guard phones == 0, !connected, options.reconnectWhenPhonesLeave else { return }
+        // A remaking under way or scheduled serves this departure too.
+        guard !cycling.value, !relinkScheduled, !stopped else { return }
+        if let lastCycle, ContinuousClock.now - lastCycle < options.minimumRelinkInterval {
             await pending.withLock { $0.emulator }?.relayNote(
                 "relay: the last phone left, and the device's link was made again less than \(Self.seconds(options.minimumRelinkInterval)) ago: kept"
             )
-        case .relink:
-            // One task at a time (the flag above), kept in one slot: a central coming and going piles nothing up.
-            cycleTask.withLock { slot in
-                slot = Task { [weak self] in
-                    guard let self else { return }
-                    await self.reconnect()
-                }
-            }
+            return
         }
+        // One task at a time (the flag), kept in one slot: a central coming and going piles nothing up.
+        relinkScheduled = true
+        cycleTask = Task { [weak self] in await self?.reconnect() }
     }
 
     /// How often the device's link was made again because the last phone left.
-    public var relinks: Int { state.withLock { $0.cycles } }
+    public var relinks: Int { cycles }
 
     /// The last phone left (``Options/reconnectWhenPhonesLeave``): drops the device's link and makes it again. A
     /// phone that connects meanwhile is answered once the link is back (``Options/relinkWait`` at most); if the
     /// device cannot be reached again, the usual loss follows (``follow(_:)``).
     private func reconnect() async {
-        let device = state.withLock { state -> RemoteDevice? in
-            state.relinkScheduled = false
-            guard state.attached, !state.stopped, !state.cycling, state.phones == 0 else { return nil }
-            state.cycling = true
-            state.lastCycle = ContinuousClock.now
-            state.cycles += 1
-            state.attached = false
-            state.wholeValues = [:]
-            return state.device
-        }
-        guard let device else { return }
-        let subscriptions = state.withLock { state in
-            defer { state.subscriptions = [:] }
-            return Array(state.subscriptions.values)
-        }
-        for subscription in subscriptions { await subscription.stop() }
+        relinkScheduled = false
+        guard attached, !stopped, !cycling.value, phones == 0, let device else { return }
+        cycling.update { $0 = true }
+        lastCycle = ContinuousClock.now
+        cycles += 1
+        attached = false
+        wholeValues = [:]
+        let open = Array(subscriptions.values)
+        subscriptions = [:]
+        for subscription in open { await subscription.stop() }
         let started = ContinuousClock.now
         await device.disconnect()
         let back = await attach()
-        state.withLock { $0.cycling = false }
-        let emulator = pending.withLock { $0.emulator }
-        await emulator?.relayNote(
+        cycling.update { $0 = false }
+        await pending.withLock { $0.emulator }?.relayNote(
             back
                 ? "relay: the last phone left: the device \(address) was disconnected and connected again in \(Self.seconds(since: started))"
                 : "relay: the last phone left: the device \(address) was disconnected and could not be connected again at once")
     }
 
     /// Notifications dropped because the emulator could not keep up.
-    public var droppedNotifications: Int { state.withLock { $0.droppedNotifications } }
+    public nonisolated var droppedNotifications: Int { pending.withLock { $0.dropped } }
 
     // MARK: Following the link
 
@@ -336,43 +312,42 @@ public final class RelayLink: RelayUpstream {
         (path: DBusObjectPath, interface: String), AttributeHandle?
     ) {
         await relinked()
-        let found = state.withLock { state in
-            (state.attached ? state.targets.object(attribute) : nil, state.targets.characteristics[attribute.characteristic]?.handle)
-        }
-        guard let object = found.0 else { throw .failed }
-        return (object, found.1)
+        guard attached, let object = targets.object(attribute) else { throw .failed }
+        return (object, targets.characteristics[attribute.characteristic]?.handle)
     }
 
     /// Returns once the link is not being made again on purpose (or after ``Options/relinkWait``).
     private func relinked() async {
-        let end = ContinuousClock.now + options.relinkWait
-        while state.withLock({ $0.cycling && !$0.stopped }), ContinuousClock.now < end {
-            try? await Task.sleep(for: options.pollInterval)
-        }
+        guard !stopped else { return }
+        _ = await cycling.wait(until: ContinuousClock.now + options.relinkWait) { !$0 }
     }
 
-    /// Watches the device's link; when it goes down, tells the emulator and attaches again once the device is back.
+    /// Follows the device's link (bluetoothd's signals); when it goes down, tells the emulator and attaches again
+    /// once the device is back.
     private func follow(_ emulator: Emulator) async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: options.pollInterval)
-            let (device, stopped) = state.withLock { ($0.device, $0.stopped) }
-            guard !stopped else { return }
-            if state.withLock({ $0.cycling }) { continue }
-            if let device, device.properties.connected, !device.isGone { continue }
+        while !Task.isCancelled, !stopped {
+            if cycling.value {
+                // Dropped and made again on purpose: not a loss; what follows is looked at once it is over.
+                _ = await cycling.wait { !$0 }
+                continue
+            }
+            if attached, let device, !device.link.isDown {
+                _ = await device.wait { $0.isDown }
+                continue  // cancelled, or down: looked at again (a remaking may have begun meanwhile)
+            }
+            // Down, gone, or not attached (a remaking that could not reach the device again): a loss.
             let reason =
                 device == nil || device?.isGone == true
                 ? "bluetoothd removed the device \(address) (bluetoothd restarted, or the device was forgotten)"
                 : "the device \(address) disconnected"
-            let subscriptions = state.withLock { state in
-                state.attached = false
-                defer { state.subscriptions = [:] }
-                return Array(state.subscriptions.values)
-            }
+            attached = false
+            let open = Array(subscriptions.values)
+            subscriptions = [:]
             await emulator.deviceLost(reason)
-            for subscription in subscriptions { await subscription.stop() }
+            for subscription in open { await subscription.stop() }
             let started = ContinuousClock.now
             var attempts = 0
-            while !Task.isCancelled, !state.withLock({ $0.stopped }) {
+            while !Task.isCancelled, !stopped {
                 attempts += 1
                 if await attach() {
                     await emulator.deviceBack(
@@ -394,28 +369,23 @@ public final class RelayLink: RelayUpstream {
         } catch {
             return false
         }
-        var device = state.withLock { $0.device }
-        if device == nil || device?.isGone == true {
-            await device?.stop()
+        if let stale = device, stale.isGone {
             device = nil
-            state.withLock { $0.device = nil }
+            await stale.stop()
+        }
+        if device == nil {
             guard let discovery = try? await DeviceDiscovery.start(on: adapter) else { return false }
             let found = try? await discovery.find(.address(address), timeout: .seconds(5), settle: .zero)
             await discovery.stop()
             guard let found, let followed = try? await RemoteDevice.follow(found, adapter: adapter) else { return false }
             device = followed
-            state.withLock { $0.device = followed }
         }
         guard let device else { return false }
         do {
             try await device.connect(timeout: options.connectTimeout)
             let table = try await RemoteGattTable.read(device: device.path, stack: stack)
-            let targets = RelayTargets(profile: profile, table: table)
-            let handles = state.withLock { $0.targets }
-            state.withLock { state in
-                state.targets = targets.keepingHandles(of: handles)
-                state.attached = true
-            }
+            targets = RelayTargets(profile: profile, table: table).keepingHandles(of: targets)
+            attached = true
             return true
         } catch {
             return false

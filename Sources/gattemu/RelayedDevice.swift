@@ -135,7 +135,7 @@ struct RelayedDevice: Sendable {
                 return written.snapshot
             } : nil
         await emulator.relay(to: link, snapshot: snapshot)
-        link.start(emulator: emulator)
+        await link.start(emulator: emulator)
         await emulator.relayNote(mirror.note)
         await emulator.relayNote(channelNote)
         await emulator.relayNote(

@@ -12,7 +12,7 @@ import DBus
 public final class DeviceDiscovery: Sendable {
     public let adapter: Adapter
     private let signals: SubscriptionSet
-    private let state = Locked(State())
+    private let state = Watched(State())
 
     struct State: Sendable {
         var devices: [DBusObjectPath: DeviceProperties] = [:]
@@ -21,6 +21,9 @@ public final class DeviceDiscovery: Sendable {
         var ignored = 0
         /// Cached devices removed before the scan.
         var forgotten: [DBusObjectPath] = []
+        /// Counts the changes a search can see: a device seen or removed, a seen device's name or address changed
+        /// (``DeviceQuery`` matches on nothing else); ``find(_:timeout:settle:)`` waits for it to move.
+        var revision = 0
     }
 
     /// Devices followed at most; a crowded place (or a hostile bluetoothd) does not grow this without end.
@@ -49,7 +52,7 @@ public final class DeviceDiscovery: Sendable {
         let state = self.state
         try await signals.add(SubscriptionSet.interfacesAdded) { signal in
             guard let (path, properties) = signal.addedInterface(BlueZNames.device), path.isDescendant(of: adapterPath) else { return }
-            state.withLock { state in
+            state.update { state in
                 if state.devices[path] == nil, state.devices.count >= Self.maximumDevices {
                     state.ignored += 1
                     return
@@ -58,22 +61,28 @@ public final class DeviceDiscovery: Sendable {
                 device.apply(changed: properties, invalidated: [])
                 state.devices[path] = device
                 state.seen.insert(path)
+                state.revision += 1
             }
         }
         try await signals.add(SubscriptionSet.interfacesRemoved) { signal in
             guard let path = signal.removedInterface(BlueZNames.device) else { return }
-            state.withLock { state in
-                state.devices[path] = nil
+            state.update { state in
+                guard state.devices.removeValue(forKey: path) != nil else { return }
                 state.seen.remove(path)
+                state.revision += 1
             }
         }
         try await signals.add(SubscriptionSet.propertiesChanged(below: adapterPath, interface: BlueZNames.device)) { signal in
             guard let (changed, invalidated) = signal.changedProperties else { return }
-            state.withLock { state in
+            state.update { state in
                 guard var device = state.devices[signal.path] else { return }
+                let before = (device.name, device.address)
                 device.apply(changed: changed, invalidated: invalidated)
                 state.devices[signal.path] = device
-                if DeviceProperties.isAdvertisement(changed.keys) { state.seen.insert(signal.path) }
+                let newlySeen = DeviceProperties.isAdvertisement(changed.keys) && state.seen.insert(signal.path).inserted
+                if newlySeen || (state.seen.contains(signal.path) && (before.0 != device.name || before.1 != device.address)) {
+                    state.revision += 1
+                }
             }
         }
         let objects: [DBusObjectPath: [String: [String: DBusValue]]]
@@ -83,7 +92,7 @@ public final class DeviceDiscovery: Sendable {
             throw .stack(error)
         }
         var stale: [DBusObjectPath] = []
-        state.withLock { state in
+        state.update { state in
             for (path, interfaces) in objects where path.isDescendant(of: adapterPath) {
                 guard let properties = interfaces[BlueZNames.device], state.devices[path] == nil else { continue }
                 guard state.devices.count < Self.maximumDevices else {
@@ -102,7 +111,7 @@ public final class DeviceDiscovery: Sendable {
         for path in stale.sorted() {
             // Gone from our view now; BlueZ announces it again (InterfacesAdded) when it hears it.
             _ = try? await call(adapter.path, BlueZNames.adapter, "RemoveDevice", [.objectPath(path)], what: "cannot forget \(path)")
-            state.withLock { $0.forgotten.append(path) }
+            state.update { $0.forgotten.append(path) }
         }
         if !adapter.powered {
             do throws(BlueZError) { try await adapter.powerOn() } catch { throw .stack(error) }
@@ -131,7 +140,8 @@ public final class DeviceDiscovery: Sendable {
 
     /// The devices seen in this session so far.
     public var seenDevices: [DeviceProperties] {
-        state.withLock { state in state.seen.compactMap { state.devices[$0] } }.sorted { $0.path < $1.path }
+        let state = self.state.value
+        return state.seen.compactMap { state.devices[$0] }.sorted { $0.path < $1.path }
     }
 
     /// Cached devices forgotten before the scan.
@@ -149,6 +159,7 @@ public final class DeviceDiscovery: Sendable {
         var decideAt: ContinuousClock.Instant?
         while true {
             let now = ContinuousClock.now
+            let revision = state.value.revision  // before the look: a change after it ends the wait below
             let matches = seenDevices.filter(query.matches)
             if !matches.isEmpty, decideAt == nil { decideAt = min(now + settle, deadline) }
             // A device can vanish (InterfacesRemoved) during the settle time: then the search goes on.
@@ -159,9 +170,9 @@ public final class DeviceDiscovery: Sendable {
             if matches.isEmpty, now >= deadline {
                 throw .deviceNotFound(query, adapter: adapter.name, scanned: now - start, seen: seenDevices.count)
             }
-            do { try await Task.sleep(for: .milliseconds(25)) } catch {
-                throw .deviceNotFound(query, adapter: adapter.name, scanned: now - start, seen: 0)
-            }
+            // Until a device is seen, goes or changes its name, or it is time to decide: bluetoothd's signals wake it.
+            _ = await state.wait(until: matches.isEmpty ? deadline : (decideAt ?? deadline)) { $0.revision != revision }
+            if Task.isCancelled { throw .deviceNotFound(query, adapter: adapter.name, scanned: now - start, seen: 0) }
         }
     }
 

@@ -149,9 +149,7 @@ public enum DeviceRecorder {
         progress("listening to \(subscribed) characteristic\(subscribed == 1 ? "" : "s") for \(options.listen.wholeSeconds) s")
         let start = ContinuousClock.now
         let end = start + options.listen
-        while ContinuousClock.now < end, device.properties.connected {
-            try? await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
-        }
+        _ = await device.wait(until: end) { $0.isDown }  // the listening time, or until the device leaves
         recording.listened = ContinuousClock.now - start
         await listener.stop()
         recording.subscriptions = listener.subscriptions

@@ -3,7 +3,8 @@ import DBus
 import Synchronization
 
 /// One subscription to a remote characteristic's notifications or indications, handing each value to a
-/// handler as it arrives, in order.
+/// handler as it arrives, in order: the one way the central side subscribes (the relay's link and the clone's
+/// ``NotificationListener`` both use it).
 ///
 /// `AcquireNotify` first (each notification one packet on a socket); `StartNotify` when BlueZ refuses that (an
 /// indicate-only characteristic, another client subscribed), the values then coming as `PropertiesChanged("Value")`
@@ -27,9 +28,11 @@ public final class RemoteSubscription: Sendable {
     }
 
     /// Subscribes to the characteristic at `path`; `handler` gets each value (at most 512 bytes), `onClose` runs
-    /// when bluetoothd closes an acquired socket (the link went down or the subscription ended).
+    /// when bluetoothd closes an acquired socket (the link went down or the subscription ended). Each call to
+    /// bluetoothd waits `timeout` at most. A refusal of `AcquireNotify` that asks for security is thrown as it is
+    /// (`StartNotify` would be refused the same way).
     public static func start(
-        _ path: DBusObjectPath, connection: DBusConnection, preferAcquire: Bool = true,
+        _ path: DBusObjectPath, connection: DBusConnection, preferAcquire: Bool = true, timeout: Duration = .seconds(30),
         handler: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void = {}
     ) async throws(RemoteGattError) -> RemoteSubscription {
         var lastError: RemoteGattError?
@@ -37,7 +40,7 @@ public final class RemoteSubscription: Sendable {
             do {
                 let reply = try await connection.call(
                     destination: BlueZNames.service, path: path, interface: BlueZNames.gattCharacteristic, member: "AcquireNotify",
-                    arguments: [.stringVariantDictionary([:])], timeout: .seconds(30))
+                    arguments: [.stringVariantDictionary([:])], timeout: timeout)
                 let mtu = reply.dropFirst().first?.integer.flatMap { UInt16(exactly: $0) } ?? ATTMTU.minimum.rawValue
                 if let descriptor = reply.first?.unixFD,
                     let socket = AcquiredSocket.adopting(
@@ -65,7 +68,7 @@ public final class RemoteSubscription: Sendable {
         do {
             _ = try await connection.call(
                 destination: BlueZNames.service, path: path, interface: BlueZNames.gattCharacteristic, member: "StartNotify",
-                timeout: .seconds(30))
+                timeout: timeout)
         } catch {
             await signals.cancel()
             throw RemoteGattError(error)
