@@ -147,6 +147,7 @@ let package = Package(
             name: "CloneTests",
             dependencies: [
                 "DeviceClone", "Relay", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
+                "Emulator",
             ]),
         .testTarget(
             name: "ProfileTests", dependencies: ["Profile", "Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"],

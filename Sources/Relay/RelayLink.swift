@@ -4,7 +4,6 @@ import DBus
 import Emulator
 import Profile
 import Replica
-import Synchronization
 import TextEscaping
 
 /// The relay's link to the real device, as a central on the upstream adapter: forwards what the mirror's
@@ -13,9 +12,9 @@ import TextEscaping
 /// (``Emulator/deviceLost(_:)``) and the link attaches again as soon as the device is back.
 ///
 /// An actor on the D-Bus loop of its stack's connection, the loop the mirror's emulator runs on: its state needs no
-/// lock and a call from the emulator no thread hop. It follows the link by bluetoothd's signals
-/// (``RemoteDevice/wait(until:for:)``), not by polling. The one hand-over across contexts is the queue of the
-/// device's notifications, filled by the subscriptions' handlers and emptied by the emulator.
+/// lock and a call from the emulator no thread hop; the subscriptions' handlers run on that loop too and queue the
+/// device's notifications in the actor's state directly. It follows the link by bluetoothd's signals
+/// (``RemoteDevice/wait(until:for:)``), not by polling.
 public actor RelayLink: RelayUpstream {
     public struct Options: Sendable {
         public var connectTimeout: Duration = .seconds(15)
@@ -41,15 +40,6 @@ public actor RelayLink: RelayUpstream {
         public init() {}
     }
 
-    /// The device's notifications not yet handed to the emulator, oldest first (at most
-    /// ``Options/notificationQueue``), whether a hand-over is under way, and how many were dropped.
-    private struct Pending: Sendable {
-        var queue: [RelayedNotification] = []
-        var draining = false
-        var emulator: Emulator?
-        var dropped = 0
-    }
-
     public let recording: RelayRecording
     private let stack: BlueZStack
     private let adapterName: String
@@ -61,7 +51,12 @@ public actor RelayLink: RelayUpstream {
     public nonisolated let unmatched: [String]
     private let profile: DeviceProfile
     private let options: Options
-    private let pending = Mutex(Pending())
+    /// The device's notifications not yet handed to the emulator, oldest first (at most
+    /// ``Options/notificationQueue``), whether a hand-over is under way, and how many were dropped.
+    private var pending: [RelayedNotification] = []
+    private var draining = false
+    private var dropped = 0
+    private var emulator: Emulator?
 
     private var device: RemoteDevice?
     private var targets: RelayTargets
@@ -105,43 +100,48 @@ public actor RelayLink: RelayUpstream {
 
     /// Starts handing notifications to `emulator` and following the link.
     public func start(emulator: Emulator) {
-        let waiting = pending.withLock { pending -> Bool in
-            pending.emulator = emulator
-            guard !pending.queue.isEmpty, !pending.draining else { return false }
-            pending.draining = true
-            return true
-        }
-        if waiting { emulator.relayNotifications(from: takeNotifications) }
+        self.emulator = emulator
+        handOver()
         following = Task { [weak self] in await self?.follow(emulator) }
     }
 
-    /// A notification from the device (on the subscription's handler): queued, and handed to the emulator on its
-    /// own executor, as many at a time as have arrived (one executor hop per batch, not per notification).
-    private nonisolated func arrived(_ notification: RelayedNotification) {
-        enum Outcome { case queued, dropped, handOver(Emulator) }
-        let outcome = pending.withLock { pending -> Outcome in
-            guard pending.queue.count < options.notificationQueue else {
-                pending.dropped += 1
-                return .dropped
-            }
-            pending.queue.append(notification)
-            guard !pending.draining, let emulator = pending.emulator else { return .queued }
-            pending.draining = true
-            return .handOver(emulator)
+    /// A notification from the device: queued, and handed to the emulator as many at a time as have arrived. Called
+    /// by the subscription's handler on the loop thread, which is this actor's executor: no hop, no lock.
+    private func arrived(_ notification: RelayedNotification) {
+        guard pending.count < options.notificationQueue else {
+            dropped += 1
+            return
         }
-        if case .handOver(let emulator) = outcome { emulator.relayNotifications(from: takeNotifications) }
+        pending.append(notification)
+        handOver()
     }
 
-    /// The queued notifications, all of them; an empty answer ends the hand-over (atomically: one arriving after
-    /// it starts the next).
-    private nonisolated func takeNotifications() -> [RelayedNotification] {
-        pending.withLock { pending in
-            if pending.queue.isEmpty {
-                pending.draining = false
-                return []
+    /// Starts handing the queue to the emulator unless that is under way: one task drains it, batch after batch (the
+    /// emulator runs on this loop too, so each call is a switch between actors on one thread).
+    private func handOver() {
+        guard !draining, !pending.isEmpty, let emulator else { return }
+        draining = true
+        Task { [weak self] in await self?.drain(emulator) }
+    }
+
+    private func drain(_ emulator: Emulator) async {
+        while !pending.isEmpty, !stopped {
+            let batch = pending
+            pending = []
+            for notification in batch {
+                await emulator.relayNotification(notification.characteristic, value: notification.value, indicate: notification.indicate)
             }
-            defer { pending.queue = [] }
-            return pending.queue
+        }
+        draining = false
+    }
+
+    /// The subscription handler's way in: on the loop thread it runs in the actor's isolation at once (keeping the
+    /// device's order); anywhere else (never expected) it hops.
+    nonisolated func received(_ notification: RelayedNotification) {
+        if stack.connection.loop.isCurrent {
+            assumeIsolated { $0.arrived(notification) }
+        } else {
+            Task { await self.arrived(notification) }
         }
     }
 
@@ -153,7 +153,7 @@ public actor RelayLink: RelayUpstream {
         following?.cancel()
         cycleTask?.cancel()
         cycling.update { $0 = false }  // nothing waits for a remaking any more
-        pending.withLock { $0.queue = [] }
+        pending = []
         for subscription in open { await subscription.stop() }
         if let device {
             await device.disconnect()
@@ -244,7 +244,7 @@ public actor RelayLink: RelayUpstream {
         do {
             subscription = try await RemoteSubscription.start(target.path, connection: stack.connection) { [weak self] value in
                 if let handle { recording.record(.notification(handle: handle, value: value, indication: indicate)) }
-                self?.arrived(RelayedNotification(characteristic: characteristic, value: value, indicate: indicate))
+                self?.received(RelayedNotification(characteristic: characteristic, value: value, indicate: indicate))
             }
         } catch {
             throw Self.answer(error, writing: true)
@@ -266,7 +266,7 @@ public actor RelayLink: RelayUpstream {
         // A remaking under way or scheduled serves this departure too.
         guard !cycling.value, !relinkScheduled, !stopped else { return }
         if let lastCycle, ContinuousClock.now - lastCycle < options.minimumRelinkInterval {
-            await pending.withLock { $0.emulator }?.relayNote(
+            await emulator?.relayNote(
                 "relay: the last phone left, and the device's link was made again less than \(Self.seconds(options.minimumRelinkInterval)) ago: kept"
             )
             return
@@ -297,14 +297,14 @@ public actor RelayLink: RelayUpstream {
         await device.disconnect()
         let back = await attach()
         cycling.update { $0 = false }
-        await pending.withLock { $0.emulator }?.relayNote(
+        await emulator?.relayNote(
             back
                 ? "relay: the last phone left: the device \(address) was disconnected and connected again in \(Self.seconds(since: started))"
                 : "relay: the last phone left: the device \(address) was disconnected and could not be connected again at once")
     }
 
     /// Notifications dropped because the emulator could not keep up.
-    public nonisolated var droppedNotifications: Int { pending.withLock { $0.dropped } }
+    public var droppedNotifications: Int { dropped }
 
     // MARK: Following the link
 

@@ -146,9 +146,8 @@ struct RelayedDevice: Sendable {
     /// The mirror stopped: the device's link goes.
     func detach(from emulator: Emulator) async {
         await link.stop(forget: true)
-        if link.droppedNotifications > 0 {
-            await emulator.relayNote("relay: \(link.droppedNotifications) notifications dropped (the mirror could not keep up)")
-        }
+        let dropped = await link.droppedNotifications
+        if dropped > 0 { await emulator.relayNote("relay: \(dropped) notifications dropped (the mirror could not keep up)") }
     }
 
     /// After the serving ended (or failed: `rescuing`): the mirror's controller gets its address back, the

@@ -3,9 +3,14 @@ import BlueZTestSupport
 import Bluetooth
 import DBus
 import DBusTestSupport
+import Emulator
 import Relay
 import Replica
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `gattemu relay`'s device side on the stand-in bluetoothd: the mirror's characteristics matched with the device's
 /// (duplicate UUIDs each their own), reads passed on with the device's bytes and ATT errors, subscriptions carrying
@@ -105,6 +110,31 @@ import Testing
                 .notification(handle: 0x0014, value: [0x51, 0x60], indication: false),
                 .notification(handle: 0x0014, value: [0x51, 0x61], indication: false),
             ])
+        await link.stop(forget: true)
+        withExtendedLifetime(rig) {}
+    }
+
+    /// The device's notifications reach the mirror's emulator in the order the device sent them, every one, as the
+    /// subscription's handler queues them in the link (an actor on the loop both run on) and one task hands them over.
+    /// Replaces the emulator-side hand-over test (the queue moved from a mutex into the link's actor state).
+    @Test(.timeLimit(.minutes(5))) func aBurstOfNotificationsReachesTheEmulatorInOrder() async throws {
+        let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
+        defer { Task { await stack.close() } }
+        let (link, _, ids) = link(session, stack)
+        let log = try EventLog(format: .text, console: open("/dev/null", O_WRONLY))
+        let emulator = try Emulator(profile: session.profile, options: EmulatorOptions(), log: log, loop: stack.connection.loop)
+        await emulator.relay(to: link)
+        await link.start(emulator: emulator)
+        let tx = try #require(ids[Lock.tx])
+        try await link.setSubscribed(tx, true)
+        let device = try #require(rig.adapter.device(Lock.address))
+        let path = try #require(device.characteristicPath(0x0013))
+        let burst = (0..<200).map { [0xB0, UInt8($0)] }
+        for value in burst { await device.send(value, on: path) }
+        let relayed = { log.events(since: 0).filter { $0.kind == .relayed && $0.value?.first == 0xB0 }.compactMap(\.value) }
+        try await eventually { relayed().count >= burst.count }
+        #expect(relayed() == burst)
+        #expect(await link.droppedNotifications == 0)
         await link.stop(forget: true)
         withExtendedLifetime(rig) {}
     }

@@ -94,21 +94,6 @@ extension Emulator {
         relayResponder?.linkChecked(asked, before: before, start: start, in: self)
     }
 
-    /// Hands the device's notifications to the emulator in order: a task on the emulator's own executor (the
-    /// D-Bus loop, so no hop through the global pool) takes batches from `take` until it answers none. The caller
-    /// starts one at a time (`take` ends it atomically).
-    public nonisolated func relayNotifications(from take: @escaping @Sendable () -> [RelayedNotification]) {
-        Task(executorPreference: loop) {
-            var batch = take()
-            while !batch.isEmpty {
-                for notification in batch {
-                    await self.relayNotification(notification.characteristic, value: notification.value, indicate: notification.indicate)
-                }
-                batch = take()
-            }
-        }
-    }
-
     /// A notification or indication the device sent: logged as the relayed leg, then sent to the mirror's
     /// subscribers through the fault engine as any notification.
     public func relayNotification(_ characteristic: String, value: [UInt8], indicate: Bool) async {
