@@ -72,4 +72,16 @@ import Testing
         #expect(found.first?.contains("connectionState[0]: \"authenticatd\" is not a state value") == true)
         #expect(found.first?.contains("authenticated") == true, "suggests the near name")
     }
+
+    /// A name listed twice says nothing more and is most likely a slip for another: refused, pointing at the first.
+    /// Failed before: accepted (found by Tests/schema/test_profile_parity.py; schema.json has uniqueItems).
+    @Test func aNameListedTwiceIsRefused() {
+        let json = Self.profile.replacingOccurrences(
+            of: #""connectionState": ["authenticated"]"#,
+            with: #""connectionState": ["authenticated", "unlocks", "authenticated"]"#)
+        let found = problems(json)
+        #expect(found.count == 1, "\(found)")
+        #expect(found.first?.contains("connectionState[2]: \"authenticated\" is listed twice") == true, "\(found)")
+        #expect(found.first?.contains("connectionState[0]") == true, "points at the first: \(found)")
+    }
 }

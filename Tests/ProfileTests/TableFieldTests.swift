@@ -25,4 +25,18 @@ import Testing
         let type = problems(Self.profile(present: "\"no\""))
         #expect(type.contains { $0.contains("services[1].present") && $0.contains("true or false") }, "\(type)")
     }
+
+    /// A number written as a string is decimal digits or `0x` and hex digits, nothing else: a sign is refused (`"+1"`,
+    /// `"0x+1"`; schema.json's patterns say the same). Failed before: both were read as 1 (Swift's `Int("+1")`).
+    @Test func numberStringsAreDigitsOnly() throws {
+        func appearance(_ text: String) -> String {
+            #"{ "format": 1, "device": { "appearance": "\#(text)" }, "services": [ { "id": "s", "uuid": "180f", "characteristics": [] } ] }"#
+        }
+        #expect(try loadProfile(appearance("0x03C1")).device.appearance == 0x03C1)
+        #expect(try loadProfile(appearance("961")).device.appearance == 961)
+        for bad in ["+1", "0x+1", "-1", "0x-1", "0x", "", " 1", "1 ", "0x 1", "١"] {
+            let found = problems(appearance(bad))
+            #expect(found.contains { $0.contains("device.appearance") && $0.contains("is not a number") }, "\(bad): \(found)")
+        }
+    }
 }

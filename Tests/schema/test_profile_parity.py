@@ -676,6 +676,11 @@ EXCEPTIONS = {
     "text-number-range": (
         "a number written as text (\"0xFFFF\", \"250ms\") beyond its range: a pattern bounds the digits, not the value",
         out_of_range),
+    "float-spelling": (
+        "an integer bound spelled as a float (-9.223372036854776e+18 for -2^63): the decoder refuses a float spelling "
+        "beyond what a double holds exactly, JSON Schema compares the values",
+        lambda c: plain(c) in ("condition.less", "condition.lessOrEqual", "condition.greater", "condition.greaterOrEqual")
+        and isinstance(c.value, float) and abs(c.value) >= 2**63),
     "value-kinds": (
         "compares with or assigns a value of another kind (number, string, boolean, bytes) than the variable or "
         "state value it names has, in another section",

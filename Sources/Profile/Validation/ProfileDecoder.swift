@@ -125,11 +125,14 @@ struct ProfileDecoder {
         return value
     }
 
-    /// An integer written as a number or as a `"0x…"` string.
+    /// An integer written as a number or as a string of decimal digits or `0x` and hex digits (nothing else: no sign,
+    /// no spaces, as schema.json's patterns say).
     mutating func flexibleInteger(_ node: JSONNode, _ path: String, in range: ClosedRange<Int>) -> Int? {
         if case .string(let text) = node.value {
-            let lowered = text.lowercased()
-            let parsed = lowered.hasPrefix("0x") ? Int(lowered.dropFirst(2), radix: 16) : Int(lowered)
+            let hex = text.hasPrefix("0x") || text.hasPrefix("0X")
+            let digits = hex ? text.dropFirst(2) : Substring(text)
+            let valid = !digits.isEmpty && digits.allSatisfy { $0.isASCII && (hex ? $0.isHexDigit : $0.isWholeNumber) }
+            let parsed = valid ? Int(digits, radix: hex ? 16 : 10) : nil
             guard let value = parsed, range.contains(value) else {
                 error(node, path, "\"\(text)\" is not a number in \(range.lowerBound)...\(range.upperBound)")
                 return nil

@@ -98,7 +98,16 @@ struct SemanticChecks {
                     at: value.keyLocation ?? profile.location(of: value.path) ?? SourceLocation(file: profile.file, line: 1, column: 1),
                     path: value.path, message: "\"\(value.name)\" is both a variable and a state value", hint: "rename one of them"))
         }
-        for (index, name) in profile.connectionState.enumerated() where stateByName[name] == nil {
+        var listed: [String: Int] = [:]
+        for (index, name) in profile.connectionState.enumerated() {
+            if let first = listed[name] {
+                report(
+                    JSONPath.appending(index, to: "connectionState"), "\"\(name)\" is listed twice",
+                    hint: "also at \(JSONPath.appending(first, to: "connectionState")); list each state value once")
+                continue
+            }
+            listed[name] = index
+            guard stateByName[name] == nil else { continue }
             report(
                 JSONPath.appending(index, to: "connectionState"), "\"\(name)\" is not a state value",
                 hint: hint(for: name, in: { profile.state.map(\.name) }) ?? "declare it under \"state\" with its initial value")
