@@ -46,6 +46,9 @@ let package = Package(
         .target(name: "Replica", dependencies: ["Bluetooth"]),
         // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
         // connections, ATT, SMP. Depends on Bluetooth only; no Foundation.
+        // SMP (mcumgr) and MCUboot images: what a firmware-update target speaks; pure, no I/O.
+        .target(name: "Digest"),
+        .target(name: "McuMgr", dependencies: ["Digest"]),
         .target(name: "Capture", dependencies: ["Bluetooth"]),
         // `gattemu import`: one peripheral of a decoded capture as a DeviceReplica (table, values, conversation, security).
         .target(name: "CaptureImport", dependencies: ["Bluetooth", "Capture", "Replica", "TextEscaping"]),
@@ -66,12 +69,12 @@ let package = Package(
         // its fault kinds the catalog's.
         .target(name: "ControlContract", dependencies: ["Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile", dependencies: ["Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"]),
+        .target(name: "Profile", dependencies: ["Bluetooth", "FaultCatalog", "Lexical", "TextEscaping", "McuMgr"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(
             name: "Emulator",
             dependencies: [
-                "BlueZ", "Profile", "Bluetooth", "TextEscaping",
+                "BlueZ", "Profile", "Bluetooth", "TextEscaping", "McuMgr", "Digest",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         // `gattemu relay`: the link to the real device as a central, forwarding the mirror's operations, and the
@@ -103,7 +106,7 @@ let package = Package(
             name: "gattemu",
             dependencies: [
                 "Emulator", "BlueZ", "DBus", "Profile", "Control", "ControlContract", "Bluetooth", "Capture", "CaptureImport", "Replica",
-                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay", "CaptureExport", "Lexical", "PrivateFiles",
+                "DeviceClone", "TextEscaping", "FaultCatalog", "Relay", "CaptureExport", "Lexical", "PrivateFiles", "Digest",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -118,7 +121,9 @@ let package = Package(
         // Fuzz targets: replays inputs normally; a libFuzzer binary when built by scripts/fuzz.
         .executableTarget(
             name: "gattemu-fuzz",
-            dependencies: ["BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica", "TextEscaping"]),
+            dependencies: [
+                "BlueZ", "DBus", "Profile", "ControlBodies", "Bluetooth", "Capture", "CaptureImport", "Replica", "TextEscaping", "McuMgr",
+            ]),
         // Host profiling driver (benchmarks/README.md): a stand-in bluetoothd on a private bus drives `gattemu run`.
         .executableTarget(
             name: "gattemu-hostbench", dependencies: ["DBus", "DBusTestSupport", "BlueZTestSupport"], path: "benchmarks/host"),
@@ -149,12 +154,14 @@ let package = Package(
                 "DeviceClone", "Relay", "BlueZ", "Bluetooth", "Replica", "Profile", "DBus", "DBusTestSupport", "BlueZTestSupport",
                 "Emulator",
             ]),
+        .testTarget(name: "McuMgrTests", dependencies: ["McuMgr", "Digest"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "DigestTests", dependencies: ["Digest"]),
         .testTarget(
             name: "ProfileTests", dependencies: ["Profile", "Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "EmulatorTests",
-            dependencies: ["Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "DBusTestSupport", "BlueZTestSupport"]),
+            dependencies: ["Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "DBusTestSupport", "BlueZTestSupport", "McuMgr"]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
         .executableTarget(

@@ -36,6 +36,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// Any text through the HTML escapers (text and script data) and the terminal escaper: nothing special
     /// comes through raw, whatever scalars surround it, and each escape reads back as the text.
     case escape
+    /// SMP (mcumgr) bytes a central writes to a firmware target: reassembly, every command's decoding and answer, the
+    /// reset; the same bytes as CBOR and as an MCUboot image.
+    case smp
 
     func run(_ data: [UInt8]) {
         switch self {
@@ -105,6 +108,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             CaptureFuzzing.runAdvertisingData(data)
         case .escape:
             EscapeFuzzing.run(data)
+        case .smp:
+            SMPFuzzing.run(data)
         }
     }
 

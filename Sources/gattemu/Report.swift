@@ -1,6 +1,7 @@
 import ArgumentParser
 import Control
 import ControlContract
+import Digest
 import Emulator
 import FoundationEssentials
 import PrivateFiles

@@ -13,6 +13,9 @@ import Testing
         "Lexical": ["Profile", "ControlContract", "ControlBodies", "Emulator", "Control", "BlueZ", "DBus"],
         "Profile": ["ControlContract", "ControlBodies", "Control", "Emulator", "BlueZ", "DBus"],
         "Emulator": ["ControlContract", "ControlBodies", "Control"],
+        // The firmware-update protocol is pure: no bus, no runtime, no profile format.
+        "McuMgr": ["DBus", "BlueZ", "Emulator", "Profile", "ControlContract", "Control", "Bluetooth"],
+        "Digest": ["Bluetooth", "DBus", "BlueZ", "Emulator", "Profile", "McuMgr"],
     ]
 
     /// Each target's direct dependencies on other targets (products of packages left out), from Package.swift.

@@ -43,7 +43,7 @@ SKIPPED = {"/properties/faults", "/$defs/fault"}  # test_fault_parity's
 # The base profiles, by name in profiles/ (leaf-reader-brvo extends leaf-reader: it is copied next to the cases) or
 # of this file. A place is mutated in the first base that has it: the shipped ones first, but noke-lock last, whose
 # fifteen rules make it the slowest for schema.json to judge (it gets its own unknown keys).
-BASES = ["leaf-reader-brvo", "bleproof", "leaf-reader", "COMPACT_RULES", "COMPACT", "noke-lock"]
+BASES = ["leaf-reader-brvo", "bleproof", "leaf-reader", "COMPACT_RULES", "COMPACT", "noke-lock", "mcuboot-sensor"]
 
 # Every object, property and value form of the format outside rules, in one valid profile.
 COMPACT = {
@@ -148,6 +148,9 @@ COMPACT_RULES = {
 IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_-]*$"
 PATTERN_SAMPLES = {
     IDENTIFIER: (["_a-1", "Z", "address"], ["1a", "a b", "", "é", "-a"]),
+    # An MCUboot image version (firmware.version): the pattern bounds the digits, not the parts' ranges.
+    r"^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,5}(\.[0-9]{1,10})?$": (
+        ["1.2.3", "0.0.0.0", "255.255.65535.4294967295"], ["1.2", "1.2.3.4.5", "v1.2.3", "1.2.-3", "", "1.2.3."]),
     "^(0[xX])?([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}|[0-9A-Fa-f]{32}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$": (
         ["0x2A19", "0000180F", "0000180f00001000800000805f9b34fb", "0X0000180F-0000-1000-8000-00805F9B34FB"],
         ["180", "2a190", "0x", "zz19", "0000180f-0000-1000-8000-00805f9b34f", "0000180f-00001000-8000-00805f9b34fb",
@@ -566,7 +569,7 @@ def last(case: Case) -> str:
 # Where a value names something another section declares.
 NAMING = {"read", "write", "subscribe", "unsubscribe", "timer", "trigger", "notify", "indicate", "setValue", "startTimer",
           "cancelTimer", "advertise", "state", "variable", "includes[]", "serviceUUIDs[]", "solicitUUIDs[]", "after",
-          "every", "delay"}
+          "every", "delay", "characteristic", "revision", "bootTime"}
 # What other sections name, and so cannot go or be emptied.
 NAMED = {"profile.services", "profile.timers", "profile.state", "profile.variables", "profile.triggers",
          "service.characteristics", "advertisement.variants"}

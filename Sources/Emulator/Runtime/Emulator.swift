@@ -82,6 +82,12 @@ public actor Emulator {
         self.faultState = FaultState(seed: options.seed)
         self.absentServices = Set(profile.services.filter { !$0.present }.map(\.id))
         (terminations, terminationRequests) = AsyncStream.makeStream(of: String.self)
+        if let firmware = profile.firmware {
+            // The SMP characteristic is the firmware target's; everything else the rules'.
+            pipeline = Self.pipeline(
+                answeredBy: RoutingResponder(routes: [firmware.characteristic: FirmwareResponder(firmware)], fallback: ProfileResponder()))
+            if let revision = firmware.revision { engine.store(Array(firmware.version.description.utf8), for: revision) }
+        }
     }
 
     /// Connects to bluetoothd, prepares the adapter and registers the application and advertisements.
@@ -100,6 +106,7 @@ public actor Emulator {
         let adapter = try await stack.adapter(options.adapter)
         self.adapter = adapter
         engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: adapter.address, seed: options.seed))
+        showRunningFirmware()
         originalAlias = adapter.alias
         let (events, continuation) = AsyncStream.makeStream(of: CentralEvent.self)
         centralEvents = continuation

@@ -122,6 +122,14 @@ public struct BehaviourEngine: Sendable {
         return (bytes, context.capped)
     }
 
+    /// `duration` in milliseconds as it stands now (a variable's current value), clamped as the engine clamps its own
+    /// durations; what was clamped comes back as `.log` effects, for the runtime to log.
+    public mutating func resolve(_ duration: DurationSpec, use: String) -> (milliseconds: Int, notes: [Effect]) {
+        var notes: [Effect] = []
+        let value = milliseconds(duration, use: use, into: &notes)
+        return (value, notes)
+    }
+
     /// A duration in milliseconds, clamped to `minimum`…``ProfileLimits/maximumDurationMilliseconds``; a value
     /// from a variable outside that range is logged (once per name and use) to `effects`.
     mutating func milliseconds(

@@ -28,6 +28,8 @@ public struct DeviceProfile: Sendable {
     public var faults: [FaultSpec] = []
     /// The `"security"` section as written; see ``pairingSecurity`` for what applies.
     public var security: SecurityDefinition?
+    /// The `"firmware"` section: the device is a firmware-update target (SMP over its characteristic).
+    public var firmware: FirmwareDefinition?
 
     /// Where the value at a JSON path (e.g. `advertisements[0].localName`) was written, if known; a path
     /// that goes deeper than the file gives the nearest enclosing value's place.

@@ -1,7 +1,7 @@
 extension ProfileDecoder {
     static let topLevelKeys = [
         "$schema", "format", "description", "extends", "device", "advertisements", "services", "variables", "state",
-        "connectionState", "triggers", "timers", "rules", "faults", "security",
+        "connectionState", "triggers", "timers", "rules", "faults", "security", "firmware",
     ]
 
     /// Decodes the whole document; the result is nil only when the root is not an object.
@@ -19,6 +19,7 @@ extension ProfileDecoder {
         if let schema = root["$schema"] { _ = string(schema, "$schema") }
         if let device = root["device"] { profile.device = self.device(device, "device") }
         if let security = root["security"] { profile.security = self.security(security, "security") }
+        if let firmware = root["firmware"] { profile.firmware = self.firmware(firmware, "firmware") }
         if let services = root["services"], let items = array(services, "services") {
             profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
         }

@@ -51,6 +51,7 @@ struct SemanticChecks {
         checkIdentity()
         checkServices()
         checkTimers()
+        checkFirmware()
         for rule in profile.rules { check(rule) }
         checkTemplates(templates)
     }
@@ -213,6 +214,41 @@ struct SemanticChecks {
     }
 
     private var allValueNames: [String] { profile.variables.map(\.name) + profile.state.map(\.name) }
+
+    /// The SMP characteristic is written without response and notifies (as mcumgr clients use it) and no rule
+    /// answers it; the revision characteristic can be read.
+    private mutating func checkFirmware() {
+        guard let firmware = profile.firmware else { return }
+        let smpPath = JSONPath.appending("characteristic", to: firmware.path)
+        if let smp = characteristicsByID[firmware.characteristic] {
+            let missing = [CharacteristicFlag.writeWithoutResponse, .notify].filter { !smp.flags.contains($0) }
+            if !missing.isEmpty {
+                report(
+                    smpPath,
+                    "the SMP characteristic \"\(smp.id)\" lacks " + missing.map { "\"\($0.rawValue)\"" }.joined(separator: " and "),
+                    hint: "mcumgr clients write requests without response and take answers as notifications")
+            }
+            for rule in profile.rules {
+                guard case .write(let id, _) = rule.trigger, id == smp.id else { continue }
+                report(
+                    JSONPath.appending("on", to: rule.path), "rule \"\(rule.id)\" answers writes to the SMP characteristic \"\(smp.id)\"",
+                    hint: "the firmware target answers it; a rule there would never run")
+            }
+        } else {
+            report(
+                smpPath, "unknown characteristic \"\(firmware.characteristic)\"",
+                hint: characteristicHint(firmware.characteristic) ?? "declare the SMP characteristic in services")
+        }
+        if let revision = firmware.revision {
+            let path = JSONPath.appending("revision", to: firmware.path)
+            if let characteristic = characteristicsByID[revision] {
+                if !characteristic.flags.contains(.read) { report(path, "the revision characteristic \"\(revision)\" cannot be read") }
+            } else {
+                report(path, "unknown characteristic \"\(revision)\"", hint: characteristicHint(revision))
+            }
+        }
+        check(firmware.bootTime, at: JSONPath.appending("bootTime", to: firmware.path))
+    }
 
     // MARK: Rules
 

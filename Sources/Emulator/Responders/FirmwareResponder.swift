@@ -1,0 +1,96 @@
+import BlueZ
+import Bluetooth
+import Digest
+import McuMgr
+import Profile
+
+/// Answers the profile's SMP characteristic (``FirmwareDefinition``) as an MCUboot device's mcumgr does: each
+/// central's writes are put back together into SMP packets (``SMPReassembler``, bounded by the buffer size the
+/// device reports), answered by the ``FirmwareTarget``, and the answer notified to that central alone (cut at its MTU
+/// by the delivery). A reset answered is followed by a reboot (``Emulator/rebootFirmware()``): the centrals
+/// are dropped, the device is gone for the boot time, and comes back running what MCUboot booted.
+final class FirmwareResponder: GattResponder {
+    let definition: FirmwareDefinition
+    private(set) var target: FirmwareTarget
+    /// Each connected central's packet being put together (at most one per central the registry holds).
+    private var reassemblers: [CentralID: SMPReassembler] = [:]
+    /// A reboot under way: requests meanwhile are not answered (the device is resetting).
+    private(set) var rebooting = false
+
+    init(_ definition: FirmwareDefinition) {
+        self.definition = definition
+        var configuration = FirmwareTarget.Configuration()
+        configuration.bufferSize = definition.bufferSize
+        configuration.bufferCount = definition.bufferCount
+        configuration.slotSize = definition.slotSize
+        // The running image's hash: the profile gives a version only, so a digest of it stands in (the same every run).
+        let running = FirmwareTarget.Image(version: definition.version, hash: SHA256.hash(Array("gattemu image \(definition.version)".utf8)))
+        target = FirmwareTarget(running: running, configuration: configuration)
+    }
+
+    func read(_ operation: ReadOperation, in runtime: isolated Emulator) async throws(ATTError) -> [UInt8] {
+        throw runtime.answer(.notPermitted, operation.central, operation.attribute)
+    }
+
+    func write(_ operation: WriteOperation, in runtime: isolated Emulator) async throws(ATTError) {
+        guard operation.attribute.descriptor == nil, !rebooting else { return }
+        let central = operation.central
+        var reassembler = reassemblers[central] ?? SMPReassembler(capacity: definition.bufferSize)
+        let pieces = reassembler.take(operation.value)
+        reassemblers[central] = reassembler
+        for piece in pieces {
+            switch piece {
+            case .packet(let packet):
+                let outcome = target.handle(packet)
+                runtime.log.record(.note, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary)
+                if let answer = outcome.answer { await send(answer, to: central, in: runtime) }
+                for event in outcome.events { await apply(event, in: runtime) }
+            case .tooLong(let header):
+                runtime.log.record(
+                    .note, central: central.logged, characteristic: definition.characteristic,
+                    detail: "smp: a packet of \(Int(header.length) + SMPHeader.size) bytes, over the buffer of \(definition.bufferSize) (rc 7)")
+                let answer = SMPPacket(answering: header, body: .map(["rc": .int(SMPManagementError.messageTooLong.rawValue)]))
+                await send(answer, to: central, in: runtime)
+            case .garbage(let count):
+                runtime.log.record(
+                    .note, central: central.logged, characteristic: definition.characteristic,
+                    detail: "smp: \(count) bytes that begin no SMP packet, dropped")
+            }
+        }
+    }
+
+    private func send(_ packet: SMPPacket, to central: CentralID, in runtime: isolated Emulator) async {
+        await runtime.sendNotification(definition.characteristic, value: packet.bytes, target: .central(central), indicate: false)
+    }
+
+    private func apply(_ event: FirmwareTarget.Event, in runtime: isolated Emulator) async {
+        switch event {
+        case .resetRequested:
+            guard !rebooting else { return }
+            rebooting = true
+            Task(executorPreference: runtime.loop) { [weak runtime] in await runtime?.rebootFirmware() }
+        case .uploadFinished(let image, let problem, _):
+            let what = image.map { "slot 1 holds \($0.version)" } ?? "no bootable image (\(problem ?? "unknown"))"
+            runtime.log.record(.note, characteristic: definition.characteristic, detail: "firmware: upload complete, \(what)")
+        case .marked(_, let permanent):
+            runtime.log.record(.note, detail: "firmware: slot 1 marked \(permanent ? "permanent" : "for test")")
+        case .confirmed:
+            runtime.log.record(.note, detail: "firmware: \(target.primary.version) confirmed")
+        case .uploadStarted, .uploadProgress, .uploadResumed, .erased:
+            break  // in the request's own line
+        }
+    }
+
+    /// MCUboot at the reset: swap, revert or nothing; the reboot is over.
+    func boot() -> FirmwareTarget.Boot {
+        defer { rebooting = false }
+        reassemblers = [:]
+        return target.boot()
+    }
+
+    func subscription(_ operation: SubscriptionOperation, in runtime: isolated Emulator) async {}
+
+    func link(_ event: LinkEvent, in runtime: isolated Emulator) async {
+        if case .disconnected(let central) = event { reassemblers[central] = nil }
+    }
+}

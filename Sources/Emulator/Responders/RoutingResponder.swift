@@ -1,0 +1,31 @@
+import BlueZ
+import Bluetooth
+
+/// Sends each characteristic's operations to the responder that owns it (the firmware target's SMP characteristic),
+/// everything else to `fallback` (the profile's rules). Every responder sees every link event.
+final class RoutingResponder: GattResponder {
+    let routes: [String: any GattResponder]
+    let fallback: any GattResponder
+
+    init(routes: [String: any GattResponder], fallback: any GattResponder) {
+        self.routes = routes
+        self.fallback = fallback
+    }
+
+    func read(_ operation: ReadOperation, in runtime: isolated Emulator) async throws(ATTError) -> [UInt8] {
+        try await (routes[operation.attribute.characteristic] ?? fallback).read(operation, in: runtime)
+    }
+
+    func write(_ operation: WriteOperation, in runtime: isolated Emulator) async throws(ATTError) {
+        try await (routes[operation.attribute.characteristic] ?? fallback).write(operation, in: runtime)
+    }
+
+    func subscription(_ operation: SubscriptionOperation, in runtime: isolated Emulator) async {
+        await (routes[operation.characteristic] ?? fallback).subscription(operation, in: runtime)
+    }
+
+    func link(_ event: LinkEvent, in runtime: isolated Emulator) async {
+        await fallback.link(event, in: runtime)
+        for responder in routes.values { await responder.link(event, in: runtime) }
+    }
+}

@@ -1,0 +1,56 @@
+import BlueZ
+import McuMgr
+import Profile
+
+/// The firmware-update target's reboot (`"firmware"` in the profile; ``FirmwareResponder``).
+extension Emulator {
+    /// The firmware responder, when the profile makes the device a firmware-update target.
+    var firmwareResponder: FirmwareResponder? {
+        (pipeline.responder as? RoutingResponder)?.routes.values.lazy.compactMap { $0 as? FirmwareResponder }.first
+    }
+
+    /// A reset the client asked for, as the device does it: the answer leaves first (Zephyr resets 250 ms after
+    /// answering), then the links drop and advertising stops; after the profile's boot time MCUboot has swapped,
+    /// reverted or kept the image, the revision characteristic says the running version, and the device advertises
+    /// again.
+    func rebootFirmware() async {
+        guard let firmware = firmwareResponder, !stopped else { return }
+        try? await Task.sleep(for: .milliseconds(250))
+        log.record(.note, detail: "firmware: resetting (\(firmware.target.primary.version) running)")
+        await stopAdvertising()
+        for address in centrals.connected {
+            do {
+                try await adapter?.disconnect(central: address)
+            } catch {
+                log.record(.error, central: address, detail: "firmware reset: \(error.description)")
+            }
+        }
+        let (milliseconds, notes) = engine.resolve(firmware.definition.bootTime, use: "firmware bootTime")
+        for case .log(let text) in notes { log.record(.note, detail: text) }
+        try? await Task.sleep(for: .milliseconds(milliseconds))
+        guard !stopped else { return }
+        let boot = firmware.boot()
+        switch boot {
+        case .same(let image):
+            log.record(.note, detail: "firmware: booted \(image.version) (nothing pending)")
+        case .swapped(let image, let permanent):
+            log.record(.note, detail: "firmware: booted \(image.version), swapped in \(permanent ? "for good" : "for test (not confirmed)")")
+        case .reverted(let image):
+            log.record(.note, detail: "firmware: booted \(image.version): the tested image was not confirmed, MCUboot reverted")
+        }
+        showRunningFirmware()
+        do {
+            try await startAdvertising()
+        } catch {
+            log.record(.error, detail: "firmware: advertising again after the reset: \(error.description)")
+        }
+    }
+
+    /// The revision characteristic (`"firmware": {"revision"}`) says the running image's version.
+    func showRunningFirmware() {
+        guard let firmware = firmwareResponder, let revision = firmware.definition.revision else { return }
+        let value = Array(firmware.target.primary.version.description.utf8)
+        engine.store(value, for: revision)
+        application?.setValue(revision, value: value)
+    }
+}

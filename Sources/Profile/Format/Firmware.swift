@@ -1,0 +1,33 @@
+import McuMgr
+
+/// `"firmware"`: the device is a firmware-update target. Its SMP characteristic (mcumgr's transport: written
+/// without response, answered by notification) is answered by the firmware responder instead of rules: image
+/// upload, test, confirm and reset as MCUboot does them (docs/firmware.md).
+public struct FirmwareDefinition: Sendable, Equatable {
+    /// The characteristic carrying SMP (Zephyr's is `DA2E7828-FBCE-4E01-AE9E-261174997C48` in service
+    /// `8D53DC1D-1DB7-4CD3-868B-8A527460AA84`).
+    public var characteristic: String
+    /// The running image's version.
+    public var version: McuBootImage.Version
+    /// A characteristic whose value is the running version's text (Device Information's Firmware Revision), set
+    /// at each boot.
+    public var revision: String?
+    /// How long the device is gone at a reset: from the disconnection to advertising again.
+    public var bootTime: DurationSpec = .milliseconds(2000)
+    /// `mcumgr params`: the largest SMP packet taken, and the buffer count.
+    public var bufferSize = 2475
+    public var bufferCount = 4
+    /// The image slots' size: the largest upload.
+    public var slotSize = 0x6_0000
+    /// Where the section is in the file.
+    public var path = "firmware"
+
+    public init(characteristic: String, version: McuBootImage.Version) {
+        self.characteristic = characteristic
+        self.version = version
+    }
+
+    public static let bufferSizes = 64...65_535
+    public static let bufferCounts = 1...64
+    public static let slotSizes = 1024...(16 << 20)
+}

@@ -1,0 +1,149 @@
+import Bluetooth
+import Foundation
+import McuMgr
+import Profile
+import Testing
+
+@testable import BlueZ
+@testable import Emulator
+
+/// A profile with `"firmware"`: its SMP characteristic is answered by the firmware target, behind the same faults as
+/// any responder; writes are put back together per central, answers go to that central only, a reset reboots the
+/// device into what MCUboot chose, and the revision characteristic follows.
+@Suite struct FirmwareResponderTests {
+    static let profile = """
+        { "format": 1,
+          "services": [
+            { "id": "smpService", "uuid": "8D53DC1D-1DB7-4CD3-868B-8A527460AA84", "characteristics": [
+              { "id": "smp", "uuid": "DA2E7828-FBCE-4E01-AE9E-261174997C48", "flags": ["write-without-response", "notify"] } ] },
+            { "id": "info", "uuid": "180a", "characteristics": [
+              { "id": "fw", "uuid": "2a26", "flags": ["read"], "value": { "utf8": "?" } } ] } ],
+          "firmware": { "characteristic": "smp", "version": "1.0.0", "revision": "fw", "bootTime": 0, "bufferSize": 512 } }
+        """
+
+    final class Outbox: NotificationSender, @unchecked Sendable {
+        var sent: [(central: NotificationTarget, value: [UInt8])] = []
+        func send(_ notification: OutgoingNotification, in runtime: isolated Emulator) async {
+            sent.append((notification.target, notification.value))
+        }
+    }
+
+    static let alice = BluetoothAddress("AA:BB:CC:DD:EE:01")!
+    static let bob = BluetoothAddress("AA:BB:CC:DD:EE:02")!
+
+    static func emulator() async throws -> (Emulator, EventLog, Outbox) {
+        let log = try EventLog(format: .text)
+        let emulator = try Emulator(profile: try ProfileLoader.load(json: profile, file: "smp.json"), options: EmulatorOptions(), log: log)
+        let outbox = Outbox()
+        await Self.deliver(through: outbox, emulator)
+        return (emulator, log, outbox)
+    }
+
+    /// The same responders, with `outbox` in place of bluetoothd's delivery.
+    static func deliver(through outbox: Outbox, _ emulator: isolated Emulator) {
+        emulator.answer(with: emulator.pipeline.responder, delivery: outbox)
+    }
+
+    static func runningConfirmed(_ emulator: isolated Emulator) -> Bool? { emulator.firmwareResponder?.target.confirmed }
+
+    static func write(_ bytes: [UInt8], from central: BluetoothAddress) -> GattWriteRequest {
+        GattWriteRequest(
+            attribute: GattAttributeID(characteristic: "smp"), value: bytes, offset: 0, kind: .command, bluetoothdAnswered: true,
+            prepareAuthorize: false, context: GattRequestContext(central: central, mtu: ATTMTU(rawValue: 23)))
+    }
+
+    static func request(group: UInt16, command: UInt8, read: Bool = false, sequence: UInt8, _ body: CBOR) -> [UInt8] {
+        let bytes = body.encoded
+        return SMPPacket(
+            header: SMPHeader(operation: read ? .read : .write, length: UInt16(bytes.count), group: group, sequence: sequence, command: command),
+            body: bytes
+        ).bytes
+    }
+
+    static func answer(_ value: [UInt8]) throws -> (SMPHeader, CBOR) {
+        let header = try #require(SMPHeader(value))
+        return (header, try CBOR(decoding: Array(value.dropFirst(SMPHeader.size))))
+    }
+
+    @Test func requestsSplitAcrossWritesAreAnsweredToTheirCentral() async throws {
+        let (emulator, log, outbox) = try await Self.emulator()
+        #expect(await emulator.engine.value(of: "fw") == Array("1.0.0".utf8), "the revision says the running version from the start")
+        let echo = Self.request(group: 0, command: 0, sequence: 5, .map(["d": .text(String(repeating: "x", count: 60))]))
+        let params = Self.request(group: 0, command: 6, read: true, sequence: 9, .map([:]))
+        // Alice's echo in 20-byte writes, Bob's params in between.
+        for start in stride(from: 0, to: echo.count, by: 20) {
+            try await emulator.write(Self.write(Array(echo[start..<min(start + 20, echo.count)]), from: Self.alice))
+            if start == 20 { try await emulator.write(Self.write(params, from: Self.bob)) }
+        }
+        #expect(outbox.sent.count == 2)
+        #expect(outbox.sent[0].central == .central(CentralID(address: Self.bob)))
+        #expect(try Self.answer(outbox.sent[0].value).1 == .map(["buf_size": .int(512), "buf_count": .int(4)]))
+        #expect(outbox.sent[1].central == .central(CentralID(address: Self.alice)))
+        let (header, body) = try Self.answer(outbox.sent[1].value)
+        #expect(header.sequence == 5 && header.operation == .writeResponse)
+        #expect(body == .map(["r": .text(String(repeating: "x", count: 60))]))
+        #expect(log.events(since: 0).contains { $0.detail?.hasPrefix("smp: os echo seq 5") == true })
+    }
+
+    @Test func aPacketOverTheBufferIsRefusedWithMessageTooLong() async throws {
+        let (emulator, _, outbox) = try await Self.emulator()
+        let long = Self.request(group: 0, command: 0, sequence: 1, .map(["d": .text(String(repeating: "y", count: 600))]))
+        try await emulator.write(Self.write(long, from: Self.alice))
+        let first = try #require(outbox.sent.first)
+        #expect(try Self.answer(first.value).1 == .map(["rc": .int(7)]))
+    }
+
+    @Test func anUploadTestAndResetBootTheNewImage() async throws {
+        let (emulator, log, outbox) = try await Self.emulator()
+        // An image imgtool made (Tests/McuMgrTests/Fixtures/README.md).
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("McuMgrTests/Fixtures/app-1.2.3+4.bin")
+        let image = Array(try Data(contentsOf: file))
+        var offset = 0
+        var sequence: UInt8 = 0
+        while offset < image.count {
+            sequence &+= 1
+            let data = Array(image[offset..<min(offset + 300, image.count)])
+            let body: CBOR =
+                offset == 0 ? .map(["len": .int(image.count), "off": .int(0), "data": .bytes(data)]) : .map(["off": .int(offset), "data": .bytes(data)])
+            try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: sequence, body), from: Self.alice))
+            let last = try #require(outbox.sent.last)
+            offset = try #require(try Self.answer(last.value).1["off"]?.int)
+        }
+        let hash = try McuBootImage(image).hash
+        try await emulator.write(Self.write(Self.request(group: 1, command: 0, sequence: 200, .map(["hash": .bytes(hash)])), from: Self.alice))
+        try await emulator.write(Self.write(Self.request(group: 0, command: 5, sequence: 201, .map([:])), from: Self.alice))
+        let resetAnswer = try #require(outbox.sent.last)
+        #expect(try Self.answer(resetAnswer.value).1 == .map([:]), "the reset is answered before the device resets")
+        // The device resets, is gone for the boot time (0 here) and boots the tested image: the log says so.
+        for await event in log.subscribe(since: 0) where event.detail?.hasPrefix("firmware: booted") == true {
+            #expect(event.detail?.hasPrefix("firmware: booted 1.2.3.4, swapped in for test") == true, "\(event.detail ?? "")")
+            break
+        }
+        #expect(await emulator.engine.value(of: "fw") == Array("1.2.3.4".utf8))
+        #expect(await Self.runningConfirmed(emulator) == false)
+    }
+
+    @Test func theProfileSaysWhatTheFirmwareSectionNeeds() {
+        let wrong = Self.profile.replacingOccurrences(of: #"["write-without-response", "notify"]"#, with: #"["write"]"#)
+            .replacingOccurrences(of: #""version": "1.0.0""#, with: #""version": "1.0""#)
+            .replacingOccurrences(of: #""revision": "fw""#, with: #""revision": "nope""#)
+        do {
+            _ = try ProfileLoader.load(json: wrong, file: "smp.json")
+            Issue.record("a wrong firmware section loaded")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains("firmware.version: \"1.0\" is not an image version"), "\(text)")
+        }
+        let flags = Self.profile.replacingOccurrences(of: #"["write-without-response", "notify"]"#, with: #"["write"]"#)
+            .replacingOccurrences(of: #""revision": "fw""#, with: #""revision": "nope""#)
+        do {
+            _ = try ProfileLoader.load(json: flags, file: "smp.json")
+            Issue.record("a wrong firmware section loaded")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains("firmware.characteristic: the SMP characteristic \"smp\" lacks \"write-without-response\" and \"notify\""), "\(text)")
+            #expect(text.contains("firmware.revision: unknown characteristic \"nope\""), "\(text)")
+        }
+    }
+}
