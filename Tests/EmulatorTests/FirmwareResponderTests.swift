@@ -55,7 +55,8 @@ import Testing
     static func request(group: UInt16, command: UInt8, read: Bool = false, sequence: UInt8, _ body: CBOR) -> [UInt8] {
         let bytes = body.encoded
         return SMPPacket(
-            header: SMPHeader(operation: read ? .read : .write, length: UInt16(bytes.count), group: group, sequence: sequence, command: command),
+            header: SMPHeader(
+                operation: read ? .read : .write, length: UInt16(bytes.count), group: group, sequence: sequence, command: command),
             body: bytes
         ).bytes
     }
@@ -105,13 +106,16 @@ import Testing
             sequence &+= 1
             let data = Array(image[offset..<min(offset + 300, image.count)])
             let body: CBOR =
-                offset == 0 ? .map(["len": .int(image.count), "off": .int(0), "data": .bytes(data)]) : .map(["off": .int(offset), "data": .bytes(data)])
+                offset == 0
+                ? .map(["len": .int(image.count), "off": .int(0), "data": .bytes(data)])
+                : .map(["off": .int(offset), "data": .bytes(data)])
             try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: sequence, body), from: Self.alice))
             let last = try #require(outbox.sent.last)
             offset = try #require(try Self.answer(last.value).1["off"]?.int)
         }
         let hash = try McuBootImage(image).hash
-        try await emulator.write(Self.write(Self.request(group: 1, command: 0, sequence: 200, .map(["hash": .bytes(hash)])), from: Self.alice))
+        try await emulator.write(
+            Self.write(Self.request(group: 1, command: 0, sequence: 200, .map(["hash": .bytes(hash)])), from: Self.alice))
         try await emulator.write(Self.write(Self.request(group: 0, command: 5, sequence: 201, .map([:])), from: Self.alice))
         let resetAnswer = try #require(outbox.sent.last)
         #expect(try Self.answer(resetAnswer.value).1 == .map([:]), "the reset is answered before the device resets")
@@ -124,26 +128,31 @@ import Testing
         #expect(await Self.runningConfirmed(emulator) == false)
     }
 
-    @Test func theProfileSaysWhatTheFirmwareSectionNeeds() {
-        let wrong = Self.profile.replacingOccurrences(of: #"["write-without-response", "notify"]"#, with: #"["write"]"#)
-            .replacingOccurrences(of: #""version": "1.0.0""#, with: #""version": "1.0""#)
-            .replacingOccurrences(of: #""revision": "fw""#, with: #""revision": "nope""#)
+    /// What loading `json` says is wrong with it (empty when it loads).
+    static func problems(_ json: String) -> String {
         do {
-            _ = try ProfileLoader.load(json: wrong, file: "smp.json")
-            Issue.record("a wrong firmware section loaded")
+            _ = try ProfileLoader.load(json: json, file: "smp.json")
+            return ""
         } catch {
-            let text = "\(error)"
-            #expect(text.contains("firmware.version: \"1.0\" is not an image version"), "\(text)")
+            return "\(error)"
         }
+    }
+
+    @Test func theProfileSaysWhatTheFirmwareSectionNeeds() {
         let flags = Self.profile.replacingOccurrences(of: #"["write-without-response", "notify"]"#, with: #"["write"]"#)
             .replacingOccurrences(of: #""revision": "fw""#, with: #""revision": "nope""#)
-        do {
-            _ = try ProfileLoader.load(json: flags, file: "smp.json")
-            Issue.record("a wrong firmware section loaded")
-        } catch {
-            let text = "\(error)"
-            #expect(text.contains("firmware.characteristic: the SMP characteristic \"smp\" lacks \"write-without-response\" and \"notify\""), "\(text)")
-            #expect(text.contains("firmware.revision: unknown characteristic \"nope\""), "\(text)")
-        }
+        // A version that is none stops the section before its references are looked at.
+        let version = Self.problems(flags.replacingOccurrences(of: #""version": "1.0.0""#, with: #""version": "1.0""#))
+        #expect(version.contains("firmware.version: \"1.0\" is not an image version"), "\(version)")
+        let references = Self.problems(flags)
+        #expect(
+            references.contains("firmware.characteristic: the SMP characteristic \"smp\" lacks \"write-without-response\" and \"notify\""),
+            "\(references)")
+        #expect(references.contains("firmware.revision: unknown characteristic \"nope\""), "\(references)")
+        let rule = Self.profile.replacingOccurrences(
+            of: #""bufferSize": 512 } }"#,
+            with: #""bufferSize": 512 }, "rules": [ { "id": "r", "on": { "write": "smp" }, "do": { "succeed": true } } ] }"#)
+        #expect(Self.problems(rule).contains("rule \"r\" answers writes to the SMP characteristic"), "\(Self.problems(rule))")
+        #expect(Self.problems(Self.profile).isEmpty)
     }
 }

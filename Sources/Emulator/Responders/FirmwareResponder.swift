@@ -24,7 +24,8 @@ final class FirmwareResponder: GattResponder {
         configuration.bufferCount = definition.bufferCount
         configuration.slotSize = definition.slotSize
         // The running image's hash: the profile gives a version only, so a digest of it stands in (the same every run).
-        let running = FirmwareTarget.Image(version: definition.version, hash: SHA256.hash(Array("gattemu image \(definition.version)".utf8)))
+        let running = FirmwareTarget.Image(
+            version: definition.version, hash: SHA256.hash(Array("gattemu image \(definition.version)".utf8)))
         target = FirmwareTarget(running: running, configuration: configuration)
     }
 
@@ -42,13 +43,15 @@ final class FirmwareResponder: GattResponder {
             switch piece {
             case .packet(let packet):
                 let outcome = target.handle(packet)
-                runtime.log.record(.note, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary)
+                runtime.log.record(
+                    .note, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary)
                 if let answer = outcome.answer { await send(answer, to: central, in: runtime) }
                 for event in outcome.events { await apply(event, in: runtime) }
             case .tooLong(let header):
                 runtime.log.record(
                     .note, central: central.logged, characteristic: definition.characteristic,
-                    detail: "smp: a packet of \(Int(header.length) + SMPHeader.size) bytes, over the buffer of \(definition.bufferSize) (rc 7)")
+                    detail:
+                        "smp: a packet of \(Int(header.length) + SMPHeader.size) bytes, over the buffer of \(definition.bufferSize) (rc 7)")
                 let answer = SMPPacket(answering: header, body: .map(["rc": .int(SMPManagementError.messageTooLong.rawValue)]))
                 await send(answer, to: central, in: runtime)
             case .garbage(let count):

@@ -34,7 +34,8 @@ extension Emulator {
         case .same(let image):
             log.record(.note, detail: "firmware: booted \(image.version) (nothing pending)")
         case .swapped(let image, let permanent):
-            log.record(.note, detail: "firmware: booted \(image.version), swapped in \(permanent ? "for good" : "for test (not confirmed)")")
+            log.record(
+                .note, detail: "firmware: booted \(image.version), swapped in \(permanent ? "for good" : "for test (not confirmed)")")
         case .reverted(let image):
             log.record(.note, detail: "firmware: booted \(image.version): the tested image was not confirmed, MCUboot reverted")
         }

@@ -2,7 +2,9 @@ import McuMgr
 
 extension ProfileDecoder {
     mutating func firmware(_ node: JSONNode, _ path: String) -> FirmwareDefinition? {
-        let allowed = ["$comment", "description", "characteristic", "version", "revision", "bootTime", "bufferSize", "bufferCount", "slotSize"]
+        let allowed = [
+            "$comment", "description", "characteristic", "version", "revision", "bootTime", "bufferSize", "bufferCount", "slotSize",
+        ]
         guard members(node, path, allowed: allowed) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         let characteristic = required(node, "characteristic", path).flatMap { identifier($0, sub("characteristic")) }
