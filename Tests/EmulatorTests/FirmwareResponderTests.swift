@@ -128,6 +128,38 @@ import Testing
         #expect(await Self.runningConfirmed(emulator) == false)
     }
 
+    /// A second central's upload while one is under way is answered busy and disturbs nothing; once the first central
+    /// has left, another may resume its upload from where it stopped.
+    @Test func aSecondCentralsUploadIsBusyUntilTheFirstLeaves() async throws {
+        let (emulator, _, outbox) = try await Self.emulator()
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("McuMgrTests/Fixtures/app-1.2.3+4.bin")
+        let image = Array(try Data(contentsOf: file))
+        let first = CBOR.map([
+            "len": .int(image.count), "off": .int(0), "sha": .bytes(Array(repeating: 1, count: 32)),
+            "data": .bytes(Array(image.prefix(300))),
+        ])
+        try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: 1, first), from: Self.alice))
+        #expect(try Self.answer(try #require(outbox.sent.last).value).1 == .map(["off": .int(300)]))
+        let other = CBOR.map(["len": .int(image.count), "off": .int(0), "data": .bytes(Array(image.prefix(300)))])
+        try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: 1, other), from: Self.bob))
+        #expect(try Self.answer(try #require(outbox.sent.last).value).1 == .map(["rc": .int(10)]))
+        // Bob may still read the state; Alice's upload goes on.
+        try await emulator.write(Self.write(Self.request(group: 1, command: 0, read: true, sequence: 2, .map([:])), from: Self.bob))
+        #expect(try Self.answer(try #require(outbox.sent.last).value).1["images"] != nil)
+        let next = CBOR.map(["off": .int(300), "data": .bytes(Array(image[300..<600]))])
+        try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: 2, next), from: Self.alice))
+        #expect(try Self.answer(try #require(outbox.sent.last).value).1 == .map(["off": .int(600)]))
+        // Alice leaves mid-upload: Bob resumes it with the same sha.
+        await emulator.centralEvent(.disconnected(address: Self.alice))
+        let resume = CBOR.map([
+            "len": .int(image.count), "off": .int(0), "sha": .bytes(Array(repeating: 1, count: 32)),
+            "data": .bytes(Array(image.prefix(300))),
+        ])
+        try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: 3, resume), from: Self.bob))
+        #expect(try Self.answer(try #require(outbox.sent.last).value).1 == .map(["off": .int(600)]))
+    }
+
     /// What loading `json` says is wrong with it (empty when it loads).
     static func problems(_ json: String) -> String {
         do {

@@ -16,6 +16,9 @@ final class FirmwareResponder: GattResponder {
     private var reassemblers: [CentralID: SMPReassembler] = [:]
     /// A reboot under way: requests meanwhile are not answered (the device is resetting).
     private(set) var rebooting = false
+    /// The central whose upload is under way: another central's upload chunks are answered busy (`rc 10`) instead of
+    /// restarting it. Cleared when the upload ends or that central leaves (the upload stays, to be resumed).
+    private(set) var uploader: CentralID?
 
     init(_ definition: FirmwareDefinition) {
         self.definition = definition
@@ -42,7 +45,22 @@ final class FirmwareResponder: GattResponder {
         for piece in pieces {
             switch piece {
             case .packet(let packet):
+                let header = packet.header
+                if header.group == SMPGroup.image, header.command == 1, let owner = uploader, owner != central, target.uploadProgress != nil
+                {
+                    runtime.log.record(
+                        .note, central: central.logged, characteristic: definition.characteristic,
+                        detail: "smp: image upload seq \(header.sequence): another central's upload is under way (rc 10)")
+                    await send(
+                        SMPPacket(answering: header, body: .map(["rc": .int(SMPManagementError.busy.rawValue)])), to: central, in: runtime)
+                    continue
+                }
                 let outcome = target.handle(packet)
+                if outcome.events.contains(where: { if case .uploadFinished = $0 { true } else { false } }) {
+                    uploader = nil
+                } else if header.group == SMPGroup.image, header.command == 1, target.uploadProgress != nil {
+                    uploader = central
+                }
                 runtime.log.record(
                     .note, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary)
                 if let answer = outcome.answer { await send(answer, to: central, in: runtime) }
@@ -88,12 +106,15 @@ final class FirmwareResponder: GattResponder {
     func boot() -> FirmwareTarget.Boot {
         defer { rebooting = false }
         reassemblers = [:]
+        uploader = nil
         return target.boot()
     }
 
     func subscription(_ operation: SubscriptionOperation, in runtime: isolated Emulator) async {}
 
     func link(_ event: LinkEvent, in runtime: isolated Emulator) async {
-        if case .disconnected(let central) = event { reassemblers[central] = nil }
+        guard case .disconnected(let central) = event else { return }
+        reassemblers[central] = nil
+        if uploader == central { uploader = nil }
     }
 }
