@@ -25,6 +25,9 @@ public struct SMPReassembler: Sendable {
     /// Bytes waiting for the rest of their packet.
     public var pending: Int { buffer.count }
 
+    /// Nothing begun: no bytes waiting, no long packet being skipped.
+    public var isIdle: Bool { buffer.isEmpty && skipping == 0 }
+
     /// Takes one write's bytes; returns the packets (and refusals) it completed, in order.
     public mutating func take(_ bytes: [UInt8]) -> [Piece] {
         var input = bytes[...]

@@ -46,5 +46,8 @@ import Testing
         #expect(out == [.packet(next)], "the rest of the long one is skipped; the next is read")
         #expect(reassembler.take([0x07, 1, 2, 3, 4, 5, 6, 7, 8]) == [.garbage(9)])
         #expect(reassembler.take(next.bytes) == [.packet(next)], "garbage ends with its write")
+        #expect(reassembler.isIdle)
+        _ = reassembler.take(Array(next.bytes.prefix(5)))
+        #expect(!reassembler.isIdle && reassembler.pending == 5)
     }
 }

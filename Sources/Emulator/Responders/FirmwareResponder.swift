@@ -12,8 +12,10 @@ import Profile
 final class FirmwareResponder: GattResponder {
     let definition: FirmwareDefinition
     private(set) var target: FirmwareTarget
-    /// Each connected central's packet being put together (at most one per central the registry holds).
+    /// The packet each central is in the middle of (only centrals with one begun; at most
+    /// ``maximumReassemblers``, each bounded by the buffer size).
     private var reassemblers: [CentralID: SMPReassembler] = [:]
+    static let maximumReassemblers = 64
     /// A reboot under way: requests meanwhile are not answered (the device is resetting).
     private(set) var rebooting = false
     /// The central whose upload is under way: another central's upload chunks are answered busy (`rc 10`) instead of
@@ -41,7 +43,18 @@ final class FirmwareResponder: GattResponder {
         let central = operation.central
         var reassembler = reassemblers[central] ?? SMPReassembler(capacity: definition.bufferSize)
         let pieces = reassembler.take(operation.value)
-        reassemblers[central] = reassembler
+        if reassembler.isIdle {
+            reassemblers[central] = nil
+        } else {
+            if reassemblers[central] == nil, reassemblers.count >= Self.maximumReassemblers, let evicted = reassemblers.keys.first {
+                // More centrals mid-packet than any real rig has: one's partial packet goes, and the log says so.
+                reassemblers[evicted] = nil
+                runtime.log.record(
+                    .note, central: evicted.logged, characteristic: definition.characteristic,
+                    detail: "smp: a partial packet dropped (\(Self.maximumReassemblers) centrals in the middle of one)")
+            }
+            reassemblers[central] = reassembler
+        }
         for piece in pieces {
             switch piece {
             case .packet(let packet):
