@@ -39,19 +39,15 @@ extension Emulator {
         case .reverted(let image):
             log.record(.note, detail: "firmware: booted \(image.version): the tested image was not confirmed, MCUboot reverted")
         }
-        showRunningFirmware()
+        if let revision = firmware.definition.revision {
+            let value = Array(firmware.target.primary.version.description.utf8)
+            engine.store(value, for: revision)
+            application?.setValue(revision, value: value)
+        }
         do {
             try await startAdvertising()
         } catch {
             log.record(.error, detail: "firmware: advertising again after the reset: \(error.description)")
         }
-    }
-
-    /// The revision characteristic (`"firmware": {"revision"}`) says the running image's version.
-    func showRunningFirmware() {
-        guard let firmware = firmwareResponder, let revision = firmware.definition.revision else { return }
-        let value = Array(firmware.target.primary.version.description.utf8)
-        engine.store(value, for: revision)
-        application?.setValue(revision, value: value)
     }
 }

@@ -86,7 +86,6 @@ public actor Emulator {
             // The SMP characteristic is the firmware target's; everything else the rules'.
             pipeline = Self.pipeline(
                 answeredBy: RoutingResponder(routes: [firmware.characteristic: FirmwareResponder(firmware)], fallback: ProfileResponder()))
-            if let revision = firmware.revision { engine.store(Array(firmware.version.description.utf8), for: revision) }
         }
     }
 
@@ -106,7 +105,6 @@ public actor Emulator {
         let adapter = try await stack.adapter(options.adapter)
         self.adapter = adapter
         engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: adapter.address, seed: options.seed))
-        showRunningFirmware()
         originalAlias = adapter.alias
         let (events, continuation) = AsyncStream.makeStream(of: CentralEvent.self)
         centralEvents = continuation

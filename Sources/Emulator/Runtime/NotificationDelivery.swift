@@ -30,8 +30,7 @@ final class NotificationDelivery: NotificationSender {
         guard let mtu = runtime.centrals.smallestMTU(of: recipients), value.count > mtu.payload else { return [value] }
         let size = max(1, mtu.payload)
         let what = notification.indicate ? "indication" : "notification"
-        // SMP answers are cut at the MTU by every device (the client puts the packet together by its header's length).
-        if runtime.profile.characteristic(characteristic)?.fragment == true || runtime.profile.firmware?.characteristic == characteristic {
+        if runtime.profile.characteristic(characteristic)?.fragment == true {
             let pieces = stride(from: 0, to: value.count, by: size).map { Array(value[$0..<min($0 + size, value.count)]) }
             runtime.log.record(
                 .note, characteristic: characteristic, value: value,

@@ -31,3 +31,21 @@ public struct FirmwareDefinition: Sendable, Equatable {
     public static let bufferCounts = 1...64
     public static let slotSizes = 1024...(16 << 20)
 }
+
+extension DeviceProfile {
+    /// What `firmware` says of the table, set once where the table is: the SMP characteristic's answers are cut at the
+    /// central's MTU like any `fragment` characteristic (the client puts a packet together by its header's length),
+    /// and the revision characteristic starts as the running version.
+    mutating func serve(_ firmware: FirmwareDefinition) {
+        for service in services.indices {
+            for index in services[service].characteristics.indices {
+                let id = services[service].characteristics[index].id
+                if id == firmware.characteristic { services[service].characteristics[index].fragment = true }
+                if id == firmware.revision {
+                    services[service].characteristics[index].value = ValueSource(
+                        template: .literal(Array(firmware.version.description.utf8)))
+                }
+            }
+        }
+    }
+}

@@ -55,6 +55,7 @@ extension ProfileDecoder {
                 self.error(at: error.location ?? faults.location, error.path, error.message)
             }
         }
+        if let firmware = profile.firmware { profile.serve(firmware) }
         return profile
     }
 
