@@ -135,10 +135,11 @@ public struct FirmwareTarget: Sendable {
         let what = "\(Self.name(group: header.group, command: header.command)) seq \(header.sequence)"
         guard header.operation.isRequest else { return Outcome(answer: nil, summary: "\(what): a response sent to the device, ignored") }
         guard header.version <= 1 else {
-            return Outcome(answer: Self.bare(header, .tooNew), summary: "\(what): SMP version \(header.version) refused (rc 13)")
+            return Outcome(
+                answer: SMPPacket(answering: header, error: .tooNew), summary: "\(what): SMP version \(header.version) refused (rc 13)")
         }
         guard let body = try? CBOR(decoding: packet.body), case .map = body else {
-            return Outcome(answer: Self.bare(header, .invalid), summary: "\(what): the body is not a CBOR map (rc 3)")
+            return Outcome(answer: SMPPacket(answering: header, error: .invalid), summary: "\(what): the body is not a CBOR map (rc 3)")
         }
         let read = header.operation == .read
         var result: Result
@@ -158,7 +159,8 @@ public struct FirmwareTarget: Sendable {
         case (SMPGroup.image, 6, true): result = slotInfo
         default:
             return Outcome(
-                answer: Self.bare(header, .notSupported), summary: "\(what) (op \(header.operation.rawValue)): not supported (rc 8)")
+                answer: SMPPacket(answering: header, error: .notSupported),
+                summary: "\(what) (op \(header.operation.rawValue)): not supported (rc 8)")
         }
         let answer: CBOR
         switch result.answer {
@@ -198,10 +200,6 @@ public struct FirmwareTarget: Sendable {
         }
 
         static func image(_ code: SMPGroupError.Image, _ summary: String) -> Result { Result(.group(.image(code)), summary: summary) }
-    }
-
-    static func bare(_ header: SMPHeader, _ code: SMPManagementError) -> SMPPacket {
-        SMPPacket(answering: header, body: .map(["rc": .int(code.rawValue)]))
     }
 
     /// `os echo`, `image upload`, …: the group and command by name, for the log.

@@ -84,3 +84,11 @@ public enum SMPGroup {
     public static let os: UInt16 = 0
     public static let image: UInt16 = 1
 }
+
+extension SMPPacket {
+    /// The answer to `request` that is a management error alone (`{"rc": N}`): below the groups, or where a device
+    /// refuses before a group sees the request (busy, too long).
+    public init(answering request: SMPHeader, error code: SMPManagementError) {
+        self.init(answering: request, body: .map(["rc": .int(code.rawValue)]))
+    }
+}

@@ -65,7 +65,7 @@ final class FirmwareResponder: GattResponder {
                         .note, central: central.logged, characteristic: definition.characteristic,
                         detail: "smp: image upload seq \(header.sequence): another central's upload is under way (rc 10)")
                     await send(
-                        SMPPacket(answering: header, body: .map(["rc": .int(SMPManagementError.busy.rawValue)])), to: central, in: runtime)
+                        SMPPacket(answering: header, error: .busy), to: central, in: runtime)
                     continue
                 }
                 let outcome = target.handle(packet)
@@ -83,7 +83,7 @@ final class FirmwareResponder: GattResponder {
                     .note, central: central.logged, characteristic: definition.characteristic,
                     detail:
                         "smp: a packet of \(Int(header.length) + SMPHeader.size) bytes, over the buffer of \(definition.bufferSize) (rc 7)")
-                let answer = SMPPacket(answering: header, body: .map(["rc": .int(SMPManagementError.messageTooLong.rawValue)]))
+                let answer = SMPPacket(answering: header, error: .messageTooLong)
                 await send(answer, to: central, in: runtime)
             case .garbage(let count):
                 runtime.log.record(
