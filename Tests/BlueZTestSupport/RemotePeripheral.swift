@@ -122,6 +122,10 @@ public struct RemoteCharacteristic: Sendable {
         case disconnects
         /// bluetoothd removes the device object (`InterfacesRemoved`): the read fails likewise.
         case vanishes
+        /// The device asked for encryption: bluetoothd pairs with it (`Paired` turns true), but the first read's
+        /// answer never comes (the caller's call times out, as with a loaded bluetoothd whose pairing outlasted
+        /// the call); later reads answer the value.
+        case pairsWithoutAnswer
     }
 
     public var onRead = ReadEffect.none

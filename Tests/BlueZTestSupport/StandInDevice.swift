@@ -274,14 +274,22 @@ public final class StandInDevice: Sendable {
         }
         if newer { properties += [.constant("Handle", .uint16(characteristic.handle)), .constant("MTU", .uint16(247))] }
         var methods = [
-            DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] _ in
+            DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] call in
                 guard let self else { return [] }
                 switch characteristic.onRead {
                 case .none: break
                 case .disconnects: await drop()
                 case .vanishes: await remove()
+                case .pairsWithoutAnswer:
+                    if state.value.properties["Paired"]?.boolean != true {
+                        state.withLock { $0.reads.append(path) }
+                        await set(["Paired": .boolean(true), "Bonded": .boolean(true)])
+                        call.begin()  // later calls are answered meanwhile
+                        try? await Task.sleep(for: .seconds(3600))
+                        throw DBusError.named("org.bluez.Error.Failed", message: "the read's answer was lost")
+                    }
                 }
-                if characteristic.onRead != .none {
+                if characteristic.onRead == .disconnects || characteristic.onRead == .vanishes {
                     state.withLock { $0.reads.append(path) }
                     throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
                 }
@@ -352,7 +360,7 @@ public final class StandInDevice: Sendable {
         return DBusInterface(
             name: Names.gattDescriptor,
             methods: [
-                DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] _ in
+                DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] call in
                     guard let self else { return [] }
                     return [.bytes(try await read(path, error: descriptor.readError, pairs: false, interface: Names.gattDescriptor))]
                 }

@@ -108,6 +108,25 @@ import Testing
         #expect(engine.value(of: session.id) == Lock.sessionValue)
     }
 
+    /// A read whose answer bluetoothd never gives while it pairs with the device (a loaded bluetoothd: the pairing
+    /// outlasted the call) is read again on the encrypted link: the value is the device's, not a refused read.
+    @Test(.timeLimit(.minutes(5))) func aReadLostWhileBlueZPairedIsReadAgain() async throws {
+        var lock = Lock.peripheral()
+        lock.services[0].characteristics[2].onRead = .pairsWithoutAnswer
+        let rig = try await Rig([lock])
+        let recording = try await rig.record(Lock.name, readTimeout: .seconds(1))
+        #expect(recording.pairedDuring)
+        let session = try #require(recording.reads.first { $0.read.path.rawValue.hasSuffix("char0016") })
+        guard case .value(let bytes, _) = session.read.outcome else {
+            Issue.record("the session read: \(session.read.outcome)")
+            return
+        }
+        #expect(bytes == Lock.sessionValue)
+        #expect(session.read.pairedDuringRead)
+        let profile = try validated(ReplicaProfile(CloneReplica.make(recording)).build().text)
+        #expect(profile.characteristics[2].flags.contains { $0.rawValue.hasPrefix("encrypt") && $0.rawValue.hasSuffix("read") })
+    }
+
     @Test(.timeLimit(.minutes(5)), arguments: [RemoteCharacteristic.ReadEffect.disconnects, .vanishes])
     func aDeviceLostMidWalkIsAnErrorNotAPartialClone(_ effect: RemoteCharacteristic.ReadEffect) async throws {
         var lock = Lock.peripheral()

@@ -74,8 +74,11 @@ struct Rig {
 
     /// Records `query` with the recorder, as `gattemu clone` does (a short settle time; the scan ends once the device
     /// is found, its minute is for a loaded machine).
-    func record(_ query: String, listen: Duration = .zero, settle: Duration = .milliseconds(200)) async throws -> CentralRecording {
+    func record(
+        _ query: String, listen: Duration = .zero, settle: Duration = .milliseconds(200), readTimeout: Duration = .seconds(10)
+    ) async throws -> CentralRecording {
         var options = DeviceRecorder.Options()
+        options.readTimeout = readTimeout
         options.scanTimeout = .seconds(60)
         options.settle = settle
         options.listen = listen

@@ -19,25 +19,36 @@ public struct RemoteRead: Sendable, Equatable {
     /// Whether the device was paired when the read was answered.
     public var pairedAfter: Bool
 
-    /// Reads `path` (`interface` is `GattCharacteristic1` or `GattDescriptor1`) with empty options.
+    /// Reads `path` (`interface` is `GattCharacteristic1` or `GattDescriptor1`) with empty options. A read that
+    /// got no reply within `timeout` while the device stayed connected is made once more: bluetoothd, when the
+    /// device asks for encryption, pairs and repeats the request by itself, and on a loaded machine the pairing
+    /// can outlast the call (its answer is then lost, though the link is now encrypted). The second request waits
+    /// behind the first on the device's ATT channel, so it is answered once bluetoothd is done, or times out too.
     public static func read(
         _ path: DBusObjectPath, interface: String, device: RemoteDevice, timeout: Duration = .seconds(10)
     ) async -> RemoteRead {
         let pairedBefore = device.properties.paired
-        let outcome: Outcome
+        var outcome = await readOnce(path, interface: interface, device: device, timeout: timeout)
+        if case .failed(let error) = outcome, error.name == DBusError.Name.noReply, device.properties.connected {
+            outcome = await readOnce(path, interface: interface, device: device, timeout: timeout)
+        }
+        let pairedAfter = device.properties.paired
+        return RemoteRead(path: path, at: .now, outcome: outcome, pairedDuringRead: !pairedBefore && pairedAfter, pairedAfter: pairedAfter)
+    }
+
+    private static func readOnce(
+        _ path: DBusObjectPath, interface: String, device: RemoteDevice, timeout: Duration
+    ) async -> Outcome {
         do {
             let reply = try await device.adapter.stack.connection.call(
                 destination: BlueZNames.service, path: path, interface: interface, member: "ReadValue",
                 arguments: [.stringVariantDictionary([:])], timeout: timeout)
-            if let bytes = reply.first?.bytes {
-                outcome = .value(Array(bytes.prefix(ATTMTU.maximumValueLength)), truncated: bytes.count > ATTMTU.maximumValueLength)
-            } else {
-                outcome = .failed(RemoteGattError(.unexpectedMessage("ReadValue answered without bytes")))
+            guard let bytes = reply.first?.bytes else {
+                return .failed(RemoteGattError(.unexpectedMessage("ReadValue answered without bytes")))
             }
+            return .value(Array(bytes.prefix(ATTMTU.maximumValueLength)), truncated: bytes.count > ATTMTU.maximumValueLength)
         } catch {
-            outcome = .failed(RemoteGattError(error))
+            return .failed(RemoteGattError(error))
         }
-        let pairedAfter = device.properties.paired
-        return RemoteRead(path: path, at: .now, outcome: outcome, pairedDuringRead: !pairedBefore && pairedAfter, pairedAfter: pairedAfter)
     }
 }
