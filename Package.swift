@@ -161,7 +161,9 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "EmulatorTests",
-            dependencies: ["Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "DBusTestSupport", "BlueZTestSupport", "McuMgr"]),
+            dependencies: [
+                "Emulator", "Profile", "BlueZ", "Bluetooth", "DBus", "DBusTestSupport", "BlueZTestSupport", "McuMgr", "Digest",
+            ]),
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
         .executableTarget(

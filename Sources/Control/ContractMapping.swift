@@ -21,6 +21,21 @@ extension Fault {
     }
 }
 
+extension FirmwareStatus {
+    /// A firmware-update target's state as the control API shows it.
+    init(_ snapshot: FirmwareSnapshot) {
+        self.init(
+            slots: snapshot.slots.map {
+                Slot(
+                    slot: $0.slot, version: $0.version, hash: $0.hash.hexString(uppercase: false), bootable: $0.bootable,
+                    pending: $0.pending,
+                    confirmed: $0.confirmed, active: $0.active, permanent: $0.permanent, size: $0.size)
+            },
+            upload: snapshot.upload.map { Upload(offset: $0.offset, length: $0.length, central: $0.central?.description) },
+            rebooting: snapshot.rebooting, bufferSize: snapshot.bufferSize, bufferCount: snapshot.bufferCount, slotSize: snapshot.slotSize)
+    }
+}
+
 extension FaultRequest {
     /// The request that installs `spec` again (a profile's faults, offered as presets).
     public init(_ spec: FaultSpec) {
@@ -48,6 +63,9 @@ extension FaultRequest {
             case .refusePairing: .refuse
             case .wrongPasskey: .wrongPasskey
             case .forgetBonds: .forgetBonds
+            case .smpError(let code): .smpError(code)
+            case .wrongHash: .wrongHash
+            case .losePending: .losePending
             }
         self.init(on: FaultTrigger(rawValue: spec.on.rawValue), action: action)
         id = spec.id
@@ -59,6 +77,7 @@ extension FaultRequest {
         if spec.scope.probability != 1 { probability = spec.scope.probability }
         seed = spec.scope.seed
         if spec.scope.afterMilliseconds != 0 { after = .milliseconds(spec.scope.afterMilliseconds) }
+        percent = spec.scope.percent
     }
 }
 

@@ -105,6 +105,7 @@ struct ControlRoutes: Sendable {
                 return JSONResponse.make(OkResult())
             },
             "relaySnapshot": { _, _ in try await relaySnapshot() },
+            "getFirmware": { _, _ in try await firmware() },
             "openapi": { _, _ in OpenAPIDocument.response() },
             "dashboard": { _, _ in DashboardAssets.response(.page) },
             "dashboardStyle": { _, _ in DashboardAssets.response(.style) },
@@ -269,6 +270,14 @@ struct ControlRoutes: Sendable {
     func relaySnapshot() async throws(ControlError) -> Response {
         do {
             return JSONResponse.make(RelaySnapshotResult(try await target.relaySnapshot()))
+        } catch {
+            throw ControlError(error)
+        }
+    }
+
+    func firmware() async throws(ControlError) -> Response {
+        do {
+            return JSONResponse.make(FirmwareStatus(try await target.firmwareStatus()))
         } catch {
             throw ControlError(error)
         }

@@ -29,6 +29,7 @@ public protocol ControlTarget: Sendable {
     func setService(_ id: String, present: Bool) async throws(ControlFailure) -> Bool
     func changeAddress(_ request: AddressChoice) async throws(ControlFailure) -> AddressChange
     func relaySnapshot() async throws(ControlFailure) -> RelaySnapshot
+    func firmwareStatus() async throws(ControlFailure) -> FirmwareSnapshot
 }
 
 extension Emulator: ControlTarget {}

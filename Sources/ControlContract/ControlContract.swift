@@ -139,6 +139,11 @@ public enum ControlContract {
             summary: "Behaviour back to the profile's initial state (connections, subscriptions and faults kept)",
             description: "Done", content: json(OkResult.reference)),
         Operation(
+            .get, "/v1/firmware", id: "getFirmware",
+            summary:
+                "A firmware-update target's slots (as an SMP state read shows them), the upload under way and whether it is rebooting; 404 for a profile without a firmware section",
+            description: "Firmware", content: json(FirmwareStatus.reference), errors: [404]),
+        Operation(
             .post, "/v1/relay/snapshot", id: "relaySnapshot",
             summary:
                 "`gattemu relay`: write the session so far as it is written on exit (-o profile, --capture btsnoop); 409 for a device that is no relay or a relay started without either",
@@ -168,7 +173,7 @@ public enum ControlContract {
         FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
         PairingStatus.self, PairingPrompt.self, DisplayedPasskey.self, PairingAnswerBody.self, PairingAnswered.self, Bond.self,
         BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, AddressBody.self, AddressChanged.self,
-        RelaySnapshotResult.self, DeviceList.self, DeviceEntry.self,
+        RelaySnapshotResult.self, DeviceList.self, DeviceEntry.self, FirmwareStatus.self,
         ErrorBody.self,
     ]
 

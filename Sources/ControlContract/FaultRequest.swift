@@ -22,6 +22,8 @@ public struct FaultRequest: ContractType, Equatable {
     public var probability: Double?
     public var seed: UInt64?
     public var after: DurationValue?
+    /// For `on: upload`: the share of the image (0–100) a chunk must reach.
+    public var percent: Int?
     public var action: FaultActionBody
 
     public init(on: FaultTrigger? = nil, action: FaultActionBody) {
@@ -67,6 +69,21 @@ public struct FaultRequest: ContractType, Equatable {
                         scope(on: [.pair], onRequired: action.kind.implicitOperation != .pair, characteristic: false, after: false)
                             + [required(action.rawValue, action.schema)]))
             }
+            if allowed.contains(.upload) {
+                branches.append(
+                    .object(
+                        scope(on: [.upload], onRequired: true, characteristic: false, after: false, percent: true) + [
+                            required(action.rawValue, action.schema)
+                        ]))
+            }
+            let firmware = FaultTrigger.allCases.filter { $0.isAboutFirmware && $0 != .upload && allowed.contains($0) }
+            if !firmware.isEmpty {
+                branches.append(
+                    .object(
+                        scope(on: firmware, onRequired: true, characteristic: false, after: false) + [
+                            required(action.rawValue, action.schema)
+                        ]))
+            }
             if allowed.contains(.start) {
                 branches.append(
                     .object(
@@ -78,7 +95,7 @@ public struct FaultRequest: ContractType, Equatable {
         return .described("Scope keys plus exactly one action (docs/control.md, \"Faults\")", .oneOf(branches))
     }
 
-    static func scope(on: [FaultTrigger], onRequired: Bool, characteristic: Bool, after: Bool) -> [Schema.Property] {
+    static func scope(on: [FaultTrigger], onRequired: Bool, characteristic: Bool, after: Bool, percent: Bool = false) -> [Schema.Property] {
         var properties: [Schema.Property] = [
             optional("id", .string(pattern: Patterns.identifier)),
             optional("description", .string),
@@ -98,6 +115,15 @@ public struct FaultRequest: ContractType, Equatable {
             optional("seed", .integer(minimum: 0, maximum: UInt64.max)),
         ]
         if after { properties.append(optional("after", DurationValue.schema)) }
+        if percent {
+            properties.append(
+                optional(
+                    "percent",
+                    .described(
+                        "Only upload chunks that bring the upload to at least this share of the image",
+                        .integer(
+                            minimum: Int64(FaultCatalog.percentages.lowerBound), maximum: UInt64(FaultCatalog.percentages.upperBound)))))
+        }
         return properties
     }
 
@@ -114,7 +140,9 @@ public struct FaultRequest: ContractType, Equatable {
         write.seed = 7
         var start = FaultRequest(action: .silence(.text("10s")))
         start.after = .milliseconds(500)
-        return [write, start, FaultRequest(on: .notify, action: .corrupt(.replace(at: 0, hex: "ff")))]
+        var upload = FaultRequest(on: .upload, action: .smpError(12))
+        upload.percent = 60
+        return [write, start, FaultRequest(on: .notify, action: .corrupt(.replace(at: 0, hex: "ff"))), upload]
     }
 
     // MARK: Coding
@@ -140,6 +168,7 @@ public struct FaultRequest: ContractType, Equatable {
         probability = try container.decodeIfPresent(Double.self, forKey: Key("probability"))
         seed = try container.decodeIfPresent(UInt64.self, forKey: Key("seed"))
         after = try container.decodeIfPresent(DurationValue.self, forKey: Key("after"))
+        percent = try container.decodeIfPresent(Int.self, forKey: Key("percent"))
         let names = container.allKeys.compactMap { FaultActionBody.Name(rawValue: $0.stringValue) }
         guard names.count == 1, let name = names.first else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a fault takes exactly one action"))
@@ -160,6 +189,7 @@ public struct FaultRequest: ContractType, Equatable {
         try container.encodeIfPresent(probability, forKey: Key("probability"))
         try container.encodeIfPresent(seed, forKey: Key("seed"))
         try container.encodeIfPresent(after, forKey: Key("after"))
+        try container.encodeIfPresent(percent, forKey: Key("percent"))
         try action.encode(to: container.superEncoder(forKey: Key(action.name.rawValue)))
     }
 }
@@ -187,10 +217,16 @@ public enum FaultActionBody: Sendable, Equatable {
     case wrongPasskey
     /// bluetoothd forgets every paired central (`on: start`).
     case forgetBonds
+    /// Refuse an SMP request with this code of its group (`on: upload`, `confirm`, `reset`).
+    case smpError(Int)
+    /// Keep the uploaded image with a wrong hash (`on: upload`).
+    case wrongHash
+    /// Lose the pending image at the reset (`on: reset`).
+    case losePending
 
     public enum Name: String, CaseIterable, Sendable {
         case delay, drop, error, corrupt, truncate, rewrite, duplicate, reorder, disconnect, silence, advertise, powerCycle
-        case refuse, wrongPasskey, forgetBonds
+        case refuse, wrongPasskey, forgetBonds, smpError, wrongHash, losePending
 
         /// Its declaration in ``FaultCatalog`` (a test checks every case has one and every kind a case).
         public var kind: FaultKind {
@@ -221,6 +257,9 @@ public enum FaultActionBody: Sendable, Equatable {
         case .refuse: .refuse
         case .wrongPasskey: .wrongPasskey
         case .forgetBonds: .forgetBonds
+        case .smpError: .smpError
+        case .wrongHash: .wrongHash
+        case .losePending: .losePending
         }
     }
 
@@ -239,6 +278,9 @@ public enum FaultActionBody: Sendable, Equatable {
         case .refuse: self = .refuse
         case .wrongPasskey: self = .wrongPasskey
         case .forgetBonds: self = .forgetBonds
+        case .wrongHash: self = .wrongHash
+        case .losePending: self = .losePending
+        case .smpError: self = .smpError(try single.decode(Int.self))
         case .error:
             if let code = try? single.decode(Int.self) {
                 self = .error(.code(code))
@@ -260,7 +302,8 @@ public enum FaultActionBody: Sendable, Equatable {
         switch self {
         case .delay(.fixed(let duration)): try single.encode(duration)
         case .delay(.range(let min, let max)): try single.encode(["min": min, "max": max])
-        case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds: try single.encode(true)
+        case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds, .wrongHash, .losePending: try single.encode(true)
+        case .smpError(let code): try single.encode(code)
         case .error(.name(let name)): try single.encode(name)
         case .error(.code(let code)): try single.encode(code)
         case .corrupt(let value): try single.encode(value)

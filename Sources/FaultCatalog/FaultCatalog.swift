@@ -21,8 +21,14 @@ public enum FaultCatalog {
     /// How long `powerCycle: true` keeps the adapter off.
     public static let defaultPowerOffMilliseconds = 1000
 
+    /// Largest `smpError` code: an SMP error code is a byte in practice (Zephyr's groups use up to 33).
+    public static let smpErrorCodes = 1...255
+    /// `percent` of an upload: the share of the image a chunk reaches.
+    public static let percentages = 0...100
+
     static let notifications: [FaultOperation] = [.notify, .indicate]
     static let answers: [FaultOperation] = [.read, .write]
+    static let firmware: [FaultOperation] = [.upload, .confirm, .reset]
 
     /// The kinds, in the order listings and forms show them. Built on each use, not stored: a stored table of
     /// indirect enums is held through tagged pointers LeakSanitizer cannot follow, so every fuzz target that
@@ -31,13 +37,16 @@ public enum FaultCatalog {
         [
             FaultKind(
                 name: "delay", parameter: .oneOf([.duration, .object([FaultField("min", .duration), FaultField("max", .duration)])]),
-                operations: answers + notifications, suggestedOperation: .write,
-                summary: "Hold the answer or the notification that long; with min and max, a uniform jitter between them (either order).",
+                operations: answers + notifications + firmware, suggestedOperation: .write,
+                summary:
+                    "Hold the answer or the notification that long; with min and max, a uniform jitter between them (either order)."
+                    + " On upload, a slow flash: each chunk's answer (the first's, with nth 1: the erase).",
                 example: #"{"on": "read", "delay": {"min": "50ms", "max": "400ms"}, "probability": 0.5, "seed": 42}"#),
             FaultKind(
-                name: "drop", parameter: .flag, operations: answers + notifications, suggestedOperation: .write,
+                name: "drop", parameter: .flag, operations: answers + notifications + firmware, suggestedOperation: .write,
                 summary:
-                    "Never answer the read or write (bluetoothd answers the central with an error after 5 s), or do not send the notification.",
+                    "Never answer the read or write (bluetoothd answers the central with an error after 5 s), or do not send the notification;"
+                    + " an SMP request (upload chunk, confirm, reset) is neither carried out nor answered: the client times out.",
                 example: #"{"on": "notify", "characteristic": "tx", "nth": 2, "drop": true}"#),
             FaultKind(
                 name: "error", parameter: .attError, operations: answers, suggestedOperation: .write,
@@ -107,6 +116,22 @@ public enum FaultCatalog {
                 name: "forgetBonds", parameter: .flag, operations: [.start], suggestedOperation: nil,
                 summary: "Make bluetoothd forget every paired central's keys without telling them, as a factory reset does.",
                 example: #"{"forgetBonds": true, "after": "2s"}"#),
+            FaultKind(
+                name: "smpError", parameter: .integer(smpErrorCodes), operations: firmware, suggestedOperation: .upload,
+                summary:
+                    "Refuse the SMP request with this error code of its group (the image group's for upload and confirm, the OS"
+                    + " group's for reset): SMP v2 clients get err {group, rc}, v1 clients the code Zephyr translates it to.",
+                example: #"{"on": "upload", "percent": 60, "smpError": 12}"#),
+            FaultKind(
+                name: "wrongHash", parameter: .flag, operations: [.upload], suggestedOperation: .upload,
+                summary:
+                    "The image of the upload under way is kept with a wrong hash: the last chunk's answer says match false, state"
+                    + " read shows that hash, and marking the image by its own hash is answered hash-not-found (8).",
+                example: #"{"on": "upload", "wrongHash": true, "count": 1}"#),
+            FaultKind(
+                name: "losePending", parameter: .flag, operations: [.reset], suggestedOperation: .reset,
+                summary: "At this reset the image waiting in slot 1 is lost: MCUboot finds nothing to swap in and boots the running image.",
+                example: #"{"on": "reset", "losePending": true, "count": 1}"#),
         ]
     }
 

@@ -15,7 +15,17 @@ public enum FaultOperation: String, Codable, Sendable, Equatable, CaseIterable {
     /// Once, when the fault is installed (at start for profile/scenario faults, at once from the API),
     /// optionally `after` a time: adapter-level faults (silence, power-cycle, advertise, disconnect all).
     case start
+    /// A chunk of a firmware image upload (SMP image upload, profiles with a `firmware` section); a fault's `percent`
+    /// narrows it to the chunks that reach that share of the image.
+    case upload
+    /// A confirm of the firmware (SMP image state write with `confirm`, profiles with a `firmware` section).
+    case confirm
+    /// A reset asked for over SMP (profiles with a `firmware` section): the device is about to reboot.
+    case reset
 
     /// Operations on one characteristic: the only ones a fault's `characteristic` may narrow.
     public var isAboutCharacteristic: Bool { self == .read || self == .write || self == .notify || self == .indicate }
+
+    /// Operations of a firmware-update target (SMP requests): the only ones a fault's `percent` may narrow (`upload`).
+    public var isAboutFirmware: Bool { self == .upload || self == .confirm || self == .reset }
 }

@@ -111,16 +111,21 @@ extension FirmwareTarget {
                 events: [.uploadProgress(offset: next, length: upload.length)])
         }
         self.upload = nil
-        let matches: Bool? = upload.sha.count == 32 ? upload.digest.finalize() == upload.sha : nil
+        var matches: Bool? = upload.sha.count == 32 ? upload.digest.finalize() == upload.sha : nil
+        let wrongHash = wrongHashForNextImage
+        wrongHashForNextImage = false
+        if wrongHash, matches != nil { matches = false }
         var answer: [CBOR.Entry] = [CBOR.Entry(.text("off"), .int(next))]
         if let matches { answer.append(CBOR.Entry(.text("match"), .bool(matches))) }
         let image: Image?
         let problem: String?
         do {
             let parsed = try McuBootImage(upload.bytes)
+            // A wrong hash (a fault): what a device reports when its flash holds other bytes than it was sent.
+            let hash = wrongHash ? parsed.hash.enumerated().map { $0.offset == 0 ? $0.element ^ 0xFF : $0.element } : parsed.hash
             image =
                 parsed.hashMatches
-                ? Image(version: parsed.version, hash: parsed.hash, bootable: parsed.flags & 0x10 == 0, size: upload.length) : nil
+                ? Image(version: parsed.version, hash: hash, bootable: parsed.flags & 0x10 == 0, size: upload.length) : nil
             problem = parsed.hashMatches ? nil : "the image's SHA-256 is not the one its TLV states"
         } catch {
             image = nil
@@ -129,7 +134,9 @@ extension FirmwareTarget {
         secondary = image
         pending = false
         permanent = false
-        let what = image.map { "slot 1 now \($0.version)" } ?? "no valid image: \(problem ?? "")"
+        let what =
+            image.map { "slot 1 now \($0.version)" + (wrongHash ? " (kept with a wrong hash: a fault)" : "") }
+            ?? "no valid image: \(problem ?? "")"
         return Result(
             answer: .map(answer),
             summary: "upload \(offset)+\(data.count): complete, \(upload.length) bytes; \(what)"

@@ -91,6 +91,8 @@ public struct FirmwareTarget: Sendable {
     /// The running image is confirmed (false after a test swap until the client confirms it).
     public internal(set) var confirmed = true
     var upload: Upload?
+    /// A `wrongHash` fault fired: the next image an upload completes gets a wrong hash.
+    var wrongHashForNextImage = false
 
     public init(running: Image, configuration: Configuration = Configuration()) {
         primary = running
@@ -110,6 +112,7 @@ public struct FirmwareTarget: Sendable {
     /// under way is lost.
     public mutating func boot() -> Boot {
         upload = nil
+        wrongHashForNextImage = false
         if pending, let next = secondary {
             secondary = primary
             primary = next
@@ -162,20 +165,68 @@ public struct FirmwareTarget: Sendable {
                 answer: SMPPacket(answering: header, error: .notSupported),
                 summary: "\(what) (op \(header.operation.rawValue)): not supported (rc 8)")
         }
-        let answer: CBOR
+        let answer: SMPPacket
         switch result.answer {
-        case .success(let body): answer = body
+        case .success(let body): answer = SMPPacket(answering: header, body: body)
         case .failure(.group(let error)):
-            answer =
-                header.version >= 1
-                ? .map(["err": .map(["group": .int(Int(error.group)), "rc": .int(error.rc)])])
-                : .map(["rc": .int(error.translated.rawValue)])
-            result.summary += " (\(header.version >= 1 ? "err.rc \(error.rc)" : "rc \(error.translated.rawValue)"))"
+            answer = SMPPacket(answering: header, error: error)
+            result.summary += " (\(Self.code(of: error, for: header)))"
         case .failure(.management(let code)):
-            answer = .map(["rc": .int(code.rawValue)])
+            answer = SMPPacket(answering: header, error: code)
             result.summary += " (rc \(code.rawValue))"
         }
-        return Outcome(answer: SMPPacket(answering: header, body: answer), summary: "\(what): \(result.summary)", events: result.events)
+        return Outcome(answer: answer, summary: "\(what): \(result.summary)", events: result.events)
+    }
+
+    /// How the client sees a group's error: `err.rc N` (SMP v2) or `rc N` (v1, translated).
+    public static func code(of error: SMPGroupError, for request: SMPHeader) -> String {
+        request.version >= 1 ? "err.rc \(error.rc)" : "rc \(error.translated.rawValue)"
+    }
+
+    // MARK: Faults
+
+    /// What a request is to the fault engine: an upload chunk (with the share of the image the upload reaches with
+    /// it), a confirm, a reset; nil for any other request.
+    public enum FaultPoint: Sendable, Equatable {
+        case upload(percent: Int)
+        case confirm
+        case reset
+    }
+
+    /// The fault point of `packet` (read without changing anything).
+    public func faultPoint(of packet: SMPPacket) -> FaultPoint? {
+        let header = packet.header
+        guard header.operation == .write else { return nil }
+        switch (header.group, header.command) {
+        case (SMPGroup.os, 5): return .reset
+        case (SMPGroup.image, 0):
+            guard let body = try? CBOR(decoding: packet.body), body["confirm"]?.bool == true else { return nil }
+            return .confirm
+        case (SMPGroup.image, 1):
+            guard let body = try? CBOR(decoding: packet.body), let offset = body["off"]?.int, offset >= 0 else {
+                return .upload(percent: 0)
+            }
+            let count = body["data"]?.bytes?.count ?? 0
+            let length = offset == 0 ? body["len"]?.int : upload?.length
+            guard let length, length > 0 else { return .upload(percent: 0) }
+            let reached = offset.addingReportingOverflow(count)
+            return .upload(percent: reached.overflow ? 100 : Swift.min(100, Int(Double(reached.partialValue) * 100 / Double(length))))
+        default: return nil
+        }
+    }
+
+    /// The next image an upload completes is kept with a wrong hash (`wrongHash`): its answer says `match` false, state
+    /// read shows that hash, and marking it by its own hash finds nothing.
+    public mutating func keepNextImageWithWrongHash() { wrongHashForNextImage = true }
+
+    /// The image waiting in slot 1 is lost (`losePending`); false when none was pending.
+    @discardableResult
+    public mutating func losePendingImage() -> Bool {
+        guard pending else { return false }
+        secondary = nil
+        pending = false
+        permanent = false
+        return true
     }
 
     enum Failure: Error, Equatable {

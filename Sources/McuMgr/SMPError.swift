@@ -86,6 +86,15 @@ public enum SMPGroup {
 }
 
 extension SMPPacket {
+    /// The answer to `request` that is a group's error: `{"err": {"group", "rc"}}` to SMP v2, `{"rc": translated}` to v1.
+    public init(answering request: SMPHeader, error: SMPGroupError) {
+        self.init(
+            answering: request,
+            body: request.version >= 1
+                ? .map(["err": .map(["group": .int(Int(error.group)), "rc": .int(error.rc)])])
+                : .map(["rc": .int(error.translated.rawValue)]))
+    }
+
     /// The answer to `request` that is a management error alone (`{"rc": N}`): below the groups, or where a device
     /// refuses before a group sees the request (busy, too long).
     public init(answering request: SMPHeader, error code: SMPManagementError) {

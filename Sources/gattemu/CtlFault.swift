@@ -33,6 +33,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
               gattemu ctl fault add --on write --char rx --rewrite 5160=5161
               gattemu ctl fault add --on read --delay 100ms-300ms --probability 0.5 --seed 7
               gattemu ctl fault add --silence 10s
+              gattemu ctl fault add --on upload --percent 60 --smp-error 12
               gattemu ctl fault add --spec '{"on": "notify", "corrupt": {"at": 1, "xor": "80"}}'
             """
     }
@@ -52,6 +53,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: "Fire with this probability (0–1).") var probability: Double?
     @Option(help: "Seed of the fault's generator (replay).") var seed: UInt64?
     @Option(help: "For --on start: wait this long first (e.g. 5s).") var after: String?
+    @Option(help: "For --on upload: only chunks that bring the upload to this share of the image (0–100).") var percent: Int?
     @Option(help: "Name of the fault.") var id: String?
 
     @Option(help: CtlFaultAdd.help("delay", "E.g. 200ms, 2s, or a range 100ms-300ms.")) var delay: String?
@@ -73,6 +75,9 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Flag(help: CtlFaultAdd.help("refuse")) var refusePairing = false
     @Flag(help: CtlFaultAdd.help("wrongPasskey")) var wrongPasskey = false
     @Flag(help: CtlFaultAdd.help("forgetBonds")) var forgetBonds = false
+    @Option(help: CtlFaultAdd.help("smpError", "E.g. 12 (flash write failed).")) var smpError: Int?
+    @Flag(help: CtlFaultAdd.help("wrongHash")) var wrongHash = false
+    @Flag(help: CtlFaultAdd.help("losePending")) var losePending = false
 
     @Option(help: "The whole spec as JSON (see docs/control.md).") var spec: String?
     @Option(help: "A JSON file with a spec, an array of specs or {\"faults\": [...]}.") var file: String?
@@ -118,6 +123,9 @@ struct CtlFaultAdd: AsyncParsableCommand {
         if refusePairing { actions.append(.refuse) }
         if wrongPasskey { actions.append(.wrongPasskey) }
         if forgetBonds { actions.append(.forgetBonds) }
+        if let smpError { actions.append(.smpError(smpError)) }
+        if wrongHash { actions.append(.wrongHash) }
+        if losePending { actions.append(.losePending) }
         guard actions.count == 1, let action = actions.first else {
             throw Failure.badInput(
                 actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
@@ -139,6 +147,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
         request.probability = probability
         request.seed = seed
         request.after = after.map(duration)
+        request.percent = percent
         request.id = id
         return (request, nil)
     }

@@ -1,4 +1,5 @@
 import Bluetooth
+import Digest
 import Foundation
 import McuMgr
 import Profile
@@ -21,10 +22,22 @@ import Testing
           "firmware": { "characteristic": "smp", "version": "1.0.0", "revision": "fw", "bootTime": 0, "bufferSize": 512 } }
         """
 
+    /// What reaches the centrals: each notification (`pieces`), and the SMP packets a client joins from them by the
+    /// header's length, per central (`sent`).
     final class Outbox: NotificationSender, @unchecked Sendable {
+        var pieces: [(central: NotificationTarget, value: [UInt8])] = []
         var sent: [(central: NotificationTarget, value: [UInt8])] = []
+        private var partial: [BluetoothAddress: [UInt8]] = [:]
         func send(_ notification: OutgoingNotification, in runtime: isolated Emulator) async {
-            sent.append((notification.target, notification.value))
+            pieces.append((notification.target, notification.value))
+            guard let address = notification.target.address else { return sent.append((notification.target, notification.value)) }
+            var bytes = partial[address, default: []] + notification.value
+            while let header = SMPHeader(bytes), bytes.count >= SMPHeader.size + Int(header.length) {
+                let count = SMPHeader.size + Int(header.length)
+                sent.append((notification.target, Array(bytes.prefix(count))))
+                bytes.removeFirst(count)
+            }
+            partial[address] = bytes
         }
     }
 
@@ -45,6 +58,7 @@ import Testing
     }
 
     static func runningConfirmed(_ emulator: isolated Emulator) -> Bool? { emulator.firmwareResponder?.target.confirmed }
+    static func target(_ emulator: isolated Emulator) -> FirmwareTarget? { emulator.firmwareResponder?.target }
 
     static func write(_ bytes: [UInt8], from central: BluetoothAddress) -> GattWriteRequest {
         GattWriteRequest(
@@ -125,6 +139,8 @@ import Testing
             break
         }
         #expect(await emulator.engine.value(of: "fw") == Array("1.2.3.4".utf8))
+        // At ATT MTU 23 every piece is at most 18 bytes (MTU − 5: what bluetoothd sends whole to any central).
+        #expect(outbox.pieces.allSatisfy { $0.value.count <= 18 } && outbox.pieces.contains { $0.value.count == 18 })
         #expect(await Self.runningConfirmed(emulator) == false)
     }
 
@@ -158,6 +174,116 @@ import Testing
         ])
         try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: 3, resume), from: Self.bob))
         #expect(try Self.answer(try #require(outbox.sent.last).value).1 == .map(["off": .int(600)]))
+    }
+
+    static func fixtureImage() throws -> [UInt8] {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("McuMgrTests/Fixtures/app-1.2.3+4.bin")
+        return Array(try Data(contentsOf: file))
+    }
+
+    static func fault(_ json: String) throws -> FaultSpec {
+        try FaultSpecDecoder.spec(try JSONParser.parse(json, file: "fault.json"))
+    }
+
+    /// Uploads `image` in 300-byte chunks (the first with `len` and its sha) from alice until an answer has no `off`,
+    /// the offset stops moving or the image is all sent; the last answer, and how many answers came.
+    static func upload(_ image: [UInt8], to emulator: Emulator, outbox: Outbox) async throws -> (answer: CBOR?, answers: Int) {
+        var offset = 0
+        var sequence: UInt8 = 0
+        let before = outbox.sent.count
+        while offset < image.count {
+            sequence &+= 1
+            let data = Array(image[offset..<min(offset + 300, image.count)])
+            let body: CBOR =
+                offset == 0
+                ? .map(["len": .int(image.count), "off": .int(0), "sha": .bytes(SHA256.hash(image)), "data": .bytes(data)])
+                : .map(["off": .int(offset), "data": .bytes(data)])
+            let count = outbox.sent.count
+            try await emulator.write(Self.write(Self.request(group: 1, command: 1, sequence: sequence, body), from: Self.alice))
+            guard outbox.sent.count > count, let last = outbox.sent.last else { return (nil, outbox.sent.count - before) }
+            let answer = try Self.answer(last.value).1
+            guard let next = answer["off"]?.int, next > offset else { return (answer, outbox.sent.count - before) }
+            offset = next
+        }
+        return (try Self.answer(try #require(outbox.sent.last).value).1, outbox.sent.count - before)
+    }
+
+    /// The firmware faults (`on: upload`, `confirm`, `reset`), each as the client sees it: a refusal with the group's
+    /// code from a share of the image on, an upload chunk never answered, an image kept with a wrong hash, a refused
+    /// confirm, a pending image lost at the reset; the log names each fault.
+    @Test func firmwareFaultsAreWhatTheClientSees() async throws {
+        let (emulator, log, outbox) = try await Self.emulator()
+        let image = try Self.fixtureImage()
+        // Refused at 60 % with flash-write-failed (12): the chunks before it are taken.
+        let refuse = try await emulator.addFault(try Self.fault(#"{"on": "upload", "percent": 60, "smpError": 12, "count": 1}"#))
+        let refused = try await Self.upload(image, to: emulator, outbox: outbox)
+        #expect(refused.answer == .map(["err": .map(["group": .int(1), "rc": .int(12)])]))
+        let reached = await Self.target(emulator)?.uploadProgress?.offset ?? 0
+        #expect(reached * 100 / image.count < 60 && reached * 100 / image.count >= 40, "\(reached) of \(image.count)")
+        _ = await emulator.removeFault(id: refuse.id)
+        // Not answered from 50 % on: the client's request times out.
+        let silent = try await emulator.addFault(try Self.fault(#"{"on": "upload", "percent": 50, "drop": true}"#))
+        let dropped = try await Self.upload(image, to: emulator, outbox: outbox)
+        #expect(dropped.answer == nil)
+        _ = await emulator.removeFault(id: silent.id)
+        // The whole image with a wrong hash: match false, state read shows another hash, testing it by its own: 8.
+        _ = try await emulator.addFault(try Self.fault(#"{"on": "upload", "wrongHash": true, "count": 1}"#))
+        let whole = try await Self.upload(image, to: emulator, outbox: outbox)
+        #expect(whole.answer?["match"] == .bool(false))
+        let hash = try McuBootImage(image).hash
+        let kept = try #require(await Self.target(emulator)?.secondary)
+        #expect(kept.hash != hash && kept.hash.count == 32)
+        try await emulator.write(
+            Self.write(Self.request(group: 1, command: 0, sequence: 100, .map(["hash": .bytes(hash)])), from: Self.alice))
+        #expect(try Self.answer(try #require(outbox.sent.last).value).1 == .map(["err": .map(["group": .int(1), "rc": .int(8)])]))
+        // Tested by the hash the device shows, reset, booted unconfirmed; the confirm is refused (rc 4 of its group).
+        try await emulator.write(
+            Self.write(Self.request(group: 1, command: 0, sequence: 101, .map(["hash": .bytes(kept.hash)])), from: Self.alice))
+        try await emulator.write(Self.write(Self.request(group: 0, command: 5, sequence: 102, .map([:])), from: Self.alice))
+        for await event in log.subscribe(since: 0) where event.detail?.hasPrefix("firmware: booted") == true { break }
+        _ = try await emulator.addFault(try Self.fault(#"{"on": "confirm", "smpError": 4}"#))
+        try await emulator.write(
+            Self.write(Self.request(group: 1, command: 0, sequence: 103, .map(["confirm": .bool(true)])), from: Self.alice))
+        #expect(try Self.answer(try #require(outbox.sent.last).value).1 == .map(["err": .map(["group": .int(1), "rc": .int(4)])]))
+        #expect(await Self.runningConfirmed(emulator) == false)
+        let events = log.events.filter { $0.kind == .fault }.compactMap(\.detail)
+        #expect(events.contains { $0.contains("refuse with SMP error 12 (upload #") }, "\(events)")
+        #expect(events.contains { $0.contains("drop (upload #") }, "\(events)")
+        #expect(events.contains { $0.contains("keep the uploaded image with a wrong hash") }, "\(events)")
+        #expect(events.contains { $0.contains("refuse with SMP error 4 (confirm #1)") }, "\(events)")
+    }
+
+    /// `losePending` at a reset with a tested image waiting: the device boots the running image again, slot 1 empty.
+    @Test func aLostPendingImageIsNotSwappedIn() async throws {
+        let (emulator, log, outbox) = try await Self.emulator()
+        let image = try Self.fixtureImage()
+        _ = try await Self.upload(image, to: emulator, outbox: outbox)
+        let hash = try McuBootImage(image).hash
+        try await emulator.write(
+            Self.write(Self.request(group: 1, command: 0, sequence: 100, .map(["hash": .bytes(hash)])), from: Self.alice))
+        _ = try await emulator.addFault(try Self.fault(#"{"on": "reset", "losePending": true}"#))
+        try await emulator.write(Self.write(Self.request(group: 0, command: 5, sequence: 101, .map([:])), from: Self.alice))
+        for await event in log.subscribe(since: 0) where event.detail?.hasPrefix("firmware: booted") == true {
+            #expect(event.detail == "firmware: booted 1.0.0 (nothing pending)")
+            break
+        }
+        #expect(await Self.target(emulator)?.secondary == nil)
+        let lost = log.events.compactMap(\.detail)
+        #expect(lost.contains("firmware: the image pending in slot 1 is lost (a fault)"))
+    }
+
+    /// Firmware faults need a firmware section: a profile without one refuses them with a reason.
+    @Test func firmwareFaultsNeedAFirmwareProfile() throws {
+        let profile = try ProfileLoader.load(
+            json:
+                #"{"format": 1, "services": [{"id": "s", "uuid": "180f", "characteristics": [{"id": "c", "uuid": "2a19", "flags": ["read"]}]}]}"#,
+            file: "plain.json")
+        let problem = profile.problem(with: try Self.fault(#"{"on": "reset", "losePending": true}"#))
+        #expect(problem?.message.contains("no \"firmware\" section") == true, "\(String(describing: problem))")
+        #expect(throws: FaultSpecError.self) { try Self.fault(#"{"on": "confirm", "percent": 5, "smpError": 4}"#) }
+        #expect(throws: FaultSpecError.self) { try Self.fault(#"{"on": "upload", "percent": 101, "drop": true}"#) }
+        #expect(throws: FaultSpecError.self) { try Self.fault(#"{"on": "write", "smpError": 4}"#) }
     }
 
     /// What loading `json` says is wrong with it (empty when it loads).

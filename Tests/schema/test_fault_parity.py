@@ -46,7 +46,12 @@ BASE = {
             {"id": "config", "uuid": "2a1a", "flags": ["read", "write", "notify", "indicate"]},
             {"id": "ro", "uuid": "2a1b", "flags": ["read"]},
         ],
+    }, {
+        "id": "smpService", "uuid": "8D53DC1D-1DB7-4CD3-868B-8A527460AA84",
+        "characteristics": [{"id": "smp", "uuid": "DA2E7828-FBCE-4E01-AE9E-261174997C48",
+                             "flags": ["write-without-response", "notify"]}],
     }],
+    "firmware": {"characteristic": "smp", "version": "1.0.0"},
 }
 
 # Cases the schemas cannot judge, with why. Each must be refused by gattemu and accepted by the schema.
@@ -65,6 +70,8 @@ EXCEPTIONS = {
                                       {"on": "read", "rewrite": {"match": {"base64": "A" * 684}, "replace": ""}}),
     "pair-without-security": ("a pairing fault in a profile that does not pair (depends on another section)",
                               {"on": "pair", "refuse": True}),
+    "firmware-without-firmware-section": ("an update fault in a profile with no firmware target (depends on another "
+                                          "section)", {"on": "reset", "losePending": True}),
 }
 
 
@@ -178,10 +185,13 @@ def fault_corpus():
 CORPUS = fault_corpus()
 
 
-def profile_with(faults, security=True):
+def profile_with(faults, security=True, firmware=True):
     profile = copy.deepcopy(BASE)
     if not security:
         del profile["security"]
+    if not firmware:
+        del profile["firmware"]
+        del profile["services"][1]
     profile["faults"] = faults
     return profile
 
@@ -197,7 +207,8 @@ def profile_corpus():
         ("two faults", profile_with([{"on": "write", "error": "failed"}, {"on": "notify", "drop": True}])),
         ("one bad of two", profile_with([{"on": "write", "error": "failed"}, {"on": "notify", "drop": 1}])),
     ]
-    cases += [(f"exception {key}", profile_with([fault], security=key != "pair-without-security"))
+    cases += [(f"exception {key}", profile_with([fault], security=key != "pair-without-security",
+                                                firmware=key != "firmware-without-firmware-section"))
               for key, (_, fault) in EXCEPTIONS.items()]
     return cases
 
@@ -306,7 +317,8 @@ def test_control_bodies_verdict_parity(binaries, tmp_path):
         ("64 faults", [valid_one] * 64),
         ("65 faults", [valid_one] * 65),
     ]
-    bodies += [(f"exception {key}", fault) for key, (_, fault) in EXCEPTIONS.items() if key != "pair-without-security"]
+    bodies += [(f"exception {key}", fault) for key, (_, fault) in EXCEPTIONS.items()
+               if key not in ("pair-without-security", "firmware-without-firmware-section")]
     components = {name: json_schema(schema) for name, schema in DOCUMENT["components"]["schemas"].items()}
     validator = jsonschema.Draft202012Validator({"$defs": components, "$ref": "#/$defs/FaultsRequest"})
     server = Fixture(binaries["fixture"], profile)
@@ -362,6 +374,7 @@ CTL_OPTIONS = {
     "truncate": ["--truncate", "3"], "rewrite": ["--rewrite", "5160=5161"], "duplicate": ["--duplicate"], "reorder": ["--reorder"], "disconnect": ["--disconnect"],
     "silence": ["--silence", "1s"], "advertise": ["--advertise", "touched"], "powerCycle": ["--power-cycle", "2s"],
     "refuse": ["--refuse-pairing"], "wrongPasskey": ["--wrong-passkey"], "forgetBonds": ["--forget-bonds"],
+    "smpError": ["--smp-error", "12", "--percent", "60"], "wrongHash": ["--wrong-hash"], "losePending": ["--lose-pending"],
 }
 
 

@@ -640,6 +640,7 @@
     const on = form.querySelector("select[name=on]").value || (kind && kind.implicitOn) || "";
     form.querySelector("[data-scope=characteristic]").hidden = !CHARACTERISTIC_OPERATIONS.includes(on);
     form.querySelector("[data-scope=after]").hidden = on !== "start";
+    form.querySelector("[data-scope=percent]").hidden = on !== "upload";
   }
 
   function setUpFaultForm() {
@@ -665,6 +666,7 @@
     for (const key of ["nth", "count", "seed"]) if (text(key)) spec[key] = number(text(key));
     if (text("probability")) spec.probability = Number.isFinite(Number(text("probability"))) ? Number(text("probability")) : text("probability");
     if (!form.querySelector("[data-scope=after]").hidden && text("after")) spec.after = number(text("after"));
+    if (!form.querySelector("[data-scope=percent]").hidden && text("percent")) spec.percent = number(text("percent"));
     if (text("id")) spec.id = text("id");
     return spec;
   }

@@ -22,6 +22,9 @@ extension FaultAction {
         case .refusePairing: "refuse the pairing"
         case .wrongPasskey: "answer the pairing with a wrong passkey"
         case .forgetBonds: "forget every paired central's keys"
+        case .smpError(let code): "refuse with SMP error \(code)"
+        case .wrongHash: "keep the uploaded image with a wrong hash"
+        case .losePending: "lose the pending image at the reset"
         }
     }
 }

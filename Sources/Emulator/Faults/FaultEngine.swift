@@ -8,11 +8,14 @@ public struct FaultOperation: Sendable, Equatable {
     public var characteristic: String?
     /// The central(s) concerned: the requester, or a notification's recipients.
     public var centrals: [BluetoothAddress]
+    /// An upload chunk's: the share of the image (0–100) the upload reaches with it.
+    public var percent: Int?
 
-    public init(_ kind: FaultOperationKind, characteristic: String? = nil, centrals: [BluetoothAddress] = []) {
+    public init(_ kind: FaultOperationKind, characteristic: String? = nil, centrals: [BluetoothAddress] = [], percent: Int? = nil) {
         self.kind = kind
         self.characteristic = characteristic
         self.centrals = centrals
+        self.percent = percent
     }
 }
 
@@ -121,6 +124,12 @@ public struct FaultPlan: Sendable, Equatable {
     public var wrongPasskey = false
     /// Adapter-level actions (silence, advertise, powerCycle), in order.
     public var adapterActions: [FaultAction] = []
+    /// An SMP request: refuse it with this code of its group (the first fault's).
+    public var smpError: Int?
+    /// An upload: keep its image with a wrong hash.
+    public var wrongHash = false
+    /// A reset: lose the image pending in slot 1.
+    public var losePending = false
 
     public var isEmpty: Bool { fired.isEmpty }
 
@@ -247,6 +256,7 @@ public struct FaultEngine: Sendable, Equatable {
         if let central = scope.central, !operation.centrals.contains(central) {
             return false
         }
+        if let percent = scope.percent, (operation.percent ?? -1) < percent { return false }
         return true
     }
 
@@ -289,6 +299,12 @@ public struct FaultEngine: Sendable, Equatable {
             plan.refusePairing = true
         case .wrongPasskey:
             plan.wrongPasskey = true
+        case .smpError(let code):
+            if plan.smpError == nil { plan.smpError = code }
+        case .wrongHash:
+            plan.wrongHash = true
+        case .losePending:
+            plan.losePending = true
         }
         return fired
     }

@@ -68,6 +68,24 @@ final class FirmwareResponder: GattResponder {
                         SMPPacket(answering: header, error: .busy), to: central, in: runtime)
                     continue
                 }
+                let plan = await faults(on: packet, from: central, in: runtime)
+                if plan.drop {
+                    runtime.log.record(
+                        .note, central: central.logged, characteristic: definition.characteristic,
+                        detail: "smp: \(Self.name(header)) seq \(header.sequence): not carried out, not answered (fault)")
+                    continue
+                }
+                if let code = plan.smpError {
+                    let error = SMPGroupError(group: header.group, rc: code)
+                    runtime.log.record(
+                        .note, central: central.logged, characteristic: definition.characteristic,
+                        detail:
+                            "smp: \(Self.name(header)) seq \(header.sequence): refused (\(FirmwareTarget.code(of: error, for: header)), a fault)"
+                    )
+                    await send(SMPPacket(answering: header, error: error), to: central, in: runtime)
+                    if plan.disconnect { runtime.scheduleDisconnect([central.address]) }
+                    continue
+                }
                 let outcome = target.handle(packet)
                 if outcome.events.contains(where: { if case .uploadFinished = $0 { true } else { false } }) {
                     uploader = nil
@@ -78,6 +96,7 @@ final class FirmwareResponder: GattResponder {
                     .note, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary)
                 if let answer = outcome.answer { await send(answer, to: central, in: runtime) }
                 for event in outcome.events { await apply(event, in: runtime) }
+                if plan.disconnect { runtime.scheduleDisconnect([central.address]) }
             case .tooLong(let header):
                 runtime.log.record(
                     .note, central: central.logged, characteristic: definition.characteristic,
@@ -93,8 +112,43 @@ final class FirmwareResponder: GattResponder {
         }
     }
 
+    /// The faults on an upload chunk, a confirm or a reset (`on: upload`, `confirm`, `reset`): logged, the delay
+    /// waited, a wrong hash or a lost pending image done to the target; dropping, refusing and disconnecting are the
+    /// caller's.
+    private func faults(on packet: SMPPacket, from central: CentralID, in runtime: isolated Emulator) async -> FaultPlan {
+        guard let point = target.faultPoint(of: packet) else { return FaultPlan() }
+        let operation =
+            switch point {
+            case .upload(let percent): FaultOperation(.upload, centrals: [central.address], percent: percent)
+            case .confirm: FaultOperation(.confirm, centrals: [central.address])
+            case .reset: FaultOperation(.reset, centrals: [central.address])
+            }
+        let plan = runtime.faultState.engine.plan(for: operation)
+        guard !plan.isEmpty else { return plan }
+        runtime.record(plan, central: central.address, characteristic: definition.characteristic)
+        if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+        if plan.wrongHash, !plan.drop, plan.smpError == nil { target.keepNextImageWithWrongHash() }
+        if plan.losePending, !plan.drop, plan.smpError == nil, target.losePendingImage() {
+            runtime.log.record(.note, detail: "firmware: the image pending in slot 1 is lost (a fault)")
+        }
+        return plan
+    }
+
+    static func name(_ header: SMPHeader) -> String { FirmwareTarget.name(group: header.group, command: header.command) }
+
+    /// Notifies `packet` to `central` in pieces of at most its ATT MTU − 5 bytes: the client joins them by the header's
+    /// length (Zephyr cuts at MTU − 3). bluetoothd sends notifications to a central that takes several per PDU (a BlueZ
+    /// central: smpmgr and smpclient on Linux) as Multiple Handle Value Notifications, whose values are at most
+    /// MTU − 5 bytes, and cuts a longer one short without a word (BlueZ 5.66 to 5.84, `src/shared/gatt-server.c`,
+    /// `bt_gatt_server_send_notification`): an answer cut at MTU − 3 would reach such a client two bytes short.
     private func send(_ packet: SMPPacket, to central: CentralID, in runtime: isolated Emulator) async {
-        await runtime.sendNotification(definition.characteristic, value: packet.bytes, target: .central(central), indicate: false)
+        let bytes = packet.bytes
+        let size = max(1, (runtime.centrals.mtu(of: central.address) ?? ATTMTU.minimum).payload - 2)
+        for start in stride(from: 0, to: bytes.count, by: size) {
+            await runtime.sendNotification(
+                definition.characteristic, value: Array(bytes[start..<min(start + size, bytes.count)]), target: .central(central),
+                indicate: false)
+        }
     }
 
     private func apply(_ event: FirmwareTarget.Event, in runtime: isolated Emulator) async {
@@ -113,6 +167,28 @@ final class FirmwareResponder: GattResponder {
         case .uploadStarted, .uploadProgress, .uploadResumed, .erased:
             break  // in the request's own line
         }
+    }
+
+    /// What `GET /v1/firmware` shows: the slots as a state read answers them, the upload under way.
+    var snapshot: FirmwareSnapshot {
+        let target = self.target
+        var slots = [
+            FirmwareSnapshot.Slot(
+                slot: 0, version: target.primary.version.description, hash: target.primary.hash, bootable: target.primary.bootable,
+                pending: false, confirmed: target.confirmed, active: true, permanent: false,
+                size: target.primary.size > 0 ? target.primary.size : nil)
+        ]
+        if let secondary = target.secondary {
+            slots.append(
+                FirmwareSnapshot.Slot(
+                    slot: 1, version: secondary.version.description, hash: secondary.hash, bootable: secondary.bootable,
+                    pending: target.pending, confirmed: !target.confirmed, active: false, permanent: target.permanent,
+                    size: secondary.size > 0 ? secondary.size : nil))
+        }
+        return FirmwareSnapshot(
+            slots: slots,
+            upload: target.uploadProgress.map { FirmwareSnapshot.Upload(offset: $0.offset, length: $0.length, central: uploader?.address) },
+            rebooting: rebooting, bufferSize: definition.bufferSize, bufferCount: definition.bufferCount, slotSize: definition.slotSize)
     }
 
     /// MCUboot at the reset: swap, revert or nothing; the reboot is over.

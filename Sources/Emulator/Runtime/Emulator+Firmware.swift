@@ -51,3 +51,13 @@ extension Emulator {
         }
     }
 }
+
+extension Emulator {
+    /// The firmware-update target's slots, upload and reboot (`GET /v1/firmware`); not found for a profile without one.
+    public func firmwareStatus() throws(ControlFailure) -> FirmwareSnapshot {
+        guard let firmware = firmwareResponder else {
+            throw ControlFailure(.notFound, "this profile has no \"firmware\" section: the device takes no firmware updates")
+        }
+        return firmware.snapshot
+    }
+}

@@ -13,13 +13,19 @@ extension DeviceProfile {
                 case .write: [.write, .writeWithoutResponse]
                 case .notify: [.notify]
                 case .indicate: [.indicate]
-                case .connect, .pair, .start: []
+                case .connect, .pair, .start, .upload, .confirm, .reset: []
                 }
             if !needed.isEmpty, !needed.contains(where: characteristic.has) {
                 return FaultSpecError(
                     path: "on", message: "characteristic \"\(id)\" has no \(needed.map(\.rawValue).joined(separator: " or ")) flag",
                     kind: .conflict)
             }
+        }
+        if spec.on.isAboutFirmware, firmware == nil {
+            return FaultSpecError(
+                path: "on",
+                message: "\"\(spec.on.rawValue)\" faults are a firmware-update target's: this profile has no \"firmware\" section",
+                kind: .conflict)
         }
         if spec.on == .pair, pairingSecurity == nil {
             return FaultSpecError(

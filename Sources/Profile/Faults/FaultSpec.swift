@@ -49,10 +49,12 @@ public struct FaultScope: Sendable, Equatable {
     public var seed: UInt64?
     /// For `on: start`: milliseconds to wait before firing.
     public var afterMilliseconds: Int
+    /// For `on: upload`: only chunks that bring the upload to at least this share of the image (0–100) match.
+    public var percent: Int?
 
     public init(
         characteristic: String? = nil, central: BluetoothAddress? = nil, nth: Int = 1, count: Int? = nil,
-        probability: Double = 1, seed: UInt64? = nil, afterMilliseconds: Int = 0
+        probability: Double = 1, seed: UInt64? = nil, afterMilliseconds: Int = 0, percent: Int? = nil
     ) {
         self.characteristic = characteristic
         self.central = central
@@ -61,6 +63,7 @@ public struct FaultScope: Sendable, Equatable {
         self.probability = probability
         self.seed = seed
         self.afterMilliseconds = afterMilliseconds
+        self.percent = percent
     }
 }
 
@@ -97,6 +100,12 @@ public enum FaultAction: Sendable, Equatable {
     case wrongPasskey
     /// Make bluetoothd forget every paired central's keys without telling them (a factory reset).
     case forgetBonds
+    /// Refuse an SMP request (`on: upload`, `confirm`, `reset`) with this error code of its group.
+    case smpError(Int)
+    /// Keep the image of the upload under way with a wrong hash (`on: upload`).
+    case wrongHash
+    /// Lose the image pending in slot 1 at this reset (`on: reset`).
+    case losePending
 
     /// The JSON key naming this action.
     public var name: String {
@@ -116,6 +125,9 @@ public enum FaultAction: Sendable, Equatable {
         case .refusePairing: "refuse"
         case .wrongPasskey: "wrongPasskey"
         case .forgetBonds: "forgetBonds"
+        case .smpError: "smpError"
+        case .wrongHash: "wrongHash"
+        case .losePending: "losePending"
         }
     }
 

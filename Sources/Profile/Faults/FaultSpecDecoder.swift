@@ -26,7 +26,7 @@ public struct FaultSpecError: Error, Sendable, Equatable, CustomStringConvertibl
 /// Decodes fault specs from JSON (profile `faults`, scenario files and control API bodies share it).
 public enum FaultSpecDecoder {
     static let scopeKeys = [
-        "id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "description", "$comment",
+        "id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "percent", "description", "$comment",
     ]
     /// The action keys: the kinds of ``FaultCatalog``.
     public static var actionKeys: [String] { FaultCatalog.names }
@@ -81,7 +81,9 @@ public enum FaultSpecDecoder {
         } else if let implicit = action.kind.implicitOperation {
             on = implicit
         } else {
-            throw fail(node, "on", "missing \"on\": which operation (read, write, notify, indicate, connect, pair)")
+            throw fail(
+                node, "on",
+                "missing \"on\": which operation (" + action.kind.operations.map(\.rawValue).joined(separator: ", ") + ")")
         }
         guard action.allowedOn.contains(on) else {
             let allowed = FaultOperationKind.allCases.filter { action.allowedOn.contains($0) }.map(\.rawValue)
@@ -128,6 +130,13 @@ public enum FaultSpecDecoder {
             guard on == .start else { throw fail(value, "after", "\"after\" is for \"on\": \"start\" only") }
             guard let ms = milliseconds(value) else { throw fail(value, "after", durationHint) }
             scope.afterMilliseconds = ms
+        }
+        if let value = node["percent"] {
+            guard on == .upload else { throw fail(value, "percent", "\"percent\" is for \"on\": \"upload\" only") }
+            guard let number = value.intValue, FaultCatalog.percentages.contains(number) else {
+                throw fail(value, "percent", "expected a whole number from 0 to 100 (the share of the image the chunk reaches)")
+            }
+            scope.percent = number
         }
         if !on.isAboutCharacteristic, scope.characteristic != nil {
             throw fail(node, "characteristic", "\"\(on.rawValue)\" faults are not about a characteristic")
@@ -186,6 +195,9 @@ public enum FaultSpecDecoder {
         case "refuse": return .refusePairing
         case "wrongPasskey": return .wrongPasskey
         case "forgetBonds": return .forgetBonds
+        case "smpError": return .smpError(int(node))
+        case "wrongHash": return .wrongHash
+        case "losePending": return .losePending
         case "advertise": return .advertise(variant: node.stringValue)
         case "powerCycle":
             return .powerCycle(offMilliseconds: node.boolValue == true ? FaultCatalog.defaultPowerOffMilliseconds : ms(node))

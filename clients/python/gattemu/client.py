@@ -350,6 +350,12 @@ class Client:
         """`POST /v1/reset`: behaviour back to the profile's initial state (connections and faults kept)."""
         return self._call(OPERATIONS["reset"], {})
 
+    @operation("getFirmware")
+    def firmware(self) -> dict:
+        """`GET /v1/firmware`: a firmware-update target's slots (version, hash, pending, confirmed, active), the upload
+        under way (offset of length) and whether it is rebooting; `NotFound` for a profile without `firmware`."""
+        return self._call(OPERATIONS["getFirmware"], {})
+
     @operation("relaySnapshot")
     def relay_snapshot(self) -> dict:
         """`POST /v1/relay/snapshot`: `gattemu relay` writes the session so far (its `-o` profile, `--capture` file)."""

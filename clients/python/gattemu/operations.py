@@ -70,6 +70,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation("changeAddress", "PUT", "/v1/adapter/address", body=True),
         Operation("setAdvertisement", "PUT", "/v1/advertisement", body=True),
         Operation("reset", "POST", "/v1/reset"),
+        Operation("getFirmware", "GET", "/v1/firmware"),
         Operation("relaySnapshot", "POST", "/v1/relay/snapshot"),
         Operation("openapi", "GET", "/v1/openapi.json"),
         Operation("dashboard", "GET", "/"),
