@@ -254,6 +254,21 @@ import Testing
         #expect(events.contains { $0.contains("refuse with SMP error 4 (confirm #1)") }, "\(events)")
     }
 
+    /// `disconnect` at 50 %: the chunk that reaches it is answered, and nothing the central writes after it is taken
+    /// (the device let it go; bluetoothd may take seconds to drop the link).
+    @Test func aDisconnectFaultTakesNothingMoreFromThatCentral() async throws {
+        let (emulator, log, outbox) = try await Self.emulator()
+        let image = try Self.fixtureImage()
+        _ = try await emulator.addFault(try Self.fault(#"{"on": "upload", "percent": 50, "disconnect": true, "count": 1}"#))
+        let cut = try await Self.upload(image, to: emulator, outbox: outbox)
+        #expect(cut.answer == nil, "the chunk after the fault is not answered")
+        let last = try #require(outbox.sent.last)
+        let reached = try #require(try Self.answer(last.value).1["off"]?.int)
+        #expect(reached * 100 / image.count >= 50 && reached < image.count, "\(reached) of \(image.count)")
+        #expect(await Self.target(emulator)?.uploadProgress?.offset == reached, "the chunk after it was not taken")
+        #expect(log.events.contains { $0.kind == .fault && $0.detail?.contains("disconnect (upload #") == true })
+    }
+
     /// `losePending` at a reset with a tested image waiting: the device boots the running image again, slot 1 empty.
     @Test func aLostPendingImageIsNotSwappedIn() async throws {
         let (emulator, log, outbox) = try await Self.emulator()

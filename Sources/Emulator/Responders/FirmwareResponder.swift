@@ -21,6 +21,9 @@ final class FirmwareResponder: GattResponder {
     /// The central whose upload is under way: another central's upload chunks are answered busy (`rc 10`) instead of
     /// restarting it. Cleared when the upload ends or that central leaves (the upload stays, to be resumed).
     private(set) var uploader: CentralID?
+    /// Centrals a `disconnect` fault is dropping: the device has let them go, so what they still write before bluetoothd
+    /// takes the link down (seconds on a loaded machine) is not carried out.
+    private var leaving: Set<CentralID> = []
 
     init(_ definition: FirmwareDefinition) {
         self.definition = definition
@@ -39,7 +42,7 @@ final class FirmwareResponder: GattResponder {
     }
 
     func write(_ operation: WriteOperation, in runtime: isolated Emulator) async throws(ATTError) {
-        guard operation.attribute.descriptor == nil, !rebooting else { return }
+        guard operation.attribute.descriptor == nil, !rebooting, !leaving.contains(operation.central) else { return }
         let central = operation.central
         var reassembler = reassemblers[central] ?? SMPReassembler(capacity: definition.bufferSize)
         let pieces = reassembler.take(operation.value)
@@ -83,7 +86,10 @@ final class FirmwareResponder: GattResponder {
                             "smp: \(Self.name(header)) seq \(header.sequence): refused (\(FirmwareTarget.code(of: error, for: header)), a fault)"
                     )
                     await send(SMPPacket(answering: header, error: error), to: central, in: runtime)
-                    if plan.disconnect { runtime.scheduleDisconnect([central.address]) }
+                    if plan.disconnect {
+                        letGo(central, in: runtime)
+                        return
+                    }
                     continue
                 }
                 let outcome = target.handle(packet)
@@ -96,7 +102,10 @@ final class FirmwareResponder: GattResponder {
                     .note, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary)
                 if let answer = outcome.answer { await send(answer, to: central, in: runtime) }
                 for event in outcome.events { await apply(event, in: runtime) }
-                if plan.disconnect { runtime.scheduleDisconnect([central.address]) }
+                if plan.disconnect {
+                    letGo(central, in: runtime)
+                    return
+                }
             case .tooLong(let header):
                 runtime.log.record(
                     .note, central: central.logged, characteristic: definition.characteristic,
@@ -132,6 +141,14 @@ final class FirmwareResponder: GattResponder {
             runtime.log.record(.note, detail: "firmware: the image pending in slot 1 is lost (a fault)")
         }
         return plan
+    }
+
+    /// A `disconnect` fault fired on `central`'s request: answered, then nothing more of it is taken, and the link is
+    /// dropped.
+    private func letGo(_ central: CentralID, in runtime: isolated Emulator) {
+        leaving.insert(central)
+        reassemblers[central] = nil
+        runtime.scheduleDisconnect([central.address])
     }
 
     static func name(_ header: SMPHeader) -> String { FirmwareTarget.name(group: header.group, command: header.command) }
@@ -204,6 +221,7 @@ final class FirmwareResponder: GattResponder {
     func link(_ event: LinkEvent, in runtime: isolated Emulator) async {
         guard case .disconnected(let central) = event else { return }
         reassemblers[central] = nil
+        leaving.remove(central)
         if uploader == central { uploader = nil }
     }
 }
