@@ -1,0 +1,299 @@
+"""The firmware-update target judged by mcumgr clients nobody here wrote: smpmgr (its command line) and smpclient
+(its API), from PyPI, over BLE through bluetoothd (bleak), against the started `profiles/mcuboot-sensor.json`, with
+images made by imgtool (PyPI). At ATT MTU 23 and 247 (bluetoothd's `[GATT] ExchangeMTU` for the run; the central and
+gattemu's side share the sandbox's bluetoothd): upload, the image pending, test, reset, the device back running it
+unconfirmed, confirm; then a newer image tested and a reset without confirming: MCUboot reverts.
+
+The clients run on a spare controller bluetoothd drives (GATTEMU_CENTRAL2), in the venv scripts/bootstrap makes for
+them (GATTEMU_SMP_VENV: smpclient pins an older Bumble than the suite's)."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import bluetoothd, report
+from controlapi import api, wait_for_api
+
+HERE = Path(__file__).resolve().parent
+SMP_VENV = Path(os.environ.get("GATTEMU_SMP_VENV", "/var/cache/gattemu/smp-venv"))
+CLIENT = HERE / "fixtures" / "smp_client.py"
+SLOT_SIZE = 0x60000  # profiles/mcuboot-sensor.json firmware.slotSize
+TIMEOUT = 30  # each SMP request's, the clients' own option: TCG is slow, the device is not
+
+
+@pytest.fixture
+def exchange_mtu(request, tmp_path_factory):
+    """bluetoothd restarted with `[GATT] ExchangeMTU = N` for the test, then as before: the clients' side and gattemu's
+    are the sandbox's one bluetoothd, so the link's ATT MTU is N. LE only, BlueZ 5.82 (`bluez_582`): bluetoothd's BR/EDR
+    listener (always opened by 5.66, and by 5.82 on a BR/EDR controller) and its EATT listener refuse an MTU under 48
+    and 64, and bluetoothd would then serve no GATT at all. One ATT channel: with EATT, bluetoothd as a central spreads
+    a client's write commands over its channels and the device gets an SMP packet's pieces out of order
+    (docs/firmware.md)."""
+    conf = tmp_path_factory.mktemp("bluetoothd") / "main.conf"
+    conf.write_text(f"[General]\nControllerMode = le\n\n[Policy]\nAutoEnable=true\n\n[GATT]\nChannels = 1\n"
+                    f"ExchangeMTU = {request.param}\n")
+    os.environ["GATTEMU_BLUETOOTHD_CONF"] = str(conf)
+    try:
+        bluetoothd("restart")
+        yield request.param
+    finally:
+        os.environ.pop("GATTEMU_BLUETOOTHD_CONF", None)
+        bluetoothd("restart")
+
+
+@pytest.fixture
+def smp_adapter(env):
+    adapter = os.environ.get("GATTEMU_CENTRAL2")
+    if not adapter:
+        pytest.skip("needs a spare controller bluetoothd drives (GATTEMU_CENTRAL2; GATTEMU_CONTROLLERS >= 4)")
+    if not (SMP_VENV / "bin" / "python").exists():
+        pytest.fail(f"no SMP client venv at {SMP_VENV} (scripts/bootstrap makes it)")
+    return adapter
+
+
+def image(tmp_path: Path, version: str, size: int) -> Path:
+    """An MCUboot image as imgtool makes it: a 0x200-byte header, `size` bytes of application, the SHA-256 TLV."""
+    raw = tmp_path / f"app-{version}.raw"
+    raw.write_bytes(bytes((i * 7 + len(version)) & 0xFF for i in range(size)))
+    signed = tmp_path / f"app-{version}.bin"
+    done = subprocess.run([str(SMP_VENV / "bin" / "imgtool"), "sign", "--version", version, "--header-size", "0x200",
+                           "--pad-header", "--align", "4", "--slot-size", hex(SLOT_SIZE), str(raw), str(signed)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return signed
+
+
+# Client runs that did not reach the device and were made again: bleak (the clients' BLE layer) now and then does not
+# report the device during its scan although the client's controller receives its advertisements (seen in the HCI
+# capture; about one run in ten on BlueZ 5.82 in the sandbox). Nothing of SMP happened in such a run; the count is
+# reported, and a device that stops advertising still fails (every attempt misses it).
+RECONNECTS: list[str] = []
+ATTEMPTS = 3
+
+
+def not_connected(returncode: int, text: str) -> bool:
+    """smp_client's exit 3 (state, upload, request), or smpmgr's connection timeout before any request."""
+    return returncode == 3 or (returncode != 0 and "Transport error: connection timeout" in text and "... OK" not in text)
+
+
+async def client(adapter: str, *args: str, timeout: float = 600) -> str:
+    """Runs smp_client.py (smpmgr or smpclient's API) on `adapter`; its output, or a failure with it. A run that did
+    not reach the device is made again (``RECONNECTS``)."""
+    for attempt in range(1, ATTEMPTS + 1):
+        returncode, text = await client_once(adapter, *args, timeout=timeout)
+        if attempt < ATTEMPTS and not_connected(returncode, text):
+            RECONNECTS.append(" ".join(args[:6]))
+            continue
+        assert returncode == 0, f"{' '.join(args)}: exit {returncode}:\n{text[-8000:]}"
+        return text
+    raise AssertionError("unreachable")
+
+
+async def client_once(adapter: str, *args: str, timeout: float) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(SMP_VENV / "bin" / "python"), str(CLIENT), "--adapter", adapter, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "160", "NO_COLOR": "1", "_TYPER_STANDARD_TRACEBACK": "1"})
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        out, _ = await proc.communicate()
+        raise AssertionError(f"{' '.join(args)}: no end within {timeout}s:\n{out.decode(errors='replace')[-3000:]}")
+    return proc.returncode, out.decode(errors="replace")
+
+
+async def state(adapter: str, address: str) -> dict:
+    """smpclient's image state read and params, as the helper prints them (one JSON line, the last)."""
+    out = await client(adapter, "--forget", address, "--timeout", str(TIMEOUT), "state", address)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+async def upload(adapter: str, address: str, path: Path, timeout: float = TIMEOUT) -> dict:
+    """smpclient's upload of `path` to slot 1: how it ended (complete, error, disconnected, timeout) and where."""
+    out = await client(adapter, "--forget", address, "--timeout", str(timeout), "upload", address, str(path))
+    return json.loads(out.strip().splitlines()[-1])
+
+
+async def request(adapter: str, address: str, *what: str, timeout: float = TIMEOUT) -> dict:
+    """One smpclient request (`test HASH`, `confirm`, `reset`): its answer (ok, or the error's group and rc)."""
+    out = await client(adapter, "--forget", address, "--timeout", str(timeout), "request", address, *what)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+async def smpmgr(adapter: str, address: str, *args: str) -> str:
+    return await client(adapter, "--forget", address, "smpmgr", "--ble", address, "--timeout", str(TIMEOUT), *args)
+
+
+async def boots(p, count: int, timeout: float = 120.0) -> str:
+    """The device's `count`-th `firmware: booted …` line of its event log (it comes back from a reset)."""
+    end = time.monotonic() + timeout
+    while True:
+        lines = []
+        if p.events.exists():
+            for line in p.events.read_text(errors="replace").splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if str(event.get("detail", "")).startswith("firmware: booted"):
+                    lines.append(event["detail"])
+        if len(lines) >= count:
+            return lines[count - 1]
+        if time.monotonic() >= end or not p.running:
+            raise AssertionError(f"no boot #{count} within {timeout}s (boots: {lines}):\n{p.tail(40)}")
+        await asyncio.sleep(0.2)
+
+
+def slots(status: dict) -> dict[int, dict]:
+    return {image["slot"]: image for image in status["images"]}
+
+
+@pytest.mark.parametrize("exchange_mtu", [23, 247], indirect=True)
+async def test_smpmgr_upgrades_tests_confirms_and_mcuboot_reverts(bluez_582, exchange_mtu, smp_adapter, start_gattemu,
+                                                                   env, tmp_path):
+    address = env["GATTEMU_PERIPH_ADDRESS"]
+    p = start_gattemu("mcuboot-sensor.json")
+    await p.wait_ready()
+    size = 6_000 if exchange_mtu == 23 else 24_000
+    new, newer = image(tmp_path, "1.1.0", size), image(tmp_path, "1.2.0+7", size + 1000)  # imgtool's build number: version 1.2.0.7
+
+    before = await state(smp_adapter, address)
+    assert before["mtu"] == exchange_mtu - 3, before  # the client's write size: the link's MTU took effect
+    assert before["params"] == {"buf_size": 2475, "buf_count": 4}, before
+    running = slots(before)[0]
+    assert (running["version"], running["active"], running["confirmed"]) == ("1.0.0", True, True), before
+    assert 1 not in slots(before), before
+
+    # smpmgr upgrade: upload to slot 1, mark it for test, reset.
+    started = time.monotonic()
+    out = await smpmgr(smp_adapter, address, "upgrade", "--slot", "1", str(new))
+    upload_seconds = time.monotonic() - started
+    assert "Upgrade complete" in out, out
+    assert await boots(p, 1) == "firmware: booted 1.1.0, swapped in for test (not confirmed)"
+    after = slots(await state(smp_adapter, address))
+    assert (after[0]["version"], after[0]["active"], after[0]["confirmed"]) == ("1.1.0", True, False), after
+    assert (after[1]["version"], after[1]["pending"]) == ("1.0.0", False), after
+
+    # Confirm the running image: it stays.
+    await smpmgr(smp_adapter, address, "image", "state-write", "--confirm")
+    confirmed = slots(await state(smp_adapter, address))
+    assert (confirmed[0]["version"], confirmed[0]["confirmed"]) == ("1.1.0", True), confirmed
+
+    # A newer image, tested, and a reset without confirming it: MCUboot reverts to the confirmed one.
+    await smpmgr(smp_adapter, address, "upgrade", "--slot", "1", str(newer))
+    assert await boots(p, 2) == "firmware: booted 1.2.0.7, swapped in for test (not confirmed)"
+    tested = slots(await state(smp_adapter, address))
+    assert (tested[0]["version"], tested[0]["confirmed"]) == ("1.2.0.7", False), tested
+    await smpmgr(smp_adapter, address, "os", "reset")
+    assert await boots(p, 3) == "firmware: booted 1.1.0: the tested image was not confirmed, MCUboot reverted"
+    reverted = slots(await state(smp_adapter, address))
+    assert (reverted[0]["version"], reverted[0]["confirmed"], reverted[0]["active"]) == ("1.1.0", True, True), reverted
+    assert reverted[1]["version"] == "1.2.0.7", reverted
+    report(f"firmware update at ATT MTU {exchange_mtu} (smpmgr 0.19.1 and smpclient 7.3.0, imgtool 2.5.0 images): "
+           f"{new.stat().st_size}-byte image uploaded, tested, booted unconfirmed and confirmed "
+           f"({upload_seconds:.0f} s for upgrade); a tested {newer.stat().st_size}-byte image reverted on the "
+           f"next reset; client runs made again after a missed scan: {len(RECONNECTS)}")
+
+
+async def fault(spec: dict) -> str:
+    status, body = await api("POST", "/v1/faults", spec)
+    assert status == 201, body
+    return body["id"]
+
+
+def notes(p, text: str) -> list[str]:
+    """The device's event-log details that contain `text`."""
+    found = []
+    for line in p.events.read_text(errors="replace").splitlines() if p.events.exists() else []:
+        try:
+            detail = str(json.loads(line).get("detail", ""))
+        except ValueError:
+            continue
+        if text in detail:
+            found.append(detail)
+    return found
+
+
+@pytest.mark.parametrize("exchange_mtu", [247], indirect=True)
+async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu, smp_adapter, start_gattemu, env, tmp_path):
+    """Each firmware fault, added through the control API, as smpclient's API sees it: a refusal at 60 % with the
+    group's code (and the upload resumed after), a disconnection at 50 %, a device that stops answering, an image kept
+    with a wrong hash, a refused confirm, a pending image lost at the reset."""
+    address = env["GATTEMU_PERIPH_ADDRESS"]
+    p = start_gattemu("mcuboot-sensor.json", args=["--control", "127.0.0.1:8765"])
+    await wait_for_api(p)
+    images = [image(tmp_path, f"1.{n}.0", 9_000 + 100 * n) for n in range(1, 7)]
+    seen = []
+
+    await fault({"on": "upload", "percent": 60, "smpError": 12, "count": 1})
+    refused = await upload(smp_adapter, address, images[0])
+    # smpclient's SMPUploadError carries the answer: err {group IMAGE_MANAGEMENT, rc FLASH_WRITE_FAILED (12)}
+    assert refused["outcome"] == "error" and "IMG_MGMT_ERR.FLASH_WRITE_FAILED: 12" in refused["detail"], refused
+    assert 40 <= refused["offset"] * 100 // refused["length"] < 60, refused
+    resumed = await upload(smp_adapter, address, images[0])
+    assert resumed["outcome"] == "complete", resumed
+    assert notes(p, "upload resumed at"), p.tail()
+    seen.append(f"smpError 12 at 60 %: SMPUploadError after {refused['offset']} of {refused['length']} bytes; resumed")
+
+    await fault({"on": "upload", "percent": 50, "disconnect": True, "count": 1})
+    dropped = await upload(smp_adapter, address, images[1])
+    assert dropped["outcome"] in ("disconnected", "timeout"), dropped  # the link went down under the next request
+    assert notes(p, "disconnecting (fault)"), p.tail()
+    seen.append(f"disconnect at 50 %: {dropped['outcome']} after {dropped['offset']} bytes")
+
+    silent = await fault({"on": "upload", "percent": 30, "drop": True})
+    stalled = await upload(smp_adapter, address, images[2], timeout=8)
+    assert stalled["outcome"] == "timeout", stalled
+    assert notes(p, "not carried out, not answered (fault)"), p.tail()
+    assert (await api("DELETE", f"/v1/faults/{silent}"))[0] == 200
+    seen.append(f"drop from 30 %: timeout after {stalled['offset']} bytes")
+
+    await fault({"on": "upload", "wrongHash": True, "count": 1})
+    wrong = await upload(smp_adapter, address, images[3])
+    assert wrong["outcome"] == "error" and "mismatched SHA256" in wrong["detail"], wrong
+    slot1 = slots(await state(smp_adapter, address))[1]
+    true_hash = image_hash(images[3])
+    assert slot1["version"] == "1.4.0" and slot1["hash"] != true_hash, slot1
+    assert await request(smp_adapter, address, "test", true_hash) == {"outcome": "error", "group": 1, "rc": 8}
+    seen.append("wrongHash: match false (SMPUploadError), state read shows another hash, test by the image's: rc 8")
+
+    # A good image, tested and booted; the confirm refused: it stays unconfirmed.
+    assert (await upload(smp_adapter, address, images[4]))["outcome"] == "complete"
+    assert (await request(smp_adapter, address, "test", image_hash(images[4])))["outcome"] == "ok"
+    await request(smp_adapter, address, "reset")
+    assert await boots(p, 1) == "firmware: booted 1.5.0, swapped in for test (not confirmed)"
+    refusal = await fault({"on": "confirm", "smpError": 4})
+    assert await request(smp_adapter, address, "confirm") == {"outcome": "error", "group": 1, "rc": 4}
+    assert slots(await state(smp_adapter, address))[0]["confirmed"] is False
+    assert (await api("DELETE", f"/v1/faults/{refusal}"))[0] == 200
+    assert (await request(smp_adapter, address, "confirm"))["outcome"] == "ok"
+    seen.append("confirm refused: rc 4, still unconfirmed")
+
+    # A tested image lost at the reset: the device comes back running what it ran, slot 1 empty.
+    assert (await upload(smp_adapter, address, images[5]))["outcome"] == "complete"
+    assert (await request(smp_adapter, address, "test", image_hash(images[5])))["outcome"] == "ok"
+    await fault({"on": "reset", "losePending": True, "count": 1})
+    await request(smp_adapter, address, "reset")
+    assert await boots(p, 2) == "firmware: booted 1.5.0 (nothing pending)"
+    after = slots(await state(smp_adapter, address))
+    assert after[0]["version"] == "1.5.0" and 1 not in after, after
+    seen.append("losePending: back on 1.5.0, slot 1 empty")
+    report("firmware faults seen by smpclient 7.3.0 | " + " | ".join(seen)
+           + f" | client runs made again after a missed scan: {len(RECONNECTS)}")
+
+
+def image_hash(path: Path) -> str:
+    """The image's SHA-256 as MCUboot states it in its TLV (hex): over the header, the image and the protected TLVs."""
+    data = path.read_bytes()
+    header_size, protected_size = int.from_bytes(data[8:10], "little"), int.from_bytes(data[10:12], "little")
+    image_size = int.from_bytes(data[12:16], "little")
+    return hashlib.sha256(data[:header_size + image_size + protected_size]).hexdigest()
