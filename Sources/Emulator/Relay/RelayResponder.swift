@@ -13,6 +13,11 @@ final class RelayResponder: GattResponder {
     let upstream: any RelayUpstream
     var state = RelayState()
     let local = ProfileResponder()
+    /// Subscriptions being made or ended on the device, and the reads and writes that came after them: the phone's
+    /// order is kept, so what it does after subscribing reaches the device once the device is subscribed (a device
+    /// that answers a write by indicating would otherwise indicate to nobody).
+    private var subscriptionsUnderWay = 0
+    private var waitingForSubscriptions: [CheckedContinuation<Void, Never>] = []
 
     init(upstream: any RelayUpstream, snapshot: RelaySnapshotWriter?) {
         self.upstream = upstream
@@ -22,6 +27,7 @@ final class RelayResponder: GattResponder {
     func read(_ operation: ReadOperation, in runtime: isolated Emulator) async throws(ATTError) -> [UInt8] {
         let id = operation.attribute
         let central = operation.central
+        await subscriptionsSettled(in: runtime)
         guard !state.deviceAway else { throw runtime.answer(.failed, central, id) }
         let start = ContinuousClock.now
         let before = state.commandsSent
@@ -55,6 +61,7 @@ final class RelayResponder: GattResponder {
     }
 
     private func forward(_ operation: WriteOperation, in runtime: isolated Emulator) async throws(ATTError) {
+        await subscriptionsSettled(in: runtime)
         guard !state.deviceAway else { throw .failed }
         let id = operation.attribute
         let central = operation.central
@@ -162,6 +169,8 @@ final class RelayResponder: GattResponder {
         if subscribed { after.insert(central) } else { after.remove(central) }
         state.subscribers[characteristic] = after.isEmpty ? nil : after
         guard before.isEmpty != after.isEmpty, !state.deviceAway else { return }
+        subscriptionsUnderWay += 1
+        defer { subscriptionSettled() }
         do {
             try await upstream.setSubscribed(characteristic, subscribed)
             runtime.log.record(
@@ -175,6 +184,20 @@ final class RelayResponder: GattResponder {
                 .relayed, central: central, characteristic: characteristic,
                 detail: "device refused to \(subscribed ? "subscribe" : "unsubscribe"): \(error)")
         }
+    }
+
+    /// Returns once no subscription is being made or ended on the device.
+    private func subscriptionsSettled(in runtime: isolated Emulator) async {
+        guard subscriptionsUnderWay > 0 else { return }
+        await withCheckedContinuation { waitingForSubscriptions.append($0) }
+    }
+
+    private func subscriptionSettled() {
+        subscriptionsUnderWay -= 1
+        guard subscriptionsUnderWay == 0 else { return }
+        let waiting = waitingForSubscriptions
+        waitingForSubscriptions = []
+        for continuation in waiting { continuation.resume() }
     }
 
     /// What the device's subscription cannot carry: for a characteristic that offers both notifications and
