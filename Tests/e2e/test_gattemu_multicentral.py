@@ -77,6 +77,14 @@ async def run_centrals(start_gattemu, centrals, leave_after: int | None,
             status = await wait_for_status(lambda s: any(c["subscriptions"] == ["tx"] for c in s["centrals"]),
                                            "the first central never showed as subscribed")
             first_address = next(c["address"] for c in status["centrals"] if c["subscriptions"] == ["tx"])
+            # gattemu lists the subscription when bluetoothd asks for the socket, before bluetoothd has the answer: a
+            # central subscribing meanwhile makes bluetoothd ask again, for it (seen: a second AcquireNotify 56 ms
+            # later). A notification through the socket shows bluetoothd holds it.
+            await conn.write(NOKE_RX, command(0xA0), response=True)
+            deadline = time.monotonic() + 10
+            while not any(v[2] == 0xA0 for v in inbox) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert any(v[2] == 0xA0 for v in inbox), "the first central's answer never came through the socket"
     await asyncio.sleep(1)
     for inbox in inboxes:
         inbox.clear()
