@@ -3,16 +3,27 @@ import Digest
 /// The image management group (1): state read and write, upload, erase, slot info — as Zephyr's img_mgmt answers
 /// them, error codes included.
 extension FirmwareTarget {
-    /// Each slot with an image: version, hash and flags, as state read and state write answer.
-    var stateAnswer: CBOR {
-        var images: [CBOR] = [
-            Self.entry(slot: 0, primary, pending: false, confirmed: confirmed, active: true, permanent: false)
-        ]
-        if let secondary {
-            images.append(Self.entry(slot: 1, secondary, pending: pending, confirmed: !confirmed, active: false, permanent: permanent))
-        }
-        return .map(["images": .array(images), "splitStatus": .int(0)])
+    /// A slot with an image and its flags as MCUboot reports them.
+    public struct SlotState: Sendable, Equatable {
+        public var slot: Int
+        public var image: Image
+        public var pending: Bool
+        public var confirmed: Bool
+        public var active: Bool
+        public var permanent: Bool
     }
+
+    /// Each slot with an image, as state read and state write answer (and `GET /v1/firmware` shows): slot 0 runs,
+    /// slot 1 is pending or holds the image to revert to, "confirmed" when the running one is not.
+    public var slots: [SlotState] {
+        var slots = [SlotState(slot: 0, image: primary, pending: false, confirmed: confirmed, active: true, permanent: false)]
+        if let secondary {
+            slots.append(SlotState(slot: 1, image: secondary, pending: pending, confirmed: !confirmed, active: false, permanent: permanent))
+        }
+        return slots
+    }
+
+    var stateAnswer: CBOR { .map(["images": .array(slots.map(Self.entry)), "splitStatus": .int(0)]) }
 
     var stateSummary: String {
         var text = "slot 0 \(primary.version)\(confirmed ? " confirmed" : " (test, not confirmed)")"
@@ -20,10 +31,11 @@ extension FirmwareTarget {
         return text
     }
 
-    static func entry(slot: Int, _ image: Image, pending: Bool, confirmed: Bool, active: Bool, permanent: Bool) -> CBOR {
+    static func entry(_ state: SlotState) -> CBOR {
         .map([
-            "slot": .int(slot), "version": .text(image.version.description), "hash": .bytes(image.hash), "bootable": .bool(image.bootable),
-            "pending": .bool(pending), "confirmed": .bool(confirmed), "active": .bool(active), "permanent": .bool(permanent),
+            "slot": .int(state.slot), "version": .text(state.image.version.description), "hash": .bytes(state.image.hash),
+            "bootable": .bool(state.image.bootable), "pending": .bool(state.pending), "confirmed": .bool(state.confirmed),
+            "active": .bool(state.active), "permanent": .bool(state.permanent),
         ])
     }
 

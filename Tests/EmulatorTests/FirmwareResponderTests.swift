@@ -142,6 +142,11 @@ import Testing
         // At ATT MTU 23 every piece is at most 18 bytes (MTU − 5: what bluetoothd sends whole to any central).
         #expect(outbox.pieces.allSatisfy { $0.value.count <= 18 } && outbox.pieces.contains { $0.value.count == 18 })
         #expect(await Self.runningConfirmed(emulator) == false)
+        // GET /v1/firmware shows the slots as a state read does.
+        let status = try await emulator.firmwareStatus()
+        #expect(status.slots.map(\.version) == ["1.2.3.4", "1.0.0"])
+        #expect(status.slots.map(\.confirmed) == [false, true] && status.slots.map(\.active) == [true, false])
+        #expect(status.slots[0].size == image.count && status.upload == nil && !status.rebooting)
     }
 
     /// A second central's upload while one is under way is answered busy and disturbs nothing; once the first central

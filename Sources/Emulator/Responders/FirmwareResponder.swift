@@ -188,22 +188,13 @@ final class FirmwareResponder: GattResponder {
 
     /// What `GET /v1/firmware` shows: the slots as a state read answers them, the upload under way.
     var snapshot: FirmwareSnapshot {
-        let target = self.target
-        var slots = [
-            FirmwareSnapshot.Slot(
-                slot: 0, version: target.primary.version.description, hash: target.primary.hash, bootable: target.primary.bootable,
-                pending: false, confirmed: target.confirmed, active: true, permanent: false,
-                size: target.primary.size > 0 ? target.primary.size : nil)
-        ]
-        if let secondary = target.secondary {
-            slots.append(
+        FirmwareSnapshot(
+            slots: target.slots.map {
                 FirmwareSnapshot.Slot(
-                    slot: 1, version: secondary.version.description, hash: secondary.hash, bootable: secondary.bootable,
-                    pending: target.pending, confirmed: !target.confirmed, active: false, permanent: target.permanent,
-                    size: secondary.size > 0 ? secondary.size : nil))
-        }
-        return FirmwareSnapshot(
-            slots: slots,
+                    slot: $0.slot, version: $0.image.version.description, hash: $0.image.hash, bootable: $0.image.bootable,
+                    pending: $0.pending, confirmed: $0.confirmed, active: $0.active, permanent: $0.permanent,
+                    size: $0.image.size > 0 ? $0.image.size : nil)
+            },
             upload: target.uploadProgress.map { FirmwareSnapshot.Upload(offset: $0.offset, length: $0.length, central: uploader?.address) },
             rebooting: rebooting, bufferSize: definition.bufferSize, bufferCount: definition.bufferCount, slotSize: definition.slotSize)
     }
