@@ -125,7 +125,10 @@ final class FirmwareResponder: GattResponder {
     /// waited, a wrong hash or a lost pending image done to the target; dropping, refusing and disconnecting are the
     /// caller's.
     private func faults(on packet: SMPPacket, from central: CentralID, in runtime: isolated Emulator) async -> FaultPlan {
-        guard let point = target.faultPoint(of: packet) else { return FaultPlan() }
+        // Telling an upload chunk's share decodes its body a second time: only when a fault may want it.
+        guard runtime.faultState.engine.faults.contains(where: { $0.spec.on.isAboutFirmware }),
+            let point = target.faultPoint(of: packet)
+        else { return FaultPlan() }
         let operation =
             switch point {
             case .upload(let percent): FaultOperation(.upload, centrals: [central.address], percent: percent)

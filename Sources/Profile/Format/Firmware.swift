@@ -33,9 +33,10 @@ public struct FirmwareDefinition: Sendable, Equatable {
 }
 
 extension DeviceProfile {
-    /// What `firmware` says of the table, set once where the table is: the SMP characteristic's answers are cut at the
-    /// central's MTU like any `fragment` characteristic (the client puts a packet together by its header's length),
-    /// and the revision characteristic starts as the running version.
+    /// What `firmware` says of the table, set once where the table is: the SMP characteristic fragments (the target
+    /// notifies its answers already cut, at MTU − 5; a value notified through the control API is cut at the central's
+    /// MTU like any `fragment` characteristic's: the client puts a packet together by its header's length), and the
+    /// revision characteristic starts as the running version.
     mutating func serve(_ firmware: FirmwareDefinition) {
         for service in services.indices {
             for index in services[service].characteristics.indices {
