@@ -22,32 +22,23 @@ import Testing
         let check: String?
         let received = Mutex<[[UInt8]]>([])
         let checks = Mutex(0)
-        private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+        private let calls = HeldCalls()
         init(check: String? = "a read") { self.check = check }
         func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] { [] }
         func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {
             received.withLock { $0.append(value) }
-            if withResponse { await held() }
+            if withResponse { await calls.hold() }
         }
         func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {}
         func central(_ central: BluetoothAddress, connected: Bool) async {}
         func checkLink() async -> String? {
             guard let check else { return nil }
             checks.withLock { $0 += 1 }
-            await held()
+            await calls.hold()
             return check
         }
-        private func held() async {
-            await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
-        }
-        var held: Int { waiting.withLock { $0.count } }
-        func release() {
-            let all = waiting.withLock { waiting in
-                defer { waiting = [] }
-                return waiting
-            }
-            for continuation in all { continuation.resume() }
-        }
+        var held: Int { calls.held }
+        func release() { calls.release() }
     }
 
     static let central = BluetoothAddress("AA:BB:CC:DD:EE:01")

@@ -16,7 +16,7 @@ import Testing
         let deviceAdapter = "hci1"
         let devicePairing = DevicePairing()
         let operations = Mutex<[String]>([])
-        private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+        private let calls = HeldCalls()
         func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] {
             operations.withLock { $0.append("read") }
             return []
@@ -26,19 +26,13 @@ import Testing
         }
         func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {
             operations.withLock { $0.append("subscribe begins") }
-            await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
+            await calls.hold()
             operations.withLock { $0.append("subscribed") }
         }
         func central(_ central: BluetoothAddress, connected: Bool) async {}
         func checkLink() async -> String? { nil }
-        var held: Int { waiting.withLock { $0.count } }
-        func release() {
-            let all = waiting.withLock { waiting in
-                defer { waiting = [] }
-                return waiting
-            }
-            for continuation in all { continuation.resume() }
-        }
+        var held: Int { calls.held }
+        func release() { calls.release() }
     }
 
     @Test(.timeLimit(.minutes(1))) func aWriteAfterASubscriptionWaitsForTheDevicesSubscription() async throws {

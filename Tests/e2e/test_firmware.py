@@ -21,6 +21,7 @@ import pytest
 
 from conftest import LONG, bluetoothd, report
 from controlapi import api, wait_for_api
+from test_pairing import events_of
 
 HERE = Path(__file__).resolve().parent
 SMP_VENV = Path(os.environ.get("GATTEMU_SMP_VENV", "/var/cache/gattemu/smp-venv"))
@@ -137,15 +138,7 @@ async def boots(p, count: int, timeout: float = 120.0) -> str:
     """The device's `count`-th `firmware: booted …` line of its event log (it comes back from a reset)."""
     end = time.monotonic() + timeout
     while True:
-        lines = []
-        if p.events.exists():
-            for line in p.events.read_text(errors="replace").splitlines():
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if str(event.get("detail", "")).startswith("firmware: booted"):
-                    lines.append(event["detail"])
+        lines = [line for line in notes(p, "firmware: booted") if line.startswith("firmware: booted")]
         if len(lines) >= count:
             return lines[count - 1]
         if time.monotonic() >= end or not p.running:
@@ -213,16 +206,8 @@ async def fault(spec: dict) -> str:
 
 
 def notes(p, text: str) -> list[str]:
-    """The device's event-log details that contain `text`."""
-    found = []
-    for line in p.events.read_text(errors="replace").splitlines() if p.events.exists() else []:
-        try:
-            detail = str(json.loads(line).get("detail", ""))
-        except ValueError:
-            continue
-        if text in detail:
-            found.append(detail)
-    return found
+    """The details of the device's `note` events that contain `text`."""
+    return [detail for event in events_of(p, "note") if text in (detail := str(event.get("detail", "")))]
 
 
 @pytest.mark.parametrize("exchange_mtu", [247], indirect=True)
