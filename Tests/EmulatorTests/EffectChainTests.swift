@@ -54,6 +54,53 @@ import Testing
         #expect(events.last?.kind == .stopped)
     }
 
+    /// A write answered by the profile waits for the effects of earlier events before its answer. Behind a day-long
+    /// delay, each such write would wait a day: bluetoothd stops waiting after 5 s, but gattemu kept every call, so a
+    /// central writing without pause grew gattemu's memory without bound (the hostile profile delay-chain: 52 MiB to
+    /// 74 MiB in 60 s). At most ``Emulator/maximumWaitingOperations`` operations wait; the next are answered at once,
+    /// without their effects, and each says so in the log.
+    @Test(.timeLimit(.minutes(5))) func operationsWaitingBehindEffectsAreBoundedAndAnsweredAtOnce() async throws {
+        let profile = try ProfileLoader.load(
+            json: """
+                { "format": 1,
+                  "services": [{ "id": "s", "uuid": "180f", "characteristics": [{ "id": "rx", "uuid": "2a19", "flags": ["write"] }] }],
+                  "rules": [{ "on": { "write": "rx" }, "do": [{ "succeed": true }, { "delay": 86400000 }, { "log": "late {request}" }] }] }
+                """, file: "waiting.json")
+        let emulator = try Emulator(profile: profile, options: EmulatorOptions(), log: try EventLog(format: .json))
+        var request = Self.write([0])
+        request.kind = .request
+        // The first write is answered; its day-long delay then holds the chain.
+        try await emulator.write(request)
+        let limit = Emulator.maximumWaitingOperations
+        let extra = 5
+        var waiting: [Task<Void, any Error>] = []
+        for index in 1...limit {
+            request.value = [UInt8(index)]
+            let queued = request
+            waiting.append(Task { try await emulator.write(queued) })
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while await emulator.operationsWaitingForEffects < limit, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await emulator.operationsWaitingForEffects == limit)
+        // The next ones do not wait: answered at once (this test would hang here before), effects dropped, logged.
+        for index in 0..<extra {
+            request.value = [0xF0 + UInt8(index)]
+            try await emulator.write(request)
+        }
+        let dropped = emulator.events.events.filter {
+            $0.kind == .error && $0.detail?.hasPrefix("answered at once without waiting") == true
+        }
+        #expect(dropped.count == extra)
+        #expect(dropped.first?.detail?.contains("\(limit) earlier operations") == true)
+        #expect(await emulator.operationsWaitingForEffects == limit)
+        // Stopping ends the day's wait: every waiting write is answered, and none waits any more.
+        await emulator.stop()
+        for task in waiting { try await task.value }
+        #expect(await emulator.operationsWaitingForEffects == 0)
+    }
+
     @Test(.timeLimit(.minutes(5))) func aFinishedChainFreesItsPlace() async throws {
         let emulator = try Self.emulator()
         try await emulator.write(Self.write([0xEE]))

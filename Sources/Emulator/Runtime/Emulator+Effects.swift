@@ -6,21 +6,41 @@ extension Emulator {
     /// How many events' after-the-answer effects may wait in the chain (behind delays) before the effects of
     /// new events are dropped, with an `.error` event.
     static let maximumPendingEffectChains = 64
+    /// How many operations may wait for the effects of earlier events before their answer; past that, an
+    /// operation is answered at once and its effects are dropped, with an `.error` event. bluetoothd gives an
+    /// application 5 s to answer and then answers the central itself, but the call stays with gattemu: without
+    /// this bound a central writing without pause behind a long delay kept every call, and gattemu grew.
+    static let maximumWaitingOperations = 64
 
     /// Runs an outcome: effects up to the first `.reply` now (so delays before it delay the answer), the rest
     /// after the answer, in order with the effects of earlier events. Returns the reply, if any.
     ///
     /// At most ``maximumPendingEffectChains`` events' remaining effects wait at a time; past that, an event's
     /// remaining effects are dropped and logged, so a profile that delays after every write cannot grow the
-    /// chain without bound.
+    /// chain without bound; at most ``maximumWaitingOperations`` operations wait for the chain before their
+    /// answer, and the next are answered at once without their effects (logged too).
     func run(_ outcome: EngineOutcome, central: CentralID) async throws(ATTError) -> Reply? {
         for rule in outcome.firedRules {
             log.record(.rule, central: central.logged, detail: rule)
         }
         var effects = outcome.effects[...]
         var reply: Reply?
-        if let index = effects.firstIndex(where: { if case .reply = $0 { true } else { false } }) {
-            await waitForEarlierEffects()
+        if let index = effects.firstIndex(where: \.isReply) {
+            if effectTail != nil {
+                guard operationsWaitingForEffects < Self.maximumWaitingOperations else {
+                    let others = effects.filter { !$0.isReply }
+                    log.record(
+                        .error, central: central.logged,
+                        detail: "answered at once without waiting"
+                            + (others.isEmpty ? "" : ", its other effects dropped (\(Self.describe(others)))")
+                            + ": \(operationsWaitingForEffects) earlier operations are still waiting for the effects of earlier events")
+                    if case .reply(let answer) = effects[index] { return answer }
+                    return nil
+                }
+                operationsWaitingForEffects += 1
+                await waitForEarlierEffects()
+                operationsWaitingForEffects -= 1
+            }
             for effect in effects[..<index] { await perform(effect, central: central) }
             if case .reply(let answer) = effects[index] { reply = answer }
             effects = effects[(index + 1)...]

@@ -37,6 +37,8 @@ public actor Emulator {
     /// The after-the-answer effects of each event still waiting or running (see `run(_:central:)`), by chain id.
     var effectChains: [UInt64: Task<Void, Never>] = [:]
     var nextEffectChain: UInt64 = 0
+    /// Operations whose answer waits for the effects of earlier events (at most ``maximumWaitingOperations``).
+    var operationsWaitingForEffects = 0
     var centralEvents: AsyncStream<CentralEvent>.Continuation?
     /// Hands ``centralEvents`` to the actor; awaited on stop so its events are logged before `stopped`.
     var centralEventsTask: Task<Void, Never>?

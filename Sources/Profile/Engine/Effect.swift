@@ -31,6 +31,11 @@ public enum Effect: Sendable, Equatable {
     case scheduleTimer(id: String, after: Duration, repeating: Bool)
     case cancelTimer(id: String)
     case log(String)
+
+    /// Whether this is the answer to the request.
+    public var isReply: Bool {
+        if case .reply = self { true } else { false }
+    }
 }
 
 /// What handling one event produced: the ids of the rules that fired, in order, and the effects.
