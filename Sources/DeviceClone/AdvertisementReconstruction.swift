@@ -83,10 +83,47 @@ struct AdvertisementReconstruction {
                 )
             }
         }
+        spillIntoScanResponse()
         if !advertisingData.fitsLegacy {
             notes.append(
                 "advertisement: \(advertisingData.encodedLength) bytes of advertising data, more than the legacy 31 (extended advertising, or fields BlueZ kept from several advertisements)"
             )
+        }
+    }
+
+    /// BlueZ's properties can hold more than one advertisement carried: fields of several advertisements, or (5.82,
+    /// and a bonded device's stored info) an appearance read from the GAP service after connecting. What does not fit
+    /// the advertising data goes to the scan response while it has room, least telling first (appearance, TX power,
+    /// undecoded types, service data, manufacturer data); flags and service UUIDs, which scanners filter on, stay.
+    private mutating func spillIntoScanResponse() {
+        func rank(_ type: ADType) -> Int? {
+            switch type {
+            case .flags, .completeServiceUUIDs16, .completeServiceUUIDs32, .completeServiceUUIDs128: nil
+            case .appearance: 0
+            case .txPowerLevel: 1
+            case .serviceData16, .serviceData32, .serviceData128: 3
+            case .manufacturerData: 4
+            default: 2
+            }
+        }
+        var moved: [ADType] = []
+        while !advertisingData.fitsLegacy {
+            let room = AdvertisingData.legacyLimit - scanResponse.encodedLength
+            let candidates = advertisingData.structures.indices.filter {
+                rank(advertisingData.structures[$0].type) != nil && advertisingData.structures[$0].encodedLength <= room
+            }
+            guard
+                let index = candidates.min(by: { rank(advertisingData.structures[$0].type)! < rank(advertisingData.structures[$1].type)! })
+            else { break }
+            let structure = advertisingData.structures.remove(at: index)
+            scanResponse.structures.append(structure)
+            moved.append(structure.type)
+        }
+        if !moved.isEmpty {
+            notes.append(
+                "advertisement: \(moved.map(\.description).joined(separator: ", ")) moved to the scan response: BlueZ's "
+                    + "properties hold more than 31 bytes of advertising data (fields of several advertisements, or read from "
+                    + "the device's GAP service after connecting)")
         }
     }
 

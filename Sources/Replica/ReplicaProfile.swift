@@ -81,6 +81,8 @@ private struct Builder {
     /// Profile text still available for notifications (``ReplicaProfile/Options/maximumNotificationText``).
     var notificationText: Int
     var droppedNotifications = 0
+    /// Whether the advertisement built carries the appearance (``buildAdvertisement()``).
+    var advertisesAppearance = false
 
     /// How the device was seen sending on each value handle, whatever its declaration said.
     let observed: [AttributeHandle: CharacteristicProperties]
@@ -114,16 +116,25 @@ private struct Builder {
                         + (replica.address.map { " — device \($0)" + (replica.addressType.map { " (\($0))" } ?? "") } ?? "")
                         + (replica.name.map { " \"\($0)\"" } ?? ""))
             ))
+        let services = buildServices()
+        let advertisement = buildAdvertisement()
         var device: [(String, OrderedJSON)] = []
         if let name = replica.name { device.append(("name", .string(Self.textTemplate(name)))) }
         if let appearance = gapAppearance ?? replica.advertisingData?.appearance ?? replica.scanResponse?.appearance {
-            device.append(("appearance", .string("0x" + Hex.string([UInt8(appearance >> 8), UInt8(appearance & 0xFF)]).uppercased())))
+            let text = "0x" + Hex.string([UInt8(appearance >> 8), UInt8(appearance & 0xFF)]).uppercased()
+            // gattemu advertises `device.appearance` wherever an advertisement sets none: an appearance the device
+            // did not advertise (read from its GAP service, as BlueZ 5.82 lets a central), or one that did not fit,
+            // would make the replica advertise more than the device did, or more than 31 bytes.
+            if advertisement == nil || advertisesAppearance {
+                device.append(("appearance", .string(text)))
+            } else {
+                report.append(
+                    "device: appearance \(text) (from \(gapAppearance != nil ? "the GAP service" : "the advertisement")) left out: "
+                        + "gattemu would advertise it, and the device's advertisement does not carry it")
+            }
         }
         if !device.isEmpty { top.append(("device", .object(device))) }
         if let security = buildSecurity() { top.append(("security", .object(security))) }
-
-        let services = buildServices()
-        let advertisement = buildAdvertisement()
         buildRules()
 
         if !state.isEmpty { top.append(("state", .object(state))) }
@@ -392,6 +403,7 @@ private struct Builder {
         let parts = [replica.advertisingData, replica.scanResponse].compactMap { $0 }
         guard !parts.isEmpty else {
             report.append("no advertisement recorded (the phone was not scanning): the profile advertises its name and first service only")
+            advertisesAppearance = true  // nothing recorded says otherwise: the device's appearance is advertised
             return fallbackAdvertisement()
         }
         var fields: [(String, OrderedJSON)] = []
@@ -452,6 +464,7 @@ private struct Builder {
         if !serviceData.isEmpty { add("serviceData", .object(serviceData), bytes: serviceDataBytes, what: "service data") }
         if let appearance = parts.lazy.compactMap(\.appearance).first {
             add("appearance", .int(Int(appearance)), bytes: 4, what: "appearance")
+            advertisesAppearance = fields.contains { $0.0 == "appearance" }
         }
         if parts.contains(where: { $0.txPower != nil }) {
             add("includes", .array([.string("tx-power")]), bytes: 3, what: "TX power")

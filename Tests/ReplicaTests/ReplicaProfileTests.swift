@@ -415,4 +415,31 @@ enum Recordings {
             variant: nil, environment: EngineEnvironment(adapterAddress: BluetoothAddress("D0:1F:A6:44:B3:6F")!))
         #expect(advertised.first?.data == [0x24: [0xAB]])
     }
+
+    /// gattemu advertises `device.appearance` wherever an advertisement sets none. An appearance read from the GAP
+    /// service (BlueZ 5.82 lets a central read it) that the device did not advertise made the relay of a Bumble device
+    /// advertise 32 bytes and exit "advertisement does not fit". It stays out unless the advertisement carries it.
+    @Test func anAppearanceTheDeviceDidNotAdvertiseIsNotAdvertised() throws {
+        var replica = Recordings.lock()
+        var gap = DeviceReplica.Service(uuid: .genericAccess, handle: 1, endHandle: 5)
+        var appearance = DeviceReplica.Characteristic(uuid: .appearance, properties: [.read], declarationHandle: 2, valueHandle: 3)
+        appearance.value = [0x40, 0x03]
+        gap.characteristics = [appearance]
+        replica.services[0] = gap
+        let environment = EngineEnvironment(adapterAddress: BluetoothAddress("D0:1F:A6:44:B3:6F")!)
+        let result = ReplicaProfile(replica).build()
+        let profile = try Self.load(result)
+        let advertised = try #require(profile.advertisements(variant: nil, environment: environment).first)
+        #expect(advertised.appearance == nil)
+        #expect(!result.text.contains("0x0340"))
+        #expect(result.report.contains { $0.hasPrefix("device: appearance 0x0340 (from the GAP service) left out") }, "\(result.report)")
+
+        // Advertised (and fitting): kept, in the advertisement and as the device's.
+        replica.advertisingData?.structures.removeAll { $0.type == .manufacturerData }
+        replica.advertisingData?.structures.append(ADStructure(type: .appearance, data: [0x40, 0x03]))
+        let kept = ReplicaProfile(replica).build()
+        let keptProfile = try Self.load(kept)
+        #expect(keptProfile.advertisements(variant: nil, environment: environment).first?.appearance == 0x0340)
+        #expect(kept.text.contains("\"appearance\": \"0x0340\""), "\(kept.text)")
+    }
 }
