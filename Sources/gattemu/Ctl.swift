@@ -17,7 +17,7 @@ struct Ctl: AsyncParsableCommand {
         subcommands: [
             CtlDevices.self, CtlStatus.self, CtlEvents.self, CtlTrigger.self, CtlNotify.self, CtlIndicate.self, CtlSetValue.self,
             CtlSetVariable.self, CtlFault.self, CtlDisconnect.self, CtlAdvertise.self, CtlReset.self,
-            CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self, CtlSnapshot.self,
+            CtlPairing.self, CtlBonds.self, CtlService.self, CtlAddress.self, CtlSnapshot.self, CtlFirmware.self,
         ])
 }
 
@@ -104,6 +104,18 @@ struct CtlStatus: AsyncParsableCommand {
     func run() async throws {
         let (status, json) = try await options.client().call(.GET, "/v1/status", as: Status.self)
         options.output(json) { CtlFormat.status(status) }
+    }
+}
+
+struct CtlFirmware: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "firmware", abstract: "The firmware target's image slots, the upload under way and whether it reboots.",
+        discussion: "For a profile with a `firmware` section (docs/firmware.md); otherwise the server answers 404.")
+    @OptionGroup var options: CtlOptions
+
+    func run() async throws {
+        let (firmware, json) = try await options.client().call(.GET, "/v1/firmware", as: FirmwareStatus.self)
+        options.output(json) { CtlFormat.firmware(firmware) }
     }
 }
 

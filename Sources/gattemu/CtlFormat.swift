@@ -94,6 +94,32 @@ enum CtlFormat {
         return lines.map(TerminalText.escaped).joined(separator: "\n")
     }
 
+    static func firmware(_ firmware: FirmwareStatus) -> String {
+        var lines: [String] = []
+        for slot in firmware.slots {
+            let flags = [
+                ("active", slot.active), ("confirmed", slot.confirmed), ("pending", slot.pending), ("permanent", slot.permanent),
+                ("bootable", slot.bootable),
+            ].filter(\.1).map(\.0)
+            var line = "slot \(slot.slot)  \(slot.version)  \(flags.isEmpty ? "-" : flags.joined(separator: ", "))"
+            if let size = slot.size { line += "  \(size) bytes" }
+            lines.append(line)
+            lines.append("        sha256 \(slot.hash)")
+        }
+        if firmware.slots.isEmpty { lines.append("slots   none") }
+        if let upload = firmware.upload {
+            let percent = upload.length > 0 ? upload.offset * 100 / upload.length : 0
+            lines.append(
+                "upload  \(upload.offset) of \(upload.length) bytes (\(percent) %)"
+                    + (upload.central.map { " from \($0)" } ?? ", its central gone: resumable"))
+        } else {
+            lines.append("upload  none")
+        }
+        if firmware.rebooting { lines.append("rebooting") }
+        lines.append("SMP     buffer \(firmware.bufferSize) bytes × \(firmware.bufferCount); slot size \(firmware.slotSize) bytes")
+        return lines.map(TerminalText.escaped).joined(separator: "\n")
+    }
+
     /// `text` padded with spaces to `width` characters (on the left when `left`); longer text is kept whole.
     static func padded(_ text: String, to width: Int, left: Bool = false) -> String {
         let padding = String(repeating: " ", count: max(0, width - text.count))

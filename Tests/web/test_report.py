@@ -239,6 +239,29 @@ def test_ctl_prints_no_terminal_controls(binaries, server_factory, tmp_path):
             assert json.loads(result.stdout)["profile"] == str(profile)
 
 
+def test_ctl_firmware_shows_the_target_and_says_when_there_is_none(binaries, server_factory):
+    """`gattemu ctl firmware`: GET /v1/firmware as text (each slot with its flags and hash, the upload, the SMP
+    buffers) or its JSON; a profile without a `firmware` section gets exit 1 and the server's one-line reason."""
+    server = server_factory("--profile", str(ROOT / "profiles" / "mcuboot-sensor.json"))
+    text = gattemu(binaries, "ctl", "firmware", "--control", server.url)
+    assert text.returncode == 0, text.stderr
+    raw = gattemu(binaries, "ctl", "firmware", "--json", "--control", server.url)
+    assert raw.returncode == 0, raw.stderr
+    firmware = json.loads(raw.stdout)
+    slot = firmware["slots"][0]
+    assert slot["active"] and slot["confirmed"] and not slot["pending"], firmware
+    lines = text.stdout.splitlines()
+    assert lines[0] == f"slot 0  {slot['version']}  active, confirmed, bootable", text.stdout
+    assert lines[1].split() == ["sha256", slot["hash"]], text.stdout
+    assert "upload  none" in lines, text.stdout
+    assert f"SMP     buffer {firmware['bufferSize']} bytes × {firmware['bufferCount']}; slot size {firmware['slotSize']} bytes" \
+        in lines, text.stdout
+    plain = server_factory("--profile", str(ROOT / "profiles" / "noke-lock.json"))
+    none = gattemu(binaries, "ctl", "firmware", "--control", plain.url)
+    assert none.returncode == 1 and none.stdout == "", (none.returncode, none.stdout)
+    assert none.stderr.count("\n") == 1 and "no \"firmware\" section" in none.stderr, none.stderr
+
+
 def test_an_event_with_a_long_value_and_a_long_detail_has_both_cut(binaries, tmp_path):
     """Each long field of an event is cut, not only the first found: a hostile line with a 100 KB value and a 100 KB
     detail makes neither whole in the page, and the event is counted once."""
