@@ -225,10 +225,16 @@ async def phone_unpaired_after(central):
             await keystore.delete(os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"])
 
 
-@pytest.mark.parametrize("mode", ["open", "secure", "passkey"])
-async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, start_bumble_device, start_peripheral,
-                                                               gattemu_bin, needs_separate_stack, tmp_path,
-                                                               phone_unpaired_after):
+# The passkey case runs on BlueZ 5.82: in bluetoothd before 5.78 a request it repeats after pairing with the device can
+# be lost (its write fails with ENOTCONN while the link is still being secured, and att.c took that for sent: fixed by
+# bluez 32a0811685c5); the relay's write then waits 30 s while bluetoothd answers the phone Unlikely Error after 5 s.
+# Seen under load in CI (1 run in 8 with two VMs: "Retrying operation" then "write failed: Transport endpoint is not
+# connected" in bluetoothd's log). docs/relay.md says so to users.
+@pytest.mark.parametrize(("mode", "bluez"), [("open", None), ("secure", None), ("passkey", "5.82")],
+                         ids=["open", "secure", "passkey"], indirect=["bluez"])
+async def test_a_device_gattemu_did_not_write_through_the_relay(mode, bluez, central, start_bumble_device,
+                                                               start_peripheral, gattemu_bin, needs_separate_stack,
+                                                               tmp_path, phone_unpaired_after):
     """A Bumble peripheral on a controller of its own (notifications, indications, a 300-byte value read in blobs, an
     application error, a refused write): its app flow through the relay gives the same bytes as directly.
     `secure`: the device needs an encrypted link (just works): the relay pairs with it while it reads the table, the
@@ -299,7 +305,7 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, central, s
     difference = transcript_diff(direct, replayed, ("direct", "replayed"))
     assert difference is None, f"{difference}\n{replay.tail(80)}"
     await central.disconnect_all()
-    report(f"relay of a Bumble device ({mode}{': paired on both legs' if mode == 'secure' else ''}"
+    report(f"relay of a Bumble device (BlueZ {bluez}, {mode}{': paired on both legs' if mode == 'secure' else ''}"
            f"{', the passkey typed through the control API' if answered else ''}): {len(direct)} transcript steps "
            "byte-identical directly, through the relay and from the recorded profile (notifications, indications, a "
            "300-byte value, errors); the capture imports to the same table and rules")
