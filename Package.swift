@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // BlueZ over D-Bus: the peripheral object model (adapter, GATT application, advertisements, centrals)
         // and the central side `gattemu clone` uses (discovery, remote devices, the remote GATT table).
-        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", "TextEscaping"]),
+        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", "Lexical", "TextEscaping"]),
         // What `gattemu clone` recorded as a central, as a ``DeviceReplica``.
         .target(name: "DeviceClone", dependencies: ["BlueZ", "Bluetooth", "Replica"]),
         // Every fault kind, declared once (name, value grammar and bounds, operations, summary, example); below

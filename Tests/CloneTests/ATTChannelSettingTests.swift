@@ -1,5 +1,6 @@
 import Testing
 
+@testable import BlueZ
 @testable import Relay
 
 /// bluetoothd's `[GATT] Channels`, read as bluetoothd reads it: the main.conf its command line names (bluetoothd's
@@ -10,7 +11,7 @@ import Testing
     }
 
     @Test func theConfigFileComesFromBluetoothdsCommandLine() {
-        func file(_ arguments: [String]) -> String? { ATTChannelSetting.configFile(commandLine: Self.commandLine(arguments)) }
+        func file(_ arguments: [String]) -> String? { BluetoothdConfiguration.configFile(commandLine: Self.commandLine(arguments)) }
         #expect(file(["/usr/libexec/bluetooth/bluetoothd"]) == "/etc/bluetooth/main.conf")
         #expect(file(["bluetoothd", "-n", "-f", "/tmp/a.conf", "-d"]) == "/tmp/a.conf")
         #expect(file(["bluetoothd", "-f/tmp/b.conf"]) == "/tmp/b.conf")
@@ -18,19 +19,26 @@ import Testing
         #expect(file(["bluetoothd", "--configfile", "d.conf"]) == "d.conf")
         #expect(file(["bluetoothd", "-f"]) == "/etc/bluetooth/main.conf")
         #expect(file(["/usr/bin/python3", "-f", "/tmp/a.conf"]) == nil, "another process (another PID namespace's number)")
-        #expect(ATTChannelSetting.configFile(commandLine: []) == nil)
+        #expect(BluetoothdConfiguration.configFile(commandLine: []) == nil)
     }
 
     @Test func channelsIsAValidValueOfTheGATTSectionOnly() {
-        #expect(ATTChannelSetting.channels(mainConf: Array("".utf8)) == nil)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[General]\nChannels = 1\n[GATT]\n#Channels = 1\n".utf8)) == nil)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[General]\nName = x\n\n[GATT]\n  Channels =\t1  \r\n".utf8)) == 1)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels=2\n[LE]\nChannels=1\n".utf8)) == 2)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 0x1\n".utf8)) == 1)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = many\n".utf8)) == nil)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 0\n".utf8)) == nil)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 99999999999999999999999\n".utf8)) == nil)
-        #expect(ATTChannelSetting.channels(mainConf: Array("[GATT]\nChannels = 9\n".utf8)) == nil)
+        #expect(ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("".utf8))).channels == nil)
+        #expect(
+            ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[General]\nChannels = 1\n[GATT]\n#Channels = 1\n".utf8)))
+                .channels == nil)
+        #expect(
+            ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[General]\nName = x\n\n[GATT]\n  Channels =\t1  \r\n".utf8)))
+                .channels == 1)
+        #expect(
+            ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[GATT]\nChannels=2\n[LE]\nChannels=1\n".utf8))).channels == 2)
+        #expect(ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[GATT]\nChannels = 0x1\n".utf8))).channels == 1)
+        #expect(ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[GATT]\nChannels = many\n".utf8))).channels == nil)
+        #expect(ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[GATT]\nChannels = 0\n".utf8))).channels == nil)
+        #expect(
+            ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[GATT]\nChannels = 99999999999999999999999\n".utf8))).channels
+                == nil)
+        #expect(ATTChannelSetting(BluetoothdConfiguration(file: "f", text: Array("[GATT]\nChannels = 9\n".utf8))).channels == nil)
     }
 
     @Test func theNoteSaysWhetherWriteCommandsCanBeReordered() {

@@ -218,6 +218,10 @@ async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu,
     address = env["GATTEMU_PERIPH_ADDRESS"]
     p = start_gattemu("mcuboot-sensor.json", args=["--control", "127.0.0.1:8765"])
     await wait_for_api(p)
+    # gattemu read the ExchangeMTU of the main.conf bluetoothd runs with (its -f), and says the pieces fit.
+    advice = notes(p, "firmware: bluetoothd offers ATT MTU")
+    assert advice and advice[0].startswith(f"firmware: bluetoothd offers ATT MTU {exchange_mtu} at most ([GATT] "
+                                           f"ExchangeMTU in {os.environ['GATTEMU_BLUETOOTHD_CONF']})"), advice
     images = [image(tmp_path, f"1.{n}.0", 9_000 + 100 * n) for n in range(1, 7)]
     seen = []
 
