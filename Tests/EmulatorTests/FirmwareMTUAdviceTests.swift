@@ -10,9 +10,10 @@ import Testing
     }
 
     @Test func bluezsDefaultAndAnythingAbove515AskForExchangeMTU515() {
-        for conf in ["", "[GATT]\n#ExchangeMTU = 247\n", "[General]\nExchangeMTU = 247\n", "[GATT]\nExchangeMTU = 516\n",
-            "[GATT]\nExchangeMTU = 9999\n"]
-        {
+        for conf in [
+            "", "[GATT]\n#ExchangeMTU = 247\n", "[General]\nExchangeMTU = 247\n", "[GATT]\nExchangeMTU = 516\n",
+            "[GATT]\nExchangeMTU = 9999\n",
+        ] {
             let note = Self.note(conf)
             #expect(note.contains("set ExchangeMTU = 515 in [GATT] there"), "\(conf): \(note)")
             #expect(note.contains("upload stalls"))
@@ -22,7 +23,9 @@ import Testing
     }
 
     @Test func an515OrLowerFits() {
-        for (conf, mtu) in [("[GATT]\nExchangeMTU = 515\n", 515), ("[GATT]\nExchangeMTU=247\r\n", 247), ("[GATT]\nExchangeMTU = 0x17\n", 23)] {
+        for (conf, mtu) in [
+            ("[GATT]\nExchangeMTU = 515\n", 515), ("[GATT]\nExchangeMTU=247\r\n", 247), ("[GATT]\nExchangeMTU = 0x17\n", 23),
+        ] {
             let note = Self.note(conf)
             #expect(note.hasPrefix("firmware: bluetoothd offers ATT MTU \(mtu) at most"), "\(note)")
             #expect(!note.contains("stalls"))

@@ -21,7 +21,9 @@ enum FirmwareMTUAdvice {
         }
         let set = configuration.integer(section: "GATT", key: "ExchangeMTU", valid: 23...blueZDefault)
         let mtu = set ?? blueZDefault
-        let source = set == nil ? "[GATT] ExchangeMTU not set in \(configuration.file): BlueZ's default" : "[GATT] ExchangeMTU in \(configuration.file)"
+        let source =
+            set == nil
+            ? "[GATT] ExchangeMTU not set in \(configuration.file): BlueZ's default" : "[GATT] ExchangeMTU in \(configuration.file)"
         if mtu <= largestSafeMTU {
             return "firmware: bluetoothd offers ATT MTU \(mtu) at most (\(source)): SMP write pieces of MTU − 3 bytes fit "
                 + "the 512 bytes bluetoothd takes"
