@@ -33,6 +33,9 @@ public actor RelayLink: RelayUpstream {
         /// How long a phone's operation waits for the link being made again (``reconnectWhenPhonesLeave``) before it
         /// is answered `failed`: within bluetoothd's 25 s wait for the mirror's answer.
         public var relinkWait: Duration = .seconds(15)
+        /// How long after a phone's operation began a request that pairing with the device explains may wait for that
+        /// pairing, to be made once more (``afterPairing(_:)``): within bluetoothd's 5 s wait for the mirror's answer.
+        public var pairingRetryWindow: Duration = .seconds(4)
         /// The shortest time between two remakings of the device's link (``reconnectWhenPhonesLeave``): a central
         /// that connects and leaves in a loop cannot keep the real device's link going down and up.
         public var minimumRelinkInterval: Duration = .seconds(5)
@@ -173,8 +176,10 @@ public actor RelayLink: RelayUpstream {
             return Array(whole.dropFirst(offset))
         }
         do {
-            let bytes = try await RemoteGattIO.read(
-                object.path, interface: object.interface, offset: 0, connection: stack.connection, timeout: options.operationTimeout)
+            let bytes = try await afterPairing { () async throws(RemoteGattError) in
+                try await RemoteGattIO.read(
+                    object.path, interface: object.interface, offset: 0, connection: stack.connection, timeout: options.operationTimeout)
+            }
             wholeValues[attribute] = bytes
             if offset == 0, attribute.descriptor == nil, let handle { recording.record(.read(handle: handle, offset: 0, value: bytes)) }
             if offset <= bytes.count { return Array(bytes.dropFirst(offset)) }
@@ -194,9 +199,11 @@ public actor RelayLink: RelayUpstream {
         let recorded = attribute.descriptor == nil ? handle : nil
         let ticket = recorded.flatMap { recording.record(.write(handle: $0, value: value, withResponse: withResponse)) }
         do {
-            try await RemoteGattIO.write(
-                object.path, interface: object.interface, value: value, offset: offset, type: withResponse ? .request : .command,
-                connection: stack.connection, timeout: options.operationTimeout)
+            try await afterPairing { () async throws(RemoteGattError) in
+                try await RemoteGattIO.write(
+                    object.path, interface: object.interface, value: value, offset: offset, type: withResponse ? .request : .command,
+                    connection: stack.connection, timeout: options.operationTimeout)
+            }
         } catch {
             if let handle = recorded {
                 // The write, then its refusal, as an import of a capture has them (the replay rule fails that write);
@@ -206,6 +213,28 @@ public actor RelayLink: RelayUpstream {
                 recording.record(.error(handle: handle, request: withResponse ? .writeRequest : .writeCommand, code: code))
             }
             throw Self.answer(error, writing: true)
+        }
+    }
+
+    /// Makes `request`, and once more when pairing with the device explains its failure. A device that wants security
+    /// answers Insufficient Authentication or Encryption; bluetoothd then pairs and repeats the request itself, but
+    /// that repeat can be written before the link is secured and fail (ENOTCONN: bluetoothd 5.78 and later report it as
+    /// a failure without an ATT code, older ones lose the request; docs/relay.md). So a request that failed that way
+    /// (the device's security refusal, or no answer from the device at all) on a link not paired before, when the link
+    /// is paired and up within ``Options/pairingRetryWindow``, is made again: it never reached the device, or the
+    /// device refused it.
+    private func afterPairing<Value>(_ request: () async throws(RemoteGattError) -> Value) async throws(RemoteGattError) -> Value {
+        let started = ContinuousClock.now
+        let pairedBefore = device?.properties.paired ?? true
+        do {
+            return try await request()
+        } catch {
+            guard !pairedBefore, error.attError == nil || error.asksForSecurity, let device, !device.link.isDown else { throw error }
+            _ = await device.wait(until: started + options.pairingRetryWindow) { $0.properties.paired || $0.isDown }
+            guard device.properties.paired, !device.link.isDown else { throw error }
+            await emulator?.relayNote(
+                "relay: the device paired with the relay while a request waited (\(error)); made once more, now that the link is paired")
+            return try await request()
         }
     }
 

@@ -129,6 +129,10 @@ public struct RemoteCharacteristic: Sendable {
     }
 
     public var onRead = ReadEffect.none
+    /// The first write while the device is not paired fails at once with `Failed` and no ATT code, and the pairing
+    /// bluetoothd began ends 200 ms later (`Paired` turns true): what bluetoothd 5.78 and later answer when the request
+    /// it repeats after pairing is written before the link is secured (docs/relay.md). Later writes are stored.
+    public var pairsAfterFailingWrite = false
     /// `StartNotify` and `AcquireNotify` fail with this.
     public var subscribeError: DBusError?
     /// Whether `AcquireNotify` is offered (else it answers `NotSupported`).

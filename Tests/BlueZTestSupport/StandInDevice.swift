@@ -30,6 +30,7 @@ public final class StandInDevice: Sendable {
         /// Our ends of acquired notification sockets, by characteristic.
         var sockets: [DBusObjectPath: Int32] = [:]
         var reads: [DBusObjectPath] = []
+        var failedWrites: [DBusObjectPath] = []
         var timers: [Task<Void, Never>] = []
     }
 
@@ -49,6 +50,10 @@ public final class StandInDevice: Sendable {
     public var disconnectCalls: Int { state.value.disconnectCalls }
     /// The GATT objects read (`ReadValue`), in order.
     public var reads: [DBusObjectPath] { state.value.reads }
+    /// The GATT objects whose write failed (``RemoteCharacteristic/pairsAfterFailingWrite``), in order.
+    public var failedWrites: [DBusObjectPath] { state.value.failedWrites }
+    /// The value last written to each GATT object.
+    public var written: [DBusObjectPath: [UInt8]] { state.value.values }
     /// `Device1`'s properties now.
     public var properties: [String: DBusValue] { state.value.properties }
 
@@ -301,6 +306,14 @@ public final class StandInDevice: Sendable {
             },
             DBusMethod("WriteValue", input: "aya{sv}") { [weak self] call in
                 let value = try call.arguments.first?.bytes ?? []
+                if characteristic.pairsAfterFailingWrite, state.value.properties["Paired"]?.boolean != true {
+                    state.withLock { $0.failedWrites.append(path) }
+                    Task { [weak self] in
+                        try? await Task.sleep(for: .milliseconds(200))
+                        await self?.set(["Paired": .boolean(true), "Bonded": .boolean(true)])
+                    }
+                    throw DBusError.named("org.bluez.Error.Failed", message: "Operation failed")
+                }
                 state.withLock { $0.values[path] = value }
                 if let self, let answer = characteristic.answersWrites, let target = characteristicPath(answer.handle) {
                     await send(answer.prefix + value, on: target)

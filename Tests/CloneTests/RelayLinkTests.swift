@@ -191,6 +191,26 @@ import Testing
         withExtendedLifetime(rig) {}
     }
 
+    /// A device that wants an authenticated link to be written: bluetoothd pairs with it during the phone's first write
+    /// through the mirror and repeats the write, and the repeat can fail before the link is secured (bluetoothd 5.78+
+    /// answers `Failed` without an ATT code; CI saw it as the phone's write refused, 0x80). The relay makes the write
+    /// once more when the link is paired, and the device stores it. Failed before: the write was answered `failed`.
+    @Test(.timeLimit(.minutes(5))) func aWriteThatFailedWhileBlueZPairedIsMadeOnceMore() async throws {
+        var lock = Lock.peripheral()
+        lock.services[0].characteristics[0].pairsAfterFailingWrite = true
+        let (rig, stack, session) = try await attach(lock, Lock.name)
+        defer { Task { await stack.close() } }
+        let (link, recording, ids) = link(session, stack)
+        try await link.write(GattAttributeID(characteristic: try #require(ids[Lock.rx])), value: [0x42], offset: 0, withResponse: true)
+        let device = try #require(rig.adapter.device(Lock.address))
+        #expect(device.failedWrites.count == 1)
+        #expect(device.written.values.contains([0x42]))
+        #expect(recording.conversation.events.map(\.kind) == [.write(handle: 0x0012, value: [0x42], withResponse: true)])
+        // Paired now: a failure is the device's answer, not made again.
+        await link.stop(forget: false)
+        withExtendedLifetime(rig) {}
+    }
+
     /// A device whose notification answering a write reaches the relay before bluetoothd's reply to the write:
     /// the recording still has the write first (a replay rule fires the answer on the write, not on the write
     /// before it). Failed before the write was recorded at send time: the notification came first.
