@@ -225,13 +225,11 @@ async def phone_unpaired_after(central):
             await keystore.delete(os.environ[CONTROLLER_PLAN["bumble"]["mirror"] + "_ADDRESS"])
 
 
-# The passkey case runs on BlueZ 5.82: in bluetoothd before 5.78 a request it repeats after pairing with the device can
-# be lost (its write fails with ENOTCONN while the link is still being secured, and att.c took that for sent: fixed by
-# bluez 32a0811685c5); the relay's write then waits 30 s while bluetoothd answers the phone Unlikely Error after 5 s.
-# Seen under load in CI (1 run in 8 with two VMs: "Retrying operation" then "write failed: Transport endpoint is not
-# connected" in bluetoothd's log). docs/relay.md says so to users.
-@pytest.mark.parametrize(("mode", "bluez"), [("open", None), ("secure", None), ("passkey", "5.82")],
-                         ids=["open", "secure", "passkey"], indirect=["bluez"])
+# bluetoothd can fail the request it repeats after pairing with the device (docs/relay.md): 5.77 and older lose it
+# (the [passkey] case failed so under load, 2 runs in 28 with two VMs), 5.78 and later report it and the relay makes
+# it once more. On the sandbox's 5.82 the [passkey] case was refused at once whenever [secure] ran before it (not
+# understood yet; alone it passed 22 of 22): all three run on the VM's default bluetoothd.
+@pytest.mark.parametrize("mode", ["open", "secure", "passkey"])
 async def test_a_device_gattemu_did_not_write_through_the_relay(mode, bluez, central, start_bumble_device,
                                                                start_peripheral, gattemu_bin, needs_separate_stack,
                                                                tmp_path, phone_unpaired_after):
@@ -245,6 +243,12 @@ async def test_a_device_gattemu_did_not_write_through_the_relay(mode, bluez, cen
     comes from what the device showed while its table was read (reads only)."""
     plan = relay_controllers("bumble")
     passkey = DEVICE_PASSKEY if mode == "passkey" else None
+    # No bond of the relay's upstream controller with the device's address from an earlier test: `secure` bonds with a
+    # Bumble device whose keys the next one (keys in memory) no longer has, and bluetoothd would start this test's
+    # pairing from that stale bond (Paired already true; seen in CI as the [passkey] write refused at once).
+    with contextlib.suppress(Exception):
+        await amgmt("--index", plan["upstream"].removeprefix("hci"), "unpair", "-t", "1",
+                    os.environ[CONTROLLER_PLAN["bumble"]["device"] + "_ADDRESS"])
     device = start_bumble_device(name="BumbleDev", secure=mode == "secure", seed=3, passkey=passkey)
     adv = await device.advertising(central, name="BumbleDev", service_uuid=BUMBLE_SERVICE)
     direct = (await bumble_flow(central, lambda _line: None, seed=3, pair=passkey or mode == "secure",
