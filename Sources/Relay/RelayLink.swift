@@ -229,8 +229,12 @@ public actor RelayLink: RelayUpstream {
         do {
             return try await request()
         } catch {
-            guard !pairedBefore, error.attError == nil || error.asksForSecurity, let device, !device.link.isDown else { throw error }
-            _ = await device.wait(until: started + options.pairingRetryWindow) { $0.properties.paired || $0.isDown }
+            // Past the window the phone has had bluetoothd's answer already: the device must not get the request now.
+            let deadline = started + options.pairingRetryWindow
+            guard !pairedBefore, error.attError == nil || error.asksForSecurity, ContinuousClock.now < deadline, let device,
+                !device.link.isDown
+            else { throw error }
+            _ = await device.wait(until: deadline) { $0.properties.paired || $0.isDown }
             guard device.properties.paired, !device.link.isDown else { throw error }
             await emulator?.relayNote(
                 "relay: the device paired with the relay while a request waited (\(error)); made once more, now that the link is paired")
