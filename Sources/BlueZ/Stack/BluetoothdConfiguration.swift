@@ -65,7 +65,7 @@ public struct BluetoothdConfiguration: Sendable, Equatable {
     }
 
     /// `key` of `section` (a key file: `#` and `;` comments, `key = value`), the last one set, its blanks trimmed.
-    public func value(section wanted: String, key wanted2: String) -> Substring? {
+    public func value(section wantedSection: String, key wantedKey: String) -> Substring? {
         var section = ""
         var value: Substring?
         // Lines split by byte: "\r\n" is one Character, and a key file's line ends are bytes.
@@ -76,8 +76,8 @@ public struct BluetoothdConfiguration: Sendable, Equatable {
                 section = String(line.dropFirst().dropLast())
                 continue
             }
-            guard section == wanted, let equals = line.firstIndex(of: "=") else { continue }
-            guard line[..<equals].trimmingBlanks == wanted2 else { continue }
+            guard section == wantedSection, let equals = line.firstIndex(of: "=") else { continue }
+            guard line[..<equals].trimmingBlanks == wantedKey else { continue }
             value = line[line.index(after: equals)...].trimmingBlanks
         }
         return value

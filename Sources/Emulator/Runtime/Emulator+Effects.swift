@@ -28,14 +28,14 @@ extension Emulator {
         if let index = effects.firstIndex(where: \.isReply) {
             if effectTail != nil {
                 guard operationsWaitingForEffects < Self.maximumWaitingOperations else {
+                    guard case .reply(let answer) = effects[index] else { return nil }
                     let others = effects.filter { !$0.isReply }
                     log.record(
                         .error, central: central.logged,
                         detail: "answered at once without waiting"
                             + (others.isEmpty ? "" : ", its other effects dropped (\(Self.describe(others)))")
                             + ": \(operationsWaitingForEffects) earlier operations are still waiting for the effects of earlier events")
-                    if case .reply(let answer) = effects[index] { return answer }
-                    return nil
+                    return answer
                 }
                 operationsWaitingForEffects += 1
                 await waitForEarlierEffects()
