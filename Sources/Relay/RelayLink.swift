@@ -229,17 +229,28 @@ public actor RelayLink: RelayUpstream {
         do {
             return try await request()
         } catch {
-            // Past the window the phone has had bluetoothd's answer already: the device must not get the request now.
-            let deadline = started + options.pairingRetryWindow
-            guard !pairedBefore, error.attError == nil || error.asksForSecurity, ContinuousClock.now < deadline, let device,
-                !device.link.isDown
-            else { throw error }
-            _ = await device.wait(until: deadline) { $0.properties.paired || $0.isDown }
-            guard device.properties.paired, !device.link.isDown else { throw error }
+            // Only a failure pairing can explain: no answer from the device (no ATT code), or its security refusal.
+            guard error.attError == nil || error.asksForSecurity else { throw error }
+            if let unexplained = await whyNotAgain(pairedBefore: pairedBefore, deadline: started + options.pairingRetryWindow) {
+                // Said, so that an answer the phone did not expect can be traced to what bluetoothd reported.
+                await emulator?.relayNote("relay: the device's link failed a request (\(error)); not made again: \(unexplained)")
+                throw error
+            }
             await emulator?.relayNote(
                 "relay: the device paired with the relay while a request waited (\(error)); made once more, now that the link is paired")
             return try await request()
         }
+    }
+
+    /// Why a request that failed during ``afterPairing(_:)`` is not made again, or nil once the link is paired and up
+    /// before `deadline` (past it, the phone has had bluetoothd's answer already: the device must not get the request).
+    private func whyNotAgain(pairedBefore: Bool, deadline: ContinuousClock.Instant) async -> String? {
+        if pairedBefore { return "the link was paired before it" }
+        guard ContinuousClock.now < deadline else { return "it failed after \(Self.seconds(options.pairingRetryWindow))" }
+        guard let device, !device.link.isDown else { return "the link is down" }
+        let link = await device.wait(until: deadline) { $0.properties.paired || $0.isDown }
+        if link?.isDown ?? device.link.isDown { return "the link went down" }
+        return device.properties.paired ? nil : "the link was not paired within \(Self.seconds(options.pairingRetryWindow))"
     }
 
     public func checkLink() async -> String? {
