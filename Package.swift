@@ -167,7 +167,8 @@ let package = Package(
         // A control server without Bluetooth (a never-started Emulator) for scripts/check-contract and the
         // browser tests (Tests/web); not a product, so `swift build --product gattemu` never builds it.
         .executableTarget(
-            name: "gattemu-control-fixture", dependencies: ["Bluetooth", "Control", "Emulator", "Profile"], path: "Tests/ControlFixture"),
+            name: "gattemu-control-fixture", dependencies: ["BlueZ", "Bluetooth", "Control", "Emulator", "McuMgr", "Profile"],
+            path: "Tests/ControlFixture"),
         .testTarget(
             name: "ControlTests",
             dependencies: [

@@ -87,7 +87,7 @@ extension Event {
         self.init(
             seq: event.sequence, t: (event.time * 1000).rounded() / 1000, event: EventKind(event.kind), central: event.central?.description,
             characteristic: event.characteristic, value: event.value?.hexString(uppercase: false), detail: event.detail, mtu: event.mtu,
-            device: event.device)
+            device: event.device, progress: event.progress.map { Progress(done: $0.done, total: $0.total) })
     }
 }
 
@@ -134,7 +134,7 @@ extension Status {
             services: status.services.map(ServiceInfo.init), variables: status.variables.mapValues(\.statusText),
             state: status.state.mapValues(\.statusText), values: status.values.map(NamedValueInfo.init), timers: status.timers,
             triggers: status.triggers, triggerDescriptions: status.triggerDescriptions, faults: status.faults.map(Fault.init),
-            faultPresets: status.faultPresets.map(FaultRequest.init), lastEvent: status.lastEvent)
+            faultPresets: status.faultPresets.map(FaultRequest.init), lastEvent: status.lastEvent, firmware: status.firmware)
     }
 }
 

@@ -52,6 +52,12 @@ extension DashboardAssets {
             <table><tbody id="bonds"></tbody></table>
           </section>
 
+          <section class="card" id="card-firmware" hidden>
+            <h2>Firmware <small id="firmware-state"></small></h2>
+            <div id="firmware-upload" class="upload" hidden><progress id="firmware-progress"></progress> <span id="firmware-upload-text" class="mono"></span></div>
+            <table><thead><tr><th>Slot</th><th>Version</th><th>Hash</th><th>State</th></tr></thead><tbody id="firmware-slots"></tbody></table>
+          </section>
+
           <section class="card" id="card-controls">
             <h2>Triggers</h2>
             <div id="triggers" class="buttons"></div>
@@ -123,6 +129,7 @@ extension DashboardAssets {
                 <option value="gatt">reads, writes, answers, notifications</option>
                 <option value="faults">faults and errors</option>
                 <option value="links">connections and advertising</option>
+                <option value="firmware">firmware update</option>
               </select>
               <button id="follow" type="button">Follow</button>
               <button id="download" type="button">Download events</button>
@@ -214,6 +221,7 @@ extension DashboardAssets {
         @media (max-width: 900px) { .grid { grid-template-columns: 1fr; padding: 8px; } .tl-viewport { height: 60vh; } .bar h1 { font-size: 16px; } }
 
         .passkey { font-size: 1.6em; font-family: ui-monospace, monospace; margin: 0.3em 0; }
+        .upload { display: flex; align-items: center; gap: 8px; margin: 4px 0; } .upload progress { flex: 0 0 160px; }
         """#
     static let script = #"""
         // gattemu dashboard: status, GATT table, centrals, a live timeline and controls, over the control API of
@@ -229,7 +237,7 @@ extension DashboardAssets {
           const EVENTS_KEPT = 100000;
           const TOKEN_KEY = "gattemu-token";
           const $ = (id) => document.getElementById(id);
-          const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false, device: null };
+          const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false, device: null, firmware: "unknown", firmwareTimer: null };
           let timeline;
 
           function el(tag, className, text) {
@@ -322,8 +330,57 @@ extension DashboardAssets {
               state.status = status;
               renderStatus(state.status);
               await refreshPairing();
+              state.firmware = status.firmware ? "target" : "none";
+              $("card-firmware").hidden = !status.firmware;
+              if (status.firmware) await refreshFirmware();
             } catch (error) {
               if (error.status !== 401) show("status: " + error.message);
+            }
+          }
+
+          // MARK: Firmware
+
+          // The firmware card: shown when the device is a firmware-update target (the status says so; GET /v1/firmware).
+          async function refreshFirmware() {
+            if (state.firmware !== "target") return;
+            const device = state.device;
+            let firmware;
+            try {
+              firmware = await api("GET", "/v1/firmware");
+            } catch (error) {
+              if (error.status !== 401) show("firmware: " + error.message);
+              return;
+            }
+            if (device === state.device) renderFirmware(firmware);
+          }
+
+          // While an upload runs its chunks' events come many a second: the card is read again at most every 300 ms.
+          function scheduleFirmware() {
+            if (state.firmware !== "target" || state.firmwareTimer) return;
+            state.firmwareTimer = setTimeout(() => { state.firmwareTimer = null; refreshFirmware(); }, 300);
+          }
+
+          function renderFirmware(firmware) {
+            $("card-firmware").hidden = false;
+            $("firmware-state").textContent = firmware.rebooting ? "rebooting" : "";
+            const upload = firmware.upload;
+            $("firmware-upload").hidden = !upload;
+            if (upload) {
+              $("firmware-progress").max = upload.length;
+              $("firmware-progress").value = Math.min(upload.offset, upload.length);
+              $("firmware-upload-text").textContent = "upload " + GattemuTimeline.formatProgress(upload.offset, upload.length)
+                + (upload.central ? " from " + upload.central : " (its central left; it can resume)");
+            }
+            const body = $("firmware-slots");
+            body.replaceChildren();
+            for (const slot of firmware.slots) {
+              const flags = ["active", "pending", "confirmed", "permanent"].filter((flag) => slot[flag]);
+              if (!slot.bootable) flags.push("not bootable");
+              const row = el("tr");
+              row.append(el("td", null, slot.slot), el("td", "mono", slot.version), el("td", "mono", String(slot.hash).slice(0, 16) + "…"),
+                el("td", null, flags.join(", ") || "—"));
+              row.children[2].title = slot.hash;
+              body.append(row);
             }
           }
 
@@ -986,7 +1043,8 @@ extension DashboardAssets {
             if (events[0].seq <= 1 && timeline.lastSeq > 1 && !timeline.has(events[0].seq)) { timeline.clear(); state.bluetoothdLost = false; }
             timeline.add(events);
             updateCount();
-            if (events.some((event) => event.event !== "read" && event.event !== "answer" && event.event !== "note")) scheduleRefresh(250);
+            if (events.some((event) => event.event === "firmware")) scheduleFirmware();
+            if (events.some((event) => event.event !== "read" && event.event !== "answer" && event.event !== "note" && event.event !== "firmware")) scheduleRefresh(250);
             if (noteBluetoothd(events)) setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
             renderCentralFilter(state.status ? state.status.centrals : []);
           }
@@ -996,11 +1054,7 @@ extension DashboardAssets {
               + (timeline.dropped ? " (" + timeline.dropped + " older ones no longer kept here; the events file has them)" : "");
           }
 
-          const KIND_GROUPS = {
-            gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
-            faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-            links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired"],
-          };
+          const KIND_GROUPS = GattemuTimeline.KIND_GROUPS;
 
           function applyFilter() {
             const group = $("filter-kinds").value;
@@ -1046,6 +1100,8 @@ extension DashboardAssets {
 
           function switchDevice(id) {
             state.device = id;
+            state.firmware = "unknown";
+            $("card-firmware").hidden = true;
             if (state.streamAbort) state.streamAbort.abort();
             timeline.clear();
             state.bluetoothdLost = false;
@@ -1132,7 +1188,15 @@ extension DashboardAssets {
           const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
             "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
             "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired", "relayed", "device-lost",
-            "device-back"];
+            "device-back", "firmware"];
+          // The kind filter's groups (the dashboard's and the report's "kinds" select).
+          const KIND_GROUPS = {
+            gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
+            faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
+            links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped",
+              "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired", "device-lost", "device-back"],
+            firmware: ["firmware"],
+          };
 
           function el(tag, className, text) {
             const node = document.createElement(tag);
@@ -1295,15 +1359,24 @@ extension DashboardAssets {
             // Counts per kind, per central, per device, and the faults: the report's summary.
             // centrals, devices: Maps from address or id to count, in order of appearance.
             summary() {
-              const kinds = {}, centrals = new Map(), devices = new Map();
+              const kinds = {}, centrals = new Map(), devices = new Map(), uploads = [];
               let faults = 0;
               for (const event of this.events) {
                 kinds[event.event] = (kinds[event.event] || 0) + 1;
                 if (event.central) centrals.set(event.central, (centrals.get(event.central) || 0) + 1);
                 if (event.device) devices.set(event.device, (devices.get(event.device) || 0) + 1);
                 if (event.event === "fault") faults++;
+                if (isProgress(event.progress)) {
+                  // A firmware upload: one entry per image sent, from its first chunk to its last (a resumed upload goes on).
+                  const last = uploads.find((upload) => upload.device === event.device && upload.total === event.progress.total && upload.done <= event.progress.done && !upload.complete);
+                  const upload = last || { device: event.device, total: event.progress.total, first: event.t, done: 0, complete: false };
+                  if (!last) uploads.push(upload);
+                  upload.done = event.progress.done;
+                  upload.last = event.t;
+                  upload.complete = upload.done >= upload.total;
+                }
               }
-              return { total: this.events.length, kinds, centrals, devices, faults,
+              return { total: this.events.length, kinds, centrals, devices, faults, uploads,
                 first: this.events.length ? this.events[0].t : 0, last: this.events.length ? this.events[this.events.length - 1].t : 0 };
             }
 
@@ -1429,7 +1502,18 @@ extension DashboardAssets {
             }
           }
 
-          return { Timeline, label, spacedHex, formatTime, isEvent, KINDS };
+          function isProgress(progress) {
+            return !!progress && Number.isSafeInteger(progress.done) && Number.isSafeInteger(progress.total) && progress.total > 0
+              && progress.done >= 0;
+          }
+
+          // "4096 of 180240 bytes (2 %)".
+          function formatProgress(done, total) {
+            const percent = Math.floor((Math.min(done, total) * 100) / total);
+            return done + " of " + total + " bytes (" + percent + " %)";
+          }
+
+          return { Timeline, label, spacedHex, formatTime, formatProgress, isEvent, KINDS, KIND_GROUPS };
         })();
         """#
     static let report = #"""
@@ -1483,6 +1567,26 @@ extension DashboardAssets {
             if (summary.devices.size > SHOWN) devices.append(el("span", null, "and " + (summary.devices.size - SHOWN) + " more"));
             box.append(el("h3", null, "Devices"), devices);
           }
+          // A firmware-update target's uploads (each chunk's event says how far it got) and its milestones: upload complete,
+          // marked for test, confirmed, reset, booted.
+          if (summary.uploads.length || summary.kinds.firmware) {
+            const firmware = el("div", "firmware");
+            for (const upload of summary.uploads.slice(0, SHOWN)) {
+              const line = el("div", "upload");
+              const bar = document.createElement("progress");
+              bar.max = upload.total;
+              bar.value = Math.min(upload.done, upload.total);
+              line.append(bar, el("span", "mono", (upload.device ? "[" + upload.device + "] " : "") + "upload " + GattemuTimeline.formatProgress(upload.done, upload.total)
+                + (upload.complete ? ", complete" : ", stopped there") + " in " + GattemuTimeline.formatTime(upload.last - upload.first)));
+              firmware.append(line);
+            }
+            if (summary.uploads.length > SHOWN) firmware.append(el("div", null, "and " + (summary.uploads.length - SHOWN) + " more uploads"));
+            const milestones = timeline.events.filter((event) => event.event === "firmware" && typeof event.detail === "string" && event.detail.startsWith("firmware: "));
+            for (const event of milestones.slice(0, SHOWN)) {
+              firmware.append(el("div", "mono", GattemuTimeline.formatTime(event.t) + " " + (event.device ? "[" + event.device + "] " : "") + event.detail.slice("firmware: ".length)));
+            }
+            box.append(el("h3", null, "Firmware update"), firmware);
+          }
           if (data.notes.length) box.append(el("p", "message", data.notes.join(" ")));
 
           const select = $("filter-central");
@@ -1492,11 +1596,7 @@ extension DashboardAssets {
             more.disabled = true;
             select.append(more);
           }
-          const groups = {
-            gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
-            faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-            links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "pairing", "paired", "unpaired"],
-          };
+          const groups = GattemuTimeline.KIND_GROUPS;
           const apply = () => {
             const group = $("filter-kinds").value;
             timeline.setFilter({ text: $("filter-text").value, central: select.value, kinds: group ? new Set(groups[group]) : null });

@@ -19,6 +19,9 @@ public enum EventKind: String, Codable, Sendable, CaseIterable {
     case relayed
     case deviceLost = "device-lost"
     case deviceBack = "device-back"
+    /// A firmware-update target (`firmware` in the profile): each SMP request decoded with its answer (group, command,
+    /// sequence, offsets, rc), the upload's end, test and confirm, the reset and the image booted after it.
+    case firmware
 }
 
 /// One logged event, as in `GET /v1/events`, the event stream's `data:` lines and `--events` files.
@@ -37,11 +40,24 @@ public struct Event: ContractType, Equatable {
     public var mtu: Int?
     /// The rig's device the event is of; absent when gattemu runs one device.
     public var device: String?
+    /// How far a firmware upload is (the `firmware` event of each chunk): bytes received of the image's length.
+    public var progress: Progress?
+
+    public struct Progress: Codable, Sendable, Equatable {
+        public var done: Int
+        public var total: Int
+
+        public init(done: Int, total: Int) {
+            self.done = done
+            self.total = total
+        }
+    }
 
     public init(
         seq: Int, t: Double, event: EventKind, central: String? = nil, characteristic: String? = nil, value: String? = nil,
-        detail: String? = nil, mtu: Int? = nil, device: String? = nil
+        detail: String? = nil, mtu: Int? = nil, device: String? = nil, progress: Progress? = nil
     ) {
+        self.progress = progress
         self.seq = seq
         self.t = t
         self.event = event
@@ -65,13 +81,21 @@ public struct Event: ContractType, Equatable {
             optional("detail", .string),
             optional("mtu", .described("ATT MTU of the central's link for this operation", .integer(minimum: 0))),
             optional("device", .described("The rig's device (GET /v1/devices) the event is of; absent with one device", .string)),
+            optional(
+                "progress",
+                .described(
+                    "A firmware upload's bytes received (done) of the image's length (total), on the firmware event of each chunk",
+                    .object([required("done", .integer(minimum: 0)), required("total", .integer(minimum: 1))]))),
         ])
     }
     public static var examples: [Event] {
         [
             Event(
                 seq: 1, t: 12.5, event: .write, central: "AA:BB:CC:DD:EE:01", characteristic: "rx", value: "5160", detail: "request",
-                mtu: 185, device: "lock")
+                mtu: 185, device: "lock"),
+            Event(
+                seq: 2, t: 20.25, event: .firmware, central: "AA:BB:CC:DD:EE:01", characteristic: "smp",
+                detail: "smp: image upload seq 3: upload 0+240 of 180240", progress: Progress(done: 240, total: 180_240)),
         ]
     }
 }
@@ -98,5 +122,7 @@ public struct EventPage: ContractType, Equatable {
             required("latest", .described("seq of the newest event logged", .integer(minimum: 0))),
         ])
     }
-    public static var examples: [EventPage] { [EventPage(events: Event.examples, last: 1, latest: 1)] }
+    public static var examples: [EventPage] {
+        Event.examples.map { EventPage(events: [$0], last: $0.seq, latest: $0.seq) }
+    }
 }

@@ -20,13 +20,16 @@ public struct Status: ContractType, Equatable {
     /// The profile's own faults (installed at start), to install again.
     public var faultPresets: [FaultRequest]
     public var lastEvent: Int
+    /// Whether the device is a firmware-update target (its profile's `firmware` section): `GET /v1/firmware` has it.
+    public var firmware: Bool
 
     public init(
         profile: String, deviceName: String?, adapter: AdapterInfo?, advertising: AdvertisingInfo, centrals: [CentralInfo],
         services: [ServiceInfo], variables: [String: String], state: [String: String], values: [NamedValueInfo],
         timers: [String], triggers: [String], triggerDescriptions: [String: String], faults: [Fault],
-        faultPresets: [FaultRequest], lastEvent: Int
+        faultPresets: [FaultRequest], lastEvent: Int, firmware: Bool = false
     ) {
+        self.firmware = firmware
         self.profile = profile
         self.deviceName = deviceName
         self.adapter = adapter
@@ -62,6 +65,7 @@ public struct Status: ContractType, Equatable {
             required("faults", .array(Fault.reference)),
             required("faultPresets", .array(FaultRequest.reference)),
             required("lastEvent", .integer(minimum: 0)),
+            required("firmware", .described("Whether GET /v1/firmware has a firmware-update target", .boolean)),
         ])
     }
 
@@ -75,7 +79,8 @@ public struct Status: ContractType, Equatable {
                 services: ServiceInfo.examples, variables: ["touchDuration": "3000"], state: ["authenticated": "false"],
                 values: [NamedValueInfo(name: "authenticated", kind: .state, type: .bool, value: "false", perCentral: true)],
                 timers: ["untouch"], triggers: ["touch"], triggerDescriptions: ["touch": "A hand touches the reader"],
-                faults: Fault.examples, faultPresets: [FaultRequest.examples[0]], lastEvent: 12)
+                faults: Fault.examples, faultPresets: [FaultRequest.examples[0]], lastEvent: 12,
+                firmware: false)
         ]
     }
 }

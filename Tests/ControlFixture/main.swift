@@ -3,7 +3,8 @@
 // the package: `swift build --product gattemu` does not build it and users never get it.
 //
 //   gattemu-control-fixture [--profile FILE] [--port N] [--token-file FILE] [--events N] [--note TEXT]...
-//                           [--stream-lifetime-ms N] [--lose-bluetoothd-after-ms N] [--also FILE]... [--print-openapi]
+//                           [--stream-lifetime-ms N] [--lose-bluetoothd-after-ms N] [--also FILE]... [--upload IMAGE]
+//                           [--print-openapi]
 //
 // Prints `listening http://127.0.0.1:PORT` once it serves; runs until SIGTERM or SIGINT.
 // --events N logs N synthetic events (a central's writes, answers, notifications, faults, and a note full
@@ -11,6 +12,10 @@
 // --lose-bluetoothd-after-ms N logs `bluetoothd-lost` after N ms and `bluetoothd-back` N ms later, as a
 // bluetoothd restart does (the emulator itself is not involved). --also FILE makes a rig: FILE's profile is another
 // device (its id its file name), and each device's events name it (the synthetic ones are the first device's).
+// --upload IMAGE: a central sends the first half of IMAGE (an MCUboot image) to the profile's firmware-update target
+// (SMP image upload requests of 256 bytes, through the emulator as bluetoothd delivers writes) and stops: the upload
+// is under way, half done, in GET /v1/firmware and the firmware events.
+import BlueZ
 import Bluetooth
 import Control
 import ControlContract
@@ -18,6 +23,7 @@ import Dispatch
 import Emulator
 import Foundation
 import Logging
+import McuMgr
 import Profile
 
 #if canImport(Glibc)
@@ -32,6 +38,7 @@ var notes: [String] = []
 var lifetime: Int?
 var lossAfter: Int?
 var also: [String] = []
+var uploadImage: String?
 nonisolated(unsafe) var arguments = CommandLine.arguments.dropFirst()
 func value() -> String {
     guard let next = arguments.popFirst() else { fatal("missing value") }
@@ -51,6 +58,7 @@ while let argument = arguments.popFirst() {
     case "--stream-lifetime-ms": lifetime = Int(value())
     case "--lose-bluetoothd-after-ms": lossAfter = Int(value())
     case "--also": also.append(value())
+    case "--upload": uploadImage = value()
     case "--print-openapi":
         FileHandle.standardOutput.write(Data(ControlContract.documentText.utf8))
         exit(0)
@@ -99,6 +107,27 @@ for index in 0..<syntheticEvents {
     log.record(kind, central: kind == .rule || kind == .note ? nil : central, characteristic: characteristic, value: value, detail: detail)
 }
 for note in notes { log.record(.note, detail: note) }
+if let uploadImage, let firmware = profile.firmware {
+    guard let image = FileManager.default.contents(atPath: uploadImage).map(Array.init), image.count >= 2 else {
+        fatal("--upload: cannot read \(uploadImage)")
+    }
+    let upload = image.count / 2
+    var offset = 0
+    var sequence: UInt8 = 0
+    while offset < upload {
+        let data = Array(image[offset..<min(offset + 256, upload)])
+        var body: [CBOR.Entry] = [CBOR.Entry(.text("off"), .int(offset)), CBOR.Entry(.text("data"), .bytes(data))]
+        if offset == 0 { body.append(CBOR.Entry(.text("len"), .int(image.count))) }
+        let encoded = CBOR.map(body).encoded
+        let header = SMPHeader(operation: .write, length: UInt16(encoded.count), group: 1, sequence: sequence, command: 1)
+        let request = GattWriteRequest(
+            attribute: GattAttributeID(characteristic: firmware.characteristic), value: SMPPacket(header: header, body: encoded).bytes,
+            kind: .command, bluetoothdAnswered: true, context: GattRequestContext(central: central, mtu: ATTMTU(rawValue: 247)))
+        do { try await emulator.write(request) } catch { fatal("--upload: the target refused a chunk: \(error)") }
+        offset += data.count
+        sequence &+= 1
+    }
+}
 if let lossAfter {
     Task {
         try? await Task.sleep(for: .milliseconds(lossAfter))

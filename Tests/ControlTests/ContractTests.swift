@@ -126,10 +126,15 @@ import Testing
                 detail: "request \"q\"\n"),
             EmulatorEvent(sequence: 4, time: 0, kind: .bluetoothdLost),
             EmulatorEvent(sequence: 5, time: 1, kind: .notify, value: []),
+            EmulatorEvent(
+                sequence: 6, time: 2, kind: .firmware, central: BluetoothAddress("AA:BB:CC:DD:EE:01"), characteristic: "smp",
+                detail: "smp: image upload seq 1: upload 0+300 of 3552", mtu: 247, device: "dfu",
+                progress: EmulatorEvent.Progress(done: 300, total: 3552)),
         ]
         for event in events {
             let decoded = try JSONDecoder().decode(Event.self, from: Data(event.json.utf8))
             #expect(decoded == Event(event))
+            #expect(decoded.progress.map { [$0.done, $0.total] } == event.progress.map { [$0.done, $0.total] })
             var validator = SchemaValidator()
             #expect(validator.problems(try JSONParser.parse(event.json, file: "event"), Event.schema) == [])
         }

@@ -97,7 +97,7 @@ import Testing
         let (header, body) = try Self.answer(outbox.sent[1].value)
         #expect(header.sequence == 5 && header.operation == .writeResponse)
         #expect(body == .map(["r": .text(String(repeating: "x", count: 60))]))
-        #expect(log.events(since: 0).contains { $0.detail?.hasPrefix("smp: os echo seq 5") == true })
+        #expect(log.events(since: 0).contains { $0.kind == .firmware && $0.detail?.hasPrefix("smp: os echo seq 5") == true })
     }
 
     @Test func aPacketOverTheBufferIsRefusedWithMessageTooLong() async throws {
@@ -127,6 +127,10 @@ import Testing
             let last = try #require(outbox.sent.last)
             offset = try #require(try Self.answer(last.value).1["off"]?.int)
         }
+        // Each chunk's `firmware` event says how far the upload is, up to the whole image.
+        let progress = log.events(since: 0).filter { $0.kind == .firmware }.compactMap(\.progress)
+        #expect(progress.count == (image.count + 299) / 300 && progress.allSatisfy { $0.total == image.count })
+        #expect(progress.map(\.done) == progress.map(\.done).sorted() && progress.last?.done == image.count)
         let hash = try McuBootImage(image).hash
         try await emulator.write(
             Self.write(Self.request(group: 1, command: 0, sequence: 200, .map(["hash": .bytes(hash)])), from: Self.alice))

@@ -138,7 +138,7 @@ async def boots(p, count: int, timeout: float = 120.0) -> str:
     """The device's `count`-th `firmware: booted …` line of its event log (it comes back from a reset)."""
     end = time.monotonic() + timeout
     while True:
-        lines = [line for line in notes(p, "firmware: booted") if line.startswith("firmware: booted")]
+        lines = [line for line in firmware_events(p, "firmware: booted") if line.startswith("firmware: booted")]
         if len(lines) >= count:
             return lines[count - 1]
         if time.monotonic() >= end or not p.running:
@@ -174,6 +174,10 @@ async def test_smpmgr_upgrades_tests_confirms_and_mcuboot_reverts(bluez_582, exc
     upload_seconds = time.monotonic() - started
     assert "Upgrade complete" in out, out
     assert await boots(p, 1) == "firmware: booted 1.1.0, swapped in for test (not confirmed)"
+    # Each chunk smpmgr sent is a `firmware` event with the upload's progress, up to the whole image.
+    progress = [event["progress"] for event in events_of(p, "firmware") if "progress" in event]
+    assert progress and progress[-1] == {"done": new.stat().st_size, "total": new.stat().st_size}, progress[-3:]
+    assert [step["done"] for step in progress] == sorted(step["done"] for step in progress), progress
     after = slots(await state(smp_adapter, address))
     assert (after[0]["version"], after[0]["active"], after[0]["confirmed"]) == ("1.1.0", True, False), after
     assert (after[1]["version"], after[1]["pending"]) == ("1.0.0", False), after
@@ -205,9 +209,10 @@ async def fault(spec: dict) -> str:
     return body["id"]
 
 
-def notes(p, text: str) -> list[str]:
-    """The details of the device's `note` events that contain `text`."""
-    return [detail for event in events_of(p, "note") if text in (detail := str(event.get("detail", "")))]
+def firmware_events(p, text: str) -> list[str]:
+    """The details of the device's `firmware` events (SMP requests and answers, uploads, resets, boots) that contain
+    `text`."""
+    return [detail for event in events_of(p, "firmware") if text in (detail := str(event.get("detail", "")))]
 
 
 @pytest.mark.parametrize("exchange_mtu", [247], indirect=True)
@@ -219,7 +224,7 @@ async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu,
     p = start_gattemu("mcuboot-sensor.json", args=["--control", "127.0.0.1:8765"])
     await wait_for_api(p)
     # gattemu read the ExchangeMTU of the main.conf bluetoothd runs with (its -f), and says the pieces fit.
-    advice = notes(p, "firmware: bluetoothd offers ATT MTU")
+    advice = firmware_events(p, "firmware: bluetoothd offers ATT MTU")
     assert advice and advice[0].startswith(f"firmware: bluetoothd offers ATT MTU {exchange_mtu} at most ([GATT] "
                                            f"ExchangeMTU in {os.environ['GATTEMU_BLUETOOTHD_CONF']})"), advice
     images = [image(tmp_path, f"1.{n}.0", 9_000 + 100 * n) for n in range(1, 7)]
@@ -232,19 +237,19 @@ async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu,
     assert 40 <= refused["offset"] * 100 // refused["length"] < 60, refused
     resumed = await upload(smp_adapter, address, images[0])
     assert resumed["outcome"] == "complete", resumed
-    assert notes(p, "upload resumed at"), p.tail()
+    assert firmware_events(p, "upload resumed at"), p.tail()
     seen.append(f"smpError 12 at 60 %: SMPUploadError after {refused['offset']} of {refused['length']} bytes; resumed")
 
     await fault({"on": "upload", "percent": 50, "disconnect": True, "count": 1})
     dropped = await upload(smp_adapter, address, images[1])
     assert dropped["outcome"] in ("disconnected", "timeout"), dropped  # the link went down under the next request
-    assert notes(p, "disconnecting (fault)"), p.tail()
+    assert firmware_events(p, "disconnecting (fault)"), p.tail()
     seen.append(f"disconnect at 50 %: {dropped['outcome']} after {dropped['offset']} bytes")
 
     silent = await fault({"on": "upload", "percent": 30, "drop": True})
     stalled = await upload(smp_adapter, address, images[2], timeout=8)
     assert stalled["outcome"] == "timeout", stalled
-    assert notes(p, "not carried out, not answered (fault)"), p.tail()
+    assert firmware_events(p, "not carried out, not answered (fault)"), p.tail()
     assert (await api("DELETE", f"/v1/faults/{silent}"))[0] == 200
     seen.append(f"drop from 30 %: timeout after {stalled['offset']} bytes")
 

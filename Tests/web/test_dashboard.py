@@ -252,3 +252,38 @@ def test_a_rigs_devices_are_switched_between(server_factory, browser):
     browser.refresh()
     wait_for(lambda: browser.find_element(By.ID, "device-name").text.startswith("ETHS"), what="the device the address names")
     assert console_errors(browser) == []
+
+
+def test_a_firmware_targets_card_shows_its_slots_and_the_upload_under_way(server_factory, browser):
+    """A firmware-update target (profiles/mcuboot-sensor.json) to which a central sent half of an MCUboot image (the
+    fixture's --upload: real SMP upload requests through the emulator): the dashboard's firmware card shows the running
+    slot and the upload's progress as GET /v1/firmware has them, and the kind filter's "firmware update" shows the
+    upload's events only. A profile without a firmware section has no card."""
+    image = ROOT / "Tests" / "McuMgrTests" / "Fixtures" / "app-1.2.3+4.bin"
+    size = image.stat().st_size
+    server = server_factory("--profile", "profiles/mcuboot-sensor.json", "--upload", str(image), "--events", "16")
+    browser.get(server.url + "/")
+    wait_for(lambda: browser.find_element(By.ID, "card-firmware").is_displayed(), what="the firmware card")
+    wait_for(lambda: browser.find_element(By.ID, "firmware-upload").is_displayed(), what="the upload under way")
+    done = size // 2
+    text = browser.find_element(By.ID, "firmware-upload-text").text
+    assert text == f"upload {done} of {size} bytes ({done * 100 // size} %) from AA:BB:CC:DD:EE:01", text
+    bar = browser.find_element(By.ID, "firmware-progress")
+    assert (int(bar.get_attribute("value")), int(bar.get_attribute("max"))) == (done, size)
+    rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#firmware-slots tr")]
+    assert len(rows) == 1 and rows[0].startswith("0 1.0.0 ") and rows[0].endswith("active, confirmed"), rows
+    Select(browser.find_element(By.ID, "filter-kinds")).select_by_value("firmware")
+    wait_for(lambda: browser.execute_script("return window.gattemuTimeline.visible.length") > 0, what="the firmware events")
+    shown = "window.gattemuTimeline.visible.map(i => window.gattemuTimeline.events[i])"
+    kinds = browser.execute_script(f"return [...new Set({shown}.map(e => e.event))]")
+    assert kinds == ["firmware"], kinds
+    chunks = (done + 255) // 256
+    assert browser.execute_script(f"return {shown}.filter(e => e.progress).length") == chunks
+    screenshot(browser, "dashboard-firmware")
+    assert console_errors(browser) == []
+
+    plain = server_factory("--profile", "profiles/noke-lock.json")
+    browser.get(plain.url + "/")
+    wait_for(lambda: status_rendered(browser), what="the GATT table")
+    assert not browser.find_element(By.ID, "card-firmware").is_displayed()
+    assert console_errors(browser) == []

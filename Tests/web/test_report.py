@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import time
+import urllib.request
 from collections import Counter
 
 from selenium.webdriver.common.by import By
@@ -333,3 +334,40 @@ def test_ctl_lists_a_rigs_devices_and_drives_one(binaries, server_factory):
     assert unknown.returncode == 1 and "404" in unknown.stderr and "door" in unknown.stderr, unknown.stderr
     plain = gattemu(binaries, "ctl", "status", *control)
     assert plain.returncode == 1 and "409" in plain.stderr and "devices" in plain.stderr, plain.stderr
+
+
+def test_a_firmware_upload_is_in_the_reports_summary(binaries, server_factory, browser, tmp_path):
+    """The events of a firmware-update target to which a central sent half of an MCUboot image (the fixture's --upload:
+    real SMP upload requests through the emulator, each chunk's event with its progress), as `gattemu report` shows
+    them: the upload, how far it got and that it stopped there; a complete upload and the milestones after it (an
+    events file can hold what a run logged: a boot)."""
+    image = ROOT / "Tests" / "McuMgrTests" / "Fixtures" / "app-1.2.3+4.bin"
+    size = image.stat().st_size
+    server = server_factory("--profile", str(ROOT / "profiles" / "mcuboot-sensor.json"), "--upload", str(image))
+    with urllib.request.urlopen(server.url + "/v1/events?since=0&limit=1000") as answer:
+        logged = json.load(answer)["events"]
+    chunks = [event for event in logged if event["event"] == "firmware" and "progress" in event]
+    assert chunks and chunks[-1]["progress"] == {"done": size // 2, "total": size}, chunks[-1:]
+    last = logged[-1]["seq"]
+    later = [
+        {"seq": last + 1, "t": 90.0, "event": "firmware", "central": "AA:BB:CC:DD:EE:02", "characteristic": "smp",
+         "detail": "smp: image upload seq 1: upload 0+4096 of 4096: complete", "progress": {"done": 4096, "total": 4096}},
+        {"seq": last + 2, "t": 95.0, "event": "firmware", "detail": "firmware: booted 1.2.3.4, swapped in for test (not confirmed)"},
+    ]
+    events = tmp_path / "firmware.jsonl"
+    events.write_text("".join(json.dumps(event) + "\n" for event in logged + later), encoding="utf-8")
+    page = tmp_path / "firmware.html"
+    result = gattemu(binaries, "report", str(events), "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    browser.get(page.as_uri())
+    wait_for(lambda: "Firmware update" in browser.find_element(By.ID, "summary").text, what="the firmware summary")
+    uploads = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#summary .firmware .upload")]
+    done = size // 2
+    assert len(uploads) == 2, uploads
+    assert uploads[0].startswith(f"upload {done} of {size} bytes ({done * 100 // size} %), stopped there in "), uploads
+    assert uploads[1].startswith("upload 4096 of 4096 bytes (100 %), complete in "), uploads
+    assert "booted 1.2.3.4, swapped in for test (not confirmed)" in browser.find_element(By.ID, "summary").text
+    bars = browser.find_elements(By.CSS_SELECTOR, "#summary .firmware progress")
+    assert [(int(b.get_attribute("value")), int(b.get_attribute("max"))) for b in bars] == [(done, size), (4096, 4096)]
+    screenshot(browser, "report-firmware")
+    assert console_errors(browser) == []

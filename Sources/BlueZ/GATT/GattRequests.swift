@@ -187,6 +187,20 @@ public struct GattWriteRequest: Sendable, Equatable {
     /// True for the authorization step of a prepared write (`prepare-authorize`); no value is stored.
     public var prepareAuthorize: Bool
     public var context: GattRequestContext
+
+    /// A write as a test or a stand-in describes it.
+    public init(
+        attribute: GattAttributeID, value: [UInt8], offset: Int = 0, kind: Kind? = .request, bluetoothdAnswered: Bool = false,
+        prepareAuthorize: Bool = false, context: GattRequestContext
+    ) {
+        self.attribute = attribute
+        self.value = value
+        self.offset = offset
+        self.kind = kind
+        self.bluetoothdAnswered = bluetoothdAnswered
+        self.prepareAuthorize = prepareAuthorize
+        self.context = context
+    }
 }
 
 /// A change of a central's subscription to notifications or indications.

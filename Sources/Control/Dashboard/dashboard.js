@@ -11,7 +11,7 @@
   const EVENTS_KEPT = 100000;
   const TOKEN_KEY = "gattemu-token";
   const $ = (id) => document.getElementById(id);
-  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false, device: null };
+  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false, device: null, firmware: "unknown", firmwareTimer: null };
   let timeline;
 
   function el(tag, className, text) {
@@ -104,8 +104,57 @@
       state.status = status;
       renderStatus(state.status);
       await refreshPairing();
+      state.firmware = status.firmware ? "target" : "none";
+      $("card-firmware").hidden = !status.firmware;
+      if (status.firmware) await refreshFirmware();
     } catch (error) {
       if (error.status !== 401) show("status: " + error.message);
+    }
+  }
+
+  // MARK: Firmware
+
+  // The firmware card: shown when the device is a firmware-update target (the status says so; GET /v1/firmware).
+  async function refreshFirmware() {
+    if (state.firmware !== "target") return;
+    const device = state.device;
+    let firmware;
+    try {
+      firmware = await api("GET", "/v1/firmware");
+    } catch (error) {
+      if (error.status !== 401) show("firmware: " + error.message);
+      return;
+    }
+    if (device === state.device) renderFirmware(firmware);
+  }
+
+  // While an upload runs its chunks' events come many a second: the card is read again at most every 300 ms.
+  function scheduleFirmware() {
+    if (state.firmware !== "target" || state.firmwareTimer) return;
+    state.firmwareTimer = setTimeout(() => { state.firmwareTimer = null; refreshFirmware(); }, 300);
+  }
+
+  function renderFirmware(firmware) {
+    $("card-firmware").hidden = false;
+    $("firmware-state").textContent = firmware.rebooting ? "rebooting" : "";
+    const upload = firmware.upload;
+    $("firmware-upload").hidden = !upload;
+    if (upload) {
+      $("firmware-progress").max = upload.length;
+      $("firmware-progress").value = Math.min(upload.offset, upload.length);
+      $("firmware-upload-text").textContent = "upload " + GattemuTimeline.formatProgress(upload.offset, upload.length)
+        + (upload.central ? " from " + upload.central : " (its central left; it can resume)");
+    }
+    const body = $("firmware-slots");
+    body.replaceChildren();
+    for (const slot of firmware.slots) {
+      const flags = ["active", "pending", "confirmed", "permanent"].filter((flag) => slot[flag]);
+      if (!slot.bootable) flags.push("not bootable");
+      const row = el("tr");
+      row.append(el("td", null, slot.slot), el("td", "mono", slot.version), el("td", "mono", String(slot.hash).slice(0, 16) + "…"),
+        el("td", null, flags.join(", ") || "—"));
+      row.children[2].title = slot.hash;
+      body.append(row);
     }
   }
 
@@ -768,7 +817,8 @@
     if (events[0].seq <= 1 && timeline.lastSeq > 1 && !timeline.has(events[0].seq)) { timeline.clear(); state.bluetoothdLost = false; }
     timeline.add(events);
     updateCount();
-    if (events.some((event) => event.event !== "read" && event.event !== "answer" && event.event !== "note")) scheduleRefresh(250);
+    if (events.some((event) => event.event === "firmware")) scheduleFirmware();
+    if (events.some((event) => event.event !== "read" && event.event !== "answer" && event.event !== "note" && event.event !== "firmware")) scheduleRefresh(250);
     if (noteBluetoothd(events)) setStream(state.bluetoothdLost ? "live — bluetoothd lost" : "live", !state.bluetoothdLost);
     renderCentralFilter(state.status ? state.status.centrals : []);
   }
@@ -778,11 +828,7 @@
       + (timeline.dropped ? " (" + timeline.dropped + " older ones no longer kept here; the events file has them)" : "");
   }
 
-  const KIND_GROUPS = {
-    gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
-    faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired"],
-  };
+  const KIND_GROUPS = GattemuTimeline.KIND_GROUPS;
 
   function applyFilter() {
     const group = $("filter-kinds").value;
@@ -828,6 +874,8 @@
 
   function switchDevice(id) {
     state.device = id;
+    state.firmware = "unknown";
+    $("card-firmware").hidden = true;
     if (state.streamAbort) state.streamAbort.abort();
     timeline.clear();
     state.bluetoothdLost = false;

@@ -48,6 +48,26 @@
     if (summary.devices.size > SHOWN) devices.append(el("span", null, "and " + (summary.devices.size - SHOWN) + " more"));
     box.append(el("h3", null, "Devices"), devices);
   }
+  // A firmware-update target's uploads (each chunk's event says how far it got) and its milestones: upload complete,
+  // marked for test, confirmed, reset, booted.
+  if (summary.uploads.length || summary.kinds.firmware) {
+    const firmware = el("div", "firmware");
+    for (const upload of summary.uploads.slice(0, SHOWN)) {
+      const line = el("div", "upload");
+      const bar = document.createElement("progress");
+      bar.max = upload.total;
+      bar.value = Math.min(upload.done, upload.total);
+      line.append(bar, el("span", "mono", (upload.device ? "[" + upload.device + "] " : "") + "upload " + GattemuTimeline.formatProgress(upload.done, upload.total)
+        + (upload.complete ? ", complete" : ", stopped there") + " in " + GattemuTimeline.formatTime(upload.last - upload.first)));
+      firmware.append(line);
+    }
+    if (summary.uploads.length > SHOWN) firmware.append(el("div", null, "and " + (summary.uploads.length - SHOWN) + " more uploads"));
+    const milestones = timeline.events.filter((event) => event.event === "firmware" && typeof event.detail === "string" && event.detail.startsWith("firmware: "));
+    for (const event of milestones.slice(0, SHOWN)) {
+      firmware.append(el("div", "mono", GattemuTimeline.formatTime(event.t) + " " + (event.device ? "[" + event.device + "] " : "") + event.detail.slice("firmware: ".length)));
+    }
+    box.append(el("h3", null, "Firmware update"), firmware);
+  }
   if (data.notes.length) box.append(el("p", "message", data.notes.join(" ")));
 
   const select = $("filter-central");
@@ -57,11 +77,7 @@
     more.disabled = true;
     select.append(more);
   }
-  const groups = {
-    gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
-    faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
-    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped", "pairing", "paired", "unpaired"],
-  };
+  const groups = GattemuTimeline.KIND_GROUPS;
   const apply = () => {
     const group = $("filter-kinds").value;
     timeline.setFilter({ text: $("filter-text").value, central: select.value, kinds: group ? new Set(groups[group]) : null });

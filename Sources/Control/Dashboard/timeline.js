@@ -17,7 +17,15 @@ const GattemuTimeline = (() => {
   const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
     "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
     "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired", "relayed", "device-lost",
-    "device-back"];
+    "device-back", "firmware"];
+  // The kind filter's groups (the dashboard's and the report's "kinds" select).
+  const KIND_GROUPS = {
+    gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
+    faults: ["fault", "error", "refused", "bluetoothd-lost", "bluetoothd-back"],
+    links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped",
+      "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired", "device-lost", "device-back"],
+    firmware: ["firmware"],
+  };
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -180,15 +188,24 @@ const GattemuTimeline = (() => {
     // Counts per kind, per central, per device, and the faults: the report's summary.
     // centrals, devices: Maps from address or id to count, in order of appearance.
     summary() {
-      const kinds = {}, centrals = new Map(), devices = new Map();
+      const kinds = {}, centrals = new Map(), devices = new Map(), uploads = [];
       let faults = 0;
       for (const event of this.events) {
         kinds[event.event] = (kinds[event.event] || 0) + 1;
         if (event.central) centrals.set(event.central, (centrals.get(event.central) || 0) + 1);
         if (event.device) devices.set(event.device, (devices.get(event.device) || 0) + 1);
         if (event.event === "fault") faults++;
+        if (isProgress(event.progress)) {
+          // A firmware upload: one entry per image sent, from its first chunk to its last (a resumed upload goes on).
+          const last = uploads.find((upload) => upload.device === event.device && upload.total === event.progress.total && upload.done <= event.progress.done && !upload.complete);
+          const upload = last || { device: event.device, total: event.progress.total, first: event.t, done: 0, complete: false };
+          if (!last) uploads.push(upload);
+          upload.done = event.progress.done;
+          upload.last = event.t;
+          upload.complete = upload.done >= upload.total;
+        }
       }
-      return { total: this.events.length, kinds, centrals, devices, faults,
+      return { total: this.events.length, kinds, centrals, devices, faults, uploads,
         first: this.events.length ? this.events[0].t : 0, last: this.events.length ? this.events[this.events.length - 1].t : 0 };
     }
 
@@ -314,5 +331,16 @@ const GattemuTimeline = (() => {
     }
   }
 
-  return { Timeline, label, spacedHex, formatTime, isEvent, KINDS };
+  function isProgress(progress) {
+    return !!progress && Number.isSafeInteger(progress.done) && Number.isSafeInteger(progress.total) && progress.total > 0
+      && progress.done >= 0;
+  }
+
+  // "4096 of 180240 bytes (2 %)".
+  function formatProgress(done, total) {
+    const percent = Math.floor((Math.min(done, total) * 100) / total);
+    return done + " of " + total + " bytes (" + percent + " %)";
+  }
+
+  return { Timeline, label, spacedHex, formatTime, formatProgress, isEvent, KINDS, KIND_GROUPS };
 })();

@@ -16,12 +16,12 @@ public struct DeviceEventLog: Sendable {
     /// Records an event of `central` (nil: of no central), tagged with the device.
     public func record(
         _ kind: EmulatorEvent.Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-        detail: String? = nil, mtu: Int? = nil
+        detail: String? = nil, mtu: Int? = nil, progress: EmulatorEvent.Progress? = nil
     ) {
         shared.record(
             EmulatorEvent(
                 time: shared.now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu,
-                device: device))
+                device: device, progress: progress))
     }
 
     public func record(_ event: EmulatorEvent) {

@@ -21,13 +21,27 @@ public struct EmulatorEvent: Sendable, Equatable {
     public var mtu: Int?
     /// The rig's device the event is of (`gattemu run A@hci0 B@hci1`); nil when the process runs one device.
     public var device: String?
+    /// How far a firmware upload is, on the `firmware` event of each chunk.
+    public var progress: Progress?
+
+    /// Bytes of a firmware image received (`done`) of its length (`total`).
+    public struct Progress: Sendable, Equatable {
+        public var done: Int
+        public var total: Int
+
+        public init(done: Int, total: Int) {
+            self.done = done
+            self.total = total
+        }
+    }
 
     public init(
         sequence: Int = 0, time: Double, kind: Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-        detail: String? = nil, mtu: Int? = nil, device: String? = nil
+        detail: String? = nil, mtu: Int? = nil, device: String? = nil, progress: Progress? = nil
     ) {
         self.sequence = sequence
         self.device = device
+        self.progress = progress
         self.time = time
         self.kind = kind
         self.central = central
@@ -131,6 +145,10 @@ public struct EmulatorEvent: Sendable, Equatable {
         if let mtu {
             key("mtu")
             line += String(mtu).utf8
+        }
+        if let progress {
+            key("progress")
+            line += "{\"done\":\(progress.done),\"total\":\(progress.total)}".utf8
         }
         key("seq")
         line += String(sequence).utf8

@@ -19,4 +19,7 @@ public enum EmulatorEventKind: String, Sendable, CaseIterable {
     case relayed
     case deviceLost = "device-lost"
     case deviceBack = "device-back"
+    /// A firmware-update target (`firmware` in the profile): each SMP request decoded with its answer (group, command,
+    /// sequence, offsets, rc), the upload's end, test and confirm, the reset and the image booted after it.
+    case firmware
 }

@@ -122,10 +122,12 @@ public final class EventLog: Sendable {
     /// Records an event of `central`, named in the log by its address (nil: of no central).
     public func record(
         _ kind: EmulatorEvent.Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-        detail: String? = nil, mtu: Int? = nil
+        detail: String? = nil, mtu: Int? = nil, progress: EmulatorEvent.Progress? = nil
     ) {
         record(
-            EmulatorEvent(time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu))
+            EmulatorEvent(
+                time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu,
+                progress: progress))
     }
 
     public func record(_ event: EmulatorEvent) {

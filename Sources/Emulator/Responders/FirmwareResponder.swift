@@ -53,7 +53,7 @@ final class FirmwareResponder: GattResponder {
                 // More centrals mid-packet than any real rig has: one's partial packet goes, and the log says so.
                 reassemblers[evicted] = nil
                 runtime.log.record(
-                    .note, central: evicted.logged, characteristic: definition.characteristic,
+                    .firmware, central: evicted.logged, characteristic: definition.characteristic,
                     detail: "smp: a partial packet dropped (\(Self.maximumReassemblers) centrals in the middle of one)")
             }
             reassemblers[central] = reassembler
@@ -65,7 +65,7 @@ final class FirmwareResponder: GattResponder {
                 if header.group == SMPGroup.image, header.command == 1, let owner = uploader, owner != central, target.uploadProgress != nil
                 {
                     runtime.log.record(
-                        .note, central: central.logged, characteristic: definition.characteristic,
+                        .firmware, central: central.logged, characteristic: definition.characteristic,
                         detail: "smp: image upload seq \(header.sequence): another central's upload is under way (rc 10)")
                     await send(
                         SMPPacket(answering: header, error: .busy), to: central, in: runtime)
@@ -74,14 +74,14 @@ final class FirmwareResponder: GattResponder {
                 let plan = await faults(on: packet, from: central, in: runtime)
                 if plan.drop {
                     runtime.log.record(
-                        .note, central: central.logged, characteristic: definition.characteristic,
+                        .firmware, central: central.logged, characteristic: definition.characteristic,
                         detail: "smp: \(Self.name(header)) seq \(header.sequence): not carried out, not answered (fault)")
                     continue
                 }
                 if let code = plan.smpError {
                     let error = SMPGroupError(group: header.group, rc: code)
                     runtime.log.record(
-                        .note, central: central.logged, characteristic: definition.characteristic,
+                        .firmware, central: central.logged, characteristic: definition.characteristic,
                         detail:
                             "smp: \(Self.name(header)) seq \(header.sequence): refused (\(FirmwareTarget.code(of: error, for: header)), a fault)"
                     )
@@ -98,8 +98,13 @@ final class FirmwareResponder: GattResponder {
                 } else if header.group == SMPGroup.image, header.command == 1, target.uploadProgress != nil {
                     uploader = central
                 }
+                let progress = outcome.events.lazy.compactMap { event -> EmulatorEvent.Progress? in
+                    guard case .uploadProgress(let done, let total) = event else { return nil }
+                    return EmulatorEvent.Progress(done: done, total: total)
+                }.last
                 runtime.log.record(
-                    .note, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary)
+                    .firmware, central: central.logged, characteristic: definition.characteristic, detail: "smp: " + outcome.summary,
+                    progress: progress)
                 if let answer = outcome.answer { await send(answer, to: central, in: runtime) }
                 for event in outcome.events { await apply(event, in: runtime) }
                 if plan.disconnect {
@@ -108,14 +113,14 @@ final class FirmwareResponder: GattResponder {
                 }
             case .tooLong(let header):
                 runtime.log.record(
-                    .note, central: central.logged, characteristic: definition.characteristic,
+                    .firmware, central: central.logged, characteristic: definition.characteristic,
                     detail:
                         "smp: a packet of \(Int(header.length) + SMPHeader.size) bytes, over the buffer of \(definition.bufferSize) (rc 7)")
                 let answer = SMPPacket(answering: header, error: .messageTooLong)
                 await send(answer, to: central, in: runtime)
             case .garbage(let count):
                 runtime.log.record(
-                    .note, central: central.logged, characteristic: definition.characteristic,
+                    .firmware, central: central.logged, characteristic: definition.characteristic,
                     detail: "smp: \(count) bytes that begin no SMP packet, dropped")
             }
         }
@@ -141,7 +146,7 @@ final class FirmwareResponder: GattResponder {
         if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
         if plan.wrongHash, !plan.drop, plan.smpError == nil { target.keepNextImageWithWrongHash() }
         if plan.losePending, !plan.drop, plan.smpError == nil, target.losePendingImage() {
-            runtime.log.record(.note, detail: "firmware: the image pending in slot 1 is lost (a fault)")
+            runtime.log.record(.firmware, detail: "firmware: the image pending in slot 1 is lost (a fault)")
         }
         return plan
     }
@@ -179,11 +184,11 @@ final class FirmwareResponder: GattResponder {
             Task(executorPreference: runtime.loop) { [weak runtime] in await runtime?.rebootFirmware() }
         case .uploadFinished(let image, let problem, _):
             let what = image.map { "slot 1 holds \($0.version)" } ?? "no bootable image (\(problem ?? "unknown"))"
-            runtime.log.record(.note, characteristic: definition.characteristic, detail: "firmware: upload complete, \(what)")
+            runtime.log.record(.firmware, characteristic: definition.characteristic, detail: "firmware: upload complete, \(what)")
         case .marked(_, let permanent):
-            runtime.log.record(.note, detail: "firmware: slot 1 marked \(permanent ? "permanent" : "for test")")
+            runtime.log.record(.firmware, detail: "firmware: slot 1 marked \(permanent ? "permanent" : "for test")")
         case .confirmed:
-            runtime.log.record(.note, detail: "firmware: \(target.primary.version) confirmed")
+            runtime.log.record(.firmware, detail: "firmware: \(target.primary.version) confirmed")
         case .uploadStarted, .uploadProgress, .uploadResumed, .erased:
             break  // in the request's own line
         }

@@ -64,7 +64,7 @@ extension Emulator {
                 uniquingKeysWith: { first, _ in first }),
             faults: faults(),
             faultPresets: profile.faults,
-            lastEvent: log.lastSequence)
+            lastEvent: log.lastSequence, firmware: profile.firmware != nil)
     }
 
     /// The GATT table with current values and the handles bluetoothd assigned.

@@ -16,7 +16,7 @@ extension Emulator {
     func rebootFirmware() async {
         guard let firmware = firmwareResponder, !stopped else { return }
         try? await Task.sleep(for: .milliseconds(250))
-        log.record(.note, detail: "firmware: resetting (\(firmware.target.primary.version) running)")
+        log.record(.firmware, detail: "firmware: resetting (\(firmware.target.primary.version) running)")
         await stopAdvertising()
         for address in centrals.connected {
             do {
@@ -32,12 +32,12 @@ extension Emulator {
         let boot = firmware.boot()
         switch boot {
         case .same(let image):
-            log.record(.note, detail: "firmware: booted \(image.version) (nothing pending)")
+            log.record(.firmware, detail: "firmware: booted \(image.version) (nothing pending)")
         case .swapped(let image, let permanent):
             log.record(
-                .note, detail: "firmware: booted \(image.version), swapped in \(permanent ? "for good" : "for test (not confirmed)")")
+                .firmware, detail: "firmware: booted \(image.version), swapped in \(permanent ? "for good" : "for test (not confirmed)")")
         case .reverted(let image):
-            log.record(.note, detail: "firmware: booted \(image.version): the tested image was not confirmed, MCUboot reverted")
+            log.record(.firmware, detail: "firmware: booted \(image.version): the tested image was not confirmed, MCUboot reverted")
         }
         if let revision = firmware.definition.revision {
             let value = Array(firmware.target.primary.version.description.utf8)

@@ -115,7 +115,7 @@ public actor Emulator {
         }
         try await register(on: adapter, stack: stack)
         try await watchStack(stack, adapter: adapter)
-        if profile.firmware != nil { log.record(.note, detail: FirmwareMTUAdvice.note(await BluetoothdConfiguration.of(stack))) }
+        if profile.firmware != nil { log.record(.firmware, detail: FirmwareMTUAdvice.note(await BluetoothdConfiguration.of(stack))) }
         log.record(
             .started,
             detail:

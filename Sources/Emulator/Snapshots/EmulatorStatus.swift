@@ -101,4 +101,6 @@ public struct EmulatorStatus: Sendable, Equatable {
     public var faultPresets: [FaultSpec]
     /// The sequence number of the last event logged.
     public var lastEvent: Int
+    /// Whether the device is a firmware-update target (the profile's `firmware` section; `GET /v1/firmware`).
+    public var firmware = false
 }
