@@ -218,19 +218,20 @@ public actor RelayLink: RelayUpstream {
 
     /// Makes `request`, and once more when pairing with the device explains its failure. A device that wants security
     /// answers Insufficient Authentication or Encryption; bluetoothd then pairs and repeats the request itself, but
-    /// that repeat can be written before the link is secured and fail (ENOTCONN: bluetoothd 5.78 and later report it as
-    /// a failure without an ATT code, older ones lose the request; docs/relay.md). So a request that failed that way
-    /// (the device's security refusal, or no answer from the device at all) on a link not paired before, when the link
-    /// is paired and up within ``Options/pairingRetryWindow``, is made again: it never reached the device, or the
-    /// device refused it.
+    /// that repeat can be written before the link is secured and fail (ENOTCONN). bluetoothd 5.78 and later fail the
+    /// request then without an answer PDU, which gatt-client.c's `process_error` reports as Unlikely Error (0x0E);
+    /// older ones lose the request (docs/relay.md). So a request that failed that way (the device's security refusal,
+    /// Unlikely Error, or no ATT code at all) on a link not paired before, when the link is paired and up within
+    /// ``Options/pairingRetryWindow``, is made again: it never reached the device, or the device refused it.
     private func afterPairing<Value>(_ request: () async throws(RemoteGattError) -> Value) async throws(RemoteGattError) -> Value {
         let started = ContinuousClock.now
         let pairedBefore = device?.properties.paired ?? true
         do {
             return try await request()
         } catch {
-            // Only a failure pairing can explain: no answer from the device (no ATT code), or its security refusal.
-            guard error.attError == nil || error.asksForSecurity else { throw error }
+            // Only a failure pairing can explain: bluetoothd's own (no ATT code, or the Unlikely Error it makes of a
+            // request that got no answer PDU), or the device's security refusal.
+            guard error.attError == nil || error.attError == .unlikelyError || error.asksForSecurity else { throw error }
             if let unexplained = await whyNotAgain(pairedBefore: pairedBefore, deadline: started + options.pairingRetryWindow) {
                 // Said, so that an answer the phone did not expect can be traced to what bluetoothd reported.
                 await emulator?.relayNote("relay: the device's link failed a request (\(error)); not made again: \(unexplained)")

@@ -129,9 +129,11 @@ public struct RemoteCharacteristic: Sendable {
     }
 
     public var onRead = ReadEffect.none
-    /// The first write while the device is not paired fails at once with `Failed` and no ATT code, and the pairing
-    /// bluetoothd began ends 200 ms later (`Paired` turns true): what bluetoothd 5.78 and later answer when the request
-    /// it repeats after pairing is written before the link is secured (docs/relay.md). Later writes are stored.
+    /// The first write while the device is not paired fails at once with `Failed` "Operation failed with ATT error:
+    /// 0x0e", and the pairing bluetoothd began ends 200 ms later (`Paired` turns true): what bluetoothd 5.78 and later
+    /// answer when the request it repeats after pairing is written before the link is secured (att.c fails the
+    /// request without a PDU, and gatt-client.c's `process_error` makes that Unlikely Error; docs/relay.md). Later
+    /// writes are stored.
     public var pairsAfterFailingWrite = false
     /// `StartNotify` and `AcquireNotify` fail with this.
     public var subscribeError: DBusError?

@@ -312,7 +312,7 @@ public final class StandInDevice: Sendable {
                         try? await Task.sleep(for: .milliseconds(200))
                         await self?.set(["Paired": .boolean(true), "Bonded": .boolean(true)])
                     }
-                    throw DBusError.named("org.bluez.Error.Failed", message: "Operation failed")
+                    throw DBusError.named("org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x0e")
                 }
                 state.withLock { $0.values[path] = value }
                 if let self, let answer = characteristic.answersWrites, let target = characteristicPath(answer.handle) {
