@@ -82,6 +82,19 @@ public struct SMPPacket: Sendable, Equatable {
         self.body = body
     }
 
+    /// A client's request: `operation` (read or write) of `command` in `group`, with `body` encoded and its length in
+    /// the header (what tests, fixtures and benchmarks send a target).
+    public init(
+        request operation: SMPHeader.Operation, group: UInt16, command: UInt8, sequence: UInt8, version: UInt8 = 1, body: CBOR
+    ) {
+        let bytes = body.encoded
+        self.init(
+            header: SMPHeader(
+                operation: operation, version: version, length: UInt16(clamping: bytes.count), group: group, sequence: sequence,
+                command: command),
+            body: bytes)
+    }
+
     /// The packet answering `request` with `body` (encoded).
     public init(answering request: SMPHeader, body: CBOR) {
         let bytes = body.encoded

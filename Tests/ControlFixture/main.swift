@@ -118,10 +118,9 @@ if let uploadImage, let firmware = profile.firmware {
         let data = Array(image[offset..<min(offset + 256, upload)])
         var body: [CBOR.Entry] = [CBOR.Entry(.text("off"), .int(offset)), CBOR.Entry(.text("data"), .bytes(data))]
         if offset == 0 { body.append(CBOR.Entry(.text("len"), .int(image.count))) }
-        let encoded = CBOR.map(body).encoded
-        let header = SMPHeader(operation: .write, length: UInt16(encoded.count), group: 1, sequence: sequence, command: 1)
+        let packet = SMPPacket(request: .write, group: 1, command: 1, sequence: sequence, body: .map(body))
         let request = GattWriteRequest(
-            attribute: GattAttributeID(characteristic: firmware.characteristic), value: SMPPacket(header: header, body: encoded).bytes,
+            attribute: GattAttributeID(characteristic: firmware.characteristic), value: packet.bytes,
             kind: .command, bluetoothdAnswered: true, context: GattRequestContext(central: central, mtu: ATTMTU(rawValue: 247)))
         do { try await emulator.write(request) } catch { fatal("--upload: the target refused a chunk: \(error)") }
         offset += data.count

@@ -67,12 +67,7 @@ import Testing
     }
 
     static func request(group: UInt16, command: UInt8, read: Bool = false, sequence: UInt8, _ body: CBOR) -> [UInt8] {
-        let bytes = body.encoded
-        return SMPPacket(
-            header: SMPHeader(
-                operation: read ? .read : .write, length: UInt16(bytes.count), group: group, sequence: sequence, command: command),
-            body: bytes
-        ).bytes
+        SMPPacket(request: read ? .read : .write, group: group, command: command, sequence: sequence, body: body).bytes
     }
 
     static func answer(_ value: [UInt8]) throws -> (SMPHeader, CBOR) {

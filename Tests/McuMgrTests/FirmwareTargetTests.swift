@@ -13,11 +13,9 @@ import Testing
         _ target: inout FirmwareTarget, group: UInt16, command: UInt8, read: Bool = false, version: UInt8 = 1, _ body: CBOR = .map([:])
     ) throws -> CBOR {
         sequence &+= 1
-        let bytes = body.encoded
-        let header = SMPHeader(
-            operation: read ? .read : .write, version: version, length: UInt16(bytes.count), group: group, sequence: sequence,
-            command: command)
-        let outcome = target.handle(SMPPacket(header: header, body: bytes))
+        let outcome = target.handle(
+            SMPPacket(
+                request: read ? .read : .write, group: group, command: command, sequence: sequence, version: version, body: body))
         let answer = try #require(outcome.answer)
         #expect(answer.header.sequence == sequence && answer.header.group == group && answer.header.command == command)
         #expect(answer.header.operation == (read ? .readResponse : .writeResponse))

@@ -11,7 +11,7 @@
   const EVENTS_KEPT = 100000;
   const TOKEN_KEY = "gattemu-token";
   const $ = (id) => document.getElementById(id);
-  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false, device: null, firmware: "unknown", firmwareTimer: null };
+  const state = { status: null, streamAbort: null, reconnectDelay: 500, refreshTimer: null, refreshTicket: 0, renderedTicket: 0, lastSeq: 0, bluetoothdLost: false, device: null, firmwareTimer: null };
   let timeline;
 
   function el(tag, className, text) {
@@ -104,9 +104,8 @@
       state.status = status;
       renderStatus(state.status);
       await refreshPairing();
-      state.firmware = status.firmware ? "target" : "none";
-      $("card-firmware").hidden = !status.firmware;
       if (status.firmware) await refreshFirmware();
+      else $("card-firmware").hidden = true;
     } catch (error) {
       if (error.status !== 401) show("status: " + error.message);
     }
@@ -116,7 +115,7 @@
 
   // The firmware card: shown when the device is a firmware-update target (the status says so; GET /v1/firmware).
   async function refreshFirmware() {
-    if (state.firmware !== "target") return;
+    if (!state.status || !state.status.firmware) return;
     const device = state.device;
     let firmware;
     try {
@@ -130,7 +129,7 @@
 
   // While an upload runs its chunks' events come many a second: the card is read again at most every 300 ms.
   function scheduleFirmware() {
-    if (state.firmware !== "target" || state.firmwareTimer) return;
+    if (!state.status || !state.status.firmware || state.firmwareTimer) return;
     state.firmwareTimer = setTimeout(() => { state.firmwareTimer = null; refreshFirmware(); }, 300);
   }
 
@@ -874,7 +873,6 @@
 
   function switchDevice(id) {
     state.device = id;
-    state.firmware = "unknown";
     $("card-firmware").hidden = true;
     if (state.streamAbort) state.streamAbort.abort();
     timeline.clear();
