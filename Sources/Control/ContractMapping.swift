@@ -99,10 +99,10 @@ extension ADField {
 
 extension AdvertisementInfo {
     /// The advertisement's fields and bytes for the status.
-    init(_ advertisement: Advertisement) {
-        let (data, scan) = AdvertisementBytes.build(advertisement)
-        func payload(_ data: AdvertisingData) -> ADPayload {
-            ADPayload(hex: data.bytes.hexString(uppercase: false), structures: data.structures.map(ADField.init))
+    init(_ advertisement: Advertisement, budget: AdvertisementBudget) {
+        let layout = budget.layout
+        func payload(_ data: AdvertisingData, limit: Int) -> ADPayload {
+            ADPayload(hex: data.bytes.hexString(uppercase: false), structures: data.structures.map(ADField.init), limit: limit)
         }
         self.init(
             localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs.map(\.description),
@@ -117,7 +117,9 @@ extension AdvertisementInfo {
             otherStructures: advertisement.data.sorted { $0.key < $1.key }.map {
                 ADField(ADStructure(type: ADType(rawValue: $0.key), data: $0.value))
             },
-            advertisingData: payload(data), scanResponse: payload(scan))
+            advertisingData: payload(layout.advertisingDataStructures, limit: budget.limits.advertisingData),
+            scanResponse: payload(layout.scanResponseStructures, limit: budget.limits.scanResponse),
+            secondaryChannel: advertisement.secondaryChannel?.rawValue, type: advertisement.kind.rawValue)
     }
 }
 
@@ -150,7 +152,8 @@ extension AdvertisingInfo {
     init(_ advertising: EmulatorStatus.Advertising) {
         self.init(
             advertised: advertising.advertised, wanted: advertising.wanted, variant: advertising.variant, variants: advertising.variants,
-            advertisements: advertising.descriptions, data: advertising.advertisements.map(AdvertisementInfo.init))
+            advertisements: advertising.descriptions,
+            data: zip(advertising.advertisements, advertising.budgets).map { AdvertisementInfo($0, budget: $1) })
     }
 }
 

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Advertising: whether it is on, the variant, and each advertisement's data as fields and as bytes.
 public struct AdvertisingInfo: Codable, Sendable, Equatable {
     /// Whether advertisements are registered with bluetoothd right now.
@@ -47,7 +49,8 @@ public struct AdvertisingInfo: Codable, Sendable, Equatable {
                                 ADField(type: 1, name: "flags", hex: "06"), ADField(type: 0x1A, name: "advertising interval", hex: "a000"),
                             ]),
                         scanResponse: ADPayload(
-                            hex: "050945544853", structures: [ADField(type: 9, name: "complete local name", hex: "45544853")]))
+                            hex: "050945544853", structures: [ADField(type: 9, name: "complete local name", hex: "45544853")]),
+                        secondaryChannel: "Coded", type: "broadcast")
                 ])
         ]
     }
@@ -64,14 +67,21 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
     public var txPower: Int?
     /// Other AD structures the profile lists under `data` (AD type → bytes), in type order.
     public var otherStructures: [ADField]
-    /// Flags and everything but the name (legacy: 31 bytes at most).
+    /// Flags and everything but the name (legacy: 31 bytes at most; extended: the adapter's MaxAdvLen, with the name
+    /// when connectable).
     public var advertisingData: ADPayload
-    /// The local name (BlueZ 5.66 puts it here; 31 bytes at most).
+    /// The local name (BlueZ 5.66 puts it here; 31 bytes at most) and the scan response fields; empty for a
+    /// connectable extended advertisement, which has no scan response.
     public var scanResponse: ADPayload
+    /// Extended advertising on this secondary PHY (`1M`, `2M`, `Coded`); absent: legacy advertising.
+    public var secondaryChannel: String?
+    /// `peripheral` (connectable) or `broadcast`.
+    public var type: String?
 
     public init(
         localName: String?, serviceUUIDs: [String], solicitUUIDs: [String], manufacturerData: [CompanyData], serviceData: [ServiceData],
-        appearance: Int?, txPower: Int?, otherStructures: [ADField] = [], advertisingData: ADPayload, scanResponse: ADPayload
+        appearance: Int?, txPower: Int?, otherStructures: [ADField] = [], advertisingData: ADPayload, scanResponse: ADPayload,
+        secondaryChannel: String? = nil, type: String? = nil
     ) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
@@ -83,6 +93,8 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
         self.otherStructures = otherStructures
         self.advertisingData = advertisingData
         self.scanResponse = scanResponse
+        self.secondaryChannel = secondaryChannel
+        self.type = type
     }
 
     static var schema: Schema {
@@ -98,6 +110,8 @@ public struct AdvertisementInfo: Codable, Sendable, Equatable {
             required("otherStructures", .array(ADField.schema)),
             required("advertisingData", ADPayload.schema),
             required("scanResponse", ADPayload.schema),
+            optional("secondaryChannel", .string(enumeration: SecondaryChannel.allCases.map(\.rawValue))),
+            optional("type", .string(enumeration: ["peripheral", "broadcast"])),
         ])
     }
 }
@@ -122,7 +136,8 @@ public struct ServiceData: Codable, Sendable, Equatable {
     }
 }
 
-/// Advertising data or a scan response: the bytes, their AD structures, and the legacy 31-byte budget.
+/// Advertising data or a scan response: the bytes, their AD structures, and the budget (31 bytes for legacy
+/// advertising, the adapter's limit for extended).
 public struct ADPayload: Codable, Sendable, Equatable {
     public var hex: String
     public var length: Int
@@ -130,11 +145,11 @@ public struct ADPayload: Codable, Sendable, Equatable {
     public var fits: Bool
     public var structures: [ADField]
 
-    public init(hex: String, structures: [ADField]) {
+    public init(hex: String, structures: [ADField], limit: Int = 31) {
         self.hex = hex
         self.length = hex.utf8.count / 2
-        self.limit = 31
-        self.fits = length <= 31
+        self.limit = limit
+        self.fits = length <= limit
         self.structures = structures
     }
 

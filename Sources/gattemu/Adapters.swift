@@ -8,7 +8,8 @@ import TextEscaping
 /// real device's name into one.
 struct Adapters: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "adapters", abstract: "List adapters: address, power, advertising instances, supported includes.")
+        commandName: "adapters",
+        abstract: "List adapters: address, power, advertising instances, supported includes, extended advertising.")
 
     func run() async throws {
         let stack: BlueZStack
@@ -25,7 +26,7 @@ struct Adapters: AsyncParsableCommand {
                 let includes = adapter.supportedIncludes.joined(separator: ",")
                 print(
                     TerminalText.escaped(
-                        "\(adapter.name)  \(adapter.address)  \(adapter.powered ? "powered" : "off")  \(instances)  includes: \(includes.isEmpty ? "-" : includes)  alias \"\(adapter.alias)\""
+                        "\(adapter.name)  \(adapter.address)  \(adapter.powered ? "powered" : "off")  \(instances)  includes: \(includes.isEmpty ? "-" : includes)  \(Self.extended(adapter.advertising))  alias \"\(adapter.alias)\""
                     ))
             }
         } catch {
@@ -33,5 +34,18 @@ struct Adapters: AsyncParsableCommand {
             throw Failure.runtime(error.description)
         }
         await stack.close()
+    }
+
+    /// `extended: 1M,2M,Coded, 251/251 bytes, tx -127..20 dBm` or `extended: no` (a Bluetooth 4 controller).
+    static func extended(_ capabilities: AdvertisingCapabilities) -> String {
+        guard !capabilities.secondaryChannels.isEmpty else { return "extended: no" }
+        var parts = [capabilities.secondaryChannels.joined(separator: ",")]
+        if let data = capabilities.maxAdvertisingDataLength, let scan = capabilities.maxScanResponseLength {
+            parts.append("\(data)/\(scan) bytes")
+        }
+        if capabilities.canSetTxPower, let low = capabilities.minTxPower, let high = capabilities.maxTxPower {
+            parts.append("tx \(low)..\(high) dBm")
+        }
+        return "extended: " + parts.joined(separator: ", ")
     }
 }

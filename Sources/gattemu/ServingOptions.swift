@@ -203,7 +203,10 @@ struct ServingOptions: ParsableArguments {
             }
             switch race {
             case .started(let failures):
-                if !rig, let failure = failures[0] { throw Failure.runtime(failure) }
+                if !rig, let failure = failures[0] {
+                    log.record(EmulatorEvent(time: log.now, kind: .error, detail: "could not start: \(failure)"))
+                    throw Failure.runtime(failure)
+                }
                 if failures.allSatisfy({ $0 != nil }) {
                     throw Failure.runtime(
                         "no device started: "

@@ -104,6 +104,19 @@ public final class StandInAdapter: Sendable {
                     .constant("SupportedInstances", .byte(4)),
                     .constant("ActiveInstances", .byte(0)),
                     .constant("SupportedIncludes", .strings(["tx-power", "appearance", "local-name"])),
+                    // A Bluetooth 5 controller's, as bluetoothd 5.82 reports a btvirt one's.
+                    .constant("SupportedSecondaryChannels", .strings(["1M", "2M", "Coded"])),
+                    .constant("SupportedFeatures", .strings(["CanSetTxPower"])),
+                    .constant(
+                        "SupportedCapabilities",
+                        .dictionary(
+                            key: .string, value: .variant,
+                            [
+                                DBusDictionaryEntry(key: .string("MinTxPower"), value: .variant(.int16(-127))),
+                                DBusDictionaryEntry(key: .string("MaxTxPower"), value: .variant(.int16(20))),
+                                DBusDictionaryEntry(key: .string("MaxAdvLen"), value: .variant(.byte(251))),
+                                DBusDictionaryEntry(key: .string("MaxScnRspLen"), value: .variant(.byte(251))),
+                            ])),
                 ]),
         ]
     }

@@ -70,6 +70,9 @@ COMPACT = {
         {"id": "extra", "type": "broadcast", "manufacturerData": {"0xFFFF": {"template": "01 {level}"}},
          "serviceData": {"180f": {"hex": "64"}}},
         {"id": "other", "solicitUUIDs": ["180d"], "data": {"0x24": {"utf8": "a"}}},
+        {"id": "far", "type": "broadcast", "secondaryChannel": "Coded",
+         "scanResponse": {"$comment": "c", "description": "d", "serviceUUIDs": ["180f"], "solicitUUIDs": ["180d"],
+                          "manufacturerData": {"0x004C": "02 15"}, "serviceData": {"feaa": {"hex": "10"}}, "data": {"0x24": {"utf8": "b"}}}},
     ],
     "services": [
         {"$comment": "c", "description": "d", "id": "svc", "uuid": "1bc50001-0200-d29e-e511-446c609db825", "primary": True,

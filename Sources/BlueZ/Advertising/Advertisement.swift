@@ -29,8 +29,25 @@ public struct Advertisement: Sendable, Equatable {
     public var timeout: UInt16?
     /// Raw AD structures by AD type.
     public var data: [UInt8: [UInt8]] = [:]
+    /// Extended advertising on this secondary PHY (`SecondaryChannel`); nil: legacy advertising.
+    public var secondaryChannel: SecondaryChannel?
+    /// What goes in the scan response beside the name (`ScanResponse*`: bluetoothd 5.80 and later, with `-E`).
+    public var scanResponse = ScanResponseData()
+
+    /// Whether it goes out as extended advertising (Bluetooth 5): with a secondary channel.
+    public var isExtended: Bool { secondaryChannel != nil }
 
     public init() {}
+
+    /// Every property of `LEAdvertisement1` gattemu may export, with its D-Bus signature.
+    static let propertySignatures: [(name: String, signature: DBusSignature)] = [
+        ("Type", .string), ("LocalName", .string), ("ServiceUUIDs", "as"), ("SolicitUUIDs", "as"),
+        ("ManufacturerData", "a{qv}"), ("ServiceData", "a{sv}"), ("Appearance", .uint16), ("TxPower", .int16),
+        ("Includes", "as"), ("Discoverable", .boolean), ("MinInterval", .uint32), ("MaxInterval", .uint32),
+        ("Duration", .uint16), ("Timeout", .uint16), ("Data", "a{yv}"), ("SecondaryChannel", .string),
+        ("ScanResponseServiceUUIDs", "as"), ("ScanResponseSolicitUUIDs", "as"), ("ScanResponseManufacturerData", "a{qv}"),
+        ("ScanResponseServiceData", "a{sv}"), ("ScanResponseData", "a{yv}"),
+    ]
 
     /// The D-Bus properties of the advertisement object.
     var properties: [String: DBusValue] {
@@ -55,6 +72,20 @@ public struct Advertisement: Sendable, Equatable {
         if let timeout { properties["Timeout"] = .uint16(timeout) }
         if !data.isEmpty {
             properties["Data"] = .variantBytesDictionary(data, key: .byte, DBusValue.byte)
+        }
+        if let secondaryChannel { properties["SecondaryChannel"] = .string(secondaryChannel.rawValue) }
+        let scan = scanResponse
+        if !scan.serviceUUIDs.isEmpty { properties["ScanResponseServiceUUIDs"] = .strings(scan.serviceUUIDs.map(\.description)) }
+        if !scan.solicitUUIDs.isEmpty { properties["ScanResponseSolicitUUIDs"] = .strings(scan.solicitUUIDs.map(\.description)) }
+        if !scan.manufacturerData.isEmpty {
+            properties["ScanResponseManufacturerData"] = .variantBytesDictionary(scan.manufacturerData, key: .uint16, DBusValue.uint16)
+        }
+        if !scan.serviceData.isEmpty {
+            properties["ScanResponseServiceData"] = .variantBytesDictionary(
+                Dictionary(uniqueKeysWithValues: scan.serviceData.map { ($0.key.description, $0.value) }), key: .string, DBusValue.string)
+        }
+        if !scan.data.isEmpty {
+            properties["ScanResponseData"] = .variantBytesDictionary(scan.data, key: .byte, DBusValue.byte)
         }
         return properties
     }

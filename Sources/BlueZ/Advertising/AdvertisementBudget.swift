@@ -1,70 +1,76 @@
 import Bluetooth
 
-/// How many bytes an advertisement takes in the legacy advertising data and scan response (31 each).
+/// How many bytes an advertisement takes in its advertising data and scan response, against the limits.
 ///
-/// Mirrors what BlueZ 5.66 and the kernel build: flags (3 bytes) in the advertising data, the local name
-/// alone in the scan response, everything else in the advertising data. Nothing is truncated silently:
-/// ``fits`` is false when either part is over its limit.
+/// Legacy advertising carries 31 bytes in each; an extended one (a secondary channel) up to the adapter's
+/// `MaxAdvLen` and `MaxScnRspLen` (251 on Bluetooth 5 controllers). The parts are ``AdvertisementLayout``'s.
+/// Nothing is truncated silently: ``fits`` is false when either part is over its limit, or when a connectable
+/// extended advertisement has scan response fields (it has no scan response to carry them).
 public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible {
-    /// One field and the bytes it takes, AD headers included.
-    public struct Item: Sendable, Equatable {
-        public var field: String
-        public var bytes: Int
+    /// What the advertising data and the scan response may hold.
+    public struct Limits: Sendable, Equatable {
+        public var advertisingData: Int
+        public var scanResponse: Int
+
+        public init(advertisingData: Int, scanResponse: Int) {
+            self.advertisingData = advertisingData
+            self.scanResponse = scanResponse
+        }
+
+        /// Legacy advertising PDUs: 31 bytes each.
+        public static let legacy = Limits(advertisingData: 31, scanResponse: 31)
+        /// The most an extended advertising set holds through the kernel (HCI's 251 bytes per part).
+        public static let extendedMaximum = Limits(advertisingData: 251, scanResponse: 251)
     }
 
     public static let legacyLimit = 31
+    /// The most bytes of an extended set's advertising data (without the flags, which the kernel adds) and scan
+    /// response together that bluetoothd before 5.87 can hand the kernel: it sizes its MGMT_OP_ADD_EXT_ADV_DATA
+    /// command as a legacy one's, 8 bytes too many, in an 8-bit sum that overflows above this (fixed by bluez
+    /// 2a6968b40, "advertising: Fix sending extra bytes with MGMT_OP_ADD_EXT_ADV_DATA").
+    public static let oldBluetoothdExtendedLimit = 244
 
-    public var advertisingData: [Item] = []
-    public var scanResponse: [Item] = []
+    /// What bluetoothd hands the kernel of an extended set: advertising data without the flags, and scan response.
+    public var bluetoothdExtendedBytes: Int { max(0, advertisingDataBytes - 3) + scanResponseBytes }
 
+    public var layout: AdvertisementLayout
+    public var limits: Limits
+    /// Scan response fields of a connectable extended advertisement (bluetoothd drops them).
+    public var droppedScanResponse: [String]
+
+    public var advertisingData: [AdvertisementLayout.Item] { layout.advertisingData }
+    public var scanResponse: [AdvertisementLayout.Item] { layout.scanResponse }
     public var advertisingDataBytes: Int { advertisingData.reduce(0) { $0 + $1.bytes } }
-    public var scanResponseBytes: Int { scanResponse.reduce(0) { $0 + $1.bytes } }
-    public var fits: Bool { advertisingDataBytes <= Self.legacyLimit && scanResponseBytes <= Self.legacyLimit }
-
-    public init(_ advertisement: Advertisement) {
-        advertisingData.append(Item(field: "flags", bytes: 3))
-        addUUIDs(advertisement.serviceUUIDs, field: "serviceUUIDs")
-        addUUIDs(advertisement.solicitUUIDs, field: "solicitUUIDs")
-        for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
-            advertisingData.append(Item(field: "manufacturerData[\(company.hexLiteral(digits: 4))]", bytes: 2 + 2 + bytes.count))
-        }
-        for (uuid, bytes) in advertisement.serviceData.sorted(by: { $0.key < $1.key }) {
-            advertisingData.append(Item(field: "serviceData[\(uuid)]", bytes: 2 + uuid.advertisedSize + bytes.count))
-        }
-        if advertisement.appearance != nil || advertisement.includes.contains("appearance") {
-            advertisingData.append(Item(field: "appearance", bytes: 4))
-        }
-        if advertisement.includes.contains("tx-power") {
-            advertisingData.append(Item(field: "includes tx-power", bytes: 3))
-        }
-        for (type, bytes) in advertisement.data.sorted(by: { $0.key < $1.key }) {
-            advertisingData.append(Item(field: "data[\(type.hexLiteral(digits: 2))]", bytes: 2 + bytes.count))
-        }
-        if let name = advertisement.localName {
-            scanResponse.append(Item(field: "localName", bytes: 2 + name.utf8.count))
-        }
+    public var scanResponseBytes: Int { layout.hasScanResponse ? scanResponse.reduce(0) { $0 + $1.bytes } : 0 }
+    public var fits: Bool {
+        advertisingDataBytes <= limits.advertisingData && scanResponseBytes <= limits.scanResponse && droppedScanResponse.isEmpty
     }
 
-    private mutating func addUUIDs(_ uuids: [BluetoothUUID], field: String) {
-        let sizes = Dictionary(grouping: uuids, by: \.advertisedSize)
-        for size in sizes.keys.sorted() {
-            let count = sizes[size]?.count ?? 0
-            advertisingData.append(Item(field: "\(field) (\(count) × \(size * 8)-bit)", bytes: 2 + size * count))
-        }
+    /// The budget under `limits`; nil: legacy limits for a legacy advertisement, ``Limits/extendedMaximum`` for an
+    /// extended one (an adapter's own limits are checked when gattemu starts on it).
+    public init(_ advertisement: Advertisement, limits: Limits? = nil) {
+        layout = AdvertisementLayout(advertisement)
+        self.limits = limits ?? (advertisement.isExtended ? .extendedMaximum : .legacy)
+        droppedScanResponse = layout.hasScanResponse ? [] : layout.scanResponse.map(\.field)
     }
 
     public var description: String {
-        func list(_ items: [Item]) -> String { items.map { "\($0.field) \($0.bytes)" }.joined(separator: ", ") }
+        func list(_ items: [AdvertisementLayout.Item]) -> String { items.map { "\($0.field) \($0.bytes)" }.joined(separator: ", ") }
         var parts: [String] = []
-        if advertisingDataBytes > Self.legacyLimit {
-            parts.append("advertising data needs \(advertisingDataBytes) of \(Self.legacyLimit) bytes (\(list(advertisingData)))")
+        if advertisingDataBytes > limits.advertisingData {
+            parts.append("advertising data needs \(advertisingDataBytes) of \(limits.advertisingData) bytes (\(list(advertisingData)))")
         }
-        if scanResponseBytes > Self.legacyLimit {
-            parts.append("scan response needs \(scanResponseBytes) of \(Self.legacyLimit) bytes (\(list(scanResponse)))")
+        if scanResponseBytes > limits.scanResponse {
+            parts.append("scan response needs \(scanResponseBytes) of \(limits.scanResponse) bytes (\(list(scanResponse)))")
+        }
+        if !droppedScanResponse.isEmpty {
+            parts.append(
+                "a connectable extended advertisement has no scan response (bluetoothd sends the name in the advertising data), "
+                    + "so \(droppedScanResponse.joined(separator: ", ")) would never be sent")
         }
         if parts.isEmpty {
-            return
-                "advertising data \(advertisingDataBytes)/\(Self.legacyLimit) bytes, scan response \(scanResponseBytes)/\(Self.legacyLimit) bytes"
+            let scan = layout.hasScanResponse ? "scan response \(scanResponseBytes)/\(limits.scanResponse) bytes" : "no scan response"
+            return "advertising data \(advertisingDataBytes)/\(limits.advertisingData) bytes, \(scan)"
         }
         return "advertisement does not fit: " + parts.joined(separator: "; ")
     }

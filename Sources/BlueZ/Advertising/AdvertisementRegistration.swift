@@ -7,6 +7,8 @@ import Synchronization
 public final class AdvertisementRegistration: Sendable {
     public let path: DBusObjectPath
     public let adapterPath: DBusObjectPath
+    /// The adapter as read when it was registered: its advertising limits.
+    let adapter: Adapter
     let stack: BlueZStack
     private let current: Locked<Advertisement>
     private let state = Mutex(Lifecycle())
@@ -42,10 +44,10 @@ public final class AdvertisementRegistration: Sendable {
         _ advertisement: Advertisement, adapter: Adapter, stack: BlueZStack,
         path: DBusObjectPath = "/org/gattemu/advertisement0", onRelease: @escaping @Sendable () -> Void = {}
     ) async throws(BlueZError) -> AdvertisementRegistration {
-        let budget = AdvertisementBudget(advertisement)
+        let budget = AdvertisementBudget(advertisement, limits: adapter.advertisingLimits(for: advertisement))
         guard budget.fits else { throw .advertisementTooLarge(budget) }
         let registration = AdvertisementRegistration(
-            advertisement, adapterPath: adapter.path, stack: stack, path: path, onRelease: onRelease)
+            advertisement, adapter: adapter, stack: stack, path: path, onRelease: onRelease)
         do {
             try await stack.connection.export([registration.interface()], at: path, policy: stack.callerPolicy)
         } catch {
@@ -57,33 +59,35 @@ public final class AdvertisementRegistration: Sendable {
                 member: "RegisterAdvertisement", arguments: [.objectPath(path), .stringVariantDictionary([:])])
         } catch {
             try? await stack.connection.unexport(path)
-            throw .call("bluetoothd refused the advertisement", error)
+            throw .call(Self.refusal(of: advertisement, budget: budget), error)
         }
         return registration
     }
 
+    /// What to say when bluetoothd refuses `advertisement`: with the reason, when it is one gattemu knows.
+    static func refusal(of advertisement: Advertisement, budget: AdvertisementBudget) -> String {
+        guard advertisement.isExtended, budget.bluetoothdExtendedBytes > AdvertisementBudget.oldBluetoothdExtendedLimit else {
+            return "bluetoothd refused the advertisement"
+        }
+        return "bluetoothd refused the advertisement: this extended set hands it \(budget.bluetoothdExtendedBytes) bytes of "
+            + "advertising data (without flags) and scan response, and bluetoothd before 5.87 sends at most "
+            + "\(AdvertisementBudget.oldBluetoothdExtendedLimit) (bluez 2a6968b40): shorten the set, or use bluetoothd 5.87 or later"
+    }
+
     private init(
-        _ advertisement: Advertisement, adapterPath: DBusObjectPath, stack: BlueZStack, path: DBusObjectPath,
+        _ advertisement: Advertisement, adapter: Adapter, stack: BlueZStack, path: DBusObjectPath,
         onRelease: @escaping @Sendable () -> Void
     ) {
         self.path = path
-        self.adapterPath = adapterPath
+        self.adapterPath = adapter.path
+        self.adapter = adapter
         self.stack = stack
         self.current = Locked(advertisement)
         self.onRelease = onRelease
     }
 
     private func interface() -> DBusInterface {
-        let names = [
-            "Type", "LocalName", "ServiceUUIDs", "SolicitUUIDs", "ManufacturerData", "ServiceData", "Appearance",
-            "TxPower", "Includes", "Discoverable", "MinInterval", "MaxInterval", "Duration", "Timeout", "Data",
-        ]
         let current = self.current
-        let signatures: [String: DBusSignature] = [
-            "Type": .string, "LocalName": .string, "ServiceUUIDs": "as", "SolicitUUIDs": "as", "ManufacturerData": "a{qv}",
-            "ServiceData": "a{sv}", "Appearance": .uint16, "TxPower": .int16, "Includes": "as", "Discoverable": .boolean,
-            "MinInterval": .uint32, "MaxInterval": .uint32, "Duration": .uint16, "Timeout": .uint16, "Data": "a{yv}",
-        ]
         return DBusInterface(
             name: BlueZNames.advertisement,
             methods: [
@@ -97,8 +101,8 @@ public final class AdvertisementRegistration: Sendable {
                     return []
                 }
             ],
-            properties: names.map { name in
-                DBusProperty(name, signature: signatures[name] ?? .string, get: { current.value.properties[name] })
+            properties: Advertisement.propertySignatures.map { name, signature in
+                DBusProperty(name, signature: signature, get: { current.value.properties[name] })
             })
     }
 
@@ -111,7 +115,7 @@ public final class AdvertisementRegistration: Sendable {
     /// bluetoothd no longer has it). Fails, leaving the old contents, when the new ones do not fit.
     @discardableResult
     public func update(_ advertisement: Advertisement) async throws(BlueZError) -> Bool {
-        let budget = AdvertisementBudget(advertisement)
+        let budget = AdvertisementBudget(advertisement, limits: adapter.advertisingLimits(for: advertisement))
         guard budget.fits else { throw .advertisementTooLarge(budget) }
         let old = current.withLock { current in
             defer { current = advertisement }

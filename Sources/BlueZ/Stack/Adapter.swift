@@ -11,12 +11,13 @@ public struct Adapter: Sendable {
     public let address: BluetoothAddress
     public let alias: String
     public let powered: Bool
+    /// What its `LEAdvertisingManager1` reports; nil members when it has none.
+    public let advertising: AdvertisingCapabilities
     /// Advertising instances still free, when the adapter supports LE advertising.
-    public let supportedInstances: Int?
-    public let activeInstances: Int?
+    public var supportedInstances: Int? { advertising.supportedInstances }
+    public var activeInstances: Int? { advertising.activeInstances }
     /// What `Includes` may name (`tx-power`, `appearance`, `local-name`, …).
-    public let supportedIncludes: [String]
-    public let supportedSecondaryChannels: [String]
+    public var supportedIncludes: [String] { advertising.supportedIncludes }
     /// True when bluetoothd keeps one AcquireNotify socket per characteristic for all subscribers (BlueZ
     /// before 5.70) rather than one per central. Told by the adapter's properties: `Manufacturer` and
     /// `Version` arrived in 5.72, so 5.70 and 5.71 are taken for older.
@@ -29,15 +30,17 @@ public struct Adapter: Sendable {
         address = adapterProperties["Address"]?.string.flatMap(BluetoothAddress.init) ?? .zero
         alias = adapterProperties["Alias"]?.string ?? ""
         powered = adapterProperties["Powered"]?.boolean ?? false
-        supportedInstances = advertisingProperties?["SupportedInstances"]?.integer.map(Int.init)
-        activeInstances = advertisingProperties?["ActiveInstances"]?.integer.map(Int.init)
-        supportedIncludes = advertisingProperties?["SupportedIncludes"]?.arrayElements?.compactMap(\.string) ?? []
-        supportedSecondaryChannels = advertisingProperties?["SupportedSecondaryChannels"]?.arrayElements?.compactMap(\.string) ?? []
+        advertising = AdvertisingCapabilities(advertisingProperties)
         sharesNotificationSockets = adapterProperties["Manufacturer"] == nil
     }
 
     /// Whether the adapter can advertise (it has `LEAdvertisingManager1`).
     public var canAdvertise: Bool { supportedInstances != nil }
+
+    /// The byte limits `advertisement` is held to on this adapter (``AdvertisingCapabilities/limits(for:)``).
+    public func advertisingLimits(for advertisement: Advertisement) -> AdvertisementBudget.Limits {
+        advertising.limits(for: advertisement)
+    }
 
     /// Sets a property of `org.bluez.Adapter1`.
     public func set(_ property: String, _ value: DBusValue) async throws(BlueZError) {

@@ -8,8 +8,10 @@ public enum BlueZError: Error, Sendable, CustomStringConvertible {
     case adapterNotFound(String, available: [String])
     /// The system bus itself cannot be reached.
     case busUnavailable(String)
-    /// An advertisement does not fit the legacy 31-byte budget.
+    /// An advertisement does not fit its byte budget.
     case advertisementTooLarge(AdvertisementBudget)
+    /// The profile asks for advertising the adapter does not offer (each problem located in the profile).
+    case advertisingBeyondAdapter([String])
     /// BlueZ refused or failed a call.
     case call(String, DBusError)
     /// The kernel refused a change to the controller that bluetoothd's D-Bus API does not offer (what, why).
@@ -27,6 +29,8 @@ public enum BlueZError: Error, Sendable, CustomStringConvertible {
             "cannot reach the system bus: \(reason)"
         case .advertisementTooLarge(let budget):
             budget.description
+        case .advertisingBeyondAdapter(let problems):
+            problems.joined(separator: "; ")
         case .call(let what, let error):
             "\(what): \(error)"
         case .controller(let what, let error):

@@ -13,15 +13,19 @@ public struct BluetoothdConfiguration: Sendable, Equatable {
     public var file: String
     /// Its first ``maximumBytes``.
     var text: [UInt8]
+    /// Whether bluetoothd was started with `-E` (`--experimental`): it takes the experimental advertisement
+    /// properties (the scan response fields) only then.
+    public var experimental: Bool
 
     /// Where bluetoothd reads main.conf unless started with `-f FILE`.
     public static let defaultFile = "/etc/bluetooth/main.conf"
     /// The most bytes read of a command line or a main.conf.
     static let maximumBytes = 256 * 1024
 
-    public init(file: String, text: [UInt8]) {
+    public init(file: String, text: [UInt8], experimental: Bool = false) {
         self.file = file
         self.text = Array(text.prefix(Self.maximumBytes))
+        self.experimental = experimental
     }
 
     /// The configuration of the bluetoothd `stack` talks to: its process found by its bus name (and checked to be
@@ -38,7 +42,21 @@ public struct BluetoothdConfiguration: Sendable, Equatable {
         else { return nil }
         // A relative -f is bluetoothd's working directory's.
         guard let text = read(file.hasPrefix("/") ? file : "/proc/\(pid)/cwd/\(file)") else { return nil }
-        return BluetoothdConfiguration(file: file, text: text)
+        return BluetoothdConfiguration(file: file, text: text, experimental: experimental(commandLine: commandLine))
+    }
+
+    /// Whether a bluetoothd command line turns on experimental interfaces: `-E`, `--experimental`, or `E` in a
+    /// cluster of bluetoothd's flags without arguments (`-nE`).
+    static func experimental(commandLine: [UInt8]) -> Bool {
+        let arguments = commandLine.split(separator: 0).dropFirst().map { String(decoding: $0, as: UTF8.self) }
+        for argument in arguments {
+            if argument == "--experimental" { return true }
+            if argument == "--" { return false }
+            guard argument.hasPrefix("-"), !argument.hasPrefix("--") else { continue }
+            let letters = argument.dropFirst()
+            if !letters.isEmpty, letters.allSatisfy({ "nCEKT".contains($0) }), letters.contains("E") { return true }
+        }
+        return false
     }
 
     /// The main.conf named by a `/proc/PID/cmdline` (arguments separated by NUL) of bluetoothd: `-f FILE`, `-fFILE`,

@@ -269,7 +269,8 @@
     box.replaceChildren();
     advertising.data.forEach((ad, index) => {
       const part = el("div", "ad");
-      part.append(el("div", "muted", "advertisement " + index + (advertising.wanted ? "" : " (stopped by the profile)")));
+      const kind = ad.secondaryChannel ? " — extended, " + ad.secondaryChannel + " secondary PHY" : " — legacy";
+      part.append(el("div", "muted", "advertisement " + index + kind + (advertising.wanted ? "" : " (stopped by the profile)")));
       const fields = el("table");
       const add = (name, value) => {
         const row = el("tr");
@@ -286,6 +287,10 @@
       for (const f of ad.otherStructures || []) add(f.name, GattemuTimeline.spacedHex(f.hex, 64));
       part.append(fields);
       for (const [title, payload] of [["advertising data", ad.advertisingData], ["scan response", ad.scanResponse]]) {
+        if (title === "scan response" && ad.secondaryChannel && ad.type === "peripheral") {
+          part.append(el("div", "muted", "scan response: none (a connectable extended set carries its name in the advertising data)"));
+          continue;
+        }
         part.append(el("div", null, title + ": " + payload.length + " / " + payload.limit + " bytes" + (payload.fits ? "" : " — does not fit")));
         const bar = el("div", "budget" + (payload.fits ? "" : " over"));
         const fill = el("div");

@@ -40,6 +40,7 @@ extension Emulator {
                 subscriptions: engine.subscribers.filter { $0.value.contains(id) }.keys.sorted(), state: own)
         }
         let advertisements = engine.advertisements().map(ProfileMapping.advertisement)
+        let budgets = advertisements.map { budget(of: $0) }
         return EmulatorStatus(
             profile: profile.file,
             deviceName: engine.deviceName(),
@@ -51,7 +52,8 @@ extension Emulator {
             advertising: EmulatorStatus.Advertising(
                 advertised: !self.advertisements.isEmpty, wanted: engine.isAdvertising, variant: engine.advertisementVariant,
                 variants: Set(profile.advertisements.flatMap(\.variants.keys)).sorted(),
-                advertisements: advertisements, descriptions: advertisements.map(Self.describe)),
+                advertisements: advertisements, descriptions: zip(advertisements, budgets).map { Self.describe($0, budget: $1) },
+                budgets: budgets),
             centrals: centrals,
             services: gattTable(),
             variables: engine.variables,

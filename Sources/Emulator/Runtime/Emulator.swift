@@ -106,6 +106,8 @@ public actor Emulator {
         stack.connection.onDisconnect { requests.yield("lost the connection to the D-Bus system bus") }
         let adapter = try await stack.adapter(options.adapter)
         self.adapter = adapter
+        let configuration = await BluetoothdConfiguration.of(stack)
+        try checkAdvertising(on: adapter, configuration: configuration)
         engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: adapter.address, seed: options.seed))
         originalAlias = adapter.alias
         let (events, continuation) = AsyncStream.makeStream(of: CentralEvent.self)
@@ -115,12 +117,22 @@ public actor Emulator {
         }
         try await register(on: adapter, stack: stack)
         try await watchStack(stack, adapter: adapter)
-        if profile.firmware != nil { log.record(.firmware, detail: FirmwareMTUAdvice.note(await BluetoothdConfiguration.of(stack))) }
+        if profile.firmware != nil { log.record(.firmware, detail: FirmwareMTUAdvice.note(configuration)) }
         log.record(
             .started,
             detail:
                 "\(profile.file) on \(adapter.name) (\(adapter.address)) as \"\(engine.deviceName() ?? adapter.alias)\", seed \(options.seed)"
         )
+    }
+
+    /// Refuses a profile asking for advertising the adapter does not offer (instances, secondary channels, bytes, TX
+    /// power), each problem located in the profile; logs what bluetoothd would quietly not apply.
+    func checkAdvertising(on adapter: Adapter, configuration: BluetoothdConfiguration?) throws(BlueZError) {
+        let problems = ProfileMapping.advertisingProblems(
+            profile, on: adapter.advertising, adapter: adapter.name, experimental: configuration?.experimental)
+        for warning in problems where warning.severity == .warning { log.record(.note, detail: warning.description) }
+        let errors = problems.filter { $0.severity == .error }
+        if !errors.isEmpty { throw .advertisingBeyondAdapter(errors.map(\.description)) }
     }
 
     /// Sets the alias, follows centrals, registers the application and (if the engine says so) advertises.
@@ -247,7 +259,7 @@ public actor Emulator {
                 advertisement, adapter: adapter, stack: stack, path: DBusObjectPath("/org/gattemu/advertisement\(index)"),
                 onRelease: { [weak self] in Task { await self?.advertisementReleased(index) } })
             advertisements.append(registration)
-            log.record(.advertising, detail: Self.describe(advertisement))
+            log.record(.advertising, detail: Self.describe(advertisement, budget: budget(of: advertisement)))
         }
     }
 
@@ -266,7 +278,7 @@ public actor Emulator {
             guard advertisement != registration.advertisement else { continue }
             do {
                 if try await registration.update(advertisement) {
-                    log.record(.advertisementChanged, detail: Self.describe(advertisement))
+                    log.record(.advertisementChanged, detail: Self.describe(advertisement, budget: budget(of: advertisement)))
                 }
             } catch {
                 log.record(.error, detail: error.description)
@@ -278,7 +290,12 @@ public actor Emulator {
         log.record(.note, detail: "bluetoothd released advertisement \(index)")
     }
 
-    static func describe(_ advertisement: Advertisement) -> String {
+    /// The advertisement's bytes against the adapter's limits (the default ones before there is an adapter).
+    func budget(of advertisement: Advertisement) -> AdvertisementBudget {
+        AdvertisementBudget(advertisement, limits: adapter?.advertisingLimits(for: advertisement))
+    }
+
+    static func describe(_ advertisement: Advertisement, budget: AdvertisementBudget) -> String {
         var parts: [String] = []
         if let name = advertisement.localName { parts.append("name \"\(name)\"") }
         if !advertisement.serviceUUIDs.isEmpty {
@@ -287,7 +304,8 @@ public actor Emulator {
         for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
             parts.append("manufacturer \(company.hexLiteral(digits: 4)): " + bytes.hexString(separator: " ", uppercase: false))
         }
-        parts.append(AdvertisementBudget(advertisement).description)
+        if let channel = advertisement.secondaryChannel { parts.append("extended, secondary channel \(channel.rawValue)") }
+        parts.append(budget.description)
         return parts.joined(separator: "; ")
     }
 }

@@ -27,6 +27,8 @@ public struct EmulatorStatus: Sendable, Equatable {
         public var advertisements: [Advertisement]
         /// One line for each of ``advertisements``.
         public var descriptions: [String]
+        /// Each of ``advertisements``' bytes against the adapter's limits.
+        public var budgets: [AdvertisementBudget]
     }
 
     /// A connected central.

@@ -5,6 +5,18 @@ public enum AdvertisementType: String, Sendable, Equatable, CaseIterable {
     case peripheral, broadcast
 }
 
+/// The scan response fields (BlueZ's `ScanResponse*` properties, bluetoothd 5.80 and later with `-E`): what a
+/// scanner gets when it asks, beside the advertising data.
+public struct ScanResponseFields: Sendable, Equatable {
+    public var serviceUUIDs: [BluetoothUUID]?
+    public var solicitUUIDs: [BluetoothUUID]?
+    public var manufacturerData: [UInt16: Template]?
+    public var serviceData: [BluetoothUUID: Template]?
+    public var data: [UInt8: Template]?
+
+    public init() {}
+}
+
 /// Advertisement fields as written in a profile; every field optional so a variant can override a subset.
 public struct AdvertisementFields: Sendable, Equatable {
     public var type: AdvertisementType?
@@ -28,6 +40,9 @@ public struct AdvertisementFields: Sendable, Equatable {
     public var timeout: Int?
     /// Other AD structures: AD type → the bytes after the type (BlueZ `Data`).
     public var data: [UInt8: Template]?
+    /// Extended advertising on this secondary PHY; nil: legacy advertising.
+    public var secondaryChannel: SecondaryChannel?
+    public var scanResponse: ScanResponseFields?
 
     public init() {}
 
@@ -49,6 +64,8 @@ public struct AdvertisementFields: Sendable, Equatable {
         result.duration = other.duration ?? duration
         result.timeout = other.timeout ?? timeout
         result.data = other.data ?? data
+        result.secondaryChannel = other.secondaryChannel ?? secondaryChannel
+        result.scanResponse = other.scanResponse ?? scanResponse
         return result
     }
 }
@@ -81,6 +98,8 @@ public struct AdvertisementSpec: Sendable, Equatable {
     public var timeout: Int?
     /// Other AD structures by AD type.
     public var data: [UInt8: [UInt8]] = [:]
+    public var secondaryChannel: SecondaryChannel?
+    public var scanResponse = ScanResponseData()
 
     public init() {}
 }

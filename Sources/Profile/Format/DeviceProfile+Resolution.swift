@@ -55,6 +55,23 @@ extension DeviceProfile {
         spec.maxInterval = fields.maxInterval
         spec.duration = fields.duration
         spec.timeout = fields.timeout
+        spec.secondaryChannel = fields.secondaryChannel
+        if let scan = fields.scanResponse {
+            spec.scanResponse.serviceUUIDs = scan.serviceUUIDs ?? []
+            spec.scanResponse.solicitUUIDs = scan.solicitUUIDs ?? []
+            for (company, template) in scan.manufacturerData ?? [:] {
+                let bytes = template.render(in: &context)
+                if !bytes.isEmpty { spec.scanResponse.manufacturerData[company] = bytes }
+            }
+            for (uuid, template) in scan.serviceData ?? [:] {
+                let bytes = template.render(in: &context)
+                if !bytes.isEmpty { spec.scanResponse.serviceData[uuid] = bytes }
+            }
+            for (type, template) in scan.data ?? [:] {
+                let bytes = template.render(in: &context)
+                if !bytes.isEmpty { spec.scanResponse.data[type] = bytes }
+            }
+        }
         return spec
     }
 

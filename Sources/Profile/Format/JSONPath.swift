@@ -9,7 +9,7 @@ public enum JSONPath {
     }
 
     /// `path.key`, or `path["key"]` when the key needs quoting.
-    static func appending(_ key: String, to path: String) -> String {
+    public static func appending(_ key: String, to path: String) -> String {
         let plain =
             !key.isEmpty
             && (key.utf8.allSatisfy(isPlainASCII)
@@ -37,7 +37,7 @@ public enum JSONPath {
         }
     }
 
-    static func appending(_ index: Int, to path: String) -> String {
+    public static func appending(_ index: Int, to path: String) -> String {
         path + "[\(index)]"
     }
 

@@ -4,6 +4,13 @@ extension ProfileDecoder {
     static let advertisementFieldKeys = [
         "type", "localName", "serviceUUIDs", "solicitUUIDs", "manufacturerData", "serviceData", "appearance",
         "txPower", "includes", "discoverable", "minInterval", "maxInterval", "duration", "timeout", "data",
+        "secondaryChannel", "scanResponse",
+    ]
+    static let scanResponseFieldKeys = ["serviceUUIDs", "solicitUUIDs", "manufacturerData", "serviceData", "data"]
+    /// Advertising bluetoothd's `LEAdvertisement1` cannot send (it needs the controller's HCI commands), and why.
+    static let advertisingNeedingHCI = [
+        "periodic": "periodic advertising",
+        "directed": "directed advertising",
     ]
     /// AD types other fields (or BlueZ itself) build; BlueZ refuses them in `Data`.
     static let advertisementTypesOfOtherFields = Set(AdvertisingData.typesOfDecodedFields.map(Int.init))
@@ -24,7 +31,10 @@ extension ProfileDecoder {
     }
 
     mutating func advertisement(_ node: JSONNode, _ path: String) -> AdvertisementDefinition? {
-        guard members(node, path, allowed: Self.advertisementFieldKeys + ["id", "variants", "description"]) != nil
+        refuseAdvertisingNeedingHCI(node, path)
+        guard
+            members(node, path, allowed: Self.advertisementFieldKeys + ["id", "variants", "description"] + Self.advertisingNeedingHCI.keys)
+                != nil
         else { return nil }
         documentation(node, path)
         var definition = AdvertisementDefinition(
@@ -46,7 +56,11 @@ extension ProfileDecoder {
                     error(at: member.keyLocation, variantPath, "\"base\" is reserved for the base advertisement")
                     continue
                 }
-                guard self.members(member.value, variantPath, allowed: Self.advertisementFieldKeys + ["description"]) != nil
+                refuseAdvertisingNeedingHCI(member.value, variantPath)
+                guard
+                    self.members(
+                        member.value, variantPath, allowed: Self.advertisementFieldKeys + ["description"] + Self.advertisingNeedingHCI.keys)
+                        != nil
                 else { continue }
                 documentation(member.value, variantPath)
                 definition.variants[member.key] = advertisementFields(member.value, variantPath)
@@ -77,6 +91,57 @@ extension ProfileDecoder {
                     hint: "leave out the NUL padding (gattemu import and clone do)")
             }
         }
+        let structures = adStructures(node, path)
+        fields.serviceUUIDs = structures.serviceUUIDs
+        fields.solicitUUIDs = structures.solicitUUIDs
+        fields.manufacturerData = structures.manufacturerData
+        fields.serviceData = structures.serviceData
+        fields.data = structures.data
+        if let value = node["appearance"] {
+            fields.appearance = flexibleInteger(value, sub("appearance"), in: 0...0xFFFF).map { UInt16($0) }
+        }
+        if let value = node["txPower"] { fields.txPower = integer(value, sub("txPower"), in: -127...20) }
+        if let value = node["includes"], let items = array(value, sub("includes")) {
+            var includes: [String] = []
+            for (index, item) in items.enumerated() {
+                let itemPath = JSONPath.appending(index, to: sub("includes"))
+                guard let text = string(item, itemPath) else { continue }
+                if Self.advertisementIncludes.contains(text) {
+                    includes.append(text)
+                } else {
+                    error(
+                        item, itemPath, "unknown include \"\(text)\"",
+                        hint: Suggestions.hint(for: text, in: Self.advertisementIncludes))
+                }
+            }
+            fields.includes = includes
+        }
+        if let value = node["discoverable"] { fields.discoverable = bool(value, sub("discoverable")) }
+        if let value = node["minInterval"] { fields.minInterval = integer(value, sub("minInterval"), in: 20...10_485) }
+        if let value = node["maxInterval"] { fields.maxInterval = integer(value, sub("maxInterval"), in: 20...10_485) }
+        if let value = node["duration"] { fields.duration = integer(value, sub("duration"), in: 1...65_535) }
+        if let value = node["timeout"] { fields.timeout = integer(value, sub("timeout"), in: 1...65_535) }
+        if let min = fields.minInterval, let max = fields.maxInterval, min > max, let node = node["maxInterval"] {
+            error(node, sub("maxInterval"), "maxInterval \(max) is less than minInterval \(min)")
+        }
+        if let value = node["secondaryChannel"], let text = string(value, sub("secondaryChannel")) {
+            if let channel = SecondaryChannel(rawValue: text) {
+                fields.secondaryChannel = channel
+            } else {
+                error(
+                    value, sub("secondaryChannel"), "unknown secondary channel \"\(text)\"",
+                    hint: Suggestions.hint(for: text, in: SecondaryChannel.allCases.map(\.rawValue)) ?? "use \"1M\", \"2M\" or \"Coded\"")
+            }
+        }
+        if let value = node["scanResponse"] { fields.scanResponse = scanResponseFields(value, sub("scanResponse")) }
+        return fields
+    }
+
+    /// The AD-structure fields an advertisement and its scan response share: service and solicited UUIDs,
+    /// manufacturer data, service data and other AD structures.
+    mutating func adStructures(_ node: JSONNode, _ path: String) -> ScanResponseFields {
+        var fields = ScanResponseFields()
+        func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
         if let value = node["serviceUUIDs"] { fields.serviceUUIDs = uuidList(value, sub("serviceUUIDs")) }
         if let value = node["solicitUUIDs"] { fields.solicitUUIDs = uuidList(value, sub("solicitUUIDs")) }
         if let value = node["manufacturerData"] {
@@ -147,34 +212,26 @@ extension ProfileDecoder {
                 typeError(value, dataPath, expected: "an object of service UUID → bytes")
             }
         }
-        if let value = node["appearance"] {
-            fields.appearance = flexibleInteger(value, sub("appearance"), in: 0...0xFFFF).map { UInt16($0) }
-        }
-        if let value = node["txPower"] { fields.txPower = integer(value, sub("txPower"), in: -127...20) }
-        if let value = node["includes"], let items = array(value, sub("includes")) {
-            var includes: [String] = []
-            for (index, item) in items.enumerated() {
-                let itemPath = JSONPath.appending(index, to: sub("includes"))
-                guard let text = string(item, itemPath) else { continue }
-                if Self.advertisementIncludes.contains(text) {
-                    includes.append(text)
-                } else {
-                    error(
-                        item, itemPath, "unknown include \"\(text)\"",
-                        hint: Suggestions.hint(for: text, in: Self.advertisementIncludes))
-                }
-            }
-            fields.includes = includes
-        }
-        if let value = node["discoverable"] { fields.discoverable = bool(value, sub("discoverable")) }
-        if let value = node["minInterval"] { fields.minInterval = integer(value, sub("minInterval"), in: 20...10_485) }
-        if let value = node["maxInterval"] { fields.maxInterval = integer(value, sub("maxInterval"), in: 20...10_485) }
-        if let value = node["duration"] { fields.duration = integer(value, sub("duration"), in: 1...65_535) }
-        if let value = node["timeout"] { fields.timeout = integer(value, sub("timeout"), in: 1...65_535) }
-        if let min = fields.minInterval, let max = fields.maxInterval, min > max, let node = node["maxInterval"] {
-            error(node, sub("maxInterval"), "maxInterval \(max) is less than minInterval \(min)")
-        }
         return fields
+    }
+
+    /// `scanResponse`: the fields bluetoothd 5.80 and later put in the scan response (`ScanResponse*`).
+    mutating func scanResponseFields(_ node: JSONNode, _ path: String) -> ScanResponseFields? {
+        guard members(node, path, allowed: Self.scanResponseFieldKeys + ["description"]) != nil else { return nil }
+        documentation(node, path)
+        return adStructures(node, path)
+    }
+
+    /// `periodic` and `directed` are refused with the reason: bluetoothd has no D-Bus API for them.
+    mutating func refuseAdvertisingNeedingHCI(_ node: JSONNode, _ path: String) {
+        guard case .object(let members) = node.value else { return }
+        for member in members {
+            guard let what = Self.advertisingNeedingHCI[member.key] else { continue }
+            error(
+                at: member.keyLocation, JSONPath.appending(member.key, to: path),
+                "\(what) needs an HCI user channel: bluetoothd's LEAdvertisement1, which gattemu advertises through, cannot send it",
+                hint: "leave \"\(member.key)\" out; gattemu advertises legacy and extended (secondaryChannel) advertising sets")
+        }
     }
 
     /// bluetoothd refuses a whole advertisement with an empty value in ManufacturerData, ServiceData or Data (its
