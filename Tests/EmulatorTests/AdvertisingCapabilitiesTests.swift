@@ -123,3 +123,32 @@ import Testing
         _ = bus
     }
 }
+
+extension AdvertisingCapabilitiesTests {
+    /// A beacon that nobody connects to rotates its payload: a timer that starts with the device (`"start": "run"`)
+    /// sets the state its manufacturer data renders, and the set is updated on air each time; a reset starts it again.
+    @Test func aBeaconCounterRotatesOnATimerThatStartsWithTheDevice() async throws {
+        let json = #"""
+            {"format": 1, "state": {"beat": 0},
+             "advertisements": [{"type": "broadcast", "secondaryChannel": "1M", "manufacturerData": {"0xFFFF": "BE {u8(beat)}"}}],
+             "timers": [{"id": "rotate", "every": "20ms", "start": "run"}],
+             "rules": [{"on": {"timer": "rotate"}, "do": {"set": {"beat": {"increment": 1}}}}]}
+            """#
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        let log = try EventLog(format: .text)
+        let emulator = try Emulator(profile: try Self.profile(json), options: options, log: log)
+        try await emulator.start()
+        #expect(bluetoothd.advertisements.count == 1)
+        func changes() -> [String] { log.events(since: 0).filter { $0.kind == .advertisementChanged }.compactMap(\.detail) }
+        #expect(try await eventually { changes().count >= 3 }, "the counter moved on air without any central")
+        #expect(changes().first?.contains("manufacturer 0xFFFF: be 01") == true, "\(changes())")
+        await emulator.reset()
+        let before = changes().count
+        #expect(try await eventually { changes().count > before + 1 }, "a reset starts the timer again")
+        await emulator.stop()
+        _ = bus
+    }
+}

@@ -27,7 +27,7 @@ NAME = "ExtGateway"
 FILLER = bytes((index * 7 + 1) & 0xFF for index in range(228))
 IBEACON = bytes([0x02, 0x15]) + bytes([0x11] * 16) + bytes([0x00, 0x01, 0x00, 0x2A, 0xC5])
 EDDYSTONE_URL = bytes([0x10, 0x00, 0x03]) + b"example.com"
-EDDYSTONE_TLM = bytes([0x20, 0x00]) + bytes(12)
+TLM_PREFIX = bytes([0xAA, 0xFE, 0x20, 0x00])  # an Eddystone TLM frame: its byte after this is a counter
 PROFILE = {
     "format": 1,
     "device": {"name": NAME},
@@ -37,8 +37,12 @@ PROFILE = {
         {"id": "ibeacon", "type": "broadcast", "secondaryChannel": "Coded",
          "manufacturerData": {"0x004C": {"hex": IBEACON.hex()}},
          "scanResponse": {"serviceData": {"feaa": {"hex": EDDYSTONE_URL.hex()}}}},
-        {"id": "tlm", "type": "broadcast", "serviceData": {"feaa": {"hex": EDDYSTONE_TLM.hex()}}},
+        {"id": "tlm", "type": "broadcast", "serviceData": {"feaa": "20 00 {u8(beat)} {fill(0, 11)}"}},
     ],
+    # The TLM beacon's counter moves on a timer that starts with the device: nobody connects to a beacon.
+    "state": {"beat": 0},
+    "timers": [{"id": "rotate", "every": "300ms", "start": "run"}],
+    "rules": [{"on": {"timer": "rotate"}, "do": {"set": {"beat": {"increment": 1}}}}],
     "services": [{"id": "battery", "uuid": "180f",
                   "characteristics": [{"id": "level", "uuid": "2a19", "flags": ["read"], "value": {"hex": "64"}}]}],
 }
@@ -129,9 +133,14 @@ def sets_seen(heard: list[Heard]) -> dict[str, Heard]:
             seen.setdefault("ibeacon", h)
             if h.is_scan_response and has(h.structures, 0x16, bytes([0xAA, 0xFE]) + EDDYSTONE_URL):
                 seen.setdefault("ibeacon scan response", h)
-        if has(h.structures, 0x16, bytes([0xAA, 0xFE]) + EDDYSTONE_TLM):
+        if any(t == 0x16 and v.startswith(TLM_PREFIX) and len(v) == 16 for t, v in h.structures):
             seen.setdefault("tlm", h)
     return seen
+
+
+def beats(heard: list[Heard]) -> set[int]:
+    """The TLM beacon's counter values heard."""
+    return {v[4] for h in heard for t, v in h.structures if t == 0x16 and v.startswith(TLM_PREFIX) and len(v) == 16}
 
 
 def without_flags(structures: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
@@ -167,7 +176,8 @@ async def test_a_central_scanning_extended_advertising_sees_every_set(bluez_582,
     assert data[2]["advertisingData"]["limit"] == 31, "a legacy set is held to 31 bytes"
 
     want = {"gateway", "ibeacon", "ibeacon scan response", "tlm"}
-    heard = await scan_extended(extended_central.device, lambda h: want <= set(sets_seen(h)), timeout=60)
+    heard = await scan_extended(extended_central.device, lambda h: want <= set(sets_seen(h)) and len(beats(h)) >= 3,
+                                timeout=60)
     seen = sets_seen(heard)
     assert want <= set(seen), f"heard {sorted(seen)} of {sorted(want)} in {heard[:12]}; gattemu:\n{p.tail()}"
 
@@ -176,7 +186,8 @@ async def test_a_central_scanning_extended_advertising_sees_every_set(bluez_582,
         return ad_structures(bytes.fromhex(data[index][part]["hex"]))
 
     assert without_flags(seen["gateway"].structures) == without_flags(said(0, "advertisingData")), seen["gateway"]
-    assert without_flags(seen["tlm"].structures) == without_flags(said(2, "advertisingData")), seen["tlm"]
+    assert [(t, len(v)) for t, v in without_flags(seen["tlm"].structures)] == [
+        (t, len(v)) for t, v in without_flags(said(2, "advertisingData"))], seen["tlm"]
     assert without_flags(seen["ibeacon scan response"].structures) == without_flags(
         said(1, "advertisingData") + said(1, "scanResponse")), seen["ibeacon scan response"]
 
@@ -193,9 +204,11 @@ async def test_a_central_scanning_extended_advertising_sees_every_set(bluez_582,
     assert (beacon.primary_phy, beacon.secondary_phy) == (3, 3), beacon
 
     assert seen["tlm"].is_legacy, "the set without a secondary channel is legacy advertising"
+    assert len(beats(heard)) >= 3, f"the beacon's counter did not move on air: {sorted(beats(heard))}"
     assert len({seen[k].address for k in ("gateway", "ibeacon", "tlm")}) == 3, "each set has its own address"
     report(f"extended advertising: 3 sets heard by a Bumble central ({len(heard)} advertisements): "
-           f"connectable 2M set of {len(gateway.data)} bytes, Coded beacon with its scan response, legacy beacon")
+           f"connectable 2M set of {len(gateway.data)} bytes, Coded beacon with its scan response, legacy beacon "
+           f"counting {sorted(beats(heard))[:5]}…")
     assert p.stop() == 0, p.tail()
 
 

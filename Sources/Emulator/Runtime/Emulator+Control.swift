@@ -255,6 +255,7 @@ extension Emulator {
             application?.setValue(characteristic.id, value: engine.value(of: characteristic.id))
         }
         log.record(.note, detail: "control: reset to the profile's initial state")
+        for effect in engine.started() { await perform(effect, central: latestCentral) }
         if !wasAdvertising, faultState.silencedUntilResume == 0 { await resumeAdvertising() }
         await refreshAdvertisements()
     }

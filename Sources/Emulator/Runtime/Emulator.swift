@@ -117,6 +117,8 @@ public actor Emulator {
         }
         try await register(on: adapter, stack: stack)
         try await watchStack(stack, adapter: adapter)
+        // The timers that start with the device (`"start": "run"`: a beacon's rotation).
+        for effect in engine.started() { await perform(effect, central: latestCentral) }
         if profile.firmware != nil { log.record(.firmware, detail: FirmwareMTUAdvice.note(configuration)) }
         log.record(
             .started,

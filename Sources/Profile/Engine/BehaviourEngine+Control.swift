@@ -30,6 +30,13 @@ extension BehaviourEngine {
         return outcome.effects
     }
 
+    /// The effects of the device starting (or being reset): the timers that start with it (`"start": "run"`).
+    public mutating func started() -> [Effect] {
+        var outcome = EngineOutcome()
+        for timer in profile.timers where timer.startOnRun { schedule(timer, after: nil, into: &outcome) }
+        return outcome.effects
+    }
+
     /// Back to the profile's initial state (as ``reset()``), keeping the centrals that are still connected
     /// and their subscriptions, since the link layer does not forget them.
     public mutating func resetKeepingConnections() {

@@ -154,7 +154,7 @@ extension BehaviourEngine {
         outcome.effects.append(.setValue(characteristic: characteristic.id, value: value))
     }
 
-    private mutating func schedule(_ timer: TimerDefinition, after: DurationSpec?, into outcome: inout EngineOutcome) {
+    mutating func schedule(_ timer: TimerDefinition, after: DurationSpec?, into outcome: inout EngineOutcome) {
         activeTimers.insert(timer.id)
         let delay = milliseconds(
             after ?? timer.after, minimum: ProfileLimits.minimumTimerMilliseconds, use: "timer \(timer.id)",

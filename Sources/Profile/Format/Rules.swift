@@ -110,6 +110,8 @@ public struct TimerDefinition: Sendable, Equatable {
     public var repeats: Bool
     /// Scheduled on every `.connect`.
     public var startOnConnect: Bool
+    /// Scheduled when the device starts, and again after a reset (``BehaviourEngine/started()``): a beacon's timer.
+    public var startOnRun: Bool = false
     /// Cancelled when the last central disconnects.
     public var cancelOnDisconnect: Bool
     public var path: String

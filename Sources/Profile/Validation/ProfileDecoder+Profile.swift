@@ -122,14 +122,16 @@ extension ProfileDecoder {
         case (nil, nil): error(node, path, "a timer needs \"after\" (once) or \"every\" (repeating)")
         }
         var startOnConnect = false
+        var startOnRun = false
         if let start = node["start"], let text = string(start, sub("start")) {
             switch text {
             case "connect": startOnConnect = true
+            case "run": startOnRun = true
             case "manual": startOnConnect = false
             default:
                 error(
                     start, sub("start"), "unknown timer start \"\(text)\"",
-                    hint: "use \"connect\" or \"manual\" (started by a startTimer action)")
+                    hint: "use \"connect\", \"run\" (when the device starts) or \"manual\" (started by a startTimer action)")
             }
         }
         let cancelOnDisconnect = node["cancelOnDisconnect"].flatMap { bool($0, sub("cancelOnDisconnect")) } ?? startOnConnect
@@ -137,7 +139,7 @@ extension ProfileDecoder {
         // A timer whose duration is wrong (already reported) is kept, so rules naming it get no second error.
         return TimerDefinition(
             id: id, after: duration ?? .milliseconds(ProfileLimits.minimumTimerMilliseconds), repeats: repeats,
-            startOnConnect: startOnConnect,
+            startOnConnect: startOnConnect, startOnRun: startOnRun,
             cancelOnDisconnect: cancelOnDisconnect, path: path)
     }
 
