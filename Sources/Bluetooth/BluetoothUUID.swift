@@ -141,4 +141,7 @@ extension BluetoothUUID {
     public static let deviceName = BluetoothUUID(0x2A00)
     public static let appearance = BluetoothUUID(0x2A01)
     public static let serviceChanged = BluetoothUUID(0x2A05)
+    /// Apple's L2CAP PSM characteristic: where an accessory publishes the PSM of its LE credit-based channel, for
+    /// iOS apps (`CBPeripheral.openL2CAPChannel`) and Android ones (`createInsecureL2capChannel`) to open.
+    public static let l2capPSM = BluetoothUUID("ABDD3056-28FA-441D-A470-55A75A52553A")!
 }

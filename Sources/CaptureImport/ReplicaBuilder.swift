@@ -682,6 +682,7 @@ struct ReplicaBuilder {
         if unanswered > 0 {
             notes.append("\(unanswered) requests the device never answered in the capture (lost or filtered): left out")
         }
+        notes += replica.l2capChannelNotes
         if skippedReadMultiple > 0 {
             notes.append("\(skippedReadMultiple) Read Multiple responses not split into values (their lengths are not in the PDU)")
         }

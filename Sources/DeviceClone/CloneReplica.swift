@@ -58,6 +58,7 @@ private struct Builder {
             )
         }
         notes(servicesNotExported: recording)
+        replica.notes += replica.l2capChannelNotes
         if recording.pairedBefore {
             replica.notes.append("the device was paired with \(recording.adapterName) before the clone: what it shows unpaired may differ")
         }

@@ -138,6 +138,8 @@ struct RelayedDevice: Sendable {
         await link.start(emulator: emulator)
         await emulator.relayNote(mirror.note)
         await emulator.relayNote(channelNote)
+        // A channel behind a published PSM is not relayed: said in the event log, where a tester watching the relay looks.
+        for note in session.replica.l2capChannelNotes { await emulator.relayNote("relay: " + note) }
         await emulator.relayNote(
             "relay: \(session.device.label) on \(settings.upstreamAdapter) mirrored on \(mirror.adapter) (\(session.profile.services.count) services)"
         )
