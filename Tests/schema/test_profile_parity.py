@@ -607,6 +607,7 @@ def out_of_range(case: Case) -> bool:
 
 
 # Patterns.hex and Patterns.base64 (Sources/Lexical/Patterns.swift): what the decoder reads as bytes.
+NUMBER_TEXT = re.compile(r"^(0[xX][0-9A-Fa-f]{1,4}|[0-9]{1,5})$")  # a number string, as schema.json's uint16
 HEX = re.compile(r"^(0[xX])?[ :\t-]*([0-9A-Fa-f][ :\t-]*[0-9A-Fa-f][ :\t-]*)*$")
 BASE64 = re.compile(r"^[ \t\n\r]*(([A-Za-z0-9+/][ \t\n\r]*){4})*(([A-Za-z0-9+/][ \t\n\r]*){2}(=[ \t\n\r]*=[ \t\n\r]*)?"
                     r"|([A-Za-z0-9+/][ \t\n\r]*){3}(=[ \t\n\r]*)?)?$")
@@ -678,6 +679,8 @@ EXCEPTIONS = {
                                "characteristic.frames.headerSize", "characteristic.frames.lengthOffset",
                                "characteristic.frames.lengthSize", "service.handle", "characteristic.handle", "descriptor.handle",
                                "characteristic.maxLength") and isinstance(c.value, (int, float)) and not isinstance(c.value, bool)
+        or (plain(c) in ("service.handle", "characteristic.handle", "descriptor.handle") and isinstance(c.value, str)
+            and NUMBER_TEXT.match(c.value))
         or (plain(c) in ("trigger.mask.bits", "trigger.mask.equals") and isinstance(c.value, str) and HEX.match(c.value))),
     "text-number-range": (
         "a number written as text (\"0xFFFF\", \"250ms\") beyond its range: a pattern bounds the digits, not the value",
