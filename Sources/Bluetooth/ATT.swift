@@ -152,6 +152,10 @@ public struct ATTMTU: RawRepresentable, Sendable, Hashable, Comparable, CustomSt
 
     /// The longest value one notification, indication or read response carries: MTU − 3.
     public var payload: Int { Int(rawValue) - 3 }
+    /// The most one value in a Multiple Handle Value Notification carries (MTU − 5): bluetoothd sends a central that
+    /// takes several notifications per PDU (BlueZ centrals) its notifications so, and cuts a longer value short
+    /// without a word (BlueZ 5.66 to 5.84, `src/shared/gatt-server.c`, `bt_gatt_server_send_notification`).
+    public var multipleNotificationPayload: Int { payload - 2 }
 
     public var description: String { String(rawValue) }
 

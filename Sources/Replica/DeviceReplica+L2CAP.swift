@@ -17,7 +17,9 @@ extension DeviceReplica {
         guard let value, !value.isEmpty else { return "its value was not read" }
         guard value.count <= 2 else { return "value \(value.count) bytes, not a 16-bit PSM" }
         let psm = Int(value[0]) | (value.count == 2 ? Int(value[1]) << 8 : 0)
-        let range = (0x80...0xFF).contains(psm) ? "LE dynamic range" : (1...0x7F).contains(psm) ? "fixed, SIG-assigned range" : "outside the LE ranges"
+        let range =
+            (0x80...0xFF).contains(psm)
+            ? "LE dynamic range" : (1...0x7F).contains(psm) ? "fixed, SIG-assigned range" : "outside the LE ranges"
         return "PSM 0x\(Hex.word(UInt16(psm))) (\(psm)), \(range)"
     }
 }

@@ -85,8 +85,9 @@ async def test_leaf_with_a_phone(phone, central, start_gattemu):
 
 
 async def test_leaf_certificate_at_mtu_23_comes_in_pieces(central, start_gattemu):
-    """A central that stays at MTU 23 gets the 103-byte certificate frame as 20-byte notifications (the data
-    characteristic has `fragment`) and joins them by the frame's length field."""
+    """A central that stays at MTU 23 gets the 103-byte certificate frame as 18-byte notifications (the data
+    characteristic has `fragment`: pieces of MTU − 5, which fit a BlueZ central's Multiple Handle Value Notifications
+    too) and joins them by the frame's length field."""
     p = start_gattemu("leaf-reader.json", args=["--control", "127.0.0.1:8765"])
     await p.advertising(central, name_prefix="ETHS")
     conn = await central.connect(name_prefix="ETHS", mtu=0)
@@ -102,10 +103,10 @@ async def test_leaf_certificate_at_mtu_23_comes_in_pieces(central, start_gattemu
         pieces = [await inbox.get()]
         while len(b"".join(pieces)) < 4 + int.from_bytes(pieces[0][2:4], "big"):
             pieces.append(await inbox.get())
-        assert [len(x) for x in pieces] == [20, 20, 20, 20, 20, 3], [x.hex() for x in pieces]
+        assert [len(x) for x in pieces] == [18, 18, 18, 18, 18, 13], [x.hex() for x in pieces]
         assert b"".join(pieces) == certificate
         out = await p.output_when(lambda o: "sent in 6 pieces" in o)
-        assert "notification of 103 bytes sent in 6 pieces of at most 20 (ATT MTU 23)" in out, p.tail()
+        assert "notification of 103 bytes sent in 6 pieces of at most 18 (ATT MTU 23 − 5" in out, p.tail()
         report("phone-like central | leaf | MTU 23 | 103-byte certificate in 6 notifications, joined by its length field")
     finally:
         await conn.disconnect()

@@ -168,7 +168,7 @@ final class FirmwareResponder: GattResponder {
     /// `bt_gatt_server_send_notification`): an answer cut at MTU − 3 would reach such a client two bytes short.
     private func send(_ packet: SMPPacket, to central: CentralID, in runtime: isolated Emulator) async {
         let bytes = packet.bytes
-        let size = max(1, (runtime.centrals.mtu(of: central.address) ?? ATTMTU.minimum).payload - 2)
+        let size = max(1, (runtime.centrals.mtu(of: central.address) ?? ATTMTU.minimum).multipleNotificationPayload)
         for start in stride(from: 0, to: bytes.count, by: size) {
             await runtime.sendNotification(
                 definition.characteristic, value: Array(bytes[start..<min(start + size, bytes.count)]), target: .central(central),

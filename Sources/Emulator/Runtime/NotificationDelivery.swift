@@ -17,31 +17,40 @@ final class NotificationDelivery: NotificationSender {
         }
     }
 
-    /// A value as it must leave for its recipients: whole when it fits every recipient's ATT MTU − 3 (or no MTU is
-    /// known); in MTU − 3 pieces for a characteristic with `fragment`; else whole, with a note that BlueZ will
-    /// send only the first MTU − 3 bytes — gattemu never lets that truncation pass silently.
+    /// A value as it must leave for its recipients: whole when it fits every recipient's ATT MTU (or no MTU is known);
+    /// in pieces for a characteristic with `fragment`; else whole, with a note that BlueZ will cut it — gattemu never
+    /// lets that truncation pass silently. What fits: MTU − 3 bytes in an indication; MTU − 5 in a notification
+    /// (``ATTMTU/multipleNotificationPayload``: what bluetoothd sends a BlueZ central, which takes several
+    /// notifications per PDU; a phone gets up to MTU − 3, so pieces of MTU − 5 fit every central).
     func pieces(_ notification: OutgoingNotification, in runtime: isolated Emulator) -> [[UInt8]] {
         let value = notification.value
         let characteristic = notification.characteristic
-        // Every central can take 20 bytes (the minimum ATT MTU, 23): the common case costs one comparison, and only a
-        // longer value asks who the recipients are.
-        guard value.count > 20 else { return [value] }
+        // Every central can take 18 bytes (the minimum ATT MTU, 23, less 5): the common case costs one comparison, and
+        // only a longer value asks who the recipients are.
+        guard value.count > ATTMTU.minimum.multipleNotificationPayload else { return [value] }
         let recipients = runtime.recipients(of: notification)
-        guard let mtu = runtime.centrals.smallestMTU(of: recipients), value.count > mtu.payload else { return [value] }
-        let size = max(1, mtu.payload)
+        guard let mtu = runtime.centrals.smallestMTU(of: recipients) else { return [value] }
+        let size = max(1, notification.indicate ? mtu.payload : mtu.multipleNotificationPayload)
+        guard value.count > size else { return [value] }
         let what = notification.indicate ? "indication" : "notification"
+        let limit = notification.indicate ? "ATT MTU \(mtu) − 3" : "ATT MTU \(mtu) − 5"
         if runtime.profile.characteristic(characteristic)?.fragment == true {
             let pieces = stride(from: 0, to: value.count, by: size).map { Array(value[$0..<min($0 + size, value.count)]) }
             runtime.log.record(
                 .note, characteristic: characteristic, value: value,
-                detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (ATT MTU \(mtu))")
+                detail: "\(what) of \(value.count) bytes sent in \(pieces.count) pieces of at most \(size) (\(limit)"
+                    + (notification.indicate ? ")" : ": fits a central that takes several notifications per PDU)"))
             return pieces
         }
         let who = recipients.filter { runtime.centrals.mtu(of: $0) == mtu }.map(\.description).joined(separator: ",")
+        let detail =
+            value.count > mtu.payload
+            ? "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(mtu.payload) bytes"
+            : "\(what) of \(value.count) bytes is longer than \(limit) of \(who): a central that takes several notifications per PDU "
+                + "(a BlueZ central) gets only the first \(size) bytes from bluetoothd"
         runtime.log.record(
             .note, central: recipients.count == 1 ? recipients[0] : nil, characteristic: characteristic, value: value,
-            detail: "\(what) of \(value.count) bytes is longer than ATT MTU \(mtu) − 3 of \(who): BlueZ sends only the first \(size) bytes"
-                + " (\"fragment\": true sends it in pieces)")
+            detail: detail + " (\"fragment\": true sends it in pieces)")
         return [value]
     }
 
