@@ -141,9 +141,14 @@ public final class StandInBluetoothd: Sendable {
         try await connection.emitPropertiesChanged(path: adapter.path, interface: Names.adapter, changed: ["Powered": .boolean(true)])
     }
 
-    /// Removes an adapter (InterfacesRemoved), as when it is unplugged.
+    /// Removes an adapter (InterfacesRemoved), as when it is unplugged: its GATT and advertising managers go with it,
+    /// and every application and advertisement registered on it (bluetoothd frees them with the adapter).
     public func removeAdapter(_ adapter: StandInAdapter) async throws {
         await adapter.removeAllDevices()
+        registry.state.withLock { state in
+            state.applications.removeAll { $0.adapter == adapter.path }
+            state.advertisements.removeAll { $0.adapter == adapter.path }
+        }
         try await connection.unexport(adapter.path)
         adapters.withLock { $0.removeAll { $0 === adapter } }
     }
