@@ -80,11 +80,13 @@ public enum HCIPacket {
 
     /// One extended advertising report; `eventType` bits (connectable 0, scannable 1, directed 2, scan
     /// response 3, legacy 4, data status 5–6).
+    /// `primaryPHY`/`secondaryPHY`: 1 LE 1M, 2 LE 2M, 3 LE Coded (secondary 0: none).
     public static func extendedAdvertisingReport(
         eventType: UInt16, addressType: UInt8 = 1, address: BluetoothAddress, data: [UInt8],
-        rssi: Int8 = -60, sid: UInt8 = 0xFF
+        rssi: Int8 = -60, sid: UInt8 = 0xFF, primaryPHY: UInt8 = 1, secondaryPHY: UInt8 = 0
     ) -> [UInt8] {
-        var parameters: [UInt8] = [1] + le16(eventType) + [addressType] + address.littleEndian + [1, 0, sid, 127, UInt8(bitPattern: rssi)]
+        var parameters: [UInt8] =
+            [1] + le16(eventType) + [addressType] + address.littleEndian + [primaryPHY, secondaryPHY, sid, 127, UInt8(bitPattern: rssi)]
         parameters += le16(0) + [0] + [UInt8](repeating: 0, count: 6) + [UInt8(clamping: data.count)] + data
         return leMeta(0x0D, parameters)
     }

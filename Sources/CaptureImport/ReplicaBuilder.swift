@@ -623,6 +623,7 @@ struct ReplicaBuilder {
         }
         replica.advertisingData = data?.advertisingData
         replica.scanResponse = response?.advertisingData
+        replica.secondaryChannel = data?.secondaryChannel
         var provenance: [String] = []
         if let data { provenance.append("advertising data from the report in " + Self.at(frame: data.frame, time: time(data.timestamp))) }
         if let response { provenance.append("scan response from " + Self.at(frame: response.frame, time: time(response.timestamp))) }

@@ -17,6 +17,8 @@ public struct DeviceReplica: Sendable {
     public var scanResponse: AdvertisingData?
     /// Where the advertisement came from (frames, times), for its description.
     public var advertisingProvenance: String?
+    /// The advertisement came as extended advertising (Bluetooth 5) on this secondary PHY; nil: legacy advertising.
+    public var secondaryChannel: SecondaryChannel?
     public var services: [Service] = []
     /// The ATT MTU the central and the device agreed on, when seen.
     public var mtu: UInt16?

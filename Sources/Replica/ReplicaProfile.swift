@@ -408,13 +408,26 @@ private struct Builder {
         }
         var fields: [(String, OrderedJSON)] = []
         var budget = AdvertisementPlacement()
+        // Extended advertising as recorded: up to 251 bytes, and a connectable set carries its name in the advertising
+        // data (it has no scan response); legacy: 31, the name alone in the scan response.
+        let limit = replica.secondaryChannel == nil ? AdvertisingData.legacyLimit : AdvertisementPlacement.extendedLimit
         if let name = (parts.lazy.compactMap(\.localName).first ?? replica.name).map({ advertisedName($0) }), !name.isEmpty {
             fields.append(("localName", .string(Self.textTemplate(name))))
-            budget.scanResponse += 2 + name.utf8.count
+            if replica.secondaryChannel == nil {
+                budget.scanResponse += 2 + name.utf8.count
+            } else {
+                budget.advertisingData += 2 + name.utf8.count
+            }
+        }
+        if let channel = replica.secondaryChannel {
+            fields.append(("secondaryChannel", .string(channel.rawValue)))
+            report.append(
+                "advertisement: extended advertising on the \(channel.rawValue) secondary PHY, as recorded: gattemu runs it on a Bluetooth 5 adapter "
+                    + "(one without extended advertising refuses it, naming its limit)")
         }
         func add(_ key: String, _ value: OrderedJSON, bytes: Int, what: String) {
-            guard budget.advertisingData + bytes <= AdvertisingData.legacyLimit else {
-                report.append("advertisement: \(what) left out: it does not fit the 31 bytes BlueZ places in the advertising data")
+            guard budget.advertisingData + bytes <= limit else {
+                report.append("advertisement: \(what) left out: it does not fit the \(limit) bytes BlueZ places in the advertising data")
                 return
             }
             budget.advertisingData += bytes
@@ -905,6 +918,8 @@ private struct Builder {
 
 /// Bytes BlueZ 5.66 places in the legacy advertising data (flags first) and in the scan response (the name).
 struct AdvertisementPlacement {
+    /// What an extended set's advertising data holds at most (HCI's 251 bytes).
+    static let extendedLimit = 251
     var advertisingData = 3
     var scanResponse = 0
 }

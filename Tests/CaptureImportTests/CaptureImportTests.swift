@@ -372,3 +372,51 @@ enum LockSession {
         #expect(writes.first.map { $0 == (12, 512) } == true)
     }
 }
+
+/// A Bluetooth 5 device the phone found by extended advertising: the profile advertises it so (issue 45).
+@Suite struct ExtendedAdvertisingImportTests {
+    static let device = BluetoothAddress("C0:11:22:33:44:66")!
+
+    static func capture(secondaryPHY: UInt8, eventType: UInt16) -> CaptureScript {
+        var s = CaptureScript()
+        let name = Array("Ranger".utf8)
+        let maker = [UInt8](repeating: 0x5A, count: 100)
+        let data: [UInt8] = [2, 0x01, 0x06] + [UInt8(name.count + 1), 0x09] + name + [UInt8(maker.count + 3), 0xFF, 0x59, 0x00] + maker
+        s.event(
+            SyntheticHCI.extendedAdvertisingReport(
+                eventType: eventType, address: device, data: data, sid: 1, primaryPHY: secondaryPHY == 3 ? 3 : 1, secondaryPHY: secondaryPHY
+            ))
+        s.command(SyntheticHCI.leCreateConnection(peer: device, peerType: 1))
+        s.event(SyntheticHCI.leConnectionComplete(handle: 0x41, role: 0, peer: device, peerType: 1))
+        s.att(handle: 0x41, .readRequest, LockSession.le16(3), from: .hostToController)
+        s.att(handle: 0x41, .readResponse, Array("Ranger".utf8), from: .controllerToHost)
+        s.event(SyntheticHCI.disconnectionComplete(handle: 0x41))
+        return s
+    }
+
+    @Test func anExtendedAdvertisementIsImportedOnItsSecondaryChannel() throws {
+        let trace = try CaptureTrace.read(bytes: Self.capture(secondaryPHY: 2, eventType: 0x01).btsnoop())
+        let report = try #require(trace.advertisers.first?.advertisingData)
+        #expect(report.primaryPHY == 1 && report.secondaryPHY == 2 && report.secondaryChannel == .twoM)
+        let replica = CaptureImport.replica(of: try CaptureImport.select(nil, in: trace), in: trace, source: "ranger.btsnoop")
+        #expect(replica.secondaryChannel == .twoM)
+        let result = ReplicaProfile(replica).build()
+        let profile = try ProfileLoader.load(json: result.text, file: "ranger.json")
+        let advertisement = try #require(profile.advertisements.first)
+        #expect(advertisement.fields.secondaryChannel == .twoM)
+        #expect(advertisement.fields.manufacturerData?[0x0059] != nil, "the 100 bytes are kept: \(result.report)")
+        #expect(result.report.contains { $0.contains("extended advertising on the 2M secondary PHY") }, "\(result.report)")
+    }
+
+    @Test func aLegacyAdvertisementStaysLegacy() throws {
+        // Legacy PDUs in an extended report (bit 4): no secondary channel, whatever the PHY bytes.
+        let trace = try CaptureTrace.read(bytes: Self.capture(secondaryPHY: 0, eventType: 0x13).btsnoop())
+        let report = try #require(trace.advertisers.first?.advertisingData)
+        #expect(report.secondaryChannel == nil)
+        let replica = CaptureImport.replica(of: try CaptureImport.select(nil, in: trace), in: trace, source: "legacy.btsnoop")
+        #expect(replica.secondaryChannel == nil)
+        let result = ReplicaProfile(replica).build()
+        #expect(result.report.contains { $0.contains("does not fit the 31 bytes") }, "legacy: the 100 bytes do not fit")
+        #expect(try ProfileLoader.load(json: result.text, file: "legacy.json").advertisements.first?.fields.secondaryChannel == nil)
+    }
+}

@@ -18,6 +18,10 @@ public struct AdvertisingReport: Sendable, Hashable {
     public var txPower: Int8?
     /// Extended reports: the advertising set ID; nil when not available (0xFF) or legacy.
     public var advertisingSID: UInt8?
+    /// Extended reports: the PHYs the advertising came on (1 LE 1M, 2 LE 2M, 3 LE Coded; secondary 0: none, as
+    /// for legacy PDUs); nil for legacy and directed reports.
+    public var primaryPHY: UInt8?
+    public var secondaryPHY: UInt8?
     /// Directed advertising: the address it was directed at.
     public var directAddress: DeviceAddress?
     /// The advertising data or scan response bytes (extended fragments joined).
@@ -46,6 +50,18 @@ public struct AdvertisingReport: Sendable, Hashable {
     }
 
     public var isScanResponse: Bool { properties.contains(.scanResponse) }
+
+    /// The secondary channel of an extended (not legacy) advertisement, as a profile's `secondaryChannel` says it;
+    /// nil for legacy advertising (or a PHY the report does not name).
+    public var secondaryChannel: SecondaryChannel? {
+        guard subevent == .extended, !properties.contains(.legacy) else { return nil }
+        switch secondaryPHY {
+        case 1: return .oneM
+        case 2: return .twoM
+        case 3: return .coded
+        default: return nil
+        }
+    }
 }
 
 /// What kind of advertising a report came from: extended reports' event-type bits; legacy event types

@@ -76,7 +76,8 @@ extension CaptureDecoder {
     /// periodic interval, direct address type and address, data length, data.
     private func extendedReport(_ body: inout ByteCursor, controller: UInt16, moment: CaptureMoment) -> (AdvertisingReport, UInt8)? {
         guard let type = body.u16le(), let addressType = body.u8(), let address = body.address(),
-            let peer = DeviceAddress(address, hciType: addressType), body.skip(2), let sid = body.u8(), let txPower = body.i8(),
+            let peer = DeviceAddress(address, hciType: addressType), let primaryPHY = body.u8(), let secondaryPHY = body.u8(),
+            let sid = body.u8(), let txPower = body.i8(),
             let rssi = body.i8(), body.skip(2), let directType = body.u8(), let direct = body.address(), let length = body.u8(),
             let data = body.take(Int(length))
         else { return nil }
@@ -87,6 +88,8 @@ extension CaptureDecoder {
         report.rssi = rssi == 127 ? nil : rssi
         report.txPower = txPower == 127 ? nil : txPower
         report.advertisingSID = sid == 0xFF ? nil : sid
+        report.primaryPHY = primaryPHY
+        report.secondaryPHY = secondaryPHY
         if report.properties.contains(.directed) { report.directAddress = DeviceAddress(direct, hciType: directType) }
         return (report, UInt8((type >> 5) & 0b11))
     }
