@@ -399,6 +399,7 @@ BUMBLE_COMMAND = "b5a90004-3c1e-4f7d-9e52-8d0c6a1f2e47"
 BUMBLE_STATUS = "b5a90005-3c1e-4f7d-9e52-8d0c6a1f2e47"
 BUMBLE_FAULTY = "b5a90006-3c1e-4f7d-9e52-8d0c6a1f2e47"
 BUMBLE_LOCKED = "b5a90007-3c1e-4f7d-9e52-8d0c6a1f2e47"
+BUMBLE_EVENTS = "b5a90008-3c1e-4f7d-9e52-8d0c6a1f2e47"  # notify and indicate: the device sends the kind enabled
 USER_DESCRIPTION = "2901"
 BUMBLE_MTU = 185  # iOS's MTU: the 300-byte value needs a Read and Read Blobs
 
@@ -410,6 +411,7 @@ class BumbleRun:
     description: bytes = b""
     responses: list[bytes] = field(default_factory=list)   # RESPONSE notifications, one per request
     statuses: list[bytes] = field(default_factory=list)    # STATUS indications, one per command
+    events: list[bytes] = field(default_factory=list)      # EVENTS indications (the app chose them), one per request
     errors: dict[str, int] = field(default_factory=dict)   # characteristic -> ATT error of the refused operations
     locked: bytes = b""
     mtu: int = 0
@@ -420,8 +422,9 @@ async def bumble_flow(central, say: Say = print, name: str = "BumbleDev", mtu: i
                       seed: int | None = 0, requests: int = 3, pair: bool | str = False,
                       address: str | None = None) -> BumbleRun:
     """The Bumble device's app: find NAME with BUMBLE_SERVICE, read the 300-byte BLOB and its User Description,
-    subscribe to RESPONSE (notify) and STATUS (indicate), write a hello and `requests - 1` more requests to REQUEST
-    (each answered on RESPONSE), one command to COMMAND without response (answered on STATUS), read FAULTY (refused
+    subscribe to RESPONSE (notify), STATUS (indicate) and EVENTS (which offers both: the app chooses indications,
+    and the device sends an event the way the app enabled; a notification would reach no subscriber here), write a
+    hello and `requests - 1` more requests to REQUEST (each answered on RESPONSE and with an event), one command to COMMAND without response (answered on STATUS), read FAULTY (refused
     with an application error), read LOCKED and write it (refused). The written payloads come from `seed` (default:
     the same every run; None: random). Errors are the results of FAULTY and LOCKED; any other error ends the flow.
     `pair`: pair first (just works, bonding), as the app of a device started with --secure must; a passkey (six
@@ -463,14 +466,17 @@ async def bumble_flow(central, say: Say = print, name: str = "BumbleDev", mtu: i
         say(f"read BLOB's User Description: {run.description!r}")
         responses = Inbox("notification RESPONSE", say)
         statuses = Inbox("indication STATUS", say)
+        events = Inbox("indication EVENTS", say)
         await conn.subscribe(BUMBLE_RESPONSE, responses)
         await conn.subscribe(BUMBLE_STATUS, statuses, indicate=True)
-        say("subscribed to RESPONSE (notify) and STATUS (indicate)")
+        await conn.subscribe(BUMBLE_EVENTS, events, indicate=True)
+        say("subscribed to RESPONSE (notify), STATUS (indicate) and EVENTS (indicate, of notify and indicate)")
         for index in range(requests):
             request = bytes([0x01 if index == 0 else 0x02]) + draw(4 + 3 * index)
             say(f"-> write REQUEST {len(request)} bytes: {hx(request)}")
             await conn.write(BUMBLE_REQUEST, request, response=True)
             run.responses.append(await responses.get())
+            run.events.append(await events.get())
         command = draw(12)
         say(f"-> write COMMAND without response, {len(command)} bytes: {hx(command)}")
         await conn.write(BUMBLE_COMMAND, command, response=False)

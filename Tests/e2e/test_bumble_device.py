@@ -86,18 +86,22 @@ async def test_bumble_device_flow_twice_gives_identical_transcripts(central, sta
     assert first.statuses == [bd.status(3, 4, command)]
     assert first.errors == {"FAULTY read": bd.FAULTY_ERROR, "LOCKED write": 0x03}
     assert first.locked == bd.LOCKED_VALUE
+    # EVENTS offers notify and indicate; the app enabled indications and the device sent each event so (a
+    # notification would have reached no subscriber of this central, and the flow would have waited for it).
+    assert first.events == [bytes([0xE0, n]) for n in range(1, 4)]
     assert [s.op for s in first.transcript] == [
-        "read", "read-descriptor", "subscribe", "subscribe", "write", "notify", "write", "notify", "write", "notify",
-        "write-cmd", "indicate", "read", "read", "write"]
+        "read", "read-descriptor", "subscribe", "subscribe", "subscribe", "write", "notify", "indicate", "write", "notify",
+        "indicate", "write", "notify", "indicate", "write-cmd", "indicate", "read", "read", "write"]
 
     diff = transcript_diff(first.transcript, second.transcript)
     assert diff is None, diff
     # The transcript holds the bytes: other payloads give other answers, and the diff says where.
     other = await bumble_flow(central, quiet, seed=1)
     diff = transcript_diff(first.transcript, other.transcript)
-    assert diff is not None and diff.startswith("step 5 differs"), diff
+    assert diff is not None and diff.startswith("step 6 differs"), diff
     out = await p.output_when(lambda o: o.count("indication confirmed") >= 3)
     assert out.count("-> notify RESPONSE") == 9 and out.count("indication confirmed") == 3, out
+    assert out.count("indicated to") == 9 and "notified to" not in out, "each event as the app enabled: an indication"
     assert p.stop() == 0, p.tail()
     assert p.output().rstrip().endswith("bumble-device: stopped"), p.tail()
     report(f"bumble device: {len(first.transcript)} steps, two runs byte-identical")
