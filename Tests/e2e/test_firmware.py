@@ -218,7 +218,8 @@ def firmware_events(p, text: str) -> list[str]:
 @pytest.mark.parametrize("exchange_mtu", [247], indirect=True)
 async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu, smp_adapter, start_gattemu, env, tmp_path):
     """Each firmware fault, added through the control API, as smpclient's API sees it: a refusal at 60 % with the
-    group's code (and the upload resumed after), a disconnection at 50 %, a device that stops answering, an image kept
+    group's code (and the upload resumed after), a disconnection at 50 %, slow flash (every chunk answered late: the
+    client's progress slows, the upload completes), a device that stops answering, an image kept
     with a wrong hash, a refused confirm, a pending image lost at the reset."""
     address = env["GATTEMU_PERIPH_ADDRESS"]
     p = start_gattemu("mcuboot-sensor.json", args=["--control", "127.0.0.1:8765"])
@@ -227,7 +228,7 @@ async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu,
     advice = firmware_events(p, "firmware: bluetoothd offers ATT MTU")
     assert advice and advice[0].startswith(f"firmware: bluetoothd offers ATT MTU {exchange_mtu} at most ([GATT] "
                                            f"ExchangeMTU in {os.environ['GATTEMU_BLUETOOTHD_CONF']})"), advice
-    images = [image(tmp_path, f"1.{n}.0", 9_000 + 100 * n) for n in range(1, 7)]
+    images = [image(tmp_path, f"1.{n}.0", 9_000 + 100 * n) for n in range(1, 8)]
     seen = []
 
     await fault({"on": "upload", "percent": 60, "smpError": 12, "count": 1})
@@ -246,6 +247,16 @@ async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu,
     # The disconnect fault's own note (every disconnect fault logs it, on any operation).
     assert any("disconnecting (fault)" in str(event.get("detail")) for event in events_of(p, "note")), p.tail()
     seen.append(f"disconnect at 50 %: {dropped['outcome']} after {dropped['offset']} bytes")
+
+    # Slow flash: every chunk's answer 100 ms late. The client's progress moves one step per answer, so the upload
+    # (of an image the device has none of) takes at least the steps times the delay (a lower bound: no load makes it
+    # faster), and completes.
+    slow = await fault({"on": "upload", "delay": "100ms"})
+    slowed = await upload(smp_adapter, address, images[6])
+    assert slowed["outcome"] == "complete" and slowed["steps"] >= 3, slowed
+    assert slowed["seconds"] >= 0.1 * slowed["steps"], slowed
+    assert (await api("DELETE", f"/v1/faults/{slow}"))[0] == 200
+    seen.append(f"delay 100 ms per chunk: {slowed['steps']} progress steps in {slowed['seconds']} s, complete")
 
     silent = await fault({"on": "upload", "percent": 30, "drop": True})
     stalled = await upload(smp_adapter, address, images[2], timeout=8)
