@@ -62,6 +62,8 @@ public struct ADStructure: Sendable, Hashable {
 public struct AdvertisingData: Sendable, Hashable {
     /// What legacy advertising data and scan responses can hold each.
     public static let legacyLimit = 31
+    /// What an extended advertising set's data (or scan response) holds at most through HCI: 251 bytes.
+    public static let extendedLimit = 251
 
     public var structures: [ADStructure]
 

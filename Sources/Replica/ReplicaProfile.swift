@@ -410,7 +410,7 @@ private struct Builder {
         var budget = AdvertisementPlacement()
         // Extended advertising as recorded: up to 251 bytes, and a connectable set carries its name in the advertising
         // data (it has no scan response); legacy: 31, the name alone in the scan response.
-        let limit = replica.secondaryChannel == nil ? AdvertisingData.legacyLimit : AdvertisementPlacement.extendedLimit
+        let limit = replica.secondaryChannel == nil ? AdvertisingData.legacyLimit : AdvertisingData.extendedLimit
         if let name = (parts.lazy.compactMap(\.localName).first ?? replica.name).map({ advertisedName($0) }), !name.isEmpty {
             fields.append(("localName", .string(Self.textTemplate(name))))
             if replica.secondaryChannel == nil {
@@ -918,8 +918,6 @@ private struct Builder {
 
 /// Bytes BlueZ 5.66 places in the legacy advertising data (flags first) and in the scan response (the name).
 struct AdvertisementPlacement {
-    /// What an extended set's advertising data holds at most (HCI's 251 bytes).
-    static let extendedLimit = 251
     var advertisingData = 3
     var scanResponse = 0
 }

@@ -18,12 +18,12 @@ public struct AdvertisementBudget: Sendable, Equatable, CustomStringConvertible 
         }
 
         /// Legacy advertising PDUs: 31 bytes each.
-        public static let legacy = Limits(advertisingData: 31, scanResponse: 31)
+        public static let legacy = Limits(advertisingData: AdvertisingData.legacyLimit, scanResponse: AdvertisingData.legacyLimit)
         /// The most an extended advertising set holds through the kernel (HCI's 251 bytes per part).
-        public static let extendedMaximum = Limits(advertisingData: 251, scanResponse: 251)
+        public static let extendedMaximum = Limits(
+            advertisingData: AdvertisingData.extendedLimit, scanResponse: AdvertisingData.extendedLimit)
     }
 
-    public static let legacyLimit = 31
     /// The most bytes of an extended set's advertising data (without the flags, which the kernel adds) and scan
     /// response together that bluetoothd before 5.87 can hand the kernel: it sizes its MGMT_OP_ADD_EXT_ADV_DATA
     /// command as a legacy one's, 8 bytes too many, in an 8-bit sum that overflows above this (fixed by bluez

@@ -44,7 +44,7 @@ public final class AdvertisementRegistration: Sendable {
         _ advertisement: Advertisement, adapter: Adapter, stack: BlueZStack,
         path: DBusObjectPath = "/org/gattemu/advertisement0", onRelease: @escaping @Sendable () -> Void = {}
     ) async throws(BlueZError) -> AdvertisementRegistration {
-        let budget = AdvertisementBudget(advertisement, limits: adapter.advertisingLimits(for: advertisement))
+        let budget = AdvertisementBudget(advertisement, limits: adapter.advertising.limits(for: advertisement))
         guard budget.fits else { throw .advertisementTooLarge(budget) }
         let registration = AdvertisementRegistration(
             advertisement, adapter: adapter, stack: stack, path: path, onRelease: onRelease)
@@ -115,7 +115,7 @@ public final class AdvertisementRegistration: Sendable {
     /// bluetoothd no longer has it). Fails, leaving the old contents, when the new ones do not fit.
     @discardableResult
     public func update(_ advertisement: Advertisement) async throws(BlueZError) -> Bool {
-        let budget = AdvertisementBudget(advertisement, limits: adapter.advertisingLimits(for: advertisement))
+        let budget = AdvertisementBudget(advertisement, limits: adapter.advertising.limits(for: advertisement))
         guard budget.fits else { throw .advertisementTooLarge(budget) }
         let old = current.withLock { current in
             defer { current = advertisement }

@@ -37,11 +37,6 @@ public struct Adapter: Sendable {
     /// Whether the adapter can advertise (it has `LEAdvertisingManager1`).
     public var canAdvertise: Bool { supportedInstances != nil }
 
-    /// The byte limits `advertisement` is held to on this adapter (``AdvertisingCapabilities/limits(for:)``).
-    public func advertisingLimits(for advertisement: Advertisement) -> AdvertisementBudget.Limits {
-        advertising.limits(for: advertisement)
-    }
-
     /// Sets a property of `org.bluez.Adapter1`.
     public func set(_ property: String, _ value: DBusValue) async throws(BlueZError) {
         do {

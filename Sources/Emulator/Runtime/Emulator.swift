@@ -294,7 +294,7 @@ public actor Emulator {
 
     /// The advertisement's bytes against the adapter's limits (the default ones before there is an adapter).
     func budget(of advertisement: Advertisement) -> AdvertisementBudget {
-        AdvertisementBudget(advertisement, limits: adapter?.advertisingLimits(for: advertisement))
+        AdvertisementBudget(advertisement, limits: adapter?.advertising.limits(for: advertisement))
     }
 
     static func describe(_ advertisement: Advertisement, budget: AdvertisementBudget) -> String {
