@@ -130,6 +130,7 @@ extension DashboardAssets {
                 <option value="faults">faults and errors</option>
                 <option value="links">connections and advertising</option>
                 <option value="firmware">firmware update</option>
+                <option value="channels">L2CAP channels</option>
               </select>
               <button id="follow" type="button">Follow</button>
               <button id="download" type="button">Download events</button>
@@ -1191,7 +1192,7 @@ extension DashboardAssets {
           const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
             "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
             "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired", "relayed", "device-lost",
-            "device-back", "firmware"];
+            "device-back", "firmware", "channel"];
           // The kind filter's groups (the dashboard's and the report's "kinds" select).
           const KIND_GROUPS = {
             gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
@@ -1199,6 +1200,7 @@ extension DashboardAssets {
             links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped",
               "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired", "device-lost", "device-back"],
             firmware: ["firmware"],
+            channels: ["channel"],
           };
 
           function el(tag, className, text) {

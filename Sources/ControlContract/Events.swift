@@ -22,6 +22,9 @@ public enum EventKind: String, Codable, Sendable, CaseIterable {
     /// A firmware-update target (`firmware` in the profile): each SMP request decoded with its answer (group, command,
     /// sequence, offsets, rc), the upload's end, test and confirm, the reset and the image booted after it.
     case firmware
+    /// An L2CAP channel of the profile's `channels`: listening, a request accepted or refused, an SDU in or out (its
+    /// first bytes), a stream's start and end, the close and who closed it.
+    case channel
 }
 
 /// One logged event, as in `GET /v1/events`, the event stream's `data:` lines and `--events` files.
@@ -40,7 +43,8 @@ public struct Event: ContractType, Equatable {
     public var mtu: Int?
     /// The rig's device the event is of; absent when gattemu runs one device.
     public var device: String?
-    /// How far a firmware upload is (the `firmware` event of each chunk): bytes received of the image's length.
+    /// How far a firmware upload is (the `firmware` event of each chunk): bytes received of the image's length; how
+    /// far a channel's stream is (its `channel` events): bytes sent of its length.
     public var progress: Progress?
 
     public struct Progress: Codable, Sendable, Equatable {

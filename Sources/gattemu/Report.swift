@@ -215,7 +215,7 @@ struct Report: ParsableCommand {
             <div class="row filters">
             <input id="filter-text" type="search" placeholder="filter text" aria-label="filter text">
             <select id="filter-central" aria-label="central"><option value="">all centrals</option></select>
-            <select id="filter-kinds" aria-label="kinds"><option value="">all events</option><option value="gatt">reads, writes, answers, notifications</option><option value="faults">faults and errors</option><option value="links">connections and advertising</option><option value="firmware">firmware update</option></select>
+            <select id="filter-kinds" aria-label="kinds"><option value="">all events</option><option value="gatt">reads, writes, answers, notifications</option><option value="faults">faults and errors</option><option value="links">connections and advertising</option><option value="firmware">firmware update</option><option value="channels">L2CAP channels</option></select>
             </div>
             <div id="timeline"></div>
             <pre id="event-detail" class="detail"></pre>

@@ -114,6 +114,12 @@ COMPACT_RULES = {
         {"id": "tx", "uuid": "2a1b", "flags": ["read", "notify", "indicate"]},
         {"id": "arr", "uuid": "2a1c", "flags": ["read", "write"]},
     ]}],
+    "channels": [
+        {"$comment": "c", "description": "d", "id": "coc", "psm": "any", "mtu": 512, "security": "encrypted", "publish": "svc",
+         "maximumOpen": 2},
+        {"id": "ctl", "psm": "0x0081"},
+        {"id": "log", "psm": 130},
+    ],
     "rules": [
         {"$comment": "c", "description": "d", "id": "hello", "on": "connect", "do": {"log": "hello {central}"}},
         {"id": "bye", "on": {"disconnect": True}, "do": [{"stopAdvertising": True}, {"startAdvertising": True}]},
@@ -142,6 +148,9 @@ COMPACT_RULES = {
         {"id": "exists", "on": {"write": "rx", "json": {"field": "a", "exists": True}}, "do": {"fail": "not-permitted"}},
         {"id": "absent", "on": {"write": "rx", "json": {"field": "a", "absent": True}}, "do": {"succeed": True}},
         {"id": "touch", "on": {"trigger": "touch"}, "when": {"argument": "who", "equals": "me"}, "do": {"notify": "tx", "value": "00"}},
+        {"id": "opened", "on": {"open": "coc"}, "do": [{"send": "coc", "value": "01 {request}"}, {"stream": "coc", "bytes": 4096}]},
+        {"id": "sdu", "on": {"sdu": "coc", "prefix": "02", "length": {"min": 1, "max": 64}}, "do": {"stream": "ctl", "file": "blob.bin"}},
+        {"id": "closed", "on": {"close": "coc"}, "do": {"closeChannel": "log"}},
     ],
 }
 
@@ -151,6 +160,9 @@ COMPACT_RULES = {
 IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_-]*$"
 PATTERN_SAMPLES = {
     IDENTIFIER: (["_a-1", "Z", "address"], ["1a", "a b", "", "é", "-a"]),
+    # An LE PSM as text (channels[].psm): 1-255 but 39 (bluetoothd's EATT), decimal or 0x hex.
+    r"^(0[xX]0*([1-9a-fA-F]|[13-9a-fA-F][0-9a-fA-F]|2[0-689a-fA-F])|0*([1-9]|[12][0-9]|3[0-8]|[4-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5]))$": (
+        ["0x0080", "0XfF", "128", "1", "0x26", "40"], ["0x0027", "39", "0", "0x00", "256", "0x100", "any1", "", "-1", "12x"]),
     # An MCUboot image version (firmware.version): the pattern bounds the digits, not the parts' ranges.
     r"^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,5}(\.[0-9]{1,10})?$": (
         ["1.2.3", "0.0.0.0", "255.255.65535.4294967295"], ["1.2", "1.2.3.4.5", "v1.2.3", "1.2.-3", "", "1.2.3."]),
@@ -572,10 +584,11 @@ def last(case: Case) -> str:
 # Where a value names something another section declares.
 NAMING = {"read", "write", "subscribe", "unsubscribe", "timer", "trigger", "notify", "indicate", "setValue", "startTimer",
           "cancelTimer", "advertise", "state", "variable", "includes[]", "serviceUUIDs[]", "solicitUUIDs[]", "after",
-          "every", "delay", "characteristic", "revision", "bootTime"}
+          "every", "delay", "characteristic", "revision", "bootTime", "open", "sdu", "close", "send", "stream",
+          "closeChannel", "publish"}
 # What other sections name, and so cannot go or be emptied.
 NAMED = {"profile.services", "profile.timers", "profile.state", "profile.variables", "profile.triggers",
-         "service.characteristics", "advertisement.variants"}
+         "service.characteristics", "advertisement.variants", "profile.channels"}
 # Numbers written as text: the range of the number, by the pattern they match.
 TEXT_RANGES = {
     "/$defs/uint8/oneOf/1": (0, 0xFF),
@@ -636,18 +649,19 @@ EXCEPTIONS = {
         "names a characteristic, service, timer, trigger, variant, variable or state value the profile does not "
         "declare (a reference to another section)",
         lambda c: (c.kind in ("value", "item") and last(c) in NAMING and is_name(c.value))
+        or (c.kind == "added" and plain(c) == "channel.publish" and is_name(c.value))
         or (c.kind == "item" and plain(c) == "profile.connectionState[]") or (c.kind == "key" and plain(c) == "action.set.(name)")),
     "referenced": (
         "removes, empties or renames what another section names, or a flag it needs (a reference to this one)",
         lambda c: (c.kind == "missing" and f"{plain(c)}.{c.value}" in NAMED)
         or (c.kind == "value" and plain(c) in NAMED and c.value in ([], {}))
-        or (c.kind == "value" and plain(c) in ("service.id", "timer.id", "characteristic.id") and is_name(c.value))
+        or (c.kind == "value" and plain(c) in ("service.id", "timer.id", "characteristic.id", "channel.id") and is_name(c.value))
         or (c.kind == "fewer" and plain(c) == "characteristic.flags[]")),
     "unique-ids": (
-        "ids are unique among the profile's services, characteristics, timers and rules (uniqueItems compares whole "
+        "ids are unique among the profile's services, characteristics, timers, rules and channels (and each fixed PSM) (uniqueItems compares whole "
         "items, not one key of them)",
         lambda c: c.kind == "duplicate" and plain(c) in ("profile.services[]", "service.characteristics[]", "profile.timers[]",
-                                                         "profile.rules[]")),
+                                                         "profile.rules[]", "profile.channels[]")),
     "extends": (
         "depends on the file `extends` names: whether it exists, and what merging with it leaves (an array item "
         "without an id makes the array replace the base's)",

@@ -14,6 +14,8 @@ public enum BlueZError: Error, Sendable, CustomStringConvertible {
     case advertisingBeyondAdapter([String])
     /// BlueZ refused or failed a call.
     case call(String, DBusError)
+    /// A profile's L2CAP channel cannot listen (what, where, why).
+    case channelUnavailable(String)
     /// The kernel refused a change to the controller that bluetoothd's D-Bus API does not offer (what, why).
     case controller(String, ManagementError)
 
@@ -31,6 +33,8 @@ public enum BlueZError: Error, Sendable, CustomStringConvertible {
             budget.description
         case .advertisingBeyondAdapter(let problems):
             problems.joined(separator: "; ")
+        case .channelUnavailable(let reason):
+            reason
         case .call(let what, let error):
             "\(what): \(error)"
         case .controller(let what, let error):

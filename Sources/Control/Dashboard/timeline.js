@@ -17,7 +17,7 @@ const GattemuTimeline = (() => {
   const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
     "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
     "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired", "relayed", "device-lost",
-    "device-back", "firmware"];
+    "device-back", "firmware", "channel"];
   // The kind filter's groups (the dashboard's and the report's "kinds" select).
   const KIND_GROUPS = {
     gatt: ["read", "write", "answer", "notify", "indicate", "confirmed", "subscribed", "unsubscribed", "mtu"],
@@ -25,6 +25,7 @@ const GattemuTimeline = (() => {
     links: ["connected", "disconnected", "advertising", "advertising-stopped", "advertisement-changed", "started", "stopped",
       "bluetoothd-lost", "bluetoothd-back", "pairing", "paired", "unpaired", "device-lost", "device-back"],
     firmware: ["firmware"],
+    channels: ["channel"],
   };
 
   function el(tag, className, text) {

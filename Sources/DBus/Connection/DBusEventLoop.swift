@@ -38,7 +38,7 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     private var timeouts: [OpaquePointer: ContinuousClock.Instant] = [:]
     private var connections: [OpaquePointer] = []
     /// Descriptors polled for input on behalf of their owners, in the order they were added.
-    private var readers: [(reader: DBusReader, descriptor: Int32, handler: @Sendable (DBusReader) -> Void)] = []
+    private var readers: [(reader: DBusReader, descriptor: Int32, events: Int16, handler: @Sendable (DBusReader) -> Void)] = []
     private let nextReader = Atomic<UInt64>(1)
     private var stopped = false
 
@@ -203,7 +203,28 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     public func addReader(_ descriptor: Int32, handler: @escaping @Sendable (DBusReader) -> Void) -> DBusReader {
         let id = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
         let reader = DBusReader(id: id)
-        submit { [self] in readers.append((reader, descriptor, handler)) }
+        submit { [self] in readers.append((reader, descriptor, Int16(POLLIN), handler)) }
+        return reader
+    }
+
+    /// Calls `handler` once on the loop thread when `descriptor` can be written to (or has hung up, or is in
+    /// error), then polls it for that no more: a sender that found the socket full waits for room without a
+    /// thread or a timer. The descriptor must stay open until the handler ran or ``removeReader(_:then:)`` of the
+    /// returned reader ran its `then`.
+    @discardableResult
+    public func whenWritable(_ descriptor: Int32, handler: @escaping @Sendable () -> Void) -> DBusReader {
+        let id = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
+        let reader = DBusReader(id: id)
+        submit { [self] in
+            readers.append(
+                (
+                    reader, descriptor, Int16(POLLOUT),
+                    { [self] reader in
+                        readers.removeAll { $0.reader == reader }
+                        handler()
+                    }
+                ))
+        }
         return reader
     }
 
@@ -263,7 +284,7 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
         }
         let polledReaders = readers
         for reader in polledReaders {
-            descriptors.append(pollfd(fd: reader.descriptor, events: Int16(POLLIN), revents: 0))
+            descriptors.append(pollfd(fd: reader.descriptor, events: reader.events, revents: 0))
         }
         let result = poll(&descriptors, nfds_t(descriptors.count), pollTimeout())
         if result < 0 { return }  // EINTR: go round again.

@@ -22,4 +22,7 @@ public enum EmulatorEventKind: String, Sendable, CaseIterable {
     /// A firmware-update target (`firmware` in the profile): each SMP request decoded with its answer (group, command,
     /// sequence, offsets, rc), the upload's end, test and confirm, the reset and the image booted after it.
     case firmware
+    /// An L2CAP channel of the profile's `channels`: listening, a request accepted or refused, an SDU in or out (its
+    /// first bytes), a stream's start and end, the close and who closed it.
+    case channel
 }

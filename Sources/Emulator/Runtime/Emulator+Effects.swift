@@ -96,6 +96,9 @@ extension Emulator {
             case .scheduleTimer(let id, _, _): "start timer \(id)"
             case .cancelTimer(let id): "cancel timer \(id)"
             case .log: "log"
+            case .send(let channel, _, _): "send \(channel)"
+            case .stream(let channel, _, _): "stream \(channel)"
+            case .closeChannel(let channel, _): "close \(channel)"
             }
         }.joined(separator: ", ") + (effects.count > 4 ? ", …" : "")
     }
@@ -164,6 +167,12 @@ extension Emulator {
             timers[id] = nil
         case .log(let text):
             log.record(.note, central: central.logged, detail: text)
+        case .send(let channel, let value, let links):
+            queue(.sdu(value), channel: channel, links: links)
+        case .stream(let channel, let source, let links):
+            queue(.stream(source), channel: channel, links: links)
+        case .closeChannel(let channel, let links):
+            queue(.close, channel: channel, links: links)
         }
     }
 

@@ -55,6 +55,8 @@ public actor Emulator {
     var stackSubscriptions: [DBusSignalSubscription] = []
     /// The pairing agent and the prompt waiting for the control API (see `Emulator+Pairing.swift`).
     var pairing = PairingState()
+    /// The profile's L2CAP channels: listeners and open channels (see `Emulator+Channels.swift`).
+    var channels = ChannelState()
     /// The address change gattemu made: the LE privacy key it gave the controller (see `Emulator+Address.swift`).
     var address = AddressState()
     /// What answers centrals (the profile's rules, or `gattemu relay`'s device) with the faults around it, both ways.
@@ -117,6 +119,7 @@ public actor Emulator {
         }
         try await register(on: adapter, stack: stack)
         try await watchStack(stack, adapter: adapter)
+        try startChannels(on: adapter)
         // The timers that start with the device (`"start": "run"`: a beacon's rotation).
         for effect in engine.started() { await perform(effect, central: latestCentral) }
         if profile.firmware != nil { log.record(.firmware, detail: FirmwareMTUAdvice.note(configuration)) }
@@ -224,6 +227,7 @@ public actor Emulator {
         timers = [:]
         for task in faultState.scheduled.values { task.cancel() }
         faultState.scheduled = [:]
+        stopChannels()
         await stopAdvertising()
         await unregisterApplication()
         await unregisterAgent()

@@ -95,6 +95,7 @@ extension BehaviourEngine {
         case .disconnect(let central):
             centrals.removeAll { $0 == central }
             heldFrames[central] = nil
+            for id in openChannels.keys { openChannels[id]?.removeAll { $0.central == central } }
             for id in subscribers.keys { subscribers[id]?.removeAll { $0 == central } }
             if centrals.isEmpty {
                 for timer in profile.timers where timer.cancelOnDisconnect && activeTimers.contains(timer.id) {
@@ -140,6 +141,14 @@ extension BehaviourEngine {
                 outcome.effects.append(.log("unknown trigger \"\(name)\""))
                 return false
             }
+        case .channelOpen(let id, let link):
+            if !openChannels[id, default: []].contains(link) { openChannels[id, default: []].append(link) }
+        case .sdu(let id, let link, _):
+            // An SDU of a channel the engine does not know open (closed meanwhile) is not handled.
+            guard openChannels[id]?.contains(link) == true else { return false }
+        case .channelClose(let id, let link):
+            guard openChannels[id]?.contains(link) == true else { return false }
+            openChannels[id]?.removeAll { $0 == link }
         }
         return true
     }
@@ -152,6 +161,17 @@ extension BehaviourEngine {
             what: "\(characteristic.path).value", into: &outcome.effects)
         values[characteristic.id] = value
         outcome.effects.append(.setValue(characteristic: characteristic.id, value: value))
+    }
+
+    /// The channels an action on channel `id` goes to: the event's own when it is one of `id`'s (the channel that
+    /// opened, or sent the SDU), else every open channel of `id`.
+    func links(of id: String, for event: EngineEvent) -> [UInt64] {
+        switch event {
+        case .channelOpen(id, let link), .sdu(id, let link, _):
+            return openChannels[id]?.contains(link) == true ? [link.id] : []
+        default:
+            return (openChannels[id] ?? []).map(\.id)
+        }
     }
 
     mutating func schedule(_ timer: TimerDefinition, after: DurationSpec?, into outcome: inout EngineOutcome) {
@@ -234,6 +254,16 @@ extension BehaviourEngine {
             values[id] = bytes
             let target: NotificationTarget = if !toAll, let central = event.central { .central(central) } else { .allSubscribers }
             outcome.effects.append(.notify(characteristic: id, value: bytes, target: target, indicate: indicate))
+        case .send(let id, let template):
+            let rendered = renderChecked(template, event: event, arguments: arguments)
+            if rendered.capped {
+                outcome.effects.append(.log("\(action.path): a template value reached a limit and was cut"))
+            }
+            outcome.effects.append(.send(channel: id, value: rendered.bytes, links: links(of: id, for: event)))
+        case .stream(let id, let source):
+            outcome.effects.append(.stream(channel: id, source: source, links: links(of: id, for: event)))
+        case .closeChannel(let id):
+            outcome.effects.append(.closeChannel(channel: id, links: links(of: id, for: event)))
         case .setValue(let id, let template):
             let bytes = fit(renderChecked(template, event: event, arguments: arguments), to: id, what: action.path, into: &outcome.effects)
             values[id] = bytes

@@ -11,8 +11,11 @@ extension BehaviourEngine {
             (.timer(let id), .timer(let target)),
             (.trigger(let id), .trigger(let target, _)):
             return id == target
-        case (.write(let id, let matcher), .write(let target, _, let value, _)):
+        case (.write(let id, let matcher), .write(let target, _, let value, _)),
+            (.sdu(let id, let matcher), .sdu(let target, _, let value)):
             return id == target && matches(matcher, value, event: event)
+        case (.channelOpen(let id), .channelOpen(let target, _)), (.channelClose(let id), .channelClose(let target, _)):
+            return id == target
         default:
             return false
         }

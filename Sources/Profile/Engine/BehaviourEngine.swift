@@ -19,6 +19,8 @@ public struct BehaviourEngine: Sendable {
     public internal(set) var centrals: [CentralID] = []
     /// Subscribed centrals per characteristic id.
     public internal(set) var subscribers: [String: [CentralID]] = [:]
+    /// Open L2CAP channels per channel id, in opening order.
+    public internal(set) var openChannels: [String: [ChannelLink]] = [:]
     /// Timers scheduled and not yet fired or cancelled.
     public internal(set) var activeTimers: Set<String> = []
     public internal(set) var counters: [String: Int] = [:]
@@ -67,6 +69,7 @@ public struct BehaviourEngine: Sendable {
         isAdvertising = true
         centrals = []
         subscribers = [:]
+        openChannels = [:]
         activeTimers = []
         counters = [:]
         connectionStates = [:]
@@ -112,6 +115,7 @@ public struct BehaviourEngine: Sendable {
     ) -> (bytes: [UInt8], capped: Bool) {
         var request: [UInt8] = []
         if case .write(_, _, let value, _)? = event { request = value }
+        if case .sdu(_, _, let value)? = event { request = value }
         var context = TemplateContext(
             variables: variables, state: state, adapterAddress: environment.adapterAddress,
             centralAddress: event?.central?.address, request: request, characteristicValues: values,

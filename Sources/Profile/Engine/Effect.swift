@@ -31,6 +31,12 @@ public enum Effect: Sendable, Equatable {
     case scheduleTimer(id: String, after: Duration, repeating: Bool)
     case cancelTimer(id: String)
     case log(String)
+    /// Sends an SDU on each of the open channels `links` (of channel `channel`).
+    case send(channel: String, value: [UInt8], links: [UInt64])
+    /// Streams `source` on each of `links`, in SDUs as large as each central takes.
+    case stream(channel: String, source: StreamSource, links: [UInt64])
+    /// Closes each of `links`.
+    case closeChannel(channel: String, links: [UInt64])
 
     /// Whether this is the answer to the request.
     public var isReply: Bool {

@@ -30,6 +30,8 @@ public struct DeviceProfile: Sendable {
     public var security: SecurityDefinition?
     /// The `"firmware"` section: the device is a firmware-update target (SMP over its characteristic).
     public var firmware: FirmwareDefinition?
+    /// The `"channels"` section: L2CAP connection-oriented channels the device listens on.
+    public var channels: [ChannelDefinition] = []
 
     /// Where the value at a JSON path (e.g. `advertisements[0].localName`) was written, if known; a path
     /// that goes deeper than the file gives the nearest enclosing value's place.

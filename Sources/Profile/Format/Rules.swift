@@ -23,6 +23,20 @@ public enum RuleTrigger: Sendable, Equatable {
     case unsubscribe(String)
     case timer(String)
     case trigger(String)
+    /// A central opened an L2CAP channel of this id (`{"open": id}`).
+    case channelOpen(String)
+    /// An SDU arrived on a channel of this id (`{"sdu": id, …}`), matched as a write is.
+    case sdu(String, WriteMatcher)
+    /// A channel of this id closed (`{"close": id}`): either side, or the link went down.
+    case channelClose(String)
+
+    /// The channel id this trigger names, if any.
+    public var channel: String? {
+        switch self {
+        case .channelOpen(let id), .sdu(let id, _), .channelClose(let id): id
+        default: nil
+        }
+    }
 
     /// The characteristic id this trigger names, if any.
     public var characteristic: String? {
@@ -138,6 +152,13 @@ public struct Action: Sendable, Equatable {
         case startTimer(String, after: DurationSpec?)
         case cancelTimer(String)
         case log(Template)
+        /// Sends an SDU on a channel: the event's own channel when the rule answers one of this id, else every open
+        /// channel of the id.
+        case send(channel: String, value: Template)
+        /// Sends a stream of SDUs (each as large as the central takes) at the channel's pace; targets as `send`.
+        case stream(channel: String, source: StreamSource)
+        /// Closes a channel (targets as `send`): the central sees the channel disconnected, the link stays.
+        case closeChannel(String)
     }
 
     /// The new value of a `set` action.

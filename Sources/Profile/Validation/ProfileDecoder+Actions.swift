@@ -86,6 +86,34 @@ extension ProfileDecoder {
             return make(.startTimer(id, after: after))
         case "cancelTimer":
             return identifier(kind.value, kindPath).map { make(.cancelTimer($0)) } ?? []
+        case "send":
+            guard let id = identifier(kind.value, kindPath),
+                let valueNode = required(node, "value", path),
+                let value = valueSource(valueNode, sub("value"), usage: .rule)
+            else { return [] }
+            return make(.send(channel: id, value: value.template))
+        case "stream":
+            guard let id = identifier(kind.value, kindPath) else { return [] }
+            switch (node["bytes"], node["file"]) {
+            case (let bytes?, nil):
+                guard let count = integer(bytes, sub("bytes"), in: 1...StreamSource.maximumPatternBytes) else { return [] }
+                return make(.stream(channel: id, source: .pattern(bytes: count)))
+            case (nil, let file?):
+                guard let name = string(file, sub("file")) else { return [] }
+                guard !name.isEmpty, !name.utf8.contains(0) else {
+                    error(file, sub("file"), "a file name cannot be empty or hold NUL")
+                    return []
+                }
+                return make(.stream(channel: id, source: .file(name)))
+            case (_?, _?):
+                error(node, path, "a stream takes \"bytes\" or \"file\", not both")
+                return []
+            case (nil, nil):
+                error(node, path, "a stream needs \"bytes\" (a counting pattern) or \"file\" (its contents)")
+                return []
+            }
+        case "closeChannel":
+            return identifier(kind.value, kindPath).map { make(.closeChannel($0)) } ?? []
         default:  // log
             return template(kind.value, kindPath, kind: .text, usage: .rule).map { make(.log($0)) } ?? []
         }

@@ -1,7 +1,7 @@
 extension ProfileDecoder {
     static let topLevelKeys = [
         "$schema", "format", "description", "extends", "device", "advertisements", "services", "variables", "state",
-        "connectionState", "triggers", "timers", "rules", "faults", "security", "firmware",
+        "connectionState", "triggers", "timers", "rules", "faults", "security", "firmware", "channels",
     ]
 
     /// Decodes the whole document; the result is nil only when the root is not an object.
@@ -22,6 +22,10 @@ extension ProfileDecoder {
         if let firmware = root["firmware"] { profile.firmware = self.firmware(firmware, "firmware") }
         if let services = root["services"], let items = array(services, "services") {
             profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
+        }
+        if let channels = root["channels"], let items = array(channels, "channels") {
+            profile.channels = items.enumerated().compactMap { channel($1, JSONPath.appending($0, to: "channels")) }
+            profile.publishChannelPSMs()
         }
         for service in profile.services { serviceUUIDsByID[service.id] = service.uuid }
         characteristicIDsByUUID = DeviceProfile.characteristicIDsByUUID(profile.characteristics)

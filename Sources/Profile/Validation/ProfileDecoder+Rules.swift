@@ -1,16 +1,20 @@
 import Bluetooth
 
 extension ProfileDecoder {
-    static let triggerKinds = ["read", "write", "subscribe", "unsubscribe", "connect", "disconnect", "timer", "trigger"]
+    static let triggerKinds = [
+        "read", "write", "subscribe", "unsubscribe", "connect", "disconnect", "timer", "trigger", "open", "sdu", "close",
+    ]
     static let writeMatcherKeys = ["equals", "prefix", "mask", "length", "regex", "json", "closestTo"]
     static let actionKinds = [
         "reply", "succeed", "fail", "notify", "indicate", "setValue", "set", "delay", "advertise",
-        "startAdvertising", "stopAdvertising", "disconnect", "startTimer", "cancelTimer", "log",
+        "startAdvertising", "stopAdvertising", "disconnect", "startTimer", "cancelTimer", "log", "send", "stream",
+        "closeChannel",
     ]
     /// Keys an action object may have besides its kind, and the kinds each applies to.
-    static let actionOptions = ["value", "to", "after"]
+    static let actionOptions = ["value", "to", "after", "bytes", "file"]
     static let actionOptionsByKind: [String: [String]] = [
         "notify": ["value", "to"], "indicate": ["value", "to"], "setValue": ["value"], "startTimer": ["after"],
+        "send": ["value"], "stream": ["bytes", "file"],
     ]
     static let actionKeys = actionKinds + actionOptions
 
@@ -76,11 +80,11 @@ extension ProfileDecoder {
             return nil
         }
         let kindPath = JSONPath.appending(kind.key, to: path)
-        if kind.key != "write" {
+        if kind.key != "write" && kind.key != "sdu" {
             for member in members where Self.writeMatcherKeys.contains(member.key) {
                 error(
                     at: member.keyLocation, JSONPath.appending(member.key, to: path),
-                    "\"\(member.key)\" only applies to write triggers")
+                    "\"\(member.key)\" only applies to write and sdu triggers")
             }
         }
         switch kind.key {
@@ -93,6 +97,13 @@ extension ProfileDecoder {
         case "write":
             guard let id = characteristicID(kind.value, kindPath) else { return nil }
             return .write(id, writeMatcher(node, path))
+        case "sdu":
+            guard let id = identifier(kind.value, kindPath) else { return nil }
+            return .sdu(id, writeMatcher(node, path))
+        case "open":
+            return identifier(kind.value, kindPath).map { .channelOpen($0) }
+        case "close":
+            return identifier(kind.value, kindPath).map { .channelClose($0) }
         default:
             let namesCharacteristic = ["read", "subscribe", "unsubscribe"].contains(kind.key)
             guard let name = namesCharacteristic ? characteristicID(kind.value, kindPath) : identifier(kind.value, kindPath)

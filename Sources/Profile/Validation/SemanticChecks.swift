@@ -52,6 +52,7 @@ struct SemanticChecks {
         checkServices()
         checkTimers()
         checkFirmware()
+        checkChannels()
         for rule in profile.rules { check(rule) }
         checkTemplates(templates)
     }
@@ -304,6 +305,14 @@ struct SemanticChecks {
                     JSONPath.appending("trigger", to: triggerPath), "unknown trigger \"\(name)\"",
                     hint: hint(for: name, in: { profile.triggers.map(\.name) }) ?? "declare it under \"triggers\"")
             }
+        case .channelOpen(let id), .sdu(let id, _), .channelClose(let id):
+            let key =
+                switch rule.trigger {
+                case .channelOpen: "open"
+                case .sdu: "sdu"
+                default: "close"
+                }
+            checkChannel(id, at: JSONPath.appending(key, to: triggerPath))
         case .connect, .disconnect:
             break
         }
@@ -430,8 +439,47 @@ struct SemanticChecks {
             if let after { check(after, at: action.path.replacingLastComponent(with: "after")) }
         case .cancelTimer(let id):
             checkTimer(id, at: action.path)
+        case .send(let id, _), .stream(let id, _), .closeChannel(let id):
+            checkChannel(id, at: action.path)
         case .advertise(nil), .startAdvertising, .stopAdvertising, .disconnect, .log:
             break
+        }
+    }
+
+    private mutating func checkChannel(_ id: String, at path: String) {
+        if profile.channel(id) == nil {
+            report(
+                path, "unknown channel \"\(id)\"",
+                hint: hint(for: id, in: { profile.channels.map(\.id) }) ?? "declare it under \"channels\"")
+        }
+    }
+
+    // MARK: Channels
+
+    /// Ids once each, a fixed PSM once, a published PSM in a service of the profile.
+    private mutating func checkChannels() {
+        var ids: [String: String] = [:]
+        var psms: [UInt16: String] = [:]
+        for channel in profile.channels {
+            if let first = ids[channel.id] {
+                report(JSONPath.appending("id", to: channel.path), "duplicate channel id \"\(channel.id)\"", hint: "first used at \(first)")
+            } else {
+                ids[channel.id] = channel.path
+            }
+            if case .fixed(let psm) = channel.psm {
+                if let first = psms[psm] {
+                    report(
+                        JSONPath.appending("psm", to: channel.path), "PSM \(channel.psm) is already channel \(first)'s",
+                        hint: "each channel listens on a PSM of its own")
+                } else {
+                    psms[psm] = channel.id
+                }
+            }
+            if let service = channel.publish, !profile.services.contains(where: { $0.id == service }) {
+                report(
+                    JSONPath.appending("publish", to: channel.path), "unknown service \"\(service)\"",
+                    hint: hint(for: service, in: { profile.services.map(\.id) }) ?? "name the service the PSM characteristic goes in")
+            }
         }
     }
 

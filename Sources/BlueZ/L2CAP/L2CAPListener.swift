@@ -1,0 +1,104 @@
+import Bluetooth
+import DBus
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A listening LE credit-based channel server: a kernel L2CAP socket (`SOCK_SEQPACKET`) bound to an adapter's
+/// address and a PSM, beside bluetoothd (the kernel runs L2CAP signalling; bluetoothd has no part in it).
+///
+/// Every request is deferred (`BT_DEFER_SETUP`): the kernel hands each over at once as an ``L2CAPChannelSocket`` in
+/// `onRequest`, before answering the central, so the owner accepts it (``L2CAPChannelSocket/accept()``), refuses it
+/// (``L2CAPChannelSocket/refuse()``: result 0x0006) or does either later. The listener polls on `loop`, with the D-Bus
+/// connection's descriptors; nothing blocks.
+public final class L2CAPListener: Sendable {
+    /// The PSM listened on (the kernel's pick when none was asked).
+    public let psm: UInt16
+    private let descriptor: Int32
+    private let loop: DBusEventLoop
+    private let reader: Locked<DBusReader?>
+    private let closed = Locked(false)
+
+    /// Requests taken off the kernel's queue at most each time the socket is readable.
+    static let requestsPerWake = 16
+
+    /// Binds and listens. `psm` nil lets the kernel pick a free one of 0x0080–0x00FF; `mtu` is the largest SDU taken.
+    public static func listen(
+        on address: BluetoothAddress, random: Bool, psm: UInt16?, mtu: Int, security: L2CAPSecurityLevel, loop: DBusEventLoop,
+        onRequest: @escaping @Sendable (L2CAPChannelSocket) -> Void
+    ) throws(L2CAPError) -> L2CAPListener {
+        let descriptor = socket(
+            L2CAPKernel.addressFamily, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+            L2CAPKernel.protocolL2CAP)
+        guard descriptor >= 0 else { throw L2CAPError(call: "socket", code: errno) }
+        func fail(_ call: String) -> L2CAPError {
+            let error = L2CAPError(call: call, code: errno)
+            Glibc.close(descriptor)
+            return error
+        }
+        let local = L2CAPSocketAddress(
+            psm: psm ?? 0, address: address, addressType: random ? L2CAPKernel.addressTypeLERandom : L2CAPKernel.addressTypeLEPublic)
+        let bound = local.bytes.withUnsafeBytes { raw in
+            raw.withMemoryRebound(to: sockaddr.self) { bind(descriptor, $0.baseAddress, socklen_t(L2CAPSocketAddress.size)) }
+        }
+        guard bound == 0 else { throw fail("bind") }
+        var level: [UInt8] = [security.rawValue, 0]
+        guard setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionSecurity, &level, 2) == 0 else {
+            throw fail("setsockopt BT_SECURITY")
+        }
+        var receiveMTU = UInt16(clamping: mtu)
+        guard setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionReceiveMTU, &receiveMTU, 2) == 0 else {
+            throw fail("setsockopt BT_RCVMTU")
+        }
+        var defer32: UInt32 = 1
+        guard setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionDeferSetup, &defer32, 4) == 0 else {
+            throw fail("setsockopt BT_DEFER_SETUP")
+        }
+        guard Glibc.listen(descriptor, 8) == 0 else { throw fail("listen") }
+        guard let bound = L2CAPSocketAddress.of(descriptor, peer: false) else { throw fail("getsockname") }
+        return L2CAPListener(descriptor: descriptor, psm: bound.psm, mtu: mtu, loop: loop, onRequest: onRequest)
+    }
+
+    private init(
+        descriptor: Int32, psm: UInt16, mtu: Int, loop: DBusEventLoop, onRequest: @escaping @Sendable (L2CAPChannelSocket) -> Void
+    ) {
+        self.descriptor = descriptor
+        self.psm = psm
+        self.loop = loop
+        let closed = self.closed
+        reader = Locked(nil)
+        let added = loop.addReader(descriptor) { _ in
+            for _ in 0..<Self.requestsPerWake {
+                guard !closed.value else { return }
+                let child = accept(descriptor, nil, nil)
+                guard child >= 0 else { return }  // EAGAIN: none left; anything else: the next wake tries again
+                _ = fcntl(child, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(child, F_SETFL, fcntl(child, F_GETFL) | O_NONBLOCK)
+                guard let peer = L2CAPSocketAddress.of(child, peer: true) else {
+                    Glibc.close(child)  // gone already
+                    continue
+                }
+                onRequest(L2CAPChannelSocket(descriptor: child, peer: peer, receiveMTU: mtu, loop: loop))
+            }
+        }
+        reader.withLock { $0 = added }
+    }
+
+    deinit { close() }
+
+    /// Listens no more; the descriptor is closed once the loop polls it no more. Open channels stay open.
+    public func close() {
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        let descriptor = self.descriptor
+        guard let reader = reader.withLock({ $0 }) else {
+            Glibc.close(descriptor)
+            return
+        }
+        loop.removeReader(reader) { Glibc.close(descriptor) }
+    }
+}

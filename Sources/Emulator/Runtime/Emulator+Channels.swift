@@ -1,0 +1,296 @@
+import BlueZ
+import Bluetooth
+import DBus
+import FoundationEssentials
+import Profile
+
+/// The profile's L2CAP channels (`channels`): a kernel listener per channel, and per open channel an inbox (its
+/// SDUs, handed to the engine one at a time, in order) and an outbox (what the rules send: SDUs, streams, the close,
+/// in order, each waiting for the central's credits without holding up anything else).
+struct ChannelState {
+    var listeners: [String: L2CAPListener] = [:]
+    /// The PSM each channel listens on (the kernel's pick for `"any"`).
+    var psms: [String: UInt16] = [:]
+    var open: [UInt64: OpenChannel] = [:]
+    var nextLink: UInt64 = 1
+}
+
+/// One open channel.
+struct OpenChannel {
+    var channel: String
+    var link: ChannelLink
+    var socket: L2CAPChannelSocket
+    var outbox: AsyncStream<ChannelOutgoing>.Continuation
+    var tasks: [Task<Void, Never>]
+}
+
+/// What the outbox of a channel takes, in order.
+enum ChannelOutgoing: Sendable {
+    case sdu([UInt8])
+    case stream(StreamSource)
+    case close
+}
+
+extension Emulator {
+    /// SDUs a channel may have waiting for the engine; past that, the next are dropped and logged (the kernel gives
+    /// the central credits whether or not gattemu reads, so the bound is here).
+    static let channelInboxLimit = 256
+    /// SDUs and streams a channel may have waiting to go out; past that, the next are dropped and logged.
+    static let channelOutboxLimit = 256
+    /// The most bytes of an SDU the event log keeps.
+    static let loggedSDUBytes = 256
+
+    /// Listens on every channel of the profile, and publishes each PSM where the profile asks.
+    func startChannels(on adapter: Adapter) throws(BlueZError) {
+        for definition in profile.channels where channels.listeners[definition.id] == nil {
+            let id = definition.id
+            let fixed: UInt16? = if case .fixed(let psm) = definition.psm { psm } else { nil }
+            let listener: L2CAPListener
+            do {
+                listener = try L2CAPListener.listen(
+                    on: adapter.address, random: false, psm: fixed, mtu: definition.mtu, security: Self.level(definition.security),
+                    loop: loop
+                ) { [weak self] socket in
+                    Task(executorPreference: self?.loop) { await self?.channelRequested(id, socket: socket) }
+                }
+            } catch {
+                throw .channelUnavailable(
+                    "channel \"\(id)\" (\(definition.path)) cannot listen on PSM \(definition.psm) on \(adapter.name): \(error)")
+            }
+            channels.listeners[id] = listener
+            channels.psms[id] = listener.psm
+            if definition.publish != nil {
+                let value = ChannelDefinition.psmBytes(listener.psm)
+                engine.store(value, for: definition.psmCharacteristic)
+                application?.setValue(definition.psmCharacteristic, value: value)
+            }
+            log.record(
+                .channel,
+                detail:
+                    "channel \(id) listening on PSM \(Self.hex(listener.psm)) (MTU \(definition.mtu), security \(definition.security.rawValue))"
+                    + (definition.publish.map { ", published in \($0)" } ?? ""))
+        }
+    }
+
+    /// Listens no more and closes every open channel.
+    func stopChannels() {
+        for listener in channels.listeners.values { listener.close() }
+        channels.listeners = [:]
+        for open in channels.open.values {
+            open.socket.close()
+            open.outbox.finish()
+            for task in open.tasks { task.cancel() }
+        }
+        channels.open = [:]
+    }
+
+    static func level(_ security: ChannelSecurity) -> L2CAPSecurityLevel {
+        switch security {
+        case .none: .low
+        case .encrypted: .medium
+        case .authenticated: .high
+        case .secure: .fips
+        }
+    }
+
+    static func hex(_ psm: UInt16) -> String {
+        let digits = String(psm, radix: 16, uppercase: true)
+        return "0x" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    /// A central asked for a channel: accepted unless `maximumOpen` are open already.
+    func channelRequested(_ id: String, socket: L2CAPChannelSocket) async {
+        let central = CentralID(address: socket.peer)
+        guard !stopped, let definition = profile.channel(id) else {
+            socket.refuse()
+            return
+        }
+        let openOfChannel = channels.open.values.filter { $0.channel == id }.count
+        guard openOfChannel < definition.maximumOpen else {
+            socket.refuse()
+            log.record(
+                .channel, central: central.address,
+                detail: "refused a request for channel \(id): \(openOfChannel) open, its maximumOpen (result 0x0006)")
+            return
+        }
+        let link = ChannelLink(id: channels.nextLink, central: central)
+        channels.nextLink += 1
+        let (inbox, inboxContinuation) = AsyncStream.makeStream(
+            of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.channelInboxLimit))
+        let dropped = Locked(0)
+        let accepted = socket.accept(
+            onSDU: { sdu in
+                if case .dropped = inboxContinuation.yield(sdu) {
+                    dropped.withLock { $0 += 1 }
+                }
+            },
+            onClose: { inboxContinuation.finish() })
+        guard accepted else {
+            log.record(.channel, central: central.address, detail: "channel \(id): the request was gone before it was accepted")
+            return
+        }
+        let (outbox, outboxContinuation) = AsyncStream.makeStream(
+            of: ChannelOutgoing.self, bufferingPolicy: .bufferingOldest(Self.channelOutboxLimit))
+        let receiving = Task(executorPreference: loop) { [weak self] in
+            for await sdu in inbox {
+                let lost = dropped.withLock { count in
+                    defer { count = 0 }
+                    return count
+                }
+                await self?.channelReceived(sdu, on: link, channel: id, dropped: lost)
+            }
+            await self?.channelClosed(link, channel: id, by: "the central or the link")
+        }
+        let sending = Task(executorPreference: loop) { [weak self] in
+            for await item in outbox {
+                guard let self else { return }
+                await self.channelSend(item, on: link, channel: id, socket: socket)
+            }
+        }
+        channels.open[link.id] = OpenChannel(
+            channel: id, link: link, socket: socket, outbox: outboxContinuation, tasks: [receiving, sending])
+        log.record(
+            .channel, central: central.address,
+            detail: "open \(id) \(link) (the central takes SDUs of \(socket.sendMTU.map(String.init) ?? "?") bytes)")
+        _ = try? await run(engine.handle(.channelOpen(channel: id, link: link)), central: central)
+    }
+
+    func channelReceived(_ sdu: [UInt8], on link: ChannelLink, channel id: String, dropped: Int) async {
+        guard channels.open[link.id] != nil else { return }
+        if dropped > 0 {
+            log.record(
+                .error, central: link.central.address,
+                detail: "channel \(id) \(link): \(dropped) SDUs dropped: \(Self.channelInboxLimit) were waiting for the rules")
+        }
+        log.record(
+            .channel, central: link.central.address, value: Array(sdu.prefix(Self.loggedSDUBytes)),
+            detail: "sdu in \(id) \(link), \(sdu.count) bytes")
+        _ = try? await run(engine.handle(.sdu(channel: id, link: link, value: sdu)), central: link.central)
+    }
+
+    /// A channel closed: `by` says who closed it.
+    func channelClosed(_ link: ChannelLink, channel id: String, by: String) async {
+        guard let open = channels.open.removeValue(forKey: link.id) else { return }
+        open.socket.close()
+        open.outbox.finish()
+        log.record(.channel, central: link.central.address, detail: "closed \(id) \(link) by \(by)")
+        _ = try? await run(engine.handle(.channelClose(channel: id, link: link)), central: link.central)
+    }
+
+    /// Queues an effect's SDU, stream or close on each channel it names.
+    func queue(_ item: ChannelOutgoing, channel id: String, links: [UInt64]) {
+        if links.isEmpty {
+            log.record(.note, detail: "channel \(id): no channel open to \(Self.describe(item))")
+        }
+        for linkID in links {
+            guard let open = channels.open[linkID] else { continue }
+            if case .dropped = open.outbox.yield(item) {
+                log.record(
+                    .error, central: open.link.central.address,
+                    detail: "channel \(id) \(open.link): \(Self.describe(item)) dropped: \(Self.channelOutboxLimit) are waiting to go out")
+            }
+        }
+    }
+
+    static func describe(_ item: ChannelOutgoing) -> String {
+        switch item {
+        case .sdu(let bytes): "send \(bytes.count) bytes"
+        case .stream(let source): "stream \(source)"
+        case .close: "close"
+        }
+    }
+
+    /// Sends one item of a channel's outbox, waiting for the central's credits as long as the channel is open.
+    func channelSend(_ item: ChannelOutgoing, on link: ChannelLink, channel id: String, socket: L2CAPChannelSocket) async {
+        switch item {
+        case .sdu(let bytes):
+            switch await Self.deliver(bytes, on: socket) {
+            case .sent:
+                log.record(
+                    .channel, central: link.central.address, value: Array(bytes.prefix(Self.loggedSDUBytes)),
+                    detail: "sdu out \(id) \(link), \(bytes.count) bytes")
+            case .tooLarge:
+                log.record(
+                    .error, central: link.central.address,
+                    detail: "channel \(id) \(link): an SDU of \(bytes.count) bytes not sent: the central takes at most \(socket.sendMTU ?? 0)")
+            case .full, .closed:
+                break
+            }
+        case .stream(let source):
+            await stream(source, on: link, channel: id, socket: socket)
+        case .close:
+            log.record(.channel, central: link.central.address, detail: "closing \(id) \(link)")
+            await channelClosed(link, channel: id, by: "the profile")
+        }
+    }
+
+    /// Sends `bytes` as one SDU, waiting for room while the central gives no credits.
+    static func deliver(_ bytes: [UInt8], on socket: L2CAPChannelSocket) async -> L2CAPChannelSocket.SendResult {
+        while true {
+            let result = socket.send(bytes)
+            guard result == .full else { return result }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                socket.whenWritable { continuation.resume() }
+            }
+        }
+    }
+
+    /// Sends a stream in SDUs as large as the central takes, at the pace of its credits.
+    func stream(_ source: StreamSource, on link: ChannelLink, channel id: String, socket: L2CAPChannelSocket) async {
+        let started = ContinuousClock.now
+        var bytes: [UInt8] = []
+        switch source {
+        case .pattern:
+            break
+        case .file(let name):
+            let path = Self.resolve(name, besides: profile.file)
+            guard let contents = await Self.readFile(path) else {
+                log.record(
+                    .error, central: link.central.address,
+                    detail: "channel \(id) \(link): stream file \(path) cannot be read (or is over \(ProfileLimits.fileSize) bytes)")
+                return
+            }
+            bytes = contents
+        }
+        let total: Int = if case .pattern(let count) = source { count } else { bytes.count }
+        let size = max(1, socket.sendMTU ?? 23)
+        log.record(
+            .channel, central: link.central.address, detail: "stream \(id) \(link): \(source), \(total) bytes in SDUs of \(size)",
+            progress: .init(done: 0, total: total))
+        var offset = 0
+        while offset < total {
+            let end = min(total, offset + size)
+            let chunk: [UInt8] =
+                if case .pattern = source {
+                    (offset..<end).map { UInt8(truncatingIfNeeded: $0) }
+                } else {
+                    Array(bytes[offset..<end])
+                }
+            guard await Self.deliver(chunk, on: socket) == .sent else {
+                log.record(
+                    .channel, central: link.central.address, detail: "stream \(id) \(link): stopped at \(offset) of \(total) bytes: the channel closed",
+                    progress: .init(done: offset, total: total))
+                return
+            }
+            offset = end
+        }
+        let elapsed = (ContinuousClock.now - started).components
+        let milliseconds = elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
+        log.record(
+            .channel, central: link.central.address,
+            detail: "stream \(id) \(link): \(total) bytes sent in \(milliseconds) ms",
+            progress: .init(done: total, total: total))
+    }
+
+    /// A stream file's path: as written when absolute, else beside the profile.
+    static func resolve(_ name: String, besides profileFile: String) -> String {
+        if name.hasPrefix("/") { return name }
+        guard let slash = profileFile.lastIndex(of: "/") else { return name }
+        return String(profileFile[...slash]) + name
+    }
+
+    /// Reads a whole file (at most ``ProfileLimits/fileSize`` bytes) off the loop.
+    static func readFile(_ path: String) async -> [UInt8]? {
+        await Task.detached { try? ProfileFiles.read(path, requireRegularFile: false).get() }.value
+    }
+}

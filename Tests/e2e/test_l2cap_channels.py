@@ -1,0 +1,230 @@
+"""L2CAP connection-oriented channels (issue 45), judged by Bumble centrals with their own stacks.
+
+gattemu listens on two LE credit-based channels of a profile: "data" on a PSM the kernel picks, published in Apple's
+L2CAP PSM characteristic (the way iOS apps find it), and "ctl" on a fixed PSM that takes one channel at a time. A
+Bumble central reads the PSM over GATT, opens the channel, is greeted, exchanges SDUs by the profile's rules, gets a
+1 MiB stream intact and sees the profile close the channel. Two centrals on two channels at once each get their own
+answers while a stream runs; a request past `maximumOpen` is refused as the kernel refuses one (result 0x0006); SDUs
+larger than the channel's MTU take down only that channel.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+
+import pytest
+from bumble import l2cap
+
+from central import open_central
+from conftest import report
+
+NAME = "CocDevice"
+SERVICE = "7a1e0001-5c3b-4f6e-9b2a-1d0c9e8f7a60"
+PSM_CHARACTERISTIC = "abdd3056-28fa-441d-a470-55a75a52553a"
+CTL_PSM = 0x0085
+STREAM = 1 << 20
+PROFILE = {
+    "format": 1,
+    "device": {"name": NAME},
+    "advertisements": [{"id": "main", "localName": NAME, "serviceUUIDs": [SERVICE]}],
+    "services": [{"id": "files", "uuid": SERVICE, "characteristics": [
+        {"id": "status", "uuid": "7a1e0002-5c3b-4f6e-9b2a-1d0c9e8f7a60", "flags": ["read"], "value": {"hex": "01"}}]}],
+    "channels": [
+        {"id": "data", "psm": "any", "mtu": 2048, "publish": "files"},
+        {"id": "ctl", "psm": CTL_PSM, "mtu": 64, "maximumOpen": 1},
+    ],
+    "rules": [
+        {"on": {"open": "data"}, "do": {"send": "data", "value": {"utf8": "hello"}}},
+        {"on": {"sdu": "data", "equals": "01"}, "do": {"send": "data", "value": "81 {request}"}},
+        {"on": {"sdu": "data", "prefix": "02"}, "do": {"stream": "data", "bytes": STREAM}},
+        {"on": {"sdu": "data", "prefix": "03"}, "do": {"closeChannel": "data"}},
+        {"on": {"sdu": "data", "prefix": "04"}, "do": [{"delay": 50}, {"send": "data", "value": "84 {request}"}]},
+        {"on": {"sdu": "ctl"}, "do": {"send": "ctl", "value": "C0 {request}"}},
+    ],
+}
+
+
+def pattern(offset: int, count: int) -> bytes:
+    return bytes((offset + index) & 0xFF for index in range(count))
+
+
+class Channel:
+    """A Bumble LE credit-based channel with its received SDUs in order."""
+
+    def __init__(self, channel):
+        self.channel = channel
+        self.sdus: list[bytes] = []
+        self.closed = asyncio.Event()
+        self.news = asyncio.Event()
+        channel.sink = self._received
+        channel.on("close", self.closed.set)
+
+    def _received(self, sdu: bytes) -> None:
+        self.sdus.append(bytes(sdu))
+        self.news.set()
+
+    async def send(self, sdu: bytes) -> None:
+        # One write of at most the peer's MTU is one SDU (Bumble packs queued writes together otherwise).
+        assert len(sdu) <= self.channel.peer_mtu
+        self.channel.write(sdu)
+        await self.channel.drain()
+
+    async def wait(self, condition, what: str, timeout: float = 60.0) -> None:
+        end = time.monotonic() + timeout
+        while not condition():
+            self.news.clear()
+            remaining = end - time.monotonic()
+            assert remaining > 0, (f"{what}: got {len(self.sdus)} SDUs ({sum(map(len, self.sdus))} bytes), the last "
+                                   f"{[len(s) for s in self.sdus[-3:]]} bytes long, closed: {self.closed.is_set()}")
+            try:
+                await asyncio.wait_for(self.news.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    async def received(self, count: int, what: str) -> list[bytes]:
+        await self.wait(lambda: len(self.sdus) >= count, what)
+        return self.sdus[:count]
+
+
+async def open_channel(connection, psm: int, mtu: int = 2048) -> Channel:
+    # 16 credits of 512-byte PDUs: with 64 credits of 2048 bytes, the sandbox's Bumble central (Python under TCG, on
+    # the HCI user channel) got duplicated ACL continuation fragments in bursts (its own capture shows them; the kernel
+    # as central got the same 1 MiB stream intact, docs/sandbox.md), and dropped the channel.
+    spec = l2cap.LeCreditBasedChannelSpec(psm=psm, mtu=mtu, mps=min(mtu, 512), max_credits=16)
+    return Channel(await asyncio.wait_for(connection._conn.create_l2cap_channel(spec=spec), 30))
+
+
+@pytest.fixture
+async def second_central():
+    adapter = os.environ.get("GATTEMU_CENTRAL2")
+    if not adapter:
+        pytest.fail("the sandbox brought up no GATTEMU_CENTRAL2: two centrals at once cannot be judged", pytrace=False)
+    c = await open_central(adapter=adapter, address="F0:E0:D0:00:00:02")
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+def start(start_gattemu, tmp_path):
+    profile = tmp_path / "channels.json"
+    profile.write_text(json.dumps(PROFILE, indent=2))
+    return start_gattemu(str(profile))
+
+
+def channel_events(p) -> list[str]:
+    lines = [json.loads(line) for line in p.events.read_text().splitlines() if line.strip()]
+    return [e.get("detail", "") for e in lines if e["event"] == "channel"]
+
+
+async def wait_for_event(p, text: str, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not any(text in d for d in channel_events(p)):
+        assert time.monotonic() < end, f"no channel event with {text!r}: {channel_events(p)}"
+        await asyncio.sleep(0.1)
+
+
+async def test_a_central_finds_the_psm_exchanges_sdus_and_gets_a_stream(central, start_gattemu, tmp_path):
+    p = start(start_gattemu, tmp_path)
+    adv = await p.advertising(central, name=NAME)
+    conn = await central.connect(adv.address)
+    psm_bytes = await conn.read(PSM_CHARACTERISTIC)
+    assert len(psm_bytes) == 2, psm_bytes
+    psm = int.from_bytes(psm_bytes, "little")
+    assert 0x80 <= psm <= 0xFF, f"the published PSM {psm:#06x} is not one of the LE dynamic range"
+    await wait_for_event(p, f"channel data listening on PSM 0x{psm:04X}")
+
+    channel = await open_channel(conn, psm)
+    assert channel.channel.peer_mtu == 2048, "the channel's MTU is the profile's"
+    assert await channel.received(1, "the greeting of the open rule") == [b"hello"]
+
+    await channel.send(b"\x01")
+    assert (await channel.received(2, "the answer to 01"))[1] == b"\x81\x01"
+
+    # A 1 MiB stream at the pace of the central's credits, in SDUs as large as the central takes.
+    started = time.monotonic()
+    await channel.send(b"\x02")
+    await channel.wait(lambda: sum(len(s) for s in channel.sdus[2:]) >= STREAM, "the 1 MiB stream", timeout=240)
+    elapsed = time.monotonic() - started
+    streamed = b"".join(channel.sdus[2:])
+    assert len(streamed) == STREAM and streamed == pattern(0, STREAM), "the stream arrived cut or changed"
+    assert max(len(s) for s in channel.sdus[2:]) == 2048, "the stream's SDUs are as large as the central takes"
+    await wait_for_event(p, f"{STREAM} bytes sent in")
+
+    # SDUs after a stream still answered in order; then the profile closes the channel, the link stays.
+    for tag in range(5):
+        await channel.send(bytes([0x04, tag]))
+    await channel.wait(lambda: len([s for s in channel.sdus if s[:1] == b"\x84"]) == 5, "the five delayed answers")
+    answers = [s for s in channel.sdus if s[:1] == b"\x84"]
+    assert answers == [bytes([0x84, 0x04, tag]) for tag in range(5)], [a.hex() for a in answers]
+    await channel.send(b"\x03")
+    await asyncio.wait_for(channel.closed.wait(), 30)
+    assert conn.is_connected, "closing the channel left the link up"
+    assert await conn.read(PSM_CHARACTERISTIC) == psm_bytes
+    await wait_for_event(p, "by the profile")
+
+    details = channel_events(p)
+    assert any(d.startswith("sdu in data #1, 1 bytes") for d in details), details
+    assert any(d.startswith("sdu out data #1, 2 bytes") for d in details), details
+    report(f"L2CAP: PSM {psm:#06x} read from the Apple characteristic; 1 MiB streamed intact in {elapsed:.1f} s "
+           f"({STREAM / elapsed / 1024:.0f} KiB/s) in {len(channel.sdus) - 7} SDUs")
+    await conn.disconnect()
+
+
+async def test_two_centrals_on_two_channels_at_once(central, second_central, start_gattemu, tmp_path):
+    p = start(start_gattemu, tmp_path)
+    adv = await p.advertising(central, name=NAME)
+    first = await central.connect(adv.address)
+    second = await second_central.connect((await p.advertising(second_central, name=NAME)).address)
+    psm = int.from_bytes(await first.read(PSM_CHARACTERISTIC), "little")
+    data = await open_channel(first, psm)
+    ctl = await open_channel(second, CTL_PSM, mtu=64)
+    await data.received(1, "the greeting")
+
+    async def exchange() -> None:
+        for n in range(40):
+            await ctl.send(bytes([n, 0xAA]))
+            await ctl.wait(lambda: len(ctl.sdus) > n, f"the answer to SDU {n} on ctl")
+        assert ctl.sdus == [bytes([0xC0, n, 0xAA]) for n in range(40)], [s.hex() for s in ctl.sdus[:5]]
+
+    await data.send(b"\x02")
+    await asyncio.gather(
+        exchange(),
+        data.wait(lambda: sum(len(s) for s in data.sdus[1:]) >= STREAM, "the stream beside the other channel", 240))
+    assert b"".join(data.sdus[1:]) == pattern(0, STREAM)
+
+    # ctl takes one channel at a time: the second request is refused as the kernel refuses a deferred channel.
+    with pytest.raises(l2cap.L2capError) as refused:
+        await open_channel(first, CTL_PSM, mtu=64)
+    assert refused.value.error_code == 0x0006, refused.value
+    await wait_for_event(p, "refused a request for channel ctl")
+
+    # The central leaving closes its channel; the other goes on.
+    await second.disconnect()
+    await wait_for_event(p, "closed ctl")
+    await data.send(b"\x01")
+    await data.wait(lambda: data.sdus[-1] == b"\x81\x01", "an answer after the other central left")
+    assert not data.closed.is_set()
+    report("L2CAP: two centrals on two channels at once: 40 exchanges beside a 1 MiB stream; "
+           "a request past maximumOpen refused with 0x0006")
+    await first.disconnect()
+
+
+async def test_an_sdu_over_the_mtu_takes_down_only_its_channel(central, start_gattemu, tmp_path):
+    p = start(start_gattemu, tmp_path)
+    conn = await central.connect((await p.advertising(central, name=NAME)).address)
+    psm = int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little")
+    data = await open_channel(conn, psm)
+    ctl = await open_channel(conn, CTL_PSM, mtu=64)
+    await data.received(1, "the greeting")
+    # Bumble sends what it is given in K-frames of the peer's MPS, with the SDU length it claims: 200 > ctl's 64.
+    oversized = 200
+    ctl.channel.send_pdu(oversized.to_bytes(2, "little") + bytes(min(oversized, ctl.channel.peer_mps - 2)))
+    await asyncio.wait_for(ctl.closed.wait(), 30)
+    await wait_for_event(p, "closed ctl")
+    await data.send(b"\x01")
+    await data.wait(lambda: data.sdus[-1] == b"\x81\x01", "the other channel after one was taken down")
+    assert conn.is_connected
+    await conn.disconnect()
