@@ -17,7 +17,8 @@ extension Fault {
             central: fault.spec.scope.central?.description,
             nth: fault.spec.scope.nth, count: fault.spec.scope.count, probability: fault.spec.scope.probability,
             seed: fault.spec.scope.seed,
-            matched: fault.matched, fired: fault.fired, exhausted: fault.exhausted, description: fault.spec.description)
+            matched: fault.matched, fired: fault.fired, exhausted: fault.exhausted, description: fault.spec.description,
+            channel: fault.spec.scope.channel)
     }
 }
 
@@ -66,6 +67,7 @@ extension FaultRequest {
             case .smpError(let code): .smpError(code)
             case .wrongHash: .wrongHash
             case .losePending: .losePending
+            case .closeChannel: .closeChannel
             }
         self.init(on: FaultTrigger(rawValue: spec.on.rawValue), action: action)
         id = spec.id
@@ -78,6 +80,7 @@ extension FaultRequest {
         seed = spec.scope.seed
         if spec.scope.afterMilliseconds != 0 { after = .milliseconds(spec.scope.afterMilliseconds) }
         percent = spec.scope.percent
+        channel = spec.scope.channel
     }
 }
 

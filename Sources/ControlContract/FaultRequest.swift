@@ -8,7 +8,7 @@ public typealias FaultTrigger = FaultOperation
 /// A fault to install (`POST /v1/faults`, a profile's `faults`, `--scenario`): scope keys and exactly one
 /// action. The server decodes it with the profile's fault decoder (`FaultSpecDecoder`), which this schema
 /// describes branch by branch: which `on` each action takes, `characteristic` only for operations on one,
-/// `after` only for `on: start`.
+/// `channel` only for operations on an L2CAP channel, `after` only for `on: start`.
 public struct FaultRequest: ContractType, Equatable {
     public var id: String?
     public var description: String?
@@ -24,6 +24,8 @@ public struct FaultRequest: ContractType, Equatable {
     public var after: DurationValue?
     /// For `on: upload`: the share of the image (0–100) a chunk must reach.
     public var percent: Int?
+    /// For `on: channel`, `sdu`, `send`: the L2CAP channel's id.
+    public var channel: String?
     public var action: FaultActionBody
 
     public init(on: FaultTrigger? = nil, action: FaultActionBody) {
@@ -76,6 +78,14 @@ public struct FaultRequest: ContractType, Equatable {
                             required(action.rawValue, action.schema)
                         ]))
             }
+            let channels = FaultTrigger.allCases.filter { $0.isAboutChannel && allowed.contains($0) }
+            if !channels.isEmpty {
+                branches.append(
+                    .object(
+                        scope(on: channels, onRequired: true, characteristic: false, after: false, channel: true) + [
+                            required(action.rawValue, action.schema)
+                        ]))
+            }
             let firmware = FaultTrigger.allCases.filter { $0.isAboutFirmware && $0 != .upload && allowed.contains($0) }
             if !firmware.isEmpty {
                 branches.append(
@@ -95,7 +105,9 @@ public struct FaultRequest: ContractType, Equatable {
         return .described("Scope keys plus exactly one action (docs/control.md, \"Faults\")", .oneOf(branches))
     }
 
-    static func scope(on: [FaultTrigger], onRequired: Bool, characteristic: Bool, after: Bool, percent: Bool = false) -> [Schema.Property] {
+    static func scope(
+        on: [FaultTrigger], onRequired: Bool, characteristic: Bool, after: Bool, percent: Bool = false, channel: Bool = false
+    ) -> [Schema.Property] {
         var properties: [Schema.Property] = [
             optional("id", .string(pattern: Patterns.identifier)),
             optional("description", .string),
@@ -103,6 +115,10 @@ public struct FaultRequest: ContractType, Equatable {
             .init("on", .string(enumeration: on.map(\.rawValue)), required: onRequired),
         ]
         if characteristic { properties.append(optional("characteristic", .string(minLength: 1))) }
+        if channel {
+            properties.append(
+                optional("channel", .described("The L2CAP channel's id (the profile's channels)", .string(pattern: Patterns.identifier))))
+        }
         properties += [
             optional("central", .string(pattern: Patterns.address)),
             optional(
@@ -142,7 +158,10 @@ public struct FaultRequest: ContractType, Equatable {
         start.after = .milliseconds(500)
         var upload = FaultRequest(on: .upload, action: .smpError(12))
         upload.percent = 60
-        return [write, start, FaultRequest(on: .notify, action: .corrupt(.replace(at: 0, hex: "ff"))), upload]
+        var send = FaultRequest(on: .send, action: .closeChannel)
+        send.channel = "data"
+        send.nth = 100
+        return [write, start, FaultRequest(on: .notify, action: .corrupt(.replace(at: 0, hex: "ff"))), upload, send]
     }
 
     // MARK: Coding
@@ -169,6 +188,7 @@ public struct FaultRequest: ContractType, Equatable {
         seed = try container.decodeIfPresent(UInt64.self, forKey: Key("seed"))
         after = try container.decodeIfPresent(DurationValue.self, forKey: Key("after"))
         percent = try container.decodeIfPresent(Int.self, forKey: Key("percent"))
+        channel = try container.decodeIfPresent(String.self, forKey: Key("channel"))
         let names = container.allKeys.compactMap { FaultActionBody.Name(rawValue: $0.stringValue) }
         guard names.count == 1, let name = names.first else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a fault takes exactly one action"))
@@ -190,6 +210,7 @@ public struct FaultRequest: ContractType, Equatable {
         try container.encodeIfPresent(seed, forKey: Key("seed"))
         try container.encodeIfPresent(after, forKey: Key("after"))
         try container.encodeIfPresent(percent, forKey: Key("percent"))
+        try container.encodeIfPresent(channel, forKey: Key("channel"))
         try action.encode(to: container.superEncoder(forKey: Key(action.name.rawValue)))
     }
 }
@@ -223,10 +244,12 @@ public enum FaultActionBody: Sendable, Equatable {
     case wrongHash
     /// Lose the pending image at the reset (`on: reset`).
     case losePending
+    /// Close the L2CAP channel after the SDU (`on: sdu`, `send`).
+    case closeChannel
 
     public enum Name: String, CaseIterable, Sendable {
         case delay, drop, error, corrupt, truncate, rewrite, duplicate, reorder, disconnect, silence, advertise, powerCycle
-        case refuse, wrongPasskey, forgetBonds, smpError, wrongHash, losePending
+        case refuse, wrongPasskey, forgetBonds, smpError, wrongHash, losePending, closeChannel
 
         /// Its declaration in ``FaultCatalog`` (a test checks every case has one and every kind a case).
         public var kind: FaultKind {
@@ -260,6 +283,7 @@ public enum FaultActionBody: Sendable, Equatable {
         case .smpError: .smpError
         case .wrongHash: .wrongHash
         case .losePending: .losePending
+        case .closeChannel: .closeChannel
         }
     }
 
@@ -280,6 +304,7 @@ public enum FaultActionBody: Sendable, Equatable {
         case .forgetBonds: self = .forgetBonds
         case .wrongHash: self = .wrongHash
         case .losePending: self = .losePending
+        case .closeChannel: self = .closeChannel
         case .smpError: self = .smpError(try single.decode(Int.self))
         case .error:
             if let code = try? single.decode(Int.self) {
@@ -302,7 +327,8 @@ public enum FaultActionBody: Sendable, Equatable {
         switch self {
         case .delay(.fixed(let duration)): try single.encode(duration)
         case .delay(.range(let min, let max)): try single.encode(["min": min, "max": max])
-        case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds, .wrongHash, .losePending: try single.encode(true)
+        case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds, .wrongHash, .losePending, .closeChannel:
+            try single.encode(true)
         case .smpError(let code): try single.encode(code)
         case .error(.name(let name)): try single.encode(name)
         case .error(.code(let code)): try single.encode(code)

@@ -8,6 +8,8 @@ public struct Fault: ContractType, Equatable {
     /// The action in words (`error not-authorized`).
     public var summary: String
     public var characteristic: String?
+    /// The L2CAP channel it watches (channel operations).
+    public var channel: String?
     public var central: String?
     public var nth: Int
     public var count: Int?
@@ -23,13 +25,14 @@ public struct Fault: ContractType, Equatable {
     public init(
         id: String, on: FaultTrigger, action: String, summary: String, characteristic: String? = nil, central: String? = nil,
         nth: Int = 1, count: Int? = nil, probability: Double = 1, seed: UInt64? = nil, matched: Int = 0, fired: Int = 0,
-        exhausted: Bool = false, description: String? = nil
+        exhausted: Bool = false, description: String? = nil, channel: String? = nil
     ) {
         self.id = id
         self.on = on
         self.action = action
         self.summary = summary
         self.characteristic = characteristic
+        self.channel = channel
         self.central = central
         self.nth = nth
         self.count = count
@@ -49,6 +52,7 @@ public struct Fault: ContractType, Equatable {
             required("action", .string(enumeration: FaultActionBody.Name.allCases.map(\.rawValue))),
             required("summary", .string),
             optional("characteristic", .string),
+            optional("channel", .string),
             optional("central", .string),
             required("nth", .integer(minimum: 1)),
             optional("count", .integer(minimum: 1)),
@@ -65,7 +69,10 @@ public struct Fault: ContractType, Equatable {
             Fault(
                 id: "f1", on: .write, action: "error", summary: "error not-authorized", characteristic: "config",
                 central: "AA:BB:CC:DD:EE:01",
-                nth: 2, count: 1, probability: 1, seed: 7, matched: 3, fired: 1, exhausted: true, description: "auth")
+                nth: 2, count: 1, probability: 1, seed: 7, matched: 3, fired: 1, exhausted: true, description: "auth"),
+            Fault(
+                id: "cut", on: .send, action: "closeChannel", summary: "close the channel", nth: 100, count: 1, matched: 100,
+                fired: 1, exhausted: true, channel: "data"),
         ]
     }
 }

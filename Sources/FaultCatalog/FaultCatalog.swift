@@ -29,6 +29,7 @@ public enum FaultCatalog {
     static let notifications: [FaultOperation] = [.notify, .indicate]
     static let answers: [FaultOperation] = [.read, .write]
     static let firmware: [FaultOperation] = [.upload, .confirm, .reset]
+    static let sdus: [FaultOperation] = [.sdu, .send]
 
     /// The kinds, in the order listings and forms show them. Built on each use, not stored: a stored table of
     /// indirect enums is held through tagged pointers LeakSanitizer cannot follow, so every fuzz target that
@@ -37,16 +38,19 @@ public enum FaultCatalog {
         [
             FaultKind(
                 name: "delay", parameter: .oneOf([.duration, .object([FaultField("min", .duration), FaultField("max", .duration)])]),
-                operations: answers + notifications + firmware, suggestedOperation: .write,
+                operations: answers + notifications + firmware + [.channel] + sdus, suggestedOperation: .write,
                 summary:
                     "Hold the answer or the notification that long; with min and max, a uniform jitter between them (either order)."
-                    + " On upload, a slow flash: each chunk's answer (the first's, with nth 1: the erase).",
+                    + " On upload, a slow flash: each chunk's answer (the first's, with nth 1: the erase)."
+                    + " On channel, accept the request that late; on sdu, a slow reader (the SDU reaches the rules that late, the"
+                    + " ones after it wait); on send, the SDU goes out that late.",
                 example: #"{"on": "read", "delay": {"min": "50ms", "max": "400ms"}, "probability": 0.5, "seed": 42}"#),
             FaultKind(
-                name: "drop", parameter: .flag, operations: answers + notifications + firmware, suggestedOperation: .write,
+                name: "drop", parameter: .flag, operations: answers + notifications + firmware + sdus, suggestedOperation: .write,
                 summary:
                     "Never answer the read or write (bluetoothd answers the central with an error after 5 s), or do not send the notification;"
-                    + " an SMP request (upload chunk, confirm, reset) is neither carried out nor answered: the client times out.",
+                    + " an SMP request (upload chunk, confirm, reset) is neither carried out nor answered: the client times out;"
+                    + " an SDU received never reaches the rules, one sent is not sent.",
                 example: #"{"on": "notify", "characteristic": "tx", "nth": 2, "drop": true}"#),
             FaultKind(
                 name: "error", parameter: .attError, operations: answers, suggestedOperation: .write,
@@ -59,15 +63,16 @@ public enum FaultCatalog {
                     .object([FaultField("at", .integer(byteOffsets), required: false), FaultField("hex", .hexBytes)]),
                     .object([FaultField("at", .integer(byteOffsets), required: false), FaultField("xor", .hexBytes)]),
                 ]),
-                operations: answers + notifications, suggestedOperation: .notify,
+                operations: answers + notifications + sdus, suggestedOperation: .notify,
                 summary:
                     "Flip bits at seeded random positions, replace bytes from offset at (appended past the end), or XOR them with a mask"
-                    + " (of the read answer, the written value before the behaviour engine sees it, or the notification).",
+                    + " (of the read answer, the written value before the behaviour engine sees it, the notification, or the SDU).",
                 example: #"{"on": "notify", "characteristic": "tx", "corrupt": {"flipBits": 1}, "count": 5}"#),
             FaultKind(
-                name: "truncate", parameter: .integer(byteOffsets), operations: answers + notifications, suggestedOperation: .notify,
+                name: "truncate", parameter: .integer(byteOffsets), operations: answers + notifications + sdus, suggestedOperation: .notify,
                 summary:
-                    "Keep only this many bytes of the read answer, the written value (before the behaviour engine) or the notification.",
+                    "Keep only this many bytes of the read answer, the written value (before the behaviour engine), the notification or"
+                    + " the SDU.",
                 example: #"{"on": "notify", "truncate": 3}"#),
             FaultKind(
                 name: "rewrite",
@@ -75,7 +80,7 @@ public enum FaultCatalog {
                     FaultField("match", .value(nonEmpty: true)), FaultField("replace", .value(nonEmpty: false)),
                     FaultField("all", .boolean, required: false),
                 ]),
-                operations: answers + notifications, suggestedOperation: .notify,
+                operations: answers + notifications + sdus, suggestedOperation: .notify,
                 summary:
                     "Replace every occurrence of match by replace (only the first with \"all\": false) in the read answer, the written value"
                     + " or the notification; a result longer than \(maximumValueBytes) bytes is cut to \(maximumValueBytes) (logged).",
@@ -105,8 +110,10 @@ public enum FaultCatalog {
                 summary: "Power the adapter off for that long (1 s for true), then on, and advertise again.",
                 example: #"{"powerCycle": "3s"}"#),
             FaultKind(
-                name: "refuse", parameter: .flag, operations: [.pair], suggestedOperation: .pair,
-                summary: "Refuse the pairing, whatever the profile's security section says.",
+                name: "refuse", parameter: .flag, operations: [.pair, .channel], suggestedOperation: .pair,
+                summary:
+                    "Refuse the pairing, whatever the profile's security section says; on channel, refuse the L2CAP channel"
+                    + " (result 0x0006, as the kernel refuses a deferred channel).",
                 example: #"{"refuse": true, "count": 1}"#),
             FaultKind(
                 name: "wrongPasskey", parameter: .flag, operations: [.pair], suggestedOperation: .pair,
@@ -132,6 +139,11 @@ public enum FaultCatalog {
                 name: "losePending", parameter: .flag, operations: [.reset], suggestedOperation: .reset,
                 summary: "At this reset the image waiting in slot 1 is lost: MCUboot finds nothing to swap in and boots the running image.",
                 example: #"{"on": "reset", "losePending": true, "count": 1}"#),
+            FaultKind(
+                name: "closeChannel", parameter: .flag, operations: sdus, suggestedOperation: .send,
+                summary:
+                    "Close the L2CAP channel right after the SDU (an L2CAP disconnection; the link stays up): a transfer cut mid-way.",
+                example: #"{"on": "send", "channel": "data", "nth": 100, "closeChannel": true}"#),
         ]
     }
 

@@ -16,13 +16,16 @@ public struct FaultKind: Sendable, Equatable {
     public var example: String
 
     /// The operation a spec without `on` watches: `start` when the kind may fire at once, `pair` for a kind
-    /// only about pairing; nil when `on` is required.
+    /// about pairing first (`refuse`, which also refuses channels); nil when `on` is required.
     public var implicitOperation: FaultOperation? {
         if operations.contains(.start) { return .start }
-        if operations == [.pair] { return .pair }
+        if operations.first == .pair { return .pair }  // refuse: the pairing unless `on` says channel
         return nil
     }
 
     /// Whether a spec of this kind may name a characteristic (some of its operations are about one).
     public var takesCharacteristic: Bool { operations.contains(where: \.isAboutCharacteristic) }
+
+    /// Whether a spec of this kind may name an L2CAP channel (some of its operations are about one).
+    public var takesChannel: Bool { operations.contains(where: \.isAboutChannel) }
 }

@@ -22,9 +22,18 @@ public enum FaultOperation: String, Codable, Sendable, Equatable, CaseIterable {
     case confirm
     /// A reset asked for over SMP (profiles with a `firmware` section): the device is about to reboot.
     case reset
+    /// A central's request for an L2CAP channel of the profile's `channels`, before it is accepted.
+    case channel
+    /// An SDU received on an L2CAP channel, before the rules see it.
+    case sdu
+    /// An SDU sent on an L2CAP channel (each SDU of a stream too).
+    case send
 
     /// Operations on one characteristic: the only ones a fault's `characteristic` may narrow.
     public var isAboutCharacteristic: Bool { self == .read || self == .write || self == .notify || self == .indicate }
+
+    /// Operations on an L2CAP channel: the only ones a fault's `channel` may narrow.
+    public var isAboutChannel: Bool { self == .channel || self == .sdu || self == .send }
 
     /// Operations of a firmware-update target (SMP requests): the only ones a fault's `percent` may narrow (`upload`).
     public var isAboutFirmware: Bool { self == .upload || self == .confirm || self == .reset }

@@ -34,6 +34,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
               gattemu ctl fault add --on read --delay 100ms-300ms --probability 0.5 --seed 7
               gattemu ctl fault add --silence 10s
               gattemu ctl fault add --on upload --percent 60 --smp-error 12
+              gattemu ctl fault add --on send --channel data --nth 100 --close-channel
               gattemu ctl fault add --spec '{"on": "notify", "corrupt": {"at": 1, "xor": "80"}}'
             """
     }
@@ -54,6 +55,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: "Seed of the fault's generator (replay).") var seed: UInt64?
     @Option(help: "For --on start: wait this long first (e.g. 5s).") var after: String?
     @Option(help: "For --on upload: only chunks that bring the upload to this share of the image (0–100).") var percent: Int?
+    @Option(help: "For --on channel, sdu or send: only this L2CAP channel.") var channel: String?
     @Option(help: "Name of the fault.") var id: String?
 
     @Option(help: CtlFaultAdd.help("delay", "E.g. 200ms, 2s, or a range 100ms-300ms.")) var delay: String?
@@ -78,6 +80,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: CtlFaultAdd.help("smpError", "E.g. 12 (flash write failed).")) var smpError: Int?
     @Flag(help: CtlFaultAdd.help("wrongHash")) var wrongHash = false
     @Flag(help: CtlFaultAdd.help("losePending")) var losePending = false
+    @Flag(help: CtlFaultAdd.help("closeChannel")) var closeChannel = false
 
     @Option(help: "The whole spec as JSON (see docs/control.md).") var spec: String?
     @Option(help: "A JSON file with a spec, an array of specs or {\"faults\": [...]}.") var file: String?
@@ -126,6 +129,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
         if let smpError { actions.append(.smpError(smpError)) }
         if wrongHash { actions.append(.wrongHash) }
         if losePending { actions.append(.losePending) }
+        if closeChannel { actions.append(.closeChannel) }
         guard actions.count == 1, let action = actions.first else {
             throw Failure.badInput(
                 actions.isEmpty ? "give one action (--error, --drop, --delay, --flip-bits, …) or --spec" : "give only one action")
@@ -148,6 +152,7 @@ struct CtlFaultAdd: AsyncParsableCommand {
         request.seed = seed
         request.after = after.map(duration)
         request.percent = percent
+        request.channel = channel
         request.id = id
         return (request, nil)
     }

@@ -55,6 +55,7 @@ enum CtlFormat {
     static func fault(_ fault: Fault) -> String {
         var text = "\(fault.id): on \(fault.on.rawValue)"
         if let characteristic = fault.characteristic { text += " \(characteristic)" }
+        if let channel = fault.channel { text += " channel \(channel)" }
         if let central = fault.central { text += " from \(central)" }
         text += " → \(fault.summary)"
         var scope: [String] = []

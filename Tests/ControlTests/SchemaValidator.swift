@@ -70,8 +70,11 @@ struct SchemaValidator {
             var found: [String] = []
             let names = Set(properties.map(\.name))
             if oneOfDepth == 0 {
-                declared[path, default: []].formUnion(names)
-                seen[path, default: []].formUnion(object.keys.filter(names.contains))
+                // The items of an array together: an example list of several kinds of one thing (a fault on a
+                // characteristic, one on a channel) uses every property between them.
+                let place = path.replacing(#/\[[0-9]+\]/#, with: "[]")
+                declared[place, default: []].formUnion(names)
+                seen[place, default: []].formUnion(object.keys.filter(names.contains))
             }
             for property in properties {
                 if let member = object[property.name] {

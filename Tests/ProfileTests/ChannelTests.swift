@@ -92,7 +92,8 @@ import Testing
         #expect(channel(#"{"id": "a", "psm": 128, "mtu": 22}"#).contains { $0.contains("channels[0].mtu: 22 is out of range 23...65535") })
         #expect(channel(#"{"id": "a", "psm": "any", "security": "encrypt"}"#).contains { $0.contains("did you mean \"encrypted\"") })
         #expect(channel(#"{"id": "a", "psm": "any", "publish": "t"}"#).contains { $0.contains("unknown service \"t\"") })
-        #expect(channel(#"{"id": "a", "psm": 128}, {"id": "b", "psm": "0x80"}"#).contains { $0.contains("PSM 0x0080 is already channel a's") })
+        #expect(
+            channel(#"{"id": "a", "psm": 128}, {"id": "b", "psm": "0x80"}"#).contains { $0.contains("PSM 0x0080 is already channel a's") })
         #expect(channel(#"{"id": "a", "psm": "any"}, {"id": "a", "psm": "any"}"#).contains { $0.contains("duplicate channel id \"a\"") })
         #expect(
             channel(#"{"id": "a", "psm": "any"}"#, rules: #"[{"on": {"sdu": "b"}, "do": {"send": "a", "value": "01"}}]"#)
@@ -106,6 +107,7 @@ import Testing
         #expect(
             channel(#"{"id": "a", "psm": "any"}"#, rules: #"[{"on": {"open": "a", "prefix": "01"}, "do": {"log": "x"}}]"#)
                 .contains { $0.contains("\"prefix\" only applies to write and sdu triggers") })
-        #expect(channel(#"{"id": "a", "psm": "any"}"#, rules: #"[{"on": {"sdu": "a", "prefix": "01"}, "do": {"closeChannel": "a"}}]"#) == [])
+        #expect(
+            channel(#"{"id": "a", "psm": "any"}"#, rules: #"[{"on": {"sdu": "a", "prefix": "01"}, "do": {"closeChannel": "a"}}]"#) == [])
     }
 }

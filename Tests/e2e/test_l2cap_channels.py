@@ -19,6 +19,7 @@ from bumble import l2cap
 
 from central import open_central
 from conftest import report
+from controlapi import PORT, api, wait_for_api
 
 NAME = "CocDevice"
 SERVICE = "7a1e0001-5c3b-4f6e-9b2a-1d0c9e8f7a60"
@@ -46,6 +47,26 @@ PROFILE = {
 }
 
 
+def _keep_early_sdus() -> None:
+    """Every Bumble LE credit-based channel keeps what arrives before the test sets its sink: a device that sends as
+    soon as the channel opens (the profile's greeting) can be faster than the coroutine that awaited the opening, and
+    Bumble drops a PDU that finds no sink ("received pdu without a sink")."""
+    if getattr(l2cap.LeCreditBasedChannel, "_gattemu_early", False):
+        return
+    original = l2cap.LeCreditBasedChannel.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.early_sdus = []
+        self.sink = self.early_sdus.append
+
+    l2cap.LeCreditBasedChannel.__init__ = init
+    l2cap.LeCreditBasedChannel._gattemu_early = True
+
+
+_keep_early_sdus()
+
+
 def pattern(offset: int, count: int) -> bytes:
     return bytes((offset + index) & 0xFF for index in range(count))
 
@@ -55,7 +76,7 @@ class Channel:
 
     def __init__(self, channel):
         self.channel = channel
-        self.sdus: list[bytes] = []
+        self.sdus: list[bytes] = [bytes(sdu) for sdu in getattr(channel, "early_sdus", [])]
         self.closed = asyncio.Event()
         self.news = asyncio.Event()
         channel.sink = self._received
@@ -108,10 +129,10 @@ async def second_central():
         await c.close()
 
 
-def start(start_gattemu, tmp_path):
+def start(start_gattemu, tmp_path, args=()):
     profile = tmp_path / "channels.json"
     profile.write_text(json.dumps(PROFILE, indent=2))
-    return start_gattemu(str(profile))
+    return start_gattemu(str(profile), args=list(args))
 
 
 def channel_events(p) -> list[str]:
@@ -227,4 +248,67 @@ async def test_an_sdu_over_the_mtu_takes_down_only_its_channel(central, start_ga
     await data.send(b"\x01")
     await data.wait(lambda: data.sdus[-1] == b"\x81\x01", "the other channel after one was taken down")
     assert conn.is_connected
+    await conn.disconnect()
+
+
+async def fault(spec: dict) -> None:
+    status, body = await api("POST", "/v1/faults", spec)
+    assert status == 201, (spec, status, body)
+
+
+async def test_each_channel_fault_is_seen_as_a_real_device_gives_it(central, start_gattemu, tmp_path):
+    """Faults from the control API on one channel each: refused, a received SDU corrupted before the rules, a sent SDU
+    cut, a slow reader, a request accepted late, a stream cut mid-way; the link stays up throughout."""
+    p = start(start_gattemu, tmp_path, args=["--control", f"127.0.0.1:{PORT}"])
+    await wait_for_api(p)
+    conn = await central.connect((await p.advertising(central, name=NAME)).address)
+    psm = int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little")
+
+    # Refused: the central gets result 0x0006 (what the kernel answers a deferred channel closed unaccepted).
+    await fault({"on": "channel", "channel": "ctl", "refuse": True, "count": 1})
+    with pytest.raises(l2cap.L2capError) as refused:
+        await open_channel(conn, CTL_PSM, mtu=64)
+    assert refused.value.error_code == 0x0006, refused.value
+    ctl = await open_channel(conn, CTL_PSM, mtu=64)
+
+    # The next SDU received is corrupted before the rules see it: their answer carries the change.
+    await fault({"on": "sdu", "channel": "ctl", "corrupt": {"at": 0, "hex": "ee"}, "count": 1})
+    await ctl.send(b"\x01\x02")
+    assert await ctl.received(1, "the answer to a corrupted SDU") == [b"\xc0\xee\x02"]
+    # The next SDU sent is cut to 2 bytes.
+    await fault({"on": "send", "channel": "ctl", "truncate": 2, "count": 1})
+    await ctl.send(b"\x05\x06\x07")
+    assert (await ctl.received(2, "a truncated answer"))[1] == b"\xc0\x05"
+    # A slow reader: three SDUs each reach the rules 300 ms late; the answers still come, in order.
+    await fault({"on": "sdu", "channel": "ctl", "delay": "300ms", "count": 3})
+    for n in range(3):
+        await ctl.send(bytes([0x30 + n]))
+    assert (await ctl.received(5, "answers behind a slow reader"))[2:] == [b"\xc0\x30", b"\xc0\x31", b"\xc0\x32"]
+
+    # Accepted late: the request waits 1.5 s before the channel opens (and the greeting comes).
+    await fault({"on": "channel", "channel": "data", "delay": "1500ms", "count": 1})
+    asked = time.monotonic()
+    data = await open_channel(conn, psm)
+    waited = time.monotonic() - asked
+    assert waited >= 1.4, f"the channel opened after {waited:.2f} s"
+    assert await data.received(1, "the greeting after a late accept") == [b"hello"]
+
+    # A transfer cut mid-way: the channel closes right after the stream's 100th SDU, the link stays up.
+    await fault({"on": "send", "channel": "data", "nth": 100, "closeChannel": True})
+    await data.send(b"\x02")
+    await asyncio.wait_for(data.closed.wait(), 120)
+    streamed = b"".join(data.sdus[1:])
+    assert len(streamed) == 100 * 2048 and streamed == pattern(0, len(streamed)), len(streamed)
+    assert conn.is_connected, "closing a channel took the link down"
+    await wait_for_event(p, f"stopped at {100 * 2048} of {STREAM} bytes")
+    assert not ctl.closed.is_set(), "a fault on one channel closed another"
+    await ctl.send(b"\x09")
+    await ctl.wait(lambda: ctl.sdus[-1] == b"\xc0\x09", "the other channel after the cut")
+
+    _, listed = await api("GET", "/v1/faults")
+    fired = sorted((f["on"], f.get("channel"), f["action"], f["fired"]) for f in listed["faults"])
+    assert fired == [("channel", "ctl", "refuse", 1), ("channel", "data", "delay", 1), ("sdu", "ctl", "corrupt", 1),
+                     ("sdu", "ctl", "delay", 3), ("send", "ctl", "truncate", 1), ("send", "data", "closeChannel", 1)], fired
+    report("L2CAP faults: refused (0x0006), SDU corrupted before the rules, SDU cut, slow reader in order, "
+           f"accepted after {waited:.1f} s, a 1 MiB stream cut after 100 SDUs with the link up")
     await conn.disconnect()

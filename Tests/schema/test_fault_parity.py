@@ -31,7 +31,7 @@ from fault_catalog import DASHBOARD, DOCS, PROFILE_SCHEMA, expected_dashboard, e
 DOCUMENT = openapi()
 CATALOG = DOCUMENT["x-fault-catalog"]
 KINDS = {kind["name"]: kind for kind in CATALOG}
-OPERATIONS = ["read", "write", "notify", "indicate", "connect", "pair", "start"]
+OPERATIONS = ["read", "write", "notify", "indicate", "connect", "pair", "start", "channel", "sdu", "send"]
 
 # A profile every fault can name: characteristics with every flag, one with read only, a variant, security.
 BASE = {
@@ -52,6 +52,7 @@ BASE = {
                              "flags": ["write-without-response", "notify"]}],
     }],
     "firmware": {"characteristic": "smp", "version": "1.0.0"},
+    "channels": [{"id": "data", "psm": "any"}],
 }
 
 # Cases the schemas cannot judge, with why. Each must be refused by gattemu and accepted by the schema.
@@ -72,6 +73,10 @@ EXCEPTIONS = {
                               {"on": "pair", "refuse": True}),
     "firmware-without-firmware-section": ("an update fault in a profile with no firmware target (depends on another "
                                           "section)", {"on": "reset", "losePending": True}),
+    "channel-unknown": ("names an L2CAP channel the profile does not have (a reference)",
+                        {"on": "send", "channel": "nope", "closeChannel": True}),
+    "channel-without-channels": ("a channel fault in a profile with no channels (depends on another section)",
+                                 {"on": "sdu", "drop": True}),
 }
 
 
@@ -158,6 +163,8 @@ def fault_corpus():
             cases.append((f"{name} on {operation}", {"on": operation, name: value}))
             if operation in ("read", "write", "notify", "indicate"):
                 cases.append((f"{name} on {operation} tx", {"on": operation, "characteristic": "tx", name: value}))
+            if operation in ("channel", "sdu", "send"):
+                cases.append((f"{name} on {operation} data", {"on": operation, "channel": "data", name: value}))
         cases.append((f"{name} without on", {name: value}))
         on = kind["suggestedOn"] or kind["implicitOn"] or kind["operations"][0]
         for candidate in boundary_values(kind["schema"]) + EXTRA_VALUES.get(name, []):
@@ -176,6 +183,9 @@ def fault_corpus():
         ("after on write", {"on": "write", "after": "1s", "drop": True}),
         ("characteristic on connect", {"on": "connect", "characteristic": "tx", "disconnect": True}),
         ("characteristic on start", {"characteristic": "tx", "silence": "1s"}),
+        ("channel on write", {"on": "write", "channel": "data", "drop": True}),
+        ("characteristic on send", {"on": "send", "characteristic": "tx", "drop": True}),
+        ("channel not a name", {"on": "send", "channel": "a b", "drop": True}),
         ("not an object: number", 5), ("not an object: string", "drop"), ("not an object: array", [{"drop": True}]),
         ("not an object: null", None),
     ]
@@ -185,8 +195,10 @@ def fault_corpus():
 CORPUS = fault_corpus()
 
 
-def profile_with(faults, security=True, firmware=True):
+def profile_with(faults, security=True, firmware=True, channels=True):
     profile = copy.deepcopy(BASE)
+    if not channels:
+        del profile["channels"]
     if not security:
         del profile["security"]
     if not firmware:
@@ -208,7 +220,8 @@ def profile_corpus():
         ("one bad of two", profile_with([{"on": "write", "error": "failed"}, {"on": "notify", "drop": 1}])),
     ]
     cases += [(f"exception {key}", profile_with([fault], security=key != "pair-without-security",
-                                                firmware=key != "firmware-without-firmware-section"))
+                                                firmware=key != "firmware-without-firmware-section",
+                                                channels=key != "channel-without-channels"))
               for key, (_, fault) in EXCEPTIONS.items()]
     return cases
 
@@ -318,7 +331,7 @@ def test_control_bodies_verdict_parity(binaries, tmp_path):
         ("65 faults", [valid_one] * 65),
     ]
     bodies += [(f"exception {key}", fault) for key, (_, fault) in EXCEPTIONS.items()
-               if key not in ("pair-without-security", "firmware-without-firmware-section")]
+               if key not in ("pair-without-security", "firmware-without-firmware-section", "channel-without-channels")]
     components = {name: json_schema(schema) for name, schema in DOCUMENT["components"]["schemas"].items()}
     validator = jsonschema.Draft202012Validator({"$defs": components, "$ref": "#/$defs/FaultsRequest"})
     server = Fixture(binaries["fixture"], profile)
@@ -375,6 +388,7 @@ CTL_OPTIONS = {
     "silence": ["--silence", "1s"], "advertise": ["--advertise", "touched"], "powerCycle": ["--power-cycle", "2s"],
     "refuse": ["--refuse-pairing"], "wrongPasskey": ["--wrong-passkey"], "forgetBonds": ["--forget-bonds"],
     "smpError": ["--smp-error", "12", "--percent", "60"], "wrongHash": ["--wrong-hash"], "losePending": ["--lose-pending"],
+    "closeChannel": ["--close-channel", "--channel", "data"],
 }
 
 

@@ -11,7 +11,7 @@ from selenium.webdriver.support.ui import Select
 
 from conftest import ROOT, console_errors, screenshot, wait_for
 
-COMMON = ("central", "nth", "count", "probability", "seed", "after", "percent")
+COMMON = ("central", "nth", "count", "probability", "seed", "after", "percent", "channel")
 
 
 def get(server, path: str):
@@ -101,13 +101,15 @@ def test_the_page_carries_the_servers_catalog(server_factory, browser):
 
 
 def test_every_kind_installs_from_its_example(server_factory, browser, tmp_path):
-    # The Noke lock (its tx is the examples' characteristic) as a device that pairs, so the pairing faults apply, and
-    # that takes firmware updates (the SMP service and a firmware section), so the update faults apply.
+    # The Noke lock (its tx is the examples' characteristic) as a device that pairs, so the pairing faults apply, that
+    # takes firmware updates (the SMP service and a firmware section), so the update faults apply, and that has an
+    # L2CAP channel (the examples' "data"), so the channel faults apply.
     profile = json.loads((ROOT / "profiles" / "noke-lock.json").read_text())
     profile["security"] = {"io": "NoInputNoOutput"}
     profile["services"].append({"id": "smpService", "uuid": "8D53DC1D-1DB7-4CD3-868B-8A527460AA84", "characteristics": [
         {"id": "smp", "uuid": "DA2E7828-FBCE-4E01-AE9E-261174997C48", "flags": ["write-without-response", "notify"]}]})
     profile["firmware"] = {"characteristic": "smp", "version": "1.0.0"}
+    profile["channels"] = [{"id": "data", "psm": "any"}]
     (tmp_path / "pairing-noke.json").write_text(json.dumps(profile))
     server, form = open_dashboard(server_factory, browser, tmp_path / "pairing-noke.json")
     characteristics = {option.get_attribute("value") for option in Select(form.find_element(By.NAME, "characteristic")).options}
@@ -129,7 +131,7 @@ def test_every_kind_installs_from_its_example(server_factory, browser, tmp_path)
         wait_for(lambda: not problem.is_displayed(), what="no error shown")
         assert installed["action"] == kind["name"]
         assert installed["on"] == example.get("on", kind["implicitOn"])
-        for name in ("central", "nth", "count", "probability", "seed"):
+        for name in ("central", "nth", "count", "probability", "seed", "channel"):
             if name in example:
                 assert installed[name] == example[name], (kind["name"], name, installed)
         if example.get("characteristic") in characteristics:

@@ -504,6 +504,7 @@
   // The operations on a characteristic (FaultOperation.isAboutCharacteristic); the server refuses a characteristic
   // on the others, so a stale list here shows an error, never installs a wrong fault.
   const CHARACTERISTIC_OPERATIONS = ["read", "write", "notify", "indicate"];
+  const CHANNEL_OPERATIONS = ["channel", "sdu", "send"];
   const faultForm = { kinds: [], value: null };
 
   function readCatalog() {
@@ -686,7 +687,7 @@
     renderFaultScope();
   }
 
-  // Characteristic only for an operation on one, after only on start.
+  // Characteristic only for an operation on one, channel only for one on an L2CAP channel, after only on start.
   function renderFaultScope() {
     const form = $("fault-form");
     const kind = selectedKind();
@@ -694,6 +695,7 @@
     form.querySelector("[data-scope=characteristic]").hidden = !CHARACTERISTIC_OPERATIONS.includes(on);
     form.querySelector("[data-scope=after]").hidden = on !== "start";
     form.querySelector("[data-scope=percent]").hidden = on !== "upload";
+    form.querySelector("[data-scope=channel]").hidden = !CHANNEL_OPERATIONS.includes(on);
   }
 
   function setUpFaultForm() {
@@ -720,6 +722,7 @@
     if (text("probability")) spec.probability = Number.isFinite(Number(text("probability"))) ? Number(text("probability")) : text("probability");
     if (!form.querySelector("[data-scope=after]").hidden && text("after")) spec.after = number(text("after"));
     if (!form.querySelector("[data-scope=percent]").hidden && text("percent")) spec.percent = number(text("percent"));
+    if (!form.querySelector("[data-scope=channel]").hidden && text("channel")) spec.channel = text("channel");
     if (text("id")) spec.id = text("id");
     return spec;
   }

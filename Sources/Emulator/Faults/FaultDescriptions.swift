@@ -19,12 +19,13 @@ extension FaultAction {
         case .silence(let ms): "stop advertising for \(ms) ms"
         case .advertise(let variant): "advertise \(variant ?? "(base)")"
         case .powerCycle(let ms): "power-cycle the adapter (\(ms) ms off)"
-        case .refusePairing: "refuse the pairing"
+        case .refusePairing: "refuse"
         case .wrongPasskey: "answer the pairing with a wrong passkey"
         case .forgetBonds: "forget every paired central's keys"
         case .smpError(let code): "refuse with SMP error \(code)"
         case .wrongHash: "keep the uploaded image with a wrong hash"
         case .losePending: "lose the pending image at the reset"
+        case .closeChannel: "close the channel"
         }
     }
 }

@@ -10,12 +10,18 @@ public struct FaultOperation: Sendable, Equatable {
     public var centrals: [BluetoothAddress]
     /// An upload chunk's: the share of the image (0–100) the upload reaches with it.
     public var percent: Int?
+    /// A channel operation's: the L2CAP channel's id.
+    public var channel: String?
 
-    public init(_ kind: FaultOperationKind, characteristic: String? = nil, centrals: [BluetoothAddress] = [], percent: Int? = nil) {
+    public init(
+        _ kind: FaultOperationKind, characteristic: String? = nil, centrals: [BluetoothAddress] = [], percent: Int? = nil,
+        channel: String? = nil
+    ) {
         self.kind = kind
         self.characteristic = characteristic
         self.centrals = centrals
         self.percent = percent
+        self.channel = channel
     }
 }
 
@@ -59,10 +65,10 @@ public enum ValueMutation: Sendable, Equatable {
     /// `value` changed; a result longer than ``ATTMTU/maximumValueLength`` (the ATT value limit) is cut to it (``applied(to:)`` says so).
     public func apply(to value: [UInt8]) -> [UInt8] { applied(to: value).bytes }
 
-    /// `value` changed, cut to ``ATTMTU/maximumValueLength`` (the ATT value limit), and how many bytes the cut removed.
-    public func applied(to value: [UInt8]) -> (bytes: [UInt8], cut: Int) {
+    /// `value` changed, cut to `limit` (by default ``ATTMTU/maximumValueLength``, the ATT value limit; an SDU's is its
+    /// channel's MTU), and how many bytes the cut removed.
+    public func applied(to value: [UInt8], limit: Int = ATTMTU.maximumValueLength) -> (bytes: [UInt8], cut: Int) {
         let bytes = changed(value)
-        let limit = ATTMTU.maximumValueLength
         return bytes.count > limit ? (Array(bytes.prefix(limit)), bytes.count - limit) : (bytes, 0)
     }
 
@@ -130,17 +136,21 @@ public struct FaultPlan: Sendable, Equatable {
     public var wrongHash = false
     /// A reset: lose the image pending in slot 1.
     public var losePending = false
+    /// An L2CAP channel request: refuse it (the `refuse` kind, as for a pairing).
+    public var refuseChannel: Bool { refusePairing }
+    /// An SDU: close its channel after it.
+    public var closeChannel = false
 
     public var isEmpty: Bool { fired.isEmpty }
 
     /// `value` after every mutation, in order.
     public func mutate(_ value: [UInt8]) -> [UInt8] { mutated(value).bytes }
 
-    /// `value` after every mutation, in order, and how many bytes were cut off results longer than
-    /// ``ATTMTU/maximumValueLength`` (the ATT value limit).
-    public func mutated(_ value: [UInt8]) -> (bytes: [UInt8], cut: Int) {
+    /// `value` after every mutation, in order, and how many bytes were cut off results longer than `limit` (by default
+    /// ``ATTMTU/maximumValueLength``, the ATT value limit).
+    public func mutated(_ value: [UInt8], limit: Int = ATTMTU.maximumValueLength) -> (bytes: [UInt8], cut: Int) {
         mutations.reduce((value, 0)) { result, mutation in
-            let next = mutation.applied(to: result.0)
+            let next = mutation.applied(to: result.0, limit: limit)
             return (next.bytes, result.1 + next.cut)
         }
     }
@@ -257,6 +267,7 @@ public struct FaultEngine: Sendable, Equatable {
             return false
         }
         if let percent = scope.percent, (operation.percent ?? -1) < percent { return false }
+        if let channel = scope.channel, channel != operation.channel { return false }
         return true
     }
 
@@ -305,6 +316,8 @@ public struct FaultEngine: Sendable, Equatable {
             plan.wrongHash = true
         case .losePending:
             plan.losePending = true
+        case .closeChannel:
+            plan.closeChannel = true
         }
         return fired
     }

@@ -98,12 +98,30 @@ extension Emulator {
         return "0x" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
-    /// A central asked for a channel: accepted unless `maximumOpen` are open already.
+    /// A central asked for a channel: accepted unless a fault refuses it or `maximumOpen` are open already (after the
+    /// delay a fault asks for: the central waits, and the kernel refuses it itself after 40 s).
     func channelRequested(_ id: String, socket: L2CAPChannelSocket) async {
         let central = CentralID(address: socket.peer)
         guard !stopped, let definition = profile.channel(id) else {
             socket.refuse()
             return
+        }
+        let plan = faultState.engine.plan(for: FaultOperation(.channel, centrals: [central.address], channel: id))
+        if !plan.isEmpty { record(plan, central: central.address, characteristic: nil) }
+        if plan.disconnect { scheduleDisconnect([central.address]) }
+        if plan.refuseChannel {
+            socket.refuse()
+            log.record(.channel, central: central.address, detail: "refused a request for channel \(id): a fault (result 0x0006)")
+            return
+        }
+        if plan.delayMilliseconds > 0 {
+            log.record(
+                .channel, central: central.address, detail: "channel \(id): the request waits \(plan.delayMilliseconds) ms (a fault)")
+            try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds))
+            guard !stopped else {
+                socket.refuse()
+                return
+            }
         }
         let openOfChannel = channels.open.values.filter { $0.channel == id }.count
         guard openOfChannel < definition.maximumOpen else {
@@ -157,15 +175,42 @@ extension Emulator {
 
     func channelReceived(_ sdu: [UInt8], on link: ChannelLink, channel id: String, dropped: Int) async {
         guard channels.open[link.id] != nil else { return }
+        let central = link.central.address
         if dropped > 0 {
             log.record(
-                .error, central: link.central.address,
+                .error, central: central,
                 detail: "channel \(id) \(link): \(dropped) SDUs dropped: \(Self.channelInboxLimit) were waiting for the rules")
         }
         log.record(
-            .channel, central: link.central.address, value: Array(sdu.prefix(Self.loggedSDUBytes)),
-            detail: "sdu in \(id) \(link), \(sdu.count) bytes")
-        _ = try? await run(engine.handle(.sdu(channel: id, link: link, value: sdu)), central: link.central)
+            .channel, central: central, value: Array(sdu.prefix(Self.loggedSDUBytes)), detail: "sdu in \(id) \(link), \(sdu.count) bytes")
+        let plan = faultState.engine.plan(for: FaultOperation(.sdu, centrals: [central], channel: id))
+        var value = sdu
+        if !plan.isEmpty {
+            record(plan, central: central, characteristic: nil)
+            if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+            value = plan.mutated(sdu, limit: profile.channel(id)?.mtu ?? sdu.count).bytes
+            if plan.drop {
+                log.record(.note, central: central, detail: "channel \(id) \(link): the SDU dropped (a fault): the rules do not see it")
+            } else if value != sdu {
+                log.record(
+                    .note, central: central, value: Array(value.prefix(Self.loggedSDUBytes)),
+                    detail: "channel \(id) \(link): the SDU changed by faults (\(sdu.count) → \(value.count) bytes): the rules get this one"
+                )
+            }
+        }
+        if !plan.drop, channels.open[link.id] != nil {
+            _ = try? await run(engine.handle(.sdu(channel: id, link: link, value: value)), central: link.central)
+        }
+        await afterChannelFaults(plan, link: link, channel: id)
+    }
+
+    /// What a channel fault does after its SDU: close the channel (the link stays), disconnect the central.
+    func afterChannelFaults(_ plan: FaultPlan, link: ChannelLink, channel id: String) async {
+        if plan.disconnect { scheduleDisconnect([link.central.address]) }
+        if plan.closeChannel, channels.open[link.id] != nil {
+            log.record(.channel, central: link.central.address, detail: "closing \(id) \(link) (a fault)")
+            await channelClosed(link, channel: id, by: "a fault")
+        }
     }
 
     /// A channel closed: `by` says who closed it.
@@ -204,24 +249,52 @@ extension Emulator {
     func channelSend(_ item: ChannelOutgoing, on link: ChannelLink, channel id: String, socket: L2CAPChannelSocket) async {
         switch item {
         case .sdu(let bytes):
-            switch await Self.deliver(bytes, on: socket) {
-            case .sent:
-                log.record(
-                    .channel, central: link.central.address, value: Array(bytes.prefix(Self.loggedSDUBytes)),
-                    detail: "sdu out \(id) \(link), \(bytes.count) bytes")
-            case .tooLarge:
-                log.record(
-                    .error, central: link.central.address,
-                    detail: "channel \(id) \(link): an SDU of \(bytes.count) bytes not sent: the central takes at most \(socket.sendMTU ?? 0)")
-            case .full, .closed:
-                break
-            }
+            await sendSDU(bytes, on: link, channel: id, socket: socket, logged: true)
         case .stream(let source):
             await stream(source, on: link, channel: id, socket: socket)
         case .close:
             log.record(.channel, central: link.central.address, detail: "closing \(id) \(link)")
             await channelClosed(link, channel: id, by: "the profile")
         }
+    }
+
+    /// Sends one SDU through the channel faults (each SDU of a stream too); `logged`: an `sdu out` event for it (a
+    /// stream logs its start and end instead). Whether it went out (or a fault dropped it), and whether the channel is
+    /// still open after it.
+    @discardableResult
+    func sendSDU(
+        _ bytes: [UInt8], on link: ChannelLink, channel id: String, socket: L2CAPChannelSocket, logged: Bool
+    ) async -> (sent: Bool, open: Bool) {
+        let central = link.central.address
+        let plan = faultState.engine.plan(for: FaultOperation(.send, centrals: [central], channel: id))
+        var value = bytes
+        if !plan.isEmpty {
+            record(plan, central: central, characteristic: nil)
+            if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+            value = plan.mutated(bytes, limit: socket.sendMTU ?? bytes.count).bytes
+        }
+        if plan.drop {
+            log.record(.note, central: central, detail: "channel \(id) \(link): an SDU of \(bytes.count) bytes dropped (a fault)")
+        } else {
+            switch await Self.deliver(value, on: socket) {
+            case .sent:
+                if logged || value != bytes {
+                    log.record(
+                        .channel, central: central, value: Array(value.prefix(Self.loggedSDUBytes)),
+                        detail: "sdu out \(id) \(link), \(value.count) bytes"
+                            + (value != bytes ? " (changed by faults from \(bytes.count))" : ""))
+                }
+            case .tooLarge:
+                log.record(
+                    .error, central: central,
+                    detail:
+                        "channel \(id) \(link): an SDU of \(value.count) bytes not sent: the central takes at most \(socket.sendMTU ?? 0)")
+            case .full, .closed:
+                return (false, false)
+            }
+        }
+        await afterChannelFaults(plan, link: link, channel: id)
+        return (true, channels.open[link.id] != nil)
     }
 
     /// Sends `bytes` as one SDU, waiting for room while the central gives no credits.
@@ -266,13 +339,15 @@ extension Emulator {
                 } else {
                     Array(bytes[offset..<end])
                 }
-            guard await Self.deliver(chunk, on: socket) == .sent else {
+            let result = await sendSDU(chunk, on: link, channel: id, socket: socket, logged: false)
+            if result.sent { offset = end }
+            guard result.open else {
                 log.record(
-                    .channel, central: link.central.address, detail: "stream \(id) \(link): stopped at \(offset) of \(total) bytes: the channel closed",
+                    .channel, central: link.central.address,
+                    detail: "stream \(id) \(link): stopped at \(offset) of \(total) bytes: the channel closed",
                     progress: .init(done: offset, total: total))
                 return
             }
-            offset = end
         }
         let elapsed = (ContinuousClock.now - started).components
         let milliseconds = elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000

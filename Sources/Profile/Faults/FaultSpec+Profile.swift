@@ -13,7 +13,7 @@ extension DeviceProfile {
                 case .write: [.write, .writeWithoutResponse]
                 case .notify: [.notify]
                 case .indicate: [.indicate]
-                case .connect, .pair, .start, .upload, .confirm, .reset: []
+                case .connect, .pair, .start, .upload, .confirm, .reset, .channel, .sdu, .send: []
                 }
             if !needed.isEmpty, !needed.contains(where: characteristic.has) {
                 return FaultSpecError(
@@ -26,6 +26,15 @@ extension DeviceProfile {
                 path: "on",
                 message: "\"\(spec.on.rawValue)\" faults are a firmware-update target's: this profile has no \"firmware\" section",
                 kind: .conflict)
+        }
+        if spec.on.isAboutChannel, channels.isEmpty {
+            return FaultSpecError(
+                path: "on", message: "\"\(spec.on.rawValue)\" faults are about L2CAP channels: this profile has no \"channels\"",
+                kind: .conflict)
+        }
+        if let id = spec.scope.channel, channel(id) == nil {
+            let hint = Suggestions.hint(for: id, in: channels.map(\.id)).map { " (\($0))" } ?? ""
+            return FaultSpecError(path: "channel", message: "unknown channel \"\(id)\"\(hint)", kind: .notFound)
         }
         if spec.on == .pair, pairingSecurity == nil {
             return FaultSpecError(

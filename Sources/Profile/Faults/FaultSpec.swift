@@ -51,6 +51,8 @@ public struct FaultScope: Sendable, Equatable {
     public var afterMilliseconds: Int
     /// For `on: upload`: only chunks that bring the upload to at least this share of the image (0–100) match.
     public var percent: Int?
+    /// For channel operations (`channel`, `sdu`, `send`): the L2CAP channel's id; nil: any.
+    public var channel: String?
 
     public init(
         characteristic: String? = nil, central: BluetoothAddress? = nil, nth: Int = 1, count: Int? = nil,
@@ -106,6 +108,8 @@ public enum FaultAction: Sendable, Equatable {
     case wrongHash
     /// Lose the image pending in slot 1 at this reset (`on: reset`).
     case losePending
+    /// Close the L2CAP channel right after the SDU (`on: sdu`, `send`).
+    case closeChannel
 
     /// The JSON key naming this action.
     public var name: String {
@@ -128,6 +132,7 @@ public enum FaultAction: Sendable, Equatable {
         case .smpError: "smpError"
         case .wrongHash: "wrongHash"
         case .losePending: "losePending"
+        case .closeChannel: "closeChannel"
         }
     }
 

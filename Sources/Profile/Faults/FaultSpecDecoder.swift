@@ -26,7 +26,8 @@ public struct FaultSpecError: Error, Sendable, Equatable, CustomStringConvertibl
 /// Decodes fault specs from JSON (profile `faults`, scenario files and control API bodies share it).
 public enum FaultSpecDecoder {
     static let scopeKeys = [
-        "id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "percent", "description", "$comment",
+        "id", "on", "characteristic", "central", "nth", "count", "probability", "seed", "after", "percent", "channel", "description",
+        "$comment",
     ]
     /// The action keys: the kinds of ``FaultCatalog``.
     public static var actionKeys: [String] { FaultCatalog.names }
@@ -138,6 +139,11 @@ public enum FaultSpecDecoder {
             }
             scope.percent = number
         }
+        if let value = node["channel"] {
+            guard on.isAboutChannel else { throw fail(value, "channel", "\"\(on.rawValue)\" faults are not about an L2CAP channel") }
+            guard let text = value.stringValue, isIdentifier(text) else { throw fail(value, "channel", "expected a channel id") }
+            scope.channel = text
+        }
         if !on.isAboutCharacteristic, scope.characteristic != nil {
             throw fail(node, "characteristic", "\"\(on.rawValue)\" faults are not about a characteristic")
         }
@@ -198,6 +204,7 @@ public enum FaultSpecDecoder {
         case "smpError": return .smpError(int(node))
         case "wrongHash": return .wrongHash
         case "losePending": return .losePending
+        case "closeChannel": return .closeChannel
         case "advertise": return .advertise(variant: node.stringValue)
         case "powerCycle":
             return .powerCycle(offMilliseconds: node.boolValue == true ? FaultCatalog.defaultPowerOffMilliseconds : ms(node))

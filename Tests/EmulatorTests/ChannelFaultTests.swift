@@ -1,0 +1,55 @@
+import Bluetooth
+import Profile
+import Testing
+
+@testable import Emulator
+
+/// Faults on L2CAP channels: `on` channel (a request), sdu (received), send (sent), narrowed by `channel`.
+@Suite struct ChannelFaultTests {
+    func operation(_ kind: FaultOperationKind, _ channel: String) -> FaultOperation {
+        FaultOperation(kind, centrals: [BluetoothAddress("AA:BB:CC:DD:EE:01")!], channel: channel)
+    }
+
+    @Test func aTransferIsCutAtTheNthSDUOfItsChannelOnly() throws {
+        var engine = FaultEngine()
+        try engine.add(fault(#"{"on": "send", "channel": "data", "nth": 3, "closeChannel": true}"#))
+        #expect(engine.plan(for: operation(.send, "log")).isEmpty, "another channel's SDUs are not counted")
+        let closed = (1...5).map { _ in engine.plan(for: operation(.send, "data")).closeChannel }
+        #expect(closed == [false, false, true, false, false])
+        #expect(engine.plan(for: operation(.sdu, "data")).isEmpty, "an SDU received is another operation")
+    }
+
+    @Test func refuseRefusesAChannelOnlyWhenItSaysSo() throws {
+        #expect(try fault(#"{"refuse": true}"#).on == .pair, "without on, refuse is still about pairing")
+        var engine = FaultEngine()
+        try engine.add(fault(#"{"on": "channel", "refuse": true, "count": 1}"#))
+        #expect(engine.plan(for: operation(.channel, "data")).refuseChannel)
+        #expect(engine.plan(for: operation(.channel, "data")).isEmpty)
+    }
+
+    @Test func anSDUsBytesChangeUpToItsChannelsMTU() throws {
+        var engine = FaultEngine()
+        try engine.add(fault(#"{"on": "sdu", "corrupt": {"at": 300, "hex": "ee"}}"#))
+        let plan = engine.plan(for: operation(.sdu, "data"))
+        let sdu = [UInt8](repeating: 1, count: 1000)
+        let changed = plan.mutated(sdu, limit: 2048)
+        #expect(changed.cut == 0 && changed.bytes.count == 1000 && changed.bytes[300] == 0xEE, "not cut at the ATT value limit")
+        #expect(plan.mutated(sdu).bytes.count == ATTMTU.maximumValueLength, "a characteristic's value still is")
+    }
+
+    @Test func theDecoderKeepsChannelScopesToChannelOperations() {
+        #expect(throws: FaultSpecError.self) { try fault(#"{"on": "write", "channel": "data", "drop": true}"#) }
+        #expect(throws: FaultSpecError.self) { try fault(#"{"on": "channel", "truncate": 3}"#) }
+        #expect(throws: FaultSpecError.self) { try fault(#"{"on": "notify", "closeChannel": true}"#) }
+        #expect(throws: FaultSpecError.self) { try fault(#"{"on": "send", "channel": "not a name", "drop": true}"#) }
+    }
+
+    @Test func aProfileWithoutChannelsSaysSo() throws {
+        let profile = try ProfileLoader.load(
+            json: #"{"format": 1, "services": [], "channels": [{"id": "data", "psm": "any"}]}"#, file: "c.json")
+        #expect(profile.problem(with: try fault(#"{"on": "send", "channel": "dta", "drop": true}"#))?.message.contains("did you mean \"data\"") == true)
+        #expect(profile.problem(with: try fault(#"{"on": "send", "channel": "data", "drop": true}"#)) == nil)
+        let none = try ProfileLoader.load(json: #"{"format": 1, "services": []}"#, file: "n.json")
+        #expect(none.problem(with: try fault(#"{"on": "sdu", "drop": true}"#))?.message.contains("no \"channels\"") == true)
+    }
+}
