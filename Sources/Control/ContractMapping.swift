@@ -37,6 +37,18 @@ extension FirmwareStatus {
     }
 }
 
+extension ChannelList.Channel {
+    /// A profile channel as the control API lists it.
+    init(_ snapshot: ChannelSnapshot) {
+        self.init(
+            id: snapshot.id, psm: snapshot.psm.map(Int.init), mtu: snapshot.mtu, security: snapshot.security.rawValue,
+            maximumOpen: snapshot.maximumOpen, publishedIn: snapshot.publishedIn,
+            open: snapshot.open.map {
+                ChannelList.Open(number: Int($0.number), central: $0.central.description, centralMTU: $0.centralMTU)
+            })
+    }
+}
+
 extension FaultRequest {
     /// The request that installs `spec` again (a profile's faults, offered as presets).
     public init(_ spec: FaultSpec) {

@@ -106,6 +106,10 @@ struct ControlRoutes: Sendable {
             },
             "relaySnapshot": { _, _ in try await relaySnapshot() },
             "getFirmware": { _, _ in try await firmware() },
+            "listChannels": { _, _ in
+                JSONResponse.make(ChannelList(channels: await target.channelSnapshots().map(ChannelList.Channel.init)))
+            },
+            "sendSDU": { request, context in try await sendSDU(request, context) },
             "openapi": { _, _ in OpenAPIDocument.response() },
             "dashboard": { _, _ in DashboardAssets.response(.page) },
             "dashboardStyle": { _, _ in DashboardAssets.response(.style) },
@@ -262,6 +266,19 @@ struct ControlRoutes: Sendable {
         let answer = try Bodies.decoding { () throws(BodyError) in try ControlBody.pairingAnswer(node) }
         do {
             return JSONResponse.make(PairingAnswered(try await target.answerPairing(prompt: answer.prompt, PromptReply(answer.reply))))
+        } catch {
+            throw ControlError(error)
+        }
+    }
+
+    func sendSDU(_ request: Request, _ context: BasicRequestContext) async throws(ControlError) -> Response {
+        var request = request
+        let id = try context.parameter("id")
+        guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
+        let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.value(node) }
+        do {
+            let count = try await target.sendSDU(channel: id, value: value)
+            return JSONResponse.make(ChannelSent(channel: id, hex: value.hexString(uppercase: false), channels: count))
         } catch {
             throw ControlError(error)
         }

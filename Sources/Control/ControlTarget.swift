@@ -30,6 +30,8 @@ public protocol ControlTarget: Sendable {
     func changeAddress(_ request: AddressChoice) async throws(ControlFailure) -> AddressChange
     func relaySnapshot() async throws(ControlFailure) -> RelaySnapshot
     func firmwareStatus() async throws(ControlFailure) -> FirmwareSnapshot
+    func channelSnapshots() async -> [ChannelSnapshot]
+    func sendSDU(channel: String, value: [UInt8]) async throws(ControlFailure) -> Int
 }
 
 extension Emulator: ControlTarget {}

@@ -144,6 +144,15 @@ public enum ControlContract {
                 "A firmware-update target's slots (as an SMP state read shows them), the upload under way and whether it is rebooting; 404 for a profile without a firmware section",
             description: "Firmware", content: json(FirmwareStatus.reference), errors: [404]),
         Operation(
+            .get, "/v1/channels", id: "listChannels",
+            summary: "The profile's L2CAP channels: the PSM each listens on and the channels open on it (docs/channels.md)",
+            description: "Channels", content: json(ChannelList.reference)),
+        Operation(
+            .post, "/v1/channels/{id}/send", id: "sendSDU",
+            summary: "Send an SDU on every open channel of a profile channel (channel faults apply); 409 when none is open",
+            parameters: [.init("id", in: .path, .string(minLength: 1), description: "Channel id from the profile.")],
+            body: (ValueBody.reference, true), description: "Queued", content: json(ChannelSent.reference), errors: [404, 409]),
+        Operation(
             .post, "/v1/relay/snapshot", id: "relaySnapshot",
             summary:
                 "`gattemu relay`: write the session so far as it is written on exit (-o profile, --capture btsnoop); 409 for a device that is no relay or a relay started without either",
@@ -173,7 +182,7 @@ public enum ControlContract {
         FaultsCleared.self, FaultRemoved.self, DisconnectResult.self, VariantBody.self, AdvertisementResult.self, OkResult.self,
         PairingStatus.self, PairingPrompt.self, DisplayedPasskey.self, PairingAnswerBody.self, PairingAnswered.self, Bond.self,
         BondList.self, BondForgotten.self, ServiceBody.self, ServiceResult.self, AddressBody.self, AddressChanged.self,
-        RelaySnapshotResult.self, DeviceList.self, DeviceEntry.self, FirmwareStatus.self,
+        RelaySnapshotResult.self, DeviceList.self, DeviceEntry.self, FirmwareStatus.self, ChannelList.self, ChannelSent.self,
         ErrorBody.self,
     ]
 

@@ -282,8 +282,9 @@ import Testing
                 let paths = (document?["paths"] as? [String: Any])?.keys.sorted() ?? []
                 #expect(paths.contains("/v1/faults/{id}"))
                 #expect(paths.contains("/v1/events/stream"))
-                #expect(paths.count == 46, "24 own paths, the device list, 21 of them again under /v1/devices/{device}")
+                #expect(paths.count == 50, "26 own paths, the device list, 23 of them again under /v1/devices/{device}")
                 #expect(paths.contains("/v1/firmware") && paths.contains("/v1/devices/{device}/firmware"))
+                #expect(paths.contains("/v1/channels/{id}/send") && paths.contains("/v1/devices/{device}/channels"))
                 #expect(paths.contains("/v1/devices"))
                 #expect(paths.contains("/v1/devices/{device}/faults/{id}"))
                 #expect(paths.contains("/v1/relay/snapshot"))

@@ -47,7 +47,9 @@ import Testing
     @Test func aProfileWithoutChannelsSaysSo() throws {
         let profile = try ProfileLoader.load(
             json: #"{"format": 1, "services": [], "channels": [{"id": "data", "psm": "any"}]}"#, file: "c.json")
-        #expect(profile.problem(with: try fault(#"{"on": "send", "channel": "dta", "drop": true}"#))?.message.contains("did you mean \"data\"") == true)
+        #expect(
+            profile.problem(with: try fault(#"{"on": "send", "channel": "dta", "drop": true}"#))?.message.contains("did you mean \"data\"")
+                == true)
         #expect(profile.problem(with: try fault(#"{"on": "send", "channel": "data", "drop": true}"#)) == nil)
         let none = try ProfileLoader.load(json: #"{"format": 1, "services": []}"#, file: "n.json")
         #expect(none.problem(with: try fault(#"{"on": "sdu", "drop": true}"#))?.message.contains("no \"channels\"") == true)

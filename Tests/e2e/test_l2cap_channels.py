@@ -271,6 +271,18 @@ async def test_each_channel_fault_is_seen_as_a_real_device_gives_it(central, sta
     assert refused.value.error_code == 0x0006, refused.value
     ctl = await open_channel(conn, CTL_PSM, mtu=64)
 
+    # The control API lists the channels, the PSM each listens on and what is open, and sends an SDU.
+    _, listed = await api("GET", "/v1/channels")
+    channels = {c["id"]: c for c in listed["channels"]}
+    assert channels["data"]["psm"] == psm and channels["data"]["publishedIn"] == "files", channels
+    assert channels["ctl"]["psm"] == CTL_PSM and [o["centralMTU"] for o in channels["ctl"]["open"]] == [64], channels
+    status, sent = await api("POST", "/v1/channels/ctl/send", {"hex": "abcd"})
+    assert status == 200 and sent["channels"] == 1, sent
+    assert await ctl.received(1, "the SDU sent through the API") == [b"\xab\xcd"]
+    status, refused_send = await api("POST", "/v1/channels/data/send", {"hex": "01"})
+    assert status == 409, (status, refused_send)
+    ctl.sdus.clear()
+
     # The next SDU received is corrupted before the rules see it: their answer carries the change.
     await fault({"on": "sdu", "channel": "ctl", "corrupt": {"at": 0, "hex": "ee"}, "count": 1})
     await ctl.send(b"\x01\x02")

@@ -369,3 +369,50 @@ extension Emulator {
         await Task.detached { try? ProfileFiles.read(path, requireRegularFile: false).get() }.value
     }
 }
+
+/// A profile channel as the control API lists it: where it listens and what is open on it.
+public struct ChannelSnapshot: Sendable, Equatable {
+    public var id: String
+    /// The PSM listened on; nil before the device started (`"any"`: the kernel's pick comes then).
+    public var psm: UInt16?
+    public var mtu: Int
+    public var security: ChannelSecurity
+    public var maximumOpen: Int
+    /// The service holding the PSM characteristic.
+    public var publishedIn: String?
+    public var open: [Open]
+
+    public struct Open: Sendable, Equatable {
+        /// The channel's number in the event log (`#3`).
+        public var number: UInt64
+        public var central: BluetoothAddress
+        /// The largest SDU the central takes; nil once it closed.
+        public var centralMTU: Int?
+    }
+}
+
+extension Emulator {
+    /// The profile's channels, with the PSM each listens on and the channels open on it.
+    public func channelSnapshots() -> [ChannelSnapshot] {
+        profile.channels.map { definition in
+            let open = channels.open.values.filter { $0.channel == definition.id }.sorted { $0.link.id < $1.link.id }
+            return ChannelSnapshot(
+                id: definition.id, psm: channels.psms[definition.id], mtu: definition.mtu, security: definition.security,
+                maximumOpen: definition.maximumOpen, publishedIn: definition.publish,
+                open: open.map { .init(number: $0.link.id, central: $0.link.central.address, centralMTU: $0.socket.sendMTU) })
+        }
+    }
+
+    /// Sends an SDU on every open channel of `id` (through the channel faults, after what the rules queued); returns
+    /// how many it was queued on.
+    public func sendSDU(channel id: String, value: [UInt8]) throws(ControlFailure) -> Int {
+        guard profile.channel(id) != nil else {
+            throw ControlFailure(.notFound, "unknown channel \"\(id)\"", details: ["known": profile.channels.map(\.id)])
+        }
+        let links = channels.open.values.filter { $0.channel == id }.map(\.link.id).sorted()
+        guard !links.isEmpty else { throw ControlFailure(.conflict, "no channel \"\(id)\" is open") }
+        log.record(.note, value: Array(value.prefix(Self.loggedSDUBytes)), detail: "control: send on \(id) (\(links.count) open)")
+        queue(.sdu(value), channel: id, links: links)
+        return links.count
+    }
+}

@@ -356,6 +356,19 @@ class Client:
         under way (offset of length) and whether it is rebooting; `NotFound` for a profile without `firmware`."""
         return self._call(OPERATIONS["getFirmware"], {})
 
+    @operation("listChannels")
+    def channels(self) -> dict:
+        """`GET /v1/channels`: the profile's L2CAP channels, the PSM each listens on and the channels open on it
+        (number, central, the central's MTU)."""
+        return self._call(OPERATIONS["listChannels"], {})
+
+    @operation("sendSDU")
+    def send_sdu(self, id: str, data: bytes | None = None, *, hex: str | None = None, utf8: str | None = None,
+                 base64: str | None = None) -> dict:
+        """`POST /v1/channels/{id}/send`: an SDU on every open channel of the profile's channel `id` (channel faults
+        apply); `Conflict` when none is open. One of `data`, `hex`, `utf8`, `base64`."""
+        return self._call(OPERATIONS["sendSDU"], {"id": id}, _value_body(data, hex, utf8, base64))
+
     @operation("relaySnapshot")
     def relay_snapshot(self) -> dict:
         """`POST /v1/relay/snapshot`: `gattemu relay` writes the session so far (its `-o` profile, `--capture` file)."""

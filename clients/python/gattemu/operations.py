@@ -71,6 +71,8 @@ OPERATIONS: dict[str, Operation] = {
         Operation("setAdvertisement", "PUT", "/v1/advertisement", body=True),
         Operation("reset", "POST", "/v1/reset"),
         Operation("getFirmware", "GET", "/v1/firmware"),
+        Operation("listChannels", "GET", "/v1/channels"),
+        Operation("sendSDU", "POST", "/v1/channels/{id}/send", (_path("id"),), body=True),
         Operation("relaySnapshot", "POST", "/v1/relay/snapshot"),
         Operation("openapi", "GET", "/v1/openapi.json"),
         Operation("dashboard", "GET", "/"),
