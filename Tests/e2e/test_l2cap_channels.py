@@ -324,3 +324,54 @@ async def test_each_channel_fault_is_seen_as_a_real_device_gives_it(central, sta
     report("L2CAP faults: refused (0x0006), SDU corrupted before the rules, SDU cut, slow reader in order, "
            f"accepted after {waited:.1f} s, a 1 MiB stream cut after 100 SDUs with the link up")
     await conn.disconnect()
+
+
+async def test_a_hostile_central_disturbs_nothing_else(central, start_gattemu, tmp_path):
+    """A channel whose central gives one credit and never another (the device's stream waits, bounded), a central
+    opening and closing channels in a loop, and a request past maximumOpen: gattemu answers the other channel
+    throughout, keeps nothing of the closed ones, and logs each."""
+    p = start(start_gattemu, tmp_path, args=["--control", f"127.0.0.1:{PORT}"])
+    await wait_for_api(p)
+    conn = await central.connect((await p.advertising(central, name=NAME)).address)
+    psm = int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little")
+
+    # One credit, none given back: the greeting takes it; the stream asked for waits for credits that never come.
+    spec = l2cap.LeCreditBasedChannelSpec(psm=psm, mtu=2048, mps=2048, max_credits=1)
+    starving = Channel(await asyncio.wait_for(conn._conn.create_l2cap_channel(spec=spec), 30))
+    starving.channel.peer_credits_threshold = -1
+    await starving.received(1, "the greeting on the starving channel")
+    await starving.send(b"\x02")
+    await wait_for_event(p, "stream data #1")
+
+    # Meanwhile: channels opened and closed in a loop, each answered while open.
+    for n in range(25):
+        ctl = await open_channel(conn, CTL_PSM, mtu=64)
+        await ctl.send(bytes([n]))
+        assert await ctl.received(1, f"the answer on loop channel {n}") == [bytes([0xC0, n])]
+        await ctl.channel.disconnect()
+    _, listed = await api("GET", "/v1/channels")
+    channels = {c["id"]: c for c in listed["channels"]}
+    assert channels["ctl"]["open"] == [], "a closed channel stayed open in gattemu"
+    assert [o["number"] for o in channels["data"]["open"]] == [1], channels["data"]
+    details = channel_events(p)
+    assert sum(d.startswith("closed ctl") for d in details) == 25, [d for d in details if "ctl" in d][-5:]
+
+    # Past maximumOpen on ctl while the stream still waits: refused; the one open still answers.
+    ctl = await open_channel(conn, CTL_PSM, mtu=64)
+    with pytest.raises(l2cap.L2capError) as refused:
+        await open_channel(conn, CTL_PSM, mtu=64)
+    assert refused.value.error_code == 0x0006
+    await ctl.send(b"\x7f")
+    assert await ctl.received(1, "an answer beside the starving stream") == [b"\xc0\x7f"]
+    assert len(starving.sdus) == 1, "the starving channel got SDUs it gave no credits for"
+    assert not any("bytes sent in" in d for d in channel_events(p)), "a stream finished without credits"
+
+    # The starving central leaves its channel: the stream stops there, and the device is whole.
+    await starving.channel.disconnect()
+    await wait_for_event(p, "stream data #1: stopped at")
+    await ctl.send(b"\x01")
+    assert (await ctl.received(2, "an answer after the stream stopped"))[1] == b"\xc0\x01"
+    assert conn.is_connected
+    report("L2CAP hostile central: a one-credit channel's stream waited without disturbing 25 channels opened and "
+           "closed in a loop, a refusal past maximumOpen, or the other channel's answers")
+    await conn.disconnect()
