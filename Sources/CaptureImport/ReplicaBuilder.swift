@@ -73,12 +73,44 @@ struct ReplicaBuilder {
         converse(transactions)
         buildTable()
         observeSecurity()
+        recordChannels()
         buildAdvertisement()
         replica.name =
             deviceName ?? (replica.advertisingData?.localName ?? replica.scanResponse?.localName).flatMap(CaptureImport.displayName)
             ?? choice.names.first
         addNotes()
         return replica
+    }
+
+    /// The SDUs of the LE credit-based channels the central opened, per PSM and connection, in order. A channel whose
+    /// direction is unknown (no role in the capture) takes the sender of its first SDU as the central.
+    mutating func recordChannels() {
+        var recordings: [UInt16: DeviceReplica.ChannelRecording] = [:]
+        var order: [UInt16] = []
+        var sessions: [UInt16: [Int: Int]] = [:]
+        for sdu in trace.channelSDUs where numbers[sdu.connection] != nil {
+            let fromCentral: Bool
+            switch sdu.direction {
+            case .centralToPeripheral: fromCentral = true
+            case .peripheralToCentral: fromCentral = false
+            case .unknown: fromCentral = sdu.sender != .controllerToHost
+            }
+            if recordings[sdu.psm] == nil {
+                recordings[sdu.psm] = DeviceReplica.ChannelRecording(psm: sdu.psm)
+                order.append(sdu.psm)
+            }
+            let session: Int
+            if let known = sessions[sdu.psm]?[sdu.connection] {
+                session = known
+            } else {
+                session = recordings[sdu.psm]!.sessions.count
+                recordings[sdu.psm]!.sessions.append([])
+                sessions[sdu.psm, default: [:]][sdu.connection] = session
+            }
+            recordings[sdu.psm]!.sessions[session].append(
+                .init(fromCentral: fromCentral, value: sdu.value, frame: sdu.frame, time: time(sdu.timestamp)))
+        }
+        replica.channels = order.compactMap { recordings[$0] }
     }
 
     // MARK: Pass 1: discovery

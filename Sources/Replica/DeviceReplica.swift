@@ -25,6 +25,8 @@ public struct DeviceReplica: Sendable {
     public var security = SecurityObservation()
     /// What happened between the central and the device, in order.
     public var conversation: [Event] = []
+    /// The LE credit-based channels (L2CAP, by PSM) the central opened on the device, and their SDUs.
+    public var channels: [ChannelRecording] = []
     /// Lines for the report: what was reconstructed, what was missing, what replay cannot do.
     public var notes: [String] = []
 

@@ -35,6 +35,9 @@ public struct ReplicaProfile: Sendable {
         /// At most this many notifications replayed for one write (a device streaming live data between the
         /// app's commands sends hundreds).
         public var maximumNotificationsPerRule = 4_096
+        /// The most bytes of an SDU a rule matches or sends: a profile value's (`ProfileLimits.valueLength`, a test
+        /// holds them equal).
+        public var maximumSDUBytes = 4_096
         /// At most this much profile text for replayed notifications altogether (values as hex, with their
         /// JSON), so that the profile stays under the 16 MiB a profile may have; later ones are left out.
         public var maximumNotificationText = 12 << 20
@@ -66,7 +69,7 @@ public struct ReplicaProfile: Sendable {
 }
 
 /// The work of ``ReplicaProfile/build()``.
-private struct Builder {
+struct Builder {
     let replica: DeviceReplica
     let options: ReplicaProfile.Options
     var report: [String] = []
@@ -136,11 +139,13 @@ private struct Builder {
         if !device.isEmpty { top.append(("device", .object(device))) }
         if let security = buildSecurity() { top.append(("security", .object(security))) }
         buildRules()
+        let channels = buildChannels()
 
         if !state.isEmpty { top.append(("state", .object(state))) }
         if !triggers.isEmpty { top.append(("triggers", .object(triggers))) }
         if let advertisement { top.append(("advertisements", .array([advertisement]))) }
         top.append(("services", .array(services)))
+        if !channels.isEmpty { top.append(("channels", .array(channels))) }
         if !rules.isEmpty { top.append(("rules", .array(rules))) }
         if droppedRules > 0 {
             report.append("left out \(droppedRules) rules past the limit of \(options.maximumRules)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -374,4 +375,45 @@ async def test_a_hostile_central_disturbs_nothing_else(central, start_gattemu, t
     assert conn.is_connected
     report("L2CAP hostile central: a one-credit channel's stream waited without disturbing 25 channels opened and "
            "closed in a loop, a refusal past maximumOpen, or the other channel's answers")
+    await conn.disconnect()
+
+
+async def test_a_capture_of_a_channel_imports_into_a_profile_that_replays_it(central, start_gattemu, gattemu_bin, tmp_path):
+    """A central's capture of the session (what a phone's btsnoop_hci.log holds: GATT, the channel's signalling and
+    K-frames) goes through `gattemu import`; the imported profile listens on the recorded PSM, greets as the device
+    did and answers each recorded SDU with the device's answer."""
+    p = start(start_gattemu, tmp_path)
+    capture = tmp_path / "phone.btsnoop"
+    with central.record(capture, check="later"):
+        conn = await central.connect((await p.advertising(central, name=NAME)).address)
+        psm = int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little")
+        channel = await open_channel(conn, psm)
+        await channel.received(1, "the greeting")
+        await channel.send(b"\x01")
+        await channel.received(2, "the answer to 01")
+        await channel.send(b"\x04\x07")
+        await channel.received(3, "the delayed answer")
+        await channel.channel.disconnect()
+        await conn.disconnect()
+    recorded = list(channel.sdus)
+    assert recorded == [b"hello", b"\x81\x01", b"\x84\x04\x07"], recorded
+    p.stop()
+
+    imported = tmp_path / "imported.json"
+    done = subprocess.run([gattemu_bin, "import", str(capture), "-o", str(imported)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = json.loads(imported.read_text())
+    assert [(c["id"], c["psm"]) for c in profile["channels"]] == [(f"psm{psm:04x}", f"0x{psm:04X}")], profile.get("channels")
+    assert "L2CAP: channel" in done.stdout + done.stderr
+
+    replay = start_gattemu(str(imported))
+    conn = await central.connect((await replay.advertising(central, name=NAME)).address)
+    assert int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little") == psm
+    channel = await open_channel(conn, psm)
+    assert await channel.received(1, "the recorded greeting") == [b"hello"]
+    await channel.send(b"\x01")
+    await channel.send(b"\x04\x07")
+    assert await channel.received(3, "the recorded answers") == recorded
+    report(f"L2CAP import: a capture of a channel on PSM {psm:#06x} imported; the profile replayed its greeting and answers")
     await conn.disconnect()

@@ -79,6 +79,8 @@ extension CaptureDecoder {
             let key = ChannelKey(connection: connection.id, sender: sender, channel: channel)
             if let psm = channels[key], psm == L2CAPPSM.att {
                 decodeATT(information, connection: connection, channel: channel, sender: sender, firstFrame: pdu.firstFrame, moment: moment)
+            } else if connection.link == .le, let psm = channelRequests[key], psm != L2CAPPSM.eatt {
+                decodeChannelFrame(information, connection: connection, channel: channel, psm: psm, sender: sender, moment: moment)
             } else if connection.link == .le,
                 undecodedChannels.insert(ChannelKey(connection: connection.id, sender: .unknown, channel: channel)).inserted
             {
@@ -88,6 +90,30 @@ extension CaptureDecoder {
             }
         default:
             break
+        }
+    }
+
+    /// A K-frame of an app's LE credit-based channel: an SDU once its frames are all there.
+    private mutating func decodeChannelFrame(
+        _ information: ArraySlice<UInt8>, connection: CaptureConnection, channel: UInt16, psm: UInt16, sender: HCIDirection,
+        moment: CaptureMoment
+    ) {
+        let key = ChannelKey(connection: connection.id, sender: sender, channel: channel)
+        switch channelSDUs.add(information, key: key) {
+        case .sdu(let value):
+            pending.append(
+                .channelSDU(
+                    ChannelSDU(
+                        frame: moment.frame, timestamp: moment.timestamp, connection: connection.id, sender: sender,
+                        direction: direction(connection, sender), psm: psm, channel: channel, value: value)))
+        case .incomplete:
+            break
+        case .malformed(let why):
+            report(.malformedChannelFrame(channel: channel, why), frame: moment.frame)
+        case .tooManyChannels:
+            report(
+                .malformedChannelFrame(channel: channel, "more than \(ChannelSDUAssembler.maximumChannels) channels mid-SDU at once"),
+                frame: moment.frame)
         }
     }
 

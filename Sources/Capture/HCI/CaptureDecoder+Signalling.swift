@@ -31,9 +31,27 @@ extension CaptureDecoder {
             // The requester receives on its source channels; data sent to it uses them.
             if code == 0x14, let source = body.u16le() {
                 channelRequests[ChannelKey(connection: connection.id, sender: sender.opposite, channel: source)] = psm
+                // The response names the responder's channel, on which the requester sends.
+                if creditRequests.count < ChannelSDUAssembler.maximumChannels * 4 {
+                    creditRequests[ChannelKey(connection: connection.id, sender: sender, channel: UInt16(identifier))] = (psm, source)
+                }
             } else if code == 0x17, body.skip(6) {
                 while let source = body.u16le() {
                     channelRequests[ChannelKey(connection: connection.id, sender: sender.opposite, channel: source)] = psm
+                }
+            }
+        case 0x15:
+            guard let destination = body.u16le(), let mtu = body.u16le(), body.skip(4), let result = body.u16le() else {
+                return report(.malformedSignalling(code: code, "response too short"), frame: moment.frame)
+            }
+            message = .creditBasedConnectionResponse(destination: destination, mtu: mtu, result: result)
+            let request = ChannelKey(connection: connection.id, sender: sender.opposite, channel: UInt16(identifier))
+            if let asked = creditRequests.removeValue(forKey: request) {
+                if result == 0 {
+                    channelRequests[ChannelKey(connection: connection.id, sender: sender.opposite, channel: destination)] = asked.psm
+                } else {
+                    // Refused: no channel on the requester's side either.
+                    channelRequests[ChannelKey(connection: connection.id, sender: sender, channel: asked.source)] = nil
                 }
             }
         default:

@@ -1,5 +1,5 @@
-/// An LE signalling command (L2CAP CID 0x0005): connection parameter updates are decoded; credit-based
-/// channel requests are recognised (their channels, EATT among them, are not decoded).
+/// An LE signalling command (L2CAP CID 0x0005): connection parameter updates and LE credit-based channel requests and
+/// responses are decoded (those channels' SDUs are ``ChannelSDU``s; EATT's are decoded as ATT elsewhere, or noted).
 public struct L2CAPSignal: Sendable, Hashable {
     public var frame: Int
     public var timestamp: Int64?
@@ -16,6 +16,8 @@ public struct L2CAPSignal: Sendable, Hashable {
         case connectionParameterUpdateResponse(accepted: Bool)
         /// LE credit-based (code 0x14) or enhanced credit-based (0x17) connection request; PSM 0x0027 is EATT.
         case creditBasedConnectionRequest(psm: UInt16, enhanced: Bool)
+        /// LE credit-based connection response (0x15): the responder's channel, its MTU, and the result (0: success).
+        case creditBasedConnectionResponse(destination: UInt16, mtu: UInt16, result: UInt16)
         case other(code: UInt8)
     }
 }

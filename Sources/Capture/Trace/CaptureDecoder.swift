@@ -47,6 +47,11 @@ public struct CaptureDecoder {
     /// Dynamic channels by the side sending on them: their PSM.
     var channels: [ChannelKey: UInt16] = [:]
     var channelRequests: [ChannelKey: UInt16] = [:]
+    /// LE credit-based requests waiting for their response, by connection, requester and identifier: their PSM and
+    /// the requester's channel.
+    var creditRequests: [ChannelKey: (psm: UInt16, source: UInt16)] = [:]
+    /// SDUs of credit-based channels being put together from their K-frames.
+    var channelSDUs = ChannelSDUAssembler()
     /// Connections whose inferred role has been settled by a discovery request.
     var settledRoles: Set<Int> = []
     var noted: Set<CaptureNote> = []

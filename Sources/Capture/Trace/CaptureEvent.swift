@@ -13,6 +13,8 @@ public enum CaptureEvent: Sendable {
     case attTransaction(ATTTransaction)
     case smp(SMPPDU)
     case signalling(L2CAPSignal)
+    /// An SDU of an LE credit-based channel an app opened (not EATT).
+    case channelSDU(ChannelSDU)
     case problem(CaptureProblem)
     case note(CaptureNote)
 }

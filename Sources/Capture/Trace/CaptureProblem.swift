@@ -55,6 +55,8 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
         case unmatchedResponse(opcode: UInt8, String)
         case malformedSMP(code: UInt8, String)
         case malformedSignalling(code: UInt8, String)
+        /// A K-frame of an LE credit-based channel that fits no SDU.
+        case malformedChannelFrame(channel: UInt16, String)
 
         /// Whether the reader stops at this problem (nothing after it is read).
         public var endsReading: Bool {
@@ -114,6 +116,7 @@ public struct CaptureProblem: Error, Sendable, Hashable, CustomStringConvertible
             case .unmatchedResponse(let opcode, let reason): "ATT response 0x\(Hex.byte(opcode)) \(reason)"
             case .malformedSMP(let code, let reason): "SMP code 0x\(Hex.byte(code)): \(reason)"
             case .malformedSignalling(let code, let reason): "L2CAP signalling code 0x\(Hex.byte(code)): \(reason)"
+            case .malformedChannelFrame(let channel, let reason): "L2CAP channel 0x\(Hex.word(channel)): \(reason)"
             }
         }
 

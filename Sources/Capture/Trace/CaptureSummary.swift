@@ -111,7 +111,7 @@ public struct CaptureSummary: Sendable {
             case .smp(let pdu):
                 summary.smpMessages[pdu.message.code, default: 0] += 1
                 if let index = connectionDevice[pdu.connection] { summary.devices[index].smpMessages += 1 }
-            case .signalling:
+            case .signalling, .channelSDU:
                 break
             case .problem(let problem):
                 summary.problemCount += 1

@@ -35,6 +35,8 @@ public struct CaptureTrace: Sendable {
     public var attTransactions: [ATTTransaction] = []
     public var smpPDUs: [SMPPDU] = []
     public var signalling: [L2CAPSignal] = []
+    /// SDUs of the LE credit-based channels apps opened, in order.
+    public var channelSDUs: [ChannelSDU] = []
     /// Reading and decoding problems, located (the first 1000 of each; ``problemCount`` counts all).
     public var problems: [CaptureProblem] = []
     public var problemCount = 0
@@ -123,6 +125,7 @@ public struct CaptureTrace: Sendable {
             var transactions: [Int] = []
             var smp: [Int] = []
             var signalling: [Int] = []
+            var channelSDUs: [Int] = []
         }
 
         mutating func add(_ event: CaptureEvent, to trace: inout CaptureTrace) {
@@ -181,6 +184,10 @@ public struct CaptureTrace: Sendable {
                 guard trace.scope.keeps(connection: signal.connection) else { return }
                 unsettled[signal.connection]?.signalling.append(trace.signalling.count)
                 trace.signalling.append(signal)
+            case .channelSDU(let sdu):
+                guard trace.scope.keeps(connection: sdu.connection) else { return }
+                unsettled[sdu.connection]?.channelSDUs.append(trace.channelSDUs.count)
+                trace.channelSDUs.append(sdu)
             case .problem(let problem):
                 trace.problemCount += 1
                 if trace.problems.count < ProblemLog.limit { trace.problems.append(problem) }
@@ -204,6 +211,9 @@ public struct CaptureTrace: Sendable {
             for index in positions.smp { trace.smpPDUs[index].direction = role.direction(of: trace.smpPDUs[index].sender) }
             for index in positions.signalling {
                 trace.signalling[index].direction = role.direction(of: trace.signalling[index].sender)
+            }
+            for index in positions.channelSDUs {
+                trace.channelSDUs[index].direction = role.direction(of: trace.channelSDUs[index].sender)
             }
         }
     }

@@ -44,11 +44,11 @@ public struct ChannelDefinition: Sendable, Equatable {
 
     /// LE PSMs: 0x0001–0x007F are assigned by the Bluetooth SIG (the kernel asks CAP_NET_BIND_SERVICE for them),
     /// 0x0080–0x00FF are for anyone.
-    public static let psms: ClosedRange<UInt16> = 0x0001...0x00FF
+    public static let psms = LECreditBasedChannel.psms
     /// bluetoothd listens on this one (EATT).
-    public static let eattPSM: UInt16 = 0x0027
+    public static let eattPSM = LECreditBasedChannel.eattPSM
     /// An LE credit-based channel's MTU: at least 23 (the peer refuses less), at most 65,535.
-    public static let mtus = 23...65_535
+    public static let mtus = LECreditBasedChannel.mtus
     public static let maximumOpenRange = 1...64
 
     /// The characteristic `publish` adds, its value the PSM as Apple's guidelines have it (`80 00` for 0x0080;

@@ -89,7 +89,7 @@ extension ProfileDecoder {
         case "send":
             guard let id = identifier(kind.value, kindPath),
                 let valueNode = required(node, "value", path),
-                let value = valueSource(valueNode, sub("value"), usage: .rule)
+                let value = valueSource(valueNode, sub("value"), usage: .rule, limit: ProfileLimits.valueLength)
             else { return [] }
             return make(.send(channel: id, value: value.template))
         case "stream":

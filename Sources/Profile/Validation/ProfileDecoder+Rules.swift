@@ -99,7 +99,7 @@ extension ProfileDecoder {
             return .write(id, writeMatcher(node, path))
         case "sdu":
             guard let id = identifier(kind.value, kindPath) else { return nil }
-            return .sdu(id, writeMatcher(node, path))
+            return .sdu(id, writeMatcher(node, path, limit: ProfileLimits.valueLength))
         case "open":
             return identifier(kind.value, kindPath).map { .channelOpen($0) }
         case "close":
@@ -118,11 +118,12 @@ extension ProfileDecoder {
         }
     }
 
-    mutating func writeMatcher(_ node: JSONNode, _ path: String) -> WriteMatcher {
+    /// `limit`: the most bytes of a literal to match (an attribute's; an SDU's, ``ProfileLimits/valueLength``).
+    mutating func writeMatcher(_ node: JSONNode, _ path: String, limit: Int = ATTMTU.maximumValueLength) -> WriteMatcher {
         var matcher = WriteMatcher()
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
-        if let value = node["equals"] { matcher.equals = valueSource(value, sub("equals"), usage: .rule)?.template }
-        if let value = node["prefix"] { matcher.prefix = valueSource(value, sub("prefix"), usage: .rule)?.template }
+        if let value = node["equals"] { matcher.equals = valueSource(value, sub("equals"), usage: .rule, limit: limit)?.template }
+        if let value = node["prefix"] { matcher.prefix = valueSource(value, sub("prefix"), usage: .rule, limit: limit)?.template }
         if let value = node["mask"], members(value, sub("mask"), allowed: ["bits", "equals"]) != nil {
             let maskPath = sub("mask")
             func maskBytes(_ key: String) -> [UInt8]? {

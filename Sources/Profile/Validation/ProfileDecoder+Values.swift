@@ -6,7 +6,10 @@ extension ProfileDecoder {
 
     /// A value: a byte-template string, `[0x51, …]` as numbers, or one of
     /// `{"hex"}`, `{"utf8"}`, `{"base64"}`, `{"random": N}`, `{"template"}` (the last two with `regenerate`).
-    mutating func valueSource(_ node: JSONNode, _ path: String, usage: TemplateUsage) -> ValueSource? {
+    /// `limit`: the most bytes of a literal (an attribute's 512; an SDU's value, ``ProfileLimits/valueLength``).
+    mutating func valueSource(
+        _ node: JSONNode, _ path: String, usage: TemplateUsage, limit: Int = ATTMTU.maximumValueLength
+    ) -> ValueSource? {
         switch node.value {
         case .string:
             return template(node, path, kind: .bytes, usage: usage).map { ValueSource(template: $0) }
@@ -16,7 +19,7 @@ extension ProfileDecoder {
                 guard let byte = integer(item, JSONPath.appending(index, to: path), in: 0...255) else { return nil }
                 bytes.append(UInt8(byte))
             }
-            return attributeSized(bytes, node, path).map { ValueSource(template: .literal($0)) }
+            return attributeSized(bytes, node, path, limit: limit).map { ValueSource(template: .literal($0)) }
         case .object:
             guard let members = members(node, path, allowed: Self.valueForms + ["regenerate"]) else { return nil }
             let forms = members.filter { Self.valueForms.contains($0.key) }
@@ -65,7 +68,7 @@ extension ProfileDecoder {
                 return template(form.value, formPath, kind: .bytes, usage: usage)
                     .map { ValueSource(template: $0, regenerate: regenerate) }
             default:
-                return literalBytes(form.key, form.value, formPath).flatMap { attributeSized($0, form.value, formPath) }
+                return literalBytes(form.key, form.value, formPath).flatMap { attributeSized($0, form.value, formPath, limit: limit) }
                     .map { ValueSource(template: .literal($0)) }
             }
         default:
@@ -74,10 +77,14 @@ extension ProfileDecoder {
         }
     }
 
-    /// `bytes` when they fit in an attribute (``ATTMTU/maximumValueLength``); else reported, nil.
-    mutating func attributeSized(_ bytes: [UInt8], _ node: JSONNode, _ path: String) -> [UInt8]? {
-        guard bytes.count <= ATTMTU.maximumValueLength else {
-            error(node, path, "value is \(bytes.count) bytes, over the \(ATTMTU.maximumValueLength)-byte attribute limit")
+    /// `bytes` when they fit in an attribute (``ATTMTU/maximumValueLength``), or in `limit` (an SDU's value); else
+    /// reported, nil.
+    mutating func attributeSized(
+        _ bytes: [UInt8], _ node: JSONNode, _ path: String, limit: Int = ATTMTU.maximumValueLength
+    ) -> [UInt8]? {
+        guard bytes.count <= limit else {
+            let what = limit == ATTMTU.maximumValueLength ? "attribute limit" : "limit of a value"
+            error(node, path, "value is \(bytes.count) bytes, over the \(limit)-byte \(what)")
             return nil
         }
         return bytes
