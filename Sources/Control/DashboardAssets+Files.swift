@@ -1194,6 +1194,17 @@ extension DashboardAssets {
           // Which way an event goes: from the central to gattemu (→), back (←), or stays on gattemu's lane (•).
           const INBOUND = new Set(["connected", "disconnected", "mtu", "subscribed", "unsubscribed", "read", "write", "confirmed", "paired"]);
           const OUTBOUND = new Set(["answer", "notify", "indicate"]);
+          // Which way an event goes between its central and gattemu: "in", "out", or null (it stays on gattemu's lane). An
+          // L2CAP channel's events say it in their detail: a channel opened and an SDU received come in, an SDU sent goes out.
+          function flow(event) {
+            if (INBOUND.has(event.event)) return "in";
+            if (OUTBOUND.has(event.event)) return "out";
+            if (event.event === "channel" && typeof event.detail === "string") {
+              if (event.detail.startsWith("sdu in ") || event.detail.startsWith("open ")) return "in";
+              if (event.detail.startsWith("sdu out ")) return "out";
+            }
+            return null;
+          }
           const KINDS = ["started", "stopped", "advertising", "advertising-stopped", "advertisement-changed", "connected", "disconnected",
             "mtu", "subscribed", "unsubscribed", "read", "write", "answer", "notify", "indicate", "confirmed", "rule", "fault", "note",
             "error", "bluetoothd-lost", "bluetoothd-back", "refused", "pairing", "paired", "unpaired", "relayed", "device-lost",
@@ -1491,8 +1502,9 @@ extension DashboardAssets {
               const laneIndex = event.central ? this.laneIndex.get(event.central) : -1;
               const centralX = this.laneX(laneIndex, width);
               const text = label(event);
-              if (laneIndex >= 0 && (INBOUND.has(event.event) || OUTBOUND.has(event.event) || event.event === "fault")) {
-                const inbound = INBOUND.has(event.event);
+              const way = flow(event);
+              if (laneIndex >= 0 && (way || event.event === "fault")) {
+                const inbound = way === "in";
                 const from = Math.min(gattemuX, centralX), to = Math.max(gattemuX, centralX);
                 const arrow = el("div", "tl-arrow " + (event.event === "fault" ? "tl-arrow-fault" : inbound ? "tl-arrow-in" : "tl-arrow-out"));
                 arrow.style.left = from + "px";

@@ -13,6 +13,7 @@ import urllib.request
 from collections import Counter
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 from conftest import OUT, ROOT, console_errors, screenshot, wait_for
 
@@ -370,4 +371,33 @@ def test_a_firmware_upload_is_in_the_reports_summary(binaries, server_factory, b
     bars = browser.find_elements(By.CSS_SELECTOR, "#summary .firmware progress")
     assert [(int(b.get_attribute("value")), int(b.get_attribute("max"))) for b in bars] == [(done, size), (4096, 4096)]
     screenshot(browser, "report-firmware")
+    assert console_errors(browser) == []
+
+
+def test_a_channels_sdus_are_drawn_as_arrows_between_its_central_and_gattemu(binaries, browser, tmp_path):
+    """`channel` events: listening stays on gattemu's lane, a channel opened and an SDU received come in from the
+    central's lane, an SDU sent goes out to it; the kinds filter's "L2CAP channels" keeps only them."""
+    events = tmp_path / "channels.jsonl"
+    central = "AA:BB:CC:DD:EE:01"
+    lines = [
+        {"seq": 1, "t": 1.0, "event": "channel", "detail": "channel data listening on PSM 0x0080 (MTU 2048, security none)"},
+        {"seq": 2, "t": 2.0, "event": "channel", "central": central, "detail": "open data #1 (the central takes SDUs of 2048 bytes)"},
+        {"seq": 3, "t": 3.0, "event": "channel", "central": central, "value": "01", "detail": "sdu in data #1, 1 bytes"},
+        {"seq": 4, "t": 4.0, "event": "channel", "central": central, "value": "8101", "detail": "sdu out data #1, 2 bytes"},
+        {"seq": 5, "t": 5.0, "event": "write", "central": central, "characteristic": "rx", "value": "01"},
+    ]
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    page = tmp_path / "channels.html"
+    result = gattemu(binaries, "report", str(events), "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    browser.get(page.as_uri())
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")) == 5, what="the five rows")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")
+    ways = []
+    for row in rows[:4]:
+        arrows = row.find_elements(By.CSS_SELECTOR, ".tl-arrow")
+        ways.append(arrows[0].get_attribute("class").split()[-1] if arrows else "note")
+    assert ways == ["note", "tl-arrow-in", "tl-arrow-in", "tl-arrow-out"], ways
+    Select(browser.find_element(By.ID, "filter-kinds")).select_by_value("channels")
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#timeline .tl-row")) == 4, what="the channel rows only")
     assert console_errors(browser) == []
