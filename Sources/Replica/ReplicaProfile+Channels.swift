@@ -69,7 +69,8 @@ extension Builder {
                     cut += cutHere
                     guard !actions.isEmpty else { continue }
                     addRule(
-                        id: "\(id)-sdu", on: .object([("sdu", .string(id)), ("equals", .object([("hex", .string(Hex.string(request.value)))]))]),
+                        id: "\(id)-sdu",
+                        on: .object([("sdu", .string(id)), ("equals", .object([("hex", .string(Hex.string(request.value)))]))]),
                         when: nil, actions: actions,
                         description: "SDU of the central" + Self.frames([request]) + " → \(answers.count) SDUs" + Self.frames(answers))
                 }
@@ -106,4 +107,3 @@ extension Builder {
         return first == last ? " (frame \(first))" : " (frames \(first)–\(last))"
     }
 }
-

@@ -54,10 +54,16 @@ import Testing
         let sdus = trace.channelSDUs
         #expect(sdus.map(\.psm) == Array(repeating: 0x81, count: 6))
         #expect(sdus.map(\.value.count) == [5, 1, 2, 1, 300, 1])
-        #expect(sdus.map(\.direction) == [.peripheralToCentral, .centralToPeripheral, .peripheralToCentral, .centralToPeripheral, .peripheralToCentral, .peripheralToCentral])
+        #expect(
+            sdus.map(\.direction) == [
+                .peripheralToCentral, .centralToPeripheral, .peripheralToCentral, .centralToPeripheral, .peripheralToCentral,
+                .peripheralToCentral,
+            ])
         #expect(sdus[4].value == (0..<300).map { UInt8($0 & 0xFF) }, "an SDU put together from four K-frames")
         #expect(trace.problems.contains { $0.description.contains("L2CAP channel 0x0045") }, "the K-frame longer than its SDU")
-        let undecoded = trace.notes.compactMap { note -> UInt16? in if case .undecodedChannel(_, let channel, _, _) = note { channel } else { nil } }
+        let undecoded = trace.notes.compactMap { note -> UInt16? in
+            if case .undecodedChannel(_, let channel, _, _) = note { channel } else { nil }
+        }
         #expect(undecoded == [0x41], "an app's channel is decoded; the refused one's is not a channel")
     }
 
@@ -71,11 +77,18 @@ import Testing
         #expect(channel.psm == .fixed(0x81) && channel.id == "psm0081" && channel.mtu == 2048)
         var engine = BehaviourEngine(profile: profile, environment: EngineEnvironment(adapterAddress: .zero))
         let link = ChannelLink(id: 1, central: CentralID(address: BluetoothAddress("11:22:33:44:55:66")!))
-        #expect(engine.handle(.channelOpen(channel: "psm0081", link: link)).effects == [.send(channel: "psm0081", value: Array("hello".utf8), links: [1])])
-        #expect(engine.handle(.sdu(channel: "psm0081", link: link, value: [0x01])).effects == [.send(channel: "psm0081", value: [0x81, 0x01], links: [1])])
+        #expect(
+            engine.handle(.channelOpen(channel: "psm0081", link: link)).effects == [
+                .send(channel: "psm0081", value: Array("hello".utf8), links: [1])
+            ])
+        #expect(
+            engine.handle(.sdu(channel: "psm0081", link: link, value: [0x01])).effects == [
+                .send(channel: "psm0081", value: [0x81, 0x01], links: [1])
+            ])
         #expect(
             engine.handle(.sdu(channel: "psm0081", link: link, value: [0x02])).effects == [
-                .send(channel: "psm0081", value: (0..<300).map { UInt8($0 & 0xFF) }, links: [1]), .send(channel: "psm0081", value: [0xEE], links: [1]),
+                .send(channel: "psm0081", value: (0..<300).map { UInt8($0 & 0xFF) }, links: [1]),
+                .send(channel: "psm0081", value: [0xEE], links: [1]),
             ])
         #expect(result.report.contains { $0.contains("channel \"psm0081\" (PSM 0x0081): 6 SDUs") }, "\(result.report)")
     }
