@@ -58,6 +58,11 @@ extension DashboardAssets {
             <table><thead><tr><th>Slot</th><th>Version</th><th>Hash</th><th>State</th></tr></thead><tbody id="firmware-slots"></tbody></table>
           </section>
 
+          <section class="card" id="card-channels" hidden>
+            <h2>L2CAP channels</h2>
+            <table><thead><tr><th>Channel</th><th>PSM</th><th>MTU</th><th>Security</th><th>Open</th><th>Centrals (their MTU)</th></tr></thead><tbody id="channels"></tbody></table>
+          </section>
+
           <section class="card" id="card-controls">
             <h2>Triggers</h2>
             <div id="triggers" class="buttons"></div>
@@ -335,6 +340,7 @@ extension DashboardAssets {
               await refreshPairing();
               if (status.firmware) await refreshFirmware();
               else $("card-firmware").hidden = true;
+              await refreshChannels();
             } catch (error) {
               if (error.status !== 401) show("status: " + error.message);
             }
@@ -382,6 +388,28 @@ extension DashboardAssets {
               row.append(el("td", null, slot.slot), el("td", "mono", slot.version), el("td", "mono", String(slot.hash).slice(0, 16) + "…"),
                 el("td", null, flags.join(", ") || "—"));
               row.children[2].title = slot.hash;
+              body.append(row);
+            }
+          }
+
+          // MARK: Channels
+
+          // The channels card: the profile's L2CAP channels (GET /v1/channels), shown when it has any.
+          async function refreshChannels() {
+            const device = state.device;
+            const list = await api("GET", "/v1/channels");
+            if (device !== state.device) return;
+            const channels = Array.isArray(list.channels) ? list.channels : [];
+            $("card-channels").hidden = channels.length === 0;
+            const body = $("channels");
+            body.replaceChildren();
+            for (const channel of channels) {
+              const open = Array.isArray(channel.open) ? channel.open : [];
+              const psm = Number.isSafeInteger(channel.psm) ? "0x" + channel.psm.toString(16).toUpperCase().padStart(4, "0") : "—";
+              const row = el("tr");
+              row.append(el("td", "mono", channel.id), el("td", "mono", psm), el("td", null, channel.mtu), el("td", null, channel.security),
+                el("td", null, open.length + " of " + channel.maximumOpen),
+                el("td", "mono", open.map((o) => "#" + o.number + " " + o.central + (o.centralMTU ? " (" + o.centralMTU + ")" : "")).join(", ") || "—"));
               body.append(row);
             }
           }
@@ -1111,6 +1139,7 @@ extension DashboardAssets {
           function switchDevice(id) {
             state.device = id;
             $("card-firmware").hidden = true;
+            $("card-channels").hidden = true;
             if (state.streamAbort) state.streamAbort.abort();
             timeline.clear();
             state.bluetoothdLost = false;

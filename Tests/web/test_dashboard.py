@@ -287,3 +287,26 @@ def test_a_firmware_targets_card_shows_its_slots_and_the_upload_under_way(server
     wait_for(lambda: status_rendered(browser), what="the GATT table")
     assert not browser.find_element(By.ID, "card-firmware").is_displayed()
     assert console_errors(browser) == []
+
+
+def test_a_profile_with_channels_has_a_channels_card(server_factory, browser, tmp_path):
+    """A profile with L2CAP channels: the dashboard's channels card lists each (id, PSM once listening, MTU, security,
+    how many are open of its maximum); a profile without channels has no card."""
+    profile = json.loads((ROOT / "profiles" / "noke-lock.json").read_text())
+    profile["channels"] = [{"id": "data", "psm": "any", "mtu": 2048, "publish": profile["services"][0]["id"]},
+                           {"id": "ctl", "psm": 133, "mtu": 64, "security": "encrypted", "maximumOpen": 1}]
+    path = tmp_path / "channels.json"
+    path.write_text(json.dumps(profile))
+    server = server_factory("--profile", str(path))
+    browser.get(server.url + "/")
+    wait_for(lambda: browser.find_element(By.ID, "card-channels").is_displayed(), what="the channels card")
+    rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#channels tr")]
+    # The fixture's emulator never started: nothing listens yet, so no PSM.
+    assert rows == ["data — 2048 none 0 of 8 —", "ctl — 64 encrypted 0 of 1 —"], rows
+    screenshot(browser, "dashboard-channels")
+    assert console_errors(browser) == []
+
+    plain = server_factory("--profile", "profiles/noke-lock.json")
+    browser.get(plain.url + "/")
+    wait_for(lambda: status_rendered(browser), what="the GATT table")
+    assert not browser.find_element(By.ID, "card-channels").is_displayed()

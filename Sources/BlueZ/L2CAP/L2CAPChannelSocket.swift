@@ -31,6 +31,9 @@ public final class L2CAPChannelSocket: Sendable {
         var closed = false
         /// The descriptor itself is closed.
         var released = false
+        /// A sender waiting for room (``whenWritable(_:)``): its one-shot poll entry and what to run; taken out of
+        /// the poll set with the reader before the descriptor closes, and run then.
+        var waiter: (reader: DBusReader, then: @Sendable () -> Void)?
     }
 
     /// What became of one ``send(_:)``.
@@ -136,9 +139,17 @@ public final class L2CAPChannelSocket: Sendable {
     /// Runs `then` once on the loop when the socket can take an SDU again, or has closed (so a waiting sender learns
     /// it from its next ``send(_:)``); at once when it is closed already.
     public func whenWritable(_ then: @escaping @Sendable () -> Void) {
-        let waiting = state.withLock { state -> Bool in
-            guard !state.closed, !state.released else { return false }
-            loop.whenWritable(descriptor, handler: then)
+        let state = self.state
+        let waiting = state.withLock { current -> Bool in
+            guard !current.closed, !current.released, current.waiter == nil else { return false }
+            let reader = loop.whenWritable(descriptor) {
+                let waiter = state.withLock { current in
+                    defer { current.waiter = nil }
+                    return current.waiter
+                }
+                waiter?.then()
+            }
+            current.waiter = (reader, then)
             return true
         }
         if !waiting { then() }
@@ -168,14 +179,19 @@ public final class L2CAPChannelSocket: Sendable {
     }
 
     private static func release(_ descriptor: Int32, reader: DBusReader, loop: DBusEventLoop, state: Locked<State>) {
-        // A writability wait still polling it sees the hang-up first: shutting down wakes it.
-        _ = shutdown(descriptor, Int32(SHUT_RDWR))
-        loop.removeReader(reader) {
+        let waiter = state.withLock { current in
+            defer { current.waiter = nil }
+            return current.waiter
+        }
+        // The reader and a sender's writability waiter leave the poll set together, before the descriptor closes: a
+        // poll entry left behind would watch whatever file gets that number next.
+        loop.removeReaders([reader] + (waiter.map { [$0.reader] } ?? [])) {
             state.withLock { state in
                 guard !state.released else { return }
                 state.released = true
                 Glibc.close(descriptor)
             }
+            waiter?.then()  // its next send finds the channel closed
         }
     }
 }

@@ -66,13 +66,42 @@ public final class L2CAPListener: Sendable {
         self.descriptor = descriptor
         self.psm = psm
         self.loop = loop
-        let closed = self.closed
         reader = Locked(nil)
+        watch(mtu: mtu, onRequest: onRequest)
+    }
+
+    /// Polls the listening socket: each request is handed to `onRequest`.
+    private func watch(mtu: Int, onRequest: @escaping @Sendable (L2CAPChannelSocket) -> Void) {
+        let closed = self.closed
+        let descriptor = self.descriptor
+        let loop = self.loop
+        let reader = self.reader
+        /// Stops polling for a second (accept failed for want of descriptors or memory), then polls again.
+        @Sendable func pause() {
+            guard
+                let current = reader.withLock({ current -> DBusReader? in
+                    defer { current = nil }
+                    return current
+                })
+            else { return }
+            loop.removeReader(current) {}
+            Task { [weak self] in
+                try? await Task.sleep(for: .seconds(1))
+                guard let self, !closed.value else { return }
+                self.watch(mtu: mtu, onRequest: onRequest)
+            }
+        }
         let added = loop.addReader(descriptor) { _ in
             for _ in 0..<Self.requestsPerWake {
                 guard !closed.value else { return }
                 let child = accept(descriptor, nil, nil)
-                guard child >= 0 else { return }  // EAGAIN: none left; anything else: the next wake tries again
+                guard child >= 0 else {
+                    // EAGAIN: none left. Out of descriptors or memory, the request stays queued and the socket
+                    // readable: polled again in a second, not at once (the loop would spin).
+                    let code = errno
+                    if code == EMFILE || code == ENFILE || code == ENOMEM || code == ENOBUFS { pause() }
+                    return
+                }
                 _ = fcntl(child, F_SETFD, FD_CLOEXEC)
                 _ = fcntl(child, F_SETFL, fcntl(child, F_GETFL) | O_NONBLOCK)
                 guard let peer = L2CAPSocketAddress.of(child, peer: true) else {
@@ -95,10 +124,8 @@ public final class L2CAPListener: Sendable {
         }
         guard first else { return }
         let descriptor = self.descriptor
-        guard let reader = reader.withLock({ $0 }) else {
-            Glibc.close(descriptor)
-            return
-        }
-        loop.removeReader(reader) { Glibc.close(descriptor) }
+        // Closed on the loop, after any removal already asked for (a paused listener's): never under a poll entry.
+        let current = reader.withLock { $0 }
+        loop.removeReaders(current.map { [$0] } ?? []) { Glibc.close(descriptor) }
     }
 }

@@ -106,6 +106,7 @@
       await refreshPairing();
       if (status.firmware) await refreshFirmware();
       else $("card-firmware").hidden = true;
+      await refreshChannels();
     } catch (error) {
       if (error.status !== 401) show("status: " + error.message);
     }
@@ -153,6 +154,28 @@
       row.append(el("td", null, slot.slot), el("td", "mono", slot.version), el("td", "mono", String(slot.hash).slice(0, 16) + "…"),
         el("td", null, flags.join(", ") || "—"));
       row.children[2].title = slot.hash;
+      body.append(row);
+    }
+  }
+
+  // MARK: Channels
+
+  // The channels card: the profile's L2CAP channels (GET /v1/channels), shown when it has any.
+  async function refreshChannels() {
+    const device = state.device;
+    const list = await api("GET", "/v1/channels");
+    if (device !== state.device) return;
+    const channels = Array.isArray(list.channels) ? list.channels : [];
+    $("card-channels").hidden = channels.length === 0;
+    const body = $("channels");
+    body.replaceChildren();
+    for (const channel of channels) {
+      const open = Array.isArray(channel.open) ? channel.open : [];
+      const psm = Number.isSafeInteger(channel.psm) ? "0x" + channel.psm.toString(16).toUpperCase().padStart(4, "0") : "—";
+      const row = el("tr");
+      row.append(el("td", "mono", channel.id), el("td", "mono", psm), el("td", null, channel.mtu), el("td", null, channel.security),
+        el("td", null, open.length + " of " + channel.maximumOpen),
+        el("td", "mono", open.map((o) => "#" + o.number + " " + o.central + (o.centralMTU ? " (" + o.centralMTU + ")" : "")).join(", ") || "—"));
       body.append(row);
     }
   }
@@ -882,6 +905,7 @@
   function switchDevice(id) {
     state.device = id;
     $("card-firmware").hidden = true;
+    $("card-channels").hidden = true;
     if (state.streamAbort) state.streamAbort.abort();
     timeline.clear();
     state.bluetoothdLost = false;

@@ -215,17 +215,28 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     public func whenWritable(_ descriptor: Int32, handler: @escaping @Sendable () -> Void) -> DBusReader {
         let id = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
         let reader = DBusReader(id: id)
-        submit { [self] in
-            readers.append(
-                (
-                    reader, descriptor, Int16(POLLOUT),
-                    { [self] reader in
-                        readers.removeAll { $0.reader == reader }
-                        handler()
-                    }
-                ))
-        }
+        submit(
+            { [self] in
+                readers.append(
+                    (
+                        reader, descriptor, Int16(POLLOUT),
+                        { [self] reader in
+                            readers.removeAll { $0.reader == reader }
+                            handler()
+                        }
+                    ))
+            }, abandoned: handler)
         return reader
+    }
+
+    /// Stops polling every one of `gone` in one go (a descriptor's reader and its writability waiter, before the
+    /// descriptor is closed); `then` runs once none is in the poll set (at once if the loop has stopped).
+    public func removeReaders(_ gone: [DBusReader], then: @escaping @Sendable () -> Void) {
+        submit(
+            { [self] in
+                readers.removeAll { gone.contains($0.reader) }
+                then()
+            }, abandoned: then)
     }
 
     /// Stops polling `reader`'s descriptor; `then` runs on the loop thread once it is out of the poll set (or at

@@ -20,6 +20,8 @@ struct OpenChannel {
     var channel: String
     var link: ChannelLink
     var socket: L2CAPChannelSocket
+    /// Finished when the channel closes by any path, which ends its receiving task.
+    var inbox: AsyncStream<[UInt8]>.Continuation
     var outbox: AsyncStream<ChannelOutgoing>.Continuation
     var tasks: [Task<Void, Never>]
 }
@@ -78,6 +80,7 @@ extension Emulator {
         channels.listeners = [:]
         for open in channels.open.values {
             open.socket.close()
+            open.inbox.finish()
             open.outbox.finish()
             for task in open.tasks { task.cancel() }
         }
@@ -166,7 +169,7 @@ extension Emulator {
             }
         }
         channels.open[link.id] = OpenChannel(
-            channel: id, link: link, socket: socket, outbox: outboxContinuation, tasks: [receiving, sending])
+            channel: id, link: link, socket: socket, inbox: inboxContinuation, outbox: outboxContinuation, tasks: [receiving, sending])
         log.record(
             .channel, central: central.address,
             detail: "open \(id) \(link) (the central takes SDUs of \(socket.sendMTU.map(String.init) ?? "?") bytes)")
@@ -217,10 +220,15 @@ extension Emulator {
     func channelClosed(_ link: ChannelLink, channel id: String, by: String) async {
         guard let open = channels.open.removeValue(forKey: link.id) else { return }
         open.socket.close()
+        open.inbox.finish()
         open.outbox.finish()
         log.record(.channel, central: link.central.address, detail: "closed \(id) \(link) by \(by)")
         _ = try? await run(engine.handle(.channelClose(channel: id, link: link)), central: link.central)
     }
+
+    /// How long a close waits behind what is queued before it (SDUs waiting for the central's credits) before the
+    /// channel closes all the same: a central that gives no credits cannot keep a channel open the profile closed.
+    static let closeDeadline: Duration = .seconds(5)
 
     /// Queues an effect's SDU, stream or close on each channel it names.
     func queue(_ item: ChannelOutgoing, channel id: String, links: [UInt64]) {
@@ -229,12 +237,28 @@ extension Emulator {
         }
         for linkID in links {
             guard let open = channels.open[linkID] else { continue }
+            let link = open.link
             if case .dropped = open.outbox.yield(item) {
                 log.record(
-                    .error, central: open.link.central.address,
-                    detail: "channel \(id) \(open.link): \(Self.describe(item)) dropped: \(Self.channelOutboxLimit) are waiting to go out")
+                    .error, central: link.central.address,
+                    detail: "channel \(id) \(link): \(Self.describe(item)) dropped: \(Self.channelOutboxLimit) are waiting to go out")
+            }
+            if case .close = item {
+                Task(executorPreference: loop) { [weak self] in
+                    try? await Task.sleep(for: Self.closeDeadline)
+                    await self?.closeOverdue(link, channel: id)
+                }
             }
         }
+    }
+
+    /// A close still behind queued SDUs after ``closeDeadline``: the channel closes now.
+    func closeOverdue(_ link: ChannelLink, channel id: String) async {
+        guard channels.open[link.id] != nil else { return }
+        log.record(
+            .channel, central: link.central.address,
+            detail: "closing \(id) \(link): what was queued before the close still waits for the central's credits after 5 s")
+        await channelClosed(link, channel: id, by: "the profile")
     }
 
     static func describe(_ item: ChannelOutgoing) -> String {
@@ -247,6 +271,8 @@ extension Emulator {
 
     /// Sends one item of a channel's outbox, waiting for the central's credits as long as the channel is open.
     func channelSend(_ item: ChannelOutgoing, on link: ChannelLink, channel id: String, socket: L2CAPChannelSocket) async {
+        // What was still queued when the channel closed goes nowhere (and asks no fault).
+        guard channels.open[link.id] != nil else { return }
         switch item {
         case .sdu(let bytes):
             await sendSDU(bytes, on: link, channel: id, socket: socket, logged: true)
