@@ -6,4 +6,7 @@ public enum LECreditBasedChannel {
     public static let eattPSM: UInt16 = 0x0027
     /// An SDU's MTU: at least 23 (a peer refuses less), at most 65,535.
     public static let mtus = 23...65_535
+
+    /// A PSM as logs, reports and profiles write it: `0x0080`.
+    public static func text(_ psm: UInt16) -> String { "0x" + Hex.word(psm).uppercased() }
 }

@@ -12,7 +12,8 @@ extension Builder {
         var entries: [OrderedJSON] = []
         for recording in replica.channels {
             guard LECreditBasedChannel.psms.contains(recording.psm), recording.psm != LECreditBasedChannel.eattPSM else {
-                report.append("L2CAP: a channel on PSM 0x\(Hex.word(recording.psm)) left out: not a PSM a profile can listen on")
+                report.append(
+                    "L2CAP: a channel on PSM \(LECreditBasedChannel.text(recording.psm)) left out: not a PSM a profile can listen on")
                 continue
             }
             let id = ids.unique("psm" + Hex.word(recording.psm).lowercased())
@@ -20,11 +21,11 @@ extension Builder {
             let count = recording.sessions.joined().count
             entries.append(
                 .object([
-                    ("id", .string(id)), ("psm", .string("0x" + Hex.word(recording.psm))), ("mtu", .int(mtu)),
+                    ("id", .string(id)), ("psm", .string(LECreditBasedChannel.text(recording.psm))), ("mtu", .int(mtu)),
                     (
                         "description",
                         .string(
-                            "L2CAP channel recorded on PSM 0x\(Hex.word(recording.psm)): \(count) SDUs over \(recording.sessions.count) connection"
+                            "L2CAP channel recorded on PSM \(LECreditBasedChannel.text(recording.psm)): \(count) SDUs over \(recording.sessions.count) connection"
                                 + (recording.sessions.count == 1 ? "" : "s"))
                     ),
                 ]))
@@ -76,7 +77,8 @@ extension Builder {
                 }
             }
             report.append(
-                "L2CAP: channel \"\(id)\" (PSM 0x\(Hex.word(recording.psm))): \(count) SDUs replayed by rules matching the central's bytes")
+                "L2CAP: channel \"\(id)\" (PSM \(LECreditBasedChannel.text(recording.psm))): \(count) SDUs replayed by rules matching the central's bytes"
+            )
             if tooLarge > 0 {
                 report.append(
                     "L2CAP: \(tooLarge) SDUs of channel \"\(id)\" left out: over \(options.maximumSDUBytes) bytes, a profile value's most")

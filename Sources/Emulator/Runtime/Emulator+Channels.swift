@@ -69,7 +69,7 @@ extension Emulator {
             log.record(
                 .channel,
                 detail:
-                    "channel \(id) listening on PSM \(Self.hex(listener.psm)) (MTU \(definition.mtu), security \(definition.security.rawValue))"
+                    "channel \(id) listening on PSM \(LECreditBasedChannel.text(listener.psm)) (MTU \(definition.mtu), security \(definition.security.rawValue))"
                     + (definition.publish.map { ", published in \($0)" } ?? ""))
         }
     }
@@ -94,11 +94,6 @@ extension Emulator {
         case .authenticated: .high
         case .secure: .fips
         }
-    }
-
-    static func hex(_ psm: UInt16) -> String {
-        let digits = String(psm, radix: 16, uppercase: true)
-        return "0x" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
     /// A central asked for a channel: accepted unless a fault refuses it or `maximumOpen` are open already (after the

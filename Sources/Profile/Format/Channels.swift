@@ -36,7 +36,7 @@ public struct ChannelDefinition: Sendable, Equatable {
 
         public var description: String {
             switch self {
-            case .fixed(let value): "0x" + String(value, radix: 16, uppercase: true).leftPadded(to: 4)
+            case .fixed(let value): LECreditBasedChannel.text(value)
             case .any: "any"
             }
         }
@@ -106,11 +106,5 @@ extension DeviceProfile {
             guard let service = channel.publish, let index = services.firstIndex(where: { $0.id == service }) else { continue }
             services[index].characteristics.append(channel.psmCharacteristicDefinition())
         }
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
