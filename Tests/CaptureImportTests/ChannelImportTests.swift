@@ -92,4 +92,27 @@ import Testing
             ])
         #expect(result.report.contains { $0.contains("channel \"psm0081\" (PSM 0x0081): 6 SDUs") }, "\(result.report)")
     }
+
+    /// An enhanced credit-based request (0x17) for two channels and its response (0x18) naming the device's two: the
+    /// SDUs of both are the PSM's.
+    @Test func anEnhancedRequestsChannelsAreDecodedToo() throws {
+        var s = LockSession.script()
+        let disconnection = s.packets.removeLast()
+        let handle: UInt16 = 0x40
+        func signal(_ code: UInt8, _ identifier: UInt8, _ body: [UInt8], from: HCIDirection) {
+            s.l2cap(handle: handle, channel: 5, [code, identifier] + Self.le16(UInt16(body.count)) + body, from: from)
+        }
+        let le16 = Self.le16
+        signal(0x17, 9, le16(0x82) + le16(512) + le16(512) + le16(8) + le16(0x50) + le16(0x51), from: Self.phone)
+        signal(0x18, 9, le16(1024) + le16(512) + le16(4) + le16(0) + le16(0x60) + le16(0x61), from: Self.device)
+        s.l2cap(handle: handle, channel: 0x60, le16(1) + [0x0A], from: Self.phone)
+        s.l2cap(handle: handle, channel: 0x61, le16(1) + [0x0B], from: Self.phone)
+        s.l2cap(handle: handle, channel: 0x51, le16(2) + [0x8B, 0x0B], from: Self.device)
+        s.l2cap(handle: handle, channel: 0x50, le16(2) + [0x8A, 0x0A], from: Self.device)
+        s.packets.append(disconnection)
+        let trace = try CaptureTrace.read(bytes: s.btsnoop())
+        #expect(trace.channelSDUs.map(\.psm) == [0x82, 0x82, 0x82, 0x82])
+        #expect(trace.channelSDUs.map(\.channel) == [0x60, 0x61, 0x51, 0x50])
+        #expect(trace.channelSDUs.map(\.value) == [[0x0A], [0x0B], [0x8B, 0x0B], [0x8A, 0x0A]])
+    }
 }

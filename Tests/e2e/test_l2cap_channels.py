@@ -421,3 +421,47 @@ async def test_a_capture_of_a_channel_imports_into_a_profile_that_replays_it(cen
     assert await channel.received(3, "the recorded answers") == recorded
     report(f"L2CAP import: a capture of a channel on PSM {psm:#06x} imported; the profile replayed its greeting and answers")
     await conn.disconnect()
+
+
+ECRED = "/sys/module/bluetooth/parameters/enable_ecred"
+
+
+@pytest.fixture
+def enhanced_credit_based():
+    """The kernel's enhanced credit-based channels (Linux 6.1: the bluetooth module's `enable_ecred`, off by default),
+    on for this test only (bluetoothd's EATT would use them too)."""
+    path = os.path.realpath(ECRED)
+    if not os.path.exists(path):
+        pytest.fail(f"{ECRED} missing: this kernel has no enhanced credit-based channels to test", pytrace=False)
+    before = open(path).read().strip()
+    with open(path, "w") as f:
+        f.write("Y")
+    try:
+        yield
+    finally:
+        with open(path, "w") as f:
+            f.write(before)
+
+
+async def test_one_enhanced_request_opens_several_channels_each_answered(central, start_gattemu, tmp_path,
+                                                                         enhanced_credit_based):
+    """An enhanced credit-based request (Bluetooth 5.2: several channels in one request) on the published PSM: each
+    channel is the device's own, greeted by the open rule and answered on itself."""
+    p = start(start_gattemu, tmp_path)
+    conn = await central.connect((await p.advertising(central, name=NAME)).address)
+    psm = int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little")
+    spec = l2cap.LeCreditBasedChannelSpec(psm=psm, mtu=2048, mps=512, max_credits=16)
+    manager = conn._conn.device.l2cap_channel_manager
+    opened = await asyncio.wait_for(manager.create_enhanced_credit_based_channels(conn._conn, spec, 3), 30)
+    channels = [Channel(channel) for channel in opened]
+    assert len(channels) == 3
+    for channel in channels:
+        assert await channel.received(1, "each channel's greeting") == [b"hello"]
+    for index, channel in enumerate(channels):
+        await channel.send(bytes([0x04, index]))
+    for index, channel in enumerate(channels):
+        assert (await channel.received(2, f"channel {index}'s answer"))[1] == bytes([0x84, 0x04, index])
+    details = channel_events(p)
+    assert sum(d.startswith("open data") for d in details) == 3, details
+    report("L2CAP: one enhanced credit-based request opened three channels, each greeted and answered on itself")
+    await conn.disconnect()

@@ -36,8 +36,13 @@ extension CaptureDecoder {
                     creditRequests[ChannelKey(connection: connection.id, sender: sender, channel: UInt16(identifier))] = (psm, source)
                 }
             } else if code == 0x17, body.skip(6) {
-                while let source = body.u16le() {
+                var count = 0
+                while let source = body.u16le(), count < 5 {  // at most five channels a request (Core 5.2)
                     channelRequests[ChannelKey(connection: connection.id, sender: sender.opposite, channel: source)] = psm
+                    count += 1
+                }
+                if creditRequests.count < ChannelSDUAssembler.maximumChannels * 4 {
+                    creditRequests[ChannelKey(connection: connection.id, sender: sender, channel: UInt16(identifier))] = (psm, 0)
                 }
             }
         case 0x15:
@@ -52,6 +57,23 @@ extension CaptureDecoder {
                 } else {
                     // Refused: no channel on the requester's side either.
                     channelRequests[ChannelKey(connection: connection.id, sender: sender, channel: asked.source)] = nil
+                }
+            }
+        case 0x18:
+            // Enhanced credit-based response: MTU, MPS, credits, result, then the responder's channels, 0 for each
+            // refused (so the result, "all" or "some refused", needs no reading).
+            guard body.skip(8) else {
+                return report(.malformedSignalling(code: code, "response too short"), frame: moment.frame)
+            }
+            message = .other(code: code)
+            let request = ChannelKey(connection: connection.id, sender: sender.opposite, channel: UInt16(identifier))
+            if let asked = creditRequests.removeValue(forKey: request) {
+                var count = 0
+                while let destination = body.u16le(), count < 5 {
+                    if destination != 0 {
+                        channelRequests[ChannelKey(connection: connection.id, sender: sender.opposite, channel: destination)] = asked.psm
+                    }
+                    count += 1
                 }
             }
         default:
