@@ -465,3 +465,25 @@ async def test_one_enhanced_request_opens_several_channels_each_answered(central
     assert sum(d.startswith("open data") for d in details) == 3, details
     report("L2CAP: one enhanced credit-based request opened three channels, each greeted and answered on itself")
     await conn.disconnect()
+
+
+async def test_a_channel_that_needs_encryption_refuses_a_central_until_it_pairs(central, start_gattemu, tmp_path):
+    """`"security": "encrypted"`: the kernel refuses a central on an unencrypted link with result 0x0008 (insufficient
+    encryption) and does not pair; once the central pairs (just works, the profile's security section), the same
+    request opens the channel."""
+    profile = json.loads(json.dumps(PROFILE))
+    profile["security"] = {"io": "NoInputNoOutput"}
+    profile["channels"][1]["security"] = "encrypted"
+    path = tmp_path / "secure.json"
+    path.write_text(json.dumps(profile))
+    p = start_gattemu(str(path))
+    conn = await central.connect((await p.advertising(central, name=NAME)).address)
+    with pytest.raises(l2cap.L2capError) as refused:
+        await open_channel(conn, CTL_PSM, mtu=64)
+    assert refused.value.error_code == 0x0008, refused.value
+    await conn.pair("NoInputNoOutput", mitm=False)
+    ctl = await open_channel(conn, CTL_PSM, mtu=64)
+    await ctl.send(b"\x01")
+    assert await ctl.received(1, "the answer once paired") == [b"\xc0\x01"]
+    report("L2CAP: a channel that needs encryption refused an unpaired central with 0x0008, opened once it paired")
+    await conn.disconnect()

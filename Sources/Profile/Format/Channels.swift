@@ -9,8 +9,8 @@ public struct ChannelDefinition: Sendable, Equatable {
     public var psm: PSM
     /// The largest SDU the device takes (its receive MTU; the central's is what it may send back).
     public var mtu = 2048
-    /// What the link must be before the channel is accepted; the kernel refuses a central short of it (result
-    /// 0x0005, insufficient authentication) without pairing.
+    /// What the link must be before the channel is accepted; the kernel refuses a central short of it without pairing
+    /// (result 0x0008, insufficient encryption, for `encrypted`; 0x0005, insufficient authentication, for the others).
     public var security: ChannelSecurity = .none
     /// A service to publish the PSM in: Apple's L2CAP PSM characteristic (``BluetoothUUID/l2capPSM``, a
     /// little-endian u16, read-only) is added to it as ``psmCharacteristic``.
