@@ -141,6 +141,17 @@ def channel_events(p) -> list[str]:
     return [e.get("detail", "") for e in lines if e["event"] == "channel"]
 
 
+async def wait_for_count(p, prefix: str, count: int, timeout: float = 30.0) -> list[str]:
+    """The channel events once `count` of them start with `prefix` (the events file is written in batches, up to 50 ms
+    after an event): fails with the last of them after `timeout`."""
+    end = time.monotonic() + timeout
+    while sum(d.startswith(prefix) for d in channel_events(p)) < count and time.monotonic() < end:
+        await asyncio.sleep(0.1)
+    details = channel_events(p)
+    assert sum(d.startswith(prefix) for d in details) == count, [d for d in details if d.startswith(prefix)][-5:]
+    return details
+
+
 async def wait_for_event(p, text: str, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
     while not any(text in d for d in channel_events(p)):
@@ -350,12 +361,12 @@ async def test_a_hostile_central_disturbs_nothing_else(central, start_gattemu, t
         await ctl.send(bytes([n]))
         assert await ctl.received(1, f"the answer on loop channel {n}") == [bytes([0xC0, n])]
         await ctl.channel.disconnect()
+    # The central's last close reaches gattemu a moment after its disconnect returns: wait for its event.
+    await wait_for_count(p, "closed ctl", 25)
     _, listed = await api("GET", "/v1/channels")
     channels = {c["id"]: c for c in listed["channels"]}
     assert channels["ctl"]["open"] == [], "a closed channel stayed open in gattemu"
     assert [o["number"] for o in channels["data"]["open"]] == [1], channels["data"]
-    details = channel_events(p)
-    assert sum(d.startswith("closed ctl") for d in details) == 25, [d for d in details if "ctl" in d][-5:]
 
     # Past maximumOpen on ctl while the stream still waits: refused; the one open still answers.
     ctl = await open_channel(conn, CTL_PSM, mtu=64)
@@ -461,8 +472,7 @@ async def test_one_enhanced_request_opens_several_channels_each_answered(central
         await channel.send(bytes([0x04, index]))
     for index, channel in enumerate(channels):
         assert (await channel.received(2, f"channel {index}'s answer"))[1] == bytes([0x84, 0x04, index])
-    details = channel_events(p)
-    assert sum(d.startswith("open data") for d in details) == 3, details
+    await wait_for_count(p, "open data", 3)
     report("L2CAP: one enhanced credit-based request opened three channels, each greeted and answered on itself")
     await conn.disconnect()
 
