@@ -157,6 +157,15 @@ public final class L2CAPChannelSocket: Sendable {
 
     public var isClosed: Bool { state.withLock { $0.closed || $0.released } }
 
+    /// Whether the kernel still has the channel connected: false once the far end closed it, even before the loop
+    /// has read the hang-up (a central that closes a channel and at once asks for another).
+    public var isConnected: Bool {
+        state.withLock { state in
+            guard state.accepted, !state.closed, !state.released else { return false }
+            return L2CAPSocketAddress.of(descriptor, peer: true) != nil
+        }
+    }
+
     /// Closes the channel (an open one gets an L2CAP disconnection; a waiting request is refused). Nothing more is
     /// sent or handed on; the descriptor is closed once the loop polls it no more.
     public func close() {

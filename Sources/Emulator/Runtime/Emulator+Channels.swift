@@ -121,7 +121,14 @@ extension Emulator {
                 return
             }
         }
-        let openOfChannel = channels.open.values.filter { $0.channel == id }.count
+        var openOfChannel = channels.open.values.filter { $0.channel == id }.count
+        if openOfChannel >= definition.maximumOpen {
+            // A channel the central closed just before asking again may not have been read as closed yet: close it now.
+            for open in channels.open.values where open.channel == id && !open.socket.isConnected {
+                await channelClosed(open.link, channel: id, by: "the central or the link")
+            }
+            openOfChannel = channels.open.values.filter { $0.channel == id }.count
+        }
         guard openOfChannel < definition.maximumOpen else {
             socket.refuse()
             log.record(
