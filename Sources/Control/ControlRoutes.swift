@@ -149,11 +149,16 @@ struct ControlRoutes: Sendable {
 
     // MARK: Characteristics
 
-    func notify(_ request: Request, _ context: BasicRequestContext, indicate: Bool) async throws(ControlError) -> Response {
+    /// The bytes of a value body (`{"hex": …}`, `{"utf8": …}`, `{"base64": …}`): notify, set value, send an SDU.
+    func valueBody(_ request: Request) async throws(ControlError) -> [UInt8] {
         var request = request
-        let id = try context.parameter("id")
         guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.value(node) }
+        return try Bodies.decoding { () throws(BodyError) in try ControlBody.value(node) }
+    }
+
+    func notify(_ request: Request, _ context: BasicRequestContext, indicate: Bool) async throws(ControlError) -> Response {
+        let id = try context.parameter("id")
+        let value = try await valueBody(request)
         do {
             try await target.notify(characteristic: id, value: value, indicate: indicate)
         } catch {
@@ -163,10 +168,8 @@ struct ControlRoutes: Sendable {
     }
 
     func setValue(_ request: Request, _ context: BasicRequestContext) async throws(ControlError) -> Response {
-        var request = request
         let id = try context.parameter("id")
-        guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.value(node) }
+        let value = try await valueBody(request)
         do {
             try await target.setValue(characteristic: id, value: value)
         } catch {
@@ -272,10 +275,8 @@ struct ControlRoutes: Sendable {
     }
 
     func sendSDU(_ request: Request, _ context: BasicRequestContext) async throws(ControlError) -> Response {
-        var request = request
         let id = try context.parameter("id")
-        guard let node = try await request.jsonObject() else { throw .badRequest("missing JSON body") }
-        let value = try Bodies.decoding { () throws(BodyError) in try ControlBody.value(node) }
+        let value = try await valueBody(request)
         do {
             let count = try await target.sendSDU(channel: id, value: value)
             return JSONResponse.make(ChannelSent(channel: id, hex: value.hexString(uppercase: false), channels: count))

@@ -242,11 +242,7 @@ public final class DBusEventLoop: SerialExecutor, TaskExecutor, @unchecked Senda
     /// Stops polling `reader`'s descriptor; `then` runs on the loop thread once it is out of the poll set (or at
     /// once, on the caller's thread, if the loop has stopped).
     public func removeReader(_ reader: DBusReader, then: @escaping @Sendable () -> Void) {
-        submit(
-            { [self] in
-                readers.removeAll { $0.reader == reader }
-                then()
-            }, abandoned: then)
+        removeReaders([reader], then: then)
     }
 
     // MARK: The loop
