@@ -44,7 +44,7 @@ import Testing
     static let alice = BluetoothAddress("AA:BB:CC:DD:EE:01")!
     static let bob = BluetoothAddress("AA:BB:CC:DD:EE:02")!
 
-    static func emulator() async throws -> (Emulator, EventLog, Outbox) {
+    static func emulator(profile: String = Self.profile) async throws -> (Emulator, EventLog, Outbox) {
         let log = try EventLog(format: .text)
         let emulator = try Emulator(profile: try ProfileLoader.load(json: profile, file: "smp.json"), options: EmulatorOptions(), log: log)
         let outbox = Outbox()
@@ -146,6 +146,78 @@ import Testing
         #expect(status.slots.map(\.version) == ["1.2.3.4", "1.0.0"])
         #expect(status.slots.map(\.confirmed) == [false, true] && status.slots.map(\.active) == [true, false])
         #expect(status.slots[0].size == image.count && status.upload == nil && !status.rebooting)
+    }
+
+    /// `firmware.services`: a service only versions from 1.2.0 have is out of the table while 1.0.0 runs, in it once
+    /// the device boots 1.2.3.4, and out again when MCUboot reverts the unconfirmed image; a service before 1.1.0
+    /// the other way round. Each change is a `firmware` event.
+    @Test func theBootedVersionDecidesWhichServicesAreInTheTable() async throws {
+        let profile = Self.profile.replacingOccurrences(
+            of: #""bufferSize": 512 } }"#,
+            with: #"""
+                "bufferSize": 512,
+                  "services": [ { "service": "extra", "from": "1.2.0" }, { "service": "legacy", "before": "1.1.0" } ] },
+                  "$comment": "extra and legacy follow" }
+                """#
+        ).replacingOccurrences(
+            of: #"{ "id": "info","#,
+            with: #"""
+                { "id": "extra", "uuid": "12345678-0000-4000-8000-0000000000aa", "characteristics": [] },
+                { "id": "legacy", "uuid": "12345678-0000-4000-8000-0000000000bb", "characteristics": [] },
+                { "id": "info",
+                """#)
+        let (emulator, log, outbox) = try await Self.emulator(profile: profile)
+        #expect(await emulator.status().services.map(\.id) == ["smpService", "legacy", "info"])
+        let image = try Self.fixtureImage()
+        _ = try await Self.upload(image, to: emulator, outbox: outbox)
+        let hash = try McuBootImage(image).hash
+        try await emulator.write(
+            Self.write(Self.request(group: 1, command: 0, sequence: 200, .map(["hash": .bytes(hash)])), from: Self.alice))
+        /// Resets the device; the `change`th table change's event.
+        func reset(_ sequence: UInt8, until change: Int) async throws -> String? {
+            try await emulator.write(Self.write(Self.request(group: 0, command: 5, sequence: sequence, .map([:])), from: Self.alice))
+            var seen = 0
+            for await event in log.subscribe(since: 0) where event.detail?.contains("has another GATT table") == true {
+                seen += 1
+                if seen == change { return event.detail }
+            }
+            return nil
+        }
+        let upgraded = try await reset(201, until: 1)
+        #expect(upgraded?.hasPrefix("firmware: 1.2.3.4 has another GATT table: extra added; legacy removed") == true, "\(upgraded ?? "")")
+        #expect(await emulator.status().services.map(\.id) == ["smpService", "extra", "info"])
+        let reverted = try await reset(202, until: 2)
+        #expect(reverted?.hasPrefix("firmware: 1.0.0 has another GATT table: legacy added; extra removed") == true, "\(reverted ?? "")")
+        #expect(await emulator.status().services.map(\.id) == ["smpService", "legacy", "info"])
+        #expect(log.events(since: 0).filter { $0.detail?.contains("has another GATT table") == true }.allSatisfy { $0.kind == .firmware })
+    }
+
+    @Test func versionedServicesAreCheckedWhereTheyAreWritten() {
+        func with(_ services: String, present: String = "") -> String {
+            Self.profile.replacingOccurrences(of: #""bufferSize": 512 } }"#, with: #""bufferSize": 512, "services": \#(services) } }"#)
+                .replacingOccurrences(
+                    of: #"{ "id": "info","#,
+                    with: #"{ "id": "extra", "uuid": "180f", \#(present) "characteristics": [] }, { "id": "info","#)
+        }
+        let cases: [(String, String, String)] = [
+            (with(#"[{"service": "extr", "from": "1.1.0"}]"#), "firmware.services[0].service: unknown service \"extr\"", "extra"),
+            (with(#"[{"service": "extra"}]"#), "firmware.services[0]: service \"extra\" names no version", "from"),
+            (with(#"[{"service": "extra", "from": "1.2.0", "before": "1.2.0"}]"#), "is never present", "before"),
+            (with(#"[{"service": "extra", "from": "1.2"}]"#), "firmware.services[0].from: \"1.2\" is not an image version", ""),
+            (with(#"[{"service": "extra", "from": "1.1.0"}, {"service": "extra", "before": "2.0.0"}]"#), "is named twice", ""),
+            (with(#"[{"service": "extra", "from": "1.1.0"}]"#, present: #""present": false,"#), "also marked \"present\": false", ""),
+            (with(#"[{"service": "smpService", "from": "1.1.0"}]"#), "holds the SMP characteristic", ""),
+            (with(#"[{"service": "info", "before": "2.0.0"}]"#), "holds the revision characteristic \"fw\"", ""),
+            (
+                with(#"[], "serviceChanged": false"#), "firmware.serviceChanged: a reboot into a changed table without Service Changed",
+                "bluetoothd"
+            ),
+        ]
+        for (json, message, hint) in cases {
+            let problems = Self.problems(json)
+            #expect(problems.contains(message) && (hint.isEmpty || problems.contains(hint)), "\(message): \(problems)")
+        }
+        #expect(Self.problems(with(#"[{"service": "extra", "from": "1.1.0", "before": "2.0.0"}], "serviceChanged": true"#)).isEmpty)
     }
 
     /// A second central's upload while one is under way is answered busy and disturbs nothing; once the first central

@@ -409,6 +409,10 @@ class BumbleConnection(Connection):
     def service_uuids(self) -> list[str]:
         return [norm_uuid(s.uuid.to_hex_str("-")) for s in self._peer.services]
 
+    def service_ranges(self, uuid: str) -> list[tuple[int, int]]:
+        """The handle range (first, last) of each service of `uuid` this link found."""
+        return [(s.handle, s.end_group_handle) for s in self._peer.services if norm_uuid(s.uuid.to_hex_str("-")) == norm_uuid(uuid)]
+
     def _char(self, uuid):
         from bumble.core import UUID
         chars = self._peer.get_characteristics_by_uuid(UUID(norm_uuid(uuid)))

@@ -21,6 +21,7 @@ from bumble import l2cap
 from central import open_central
 from conftest import report
 from controlapi import PORT, api, wait_for_api
+from test_pairing import forget_everywhere
 
 NAME = "CocDevice"
 SERVICE = "7a1e0001-5c3b-4f6e-9b2a-1d0c9e8f7a60"
@@ -501,8 +502,5 @@ async def test_a_channel_that_needs_encryption_refuses_a_central_until_it_pairs(
     finally:
         # Both sides forget the bond: the next test's pairing starts from nothing (a bond left here made the
         # pairing tests after it in the same VM fail their just-works pairing).
-        await conn.forget_keys()
-        _, bonds = await api("GET", "/v1/bonds")
-        for bond in bonds.get("bonds", []):
-            await api("DELETE", f"/v1/bonds/{bond['central']}")
+        await forget_everywhere(conn)
         await conn.disconnect()

@@ -585,7 +585,7 @@ def last(case: Case) -> str:
 NAMING = {"read", "write", "subscribe", "unsubscribe", "timer", "trigger", "notify", "indicate", "setValue", "startTimer",
           "cancelTimer", "advertise", "state", "variable", "includes[]", "serviceUUIDs[]", "solicitUUIDs[]", "after",
           "every", "delay", "characteristic", "revision", "bootTime", "open", "sdu", "close", "send", "stream",
-          "closeChannel", "publish"}
+          "closeChannel", "publish", "service"}
 # What other sections name, and so cannot go or be emptied.
 NAMED = {"profile.services", "profile.timers", "profile.state", "profile.variables", "profile.triggers",
          "service.characteristics", "advertisement.variants", "profile.channels"}
@@ -658,10 +658,10 @@ EXCEPTIONS = {
         or (c.kind == "value" and plain(c) in ("service.id", "timer.id", "characteristic.id", "channel.id") and is_name(c.value))
         or (c.kind == "fewer" and plain(c) == "characteristic.flags[]")),
     "unique-ids": (
-        "ids are unique among the profile's services, characteristics, timers, rules and channels (and each fixed PSM) (uniqueItems compares whole "
-        "items, not one key of them)",
+        "ids are unique among the profile's services, characteristics, timers, rules and channels (and each fixed PSM), "
+        "and a service is versioned once in firmware.services (uniqueItems compares whole items, not one key of them)",
         lambda c: c.kind == "duplicate" and plain(c) in ("profile.services[]", "service.characteristics[]", "profile.timers[]",
-                                                         "profile.rules[]", "profile.channels[]")),
+                                                         "profile.rules[]", "profile.channels[]", "firmware.services[]")),
     "extends": (
         "depends on the file `extends` names: whether it exists, and what merging with it leaves (an array item "
         "without an id makes the array replace the base's)",

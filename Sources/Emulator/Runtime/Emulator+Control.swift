@@ -292,12 +292,21 @@ extension Emulator {
             throw ControlFailure(.notFound, "unknown service \"\(id)\"", details: ["known": profile.services.map(\.id)])
         }
         guard absentServices.contains(id) == present else { return false }
+        var absent = absentServices
+        if present { absent.remove(id) } else { absent.insert(id) }
+        try await changeTable(absent: absent, change: "service \(id) \(present ? "added" : "removed")")
+        return true
+    }
+
+    /// Registers the GATT table again with the services of `absent` left out, or keeps the table it had when
+    /// bluetoothd refuses the new one (and throws, saying so). `change` says what changed, for the event log (an
+    /// event of `kind`).
+    func changeTable(absent: Set<String>, change: String, kind: EmulatorEventKind = .note) async throws(ControlFailure) {
         let previous = absentServices
-        if present { absentServices.remove(id) } else { absentServices.insert(id) }
-        let change = present ? "added" : "removed"
+        absentServices = absent
         guard let adapter, let stack, tableRegistered, !stackLost else {
-            log.record(.note, detail: "service \(id) \(change) (the GATT table follows once registered with bluetoothd)")
-            return true
+            log.record(kind, detail: "\(change) (the GATT table follows once registered with bluetoothd)")
+            return
         }
         await unregisterApplication()
         do {
@@ -313,14 +322,13 @@ extension Emulator {
                 restored = "registering the previous GATT table again failed too: \(again.description)"
             }
             let reason = "registering the GATT table again failed: \(error.description); \(restored)"
-            log.record(.error, detail: "service \(id) not \(change): \(reason)")
+            log.record(.error, detail: "the GATT table did not change (\(change)): \(reason)")
             throw ControlFailure(.unavailable, reason)
         }
         log.record(
-            .note,
+            kind,
             detail: application == nil
-                ? "service \(id) \(change): no service left, so no GATT application registered"
-                : "service \(id) \(change): GATT table registered again; bluetoothd sends Service Changed")
-        return true
+                ? "\(change): no service left, so no GATT application registered"
+                : "\(change): GATT table registered again; bluetoothd sends Service Changed")
     }
 }

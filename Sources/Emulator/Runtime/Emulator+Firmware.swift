@@ -44,11 +44,34 @@ extension Emulator {
             engine.store(value, for: revision)
             application?.setValue(revision, value: value)
         }
+        await registerBootedTable(firmware)
         do {
             try await startAdvertising()
         } catch {
             log.record(.error, detail: "firmware: advertising again after the reset: \(error.description)")
         }
+    }
+}
+
+extension Emulator {
+    /// The GATT table of the version booted (`firmware.services`), registered before the device advertises again, so
+    /// every central finds it. bluetoothd keeps a Service Changed for each bonded central that enabled it and
+    /// indicates it as that central reconnects (docs/firmware.md); a central that is not bonded is told nothing, as a
+    /// real device tells it nothing. Services the version does not decide stay as they were.
+    func registerBootedTable(_ firmware: FirmwareResponder) async {
+        let definition = firmware.definition
+        guard !definition.services.isEmpty else { return }
+        let version = firmware.target.primary.version
+        let absent = absentServices.subtracting(definition.services.map(\.service))
+            .union(definition.absentServices(running: version))
+        guard absent != absentServices else { return }
+        let added = absentServices.subtracting(absent).sorted()
+        let removed = absent.subtracting(absentServices).sorted()
+        let changes = [(added, "added"), (removed, "removed")].filter { !$0.0.isEmpty }
+            .map { "\($0.0.joined(separator: ", ")) \($0.1)" }
+        // Logged by changeTable, with what bluetoothd was told or why the table stayed.
+        try? await changeTable(
+            absent: absent, change: "firmware: \(version) has another GATT table: " + changes.joined(separator: "; "), kind: .firmware)
     }
 }
 

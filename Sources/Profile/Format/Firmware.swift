@@ -19,6 +19,10 @@ public struct FirmwareDefinition: Sendable, Equatable {
     public var bufferCount = 4
     /// The image slots' size: the largest upload.
     public var slotSize = 0x6_0000
+    /// Services that only some firmware versions have: each is in the GATT table while the running version is in
+    /// its range, so a reboot into another version can change the table (bluetoothd then indicates Service Changed
+    /// to each bonded central that enabled it, as it reconnects).
+    public var services: [VersionedService] = []
     /// Where the section is in the file.
     public var path = "firmware"
 
@@ -27,9 +31,36 @@ public struct FirmwareDefinition: Sendable, Equatable {
         self.version = version
     }
 
+    /// The services of ``services`` that running `version` has not: absent from the GATT table.
+    public func absentServices(running version: McuBootImage.Version) -> Set<String> {
+        Set(services.filter { !$0.isPresent(running: version) }.map(\.service))
+    }
+
     public static let bufferSizes = 64...65_535
     public static let bufferCounts = 1...64
     public static let slotSizes = 1024...(16 << 20)
+}
+
+/// `firmware.services[i]`: a service in the table from version `from` on (inclusive), and before version `before`
+/// (exclusive); either bound may be left out.
+public struct VersionedService: Sendable, Equatable {
+    public var service: String
+    public var from: McuBootImage.Version?
+    public var before: McuBootImage.Version?
+    public var path: String
+
+    public init(service: String, from: McuBootImage.Version? = nil, before: McuBootImage.Version? = nil, path: String = "") {
+        self.service = service
+        self.from = from
+        self.before = before
+        self.path = path
+    }
+
+    public func isPresent(running version: McuBootImage.Version) -> Bool {
+        if let from, version < from { return false }
+        if let before, version >= before { return false }
+        return true
+    }
 }
 
 extension DeviceProfile {

@@ -249,6 +249,41 @@ struct SemanticChecks {
             }
         }
         check(firmware.bootTime, at: JSONPath.appending("bootTime", to: firmware.path))
+        checkVersionedServices(firmware)
+    }
+
+    /// `firmware.services`: each a service of the profile, named once, whose presence only the version decides, and
+    /// never the one the SMP or revision characteristic is in (the device must stay updatable and say its version).
+    private mutating func checkVersionedServices(_ firmware: FirmwareDefinition) {
+        var seen: Set<String> = []
+        for entry in firmware.services {
+            let path = JSONPath.appending("service", to: entry.path)
+            guard let service = profile.services.first(where: { $0.id == entry.service }) else {
+                report(
+                    path, "unknown service \"\(entry.service)\"",
+                    hint: hint(for: entry.service) { profile.services.map(\.id) } ?? "name a service declared in services")
+                continue
+            }
+            if !seen.insert(entry.service).inserted {
+                report(path, "service \"\(entry.service)\" is named twice", hint: "give it one entry with both bounds")
+            }
+            if !service.present {
+                report(
+                    path, "service \"\(entry.service)\" is also marked \"present\": false",
+                    hint: "the running version decides whether it is in the table; leave \"present\" out")
+            }
+            let ids = Set(service.characteristics.map(\.id))
+            if ids.contains(firmware.characteristic) {
+                report(
+                    path, "service \"\(entry.service)\" holds the SMP characteristic",
+                    hint: "a version without it could never be updated again; version another service")
+            }
+            if let revision = firmware.revision, ids.contains(revision) {
+                report(
+                    path, "service \"\(entry.service)\" holds the revision characteristic \"\(revision)\"",
+                    hint: "the device says its running version there at every boot; version another service")
+            }
+        }
     }
 
     // MARK: Rules
