@@ -42,6 +42,26 @@ import Testing
         #expect(registry.latest == nil)
     }
 
+    /// Subscriptions are the central's: listed per characteristic, gone with its link, and an end reported after
+    /// the link went (bluetoothd ends a gone link's subscriptions late) brings nothing back.
+    @Test func subscriptionsGoWithTheirCentral() {
+        var registry = CentralRegistry()
+        registry.connect(Self.address(1))
+        registry.connect(Self.address(2))
+        registry.note(subscribed: true, to: "rx", by: Self.address(2))
+        registry.note(subscribed: true, to: "rx", by: Self.address(1))
+        registry.note(subscribed: true, to: "status", by: Self.address(1))
+        #expect(registry.subscribers(of: "rx") == [Self.address(1), Self.address(2)])
+        registry.note(subscribed: false, to: "rx", by: Self.address(2))
+        #expect(registry.subscribers(of: "rx") == [Self.address(1)])
+        registry.disconnect(Self.address(1))
+        registry.note(subscribed: false, to: "status", by: Self.address(1))
+        #expect(registry.subscribers(of: "rx").isEmpty && registry.subscribers(of: "status").isEmpty)
+        #expect(!registry.isConnected(Self.address(1)) && registry.mtu(of: Self.address(1)) == nil)
+        for n in 10..<1_000 { registry.note(subscribed: true, to: "rx", by: Self.address(n)) }
+        #expect(registry.subscribers(of: "rx").count <= CentralRegistry.maximumUnconnected, "bounded like MTUs")
+    }
+
     @Test func centralsKnownOnlyFromRequestsAreBounded() {
         var registry = CentralRegistry()
         registry.connect(Self.address(0))

@@ -3,11 +3,12 @@ import Bluetooth
 import Dispatch
 import Profile
 
-/// What ``RelayResponder`` keeps about the device it forwards to: who subscribed through the mirror, whether the
-/// device is away, and how far its link is behind.
+/// What ``RelayResponder`` keeps about the device it forwards to: what it is subscribed to for the mirror, whether
+/// the device is away, and how far its link is behind.
 struct RelayState: Sendable {
-    /// The centrals subscribed to each characteristic through the mirror: the device is subscribed while any is.
-    var subscribers: [String: Set<BluetoothAddress>] = [:]
+    /// The characteristics the device is subscribed to for the mirror's centrals: each while any central is
+    /// subscribed to it (who is, the central registry knows).
+    var deviceSubscribed: Set<String> = []
     /// The link to the device is down: the mirror does not advertise and refuses what arrives.
     var deviceAway = false
     /// Writes the recording so far (`POST /v1/relay/snapshot`); nil when the relay has nowhere to write it.
@@ -109,7 +110,7 @@ extension Emulator {
     public func deviceLost(_ reason: String) async {
         guard let relay = relayResponder, !relay.state.deviceAway, !stopped else { return }
         relay.state.deviceAway = true
-        relay.state.subscribers = [:]
+        relay.state.deviceSubscribed = []
         relay.state.commandsGone(upTo: relay.state.commandsSent)  // what waited for the link went with it
         log.record(.deviceLost, detail: reason)
         await stopAdvertising()

@@ -144,7 +144,7 @@ final class RelayResponder: GattResponder {
     }
 
     func subscription(_ operation: SubscriptionOperation, in runtime: isolated Emulator) async {
-        await follow(operation.characteristic, central: operation.central.address, subscribed: operation.subscribed, in: runtime)
+        await follow(operation.characteristic, central: operation.central.address, in: runtime)
         await local.subscription(operation, in: runtime)
     }
 
@@ -153,22 +153,20 @@ final class RelayResponder: GattResponder {
         case .connected(let central):
             await upstream.central(central.address, connected: true)
         case .disconnected(let central):
-            for (characteristic, subscribers) in state.subscribers where subscribers.contains(central.address) {
-                await follow(characteristic, central: central.address, subscribed: false, in: runtime)
+            for characteristic in state.deviceSubscribed.sorted() {
+                await follow(characteristic, central: central.address, in: runtime)
             }
             await upstream.central(central.address, connected: false)
         }
         await local.link(event, in: runtime)
     }
 
-    /// Follows a central's subscription through the mirror: the device is subscribed when the first central
-    /// subscribes and unsubscribed when the last one leaves.
-    private func follow(_ characteristic: String, central: BluetoothAddress, subscribed: Bool, in runtime: isolated Emulator) async {
-        let before = state.subscribers[characteristic, default: []]
-        var after = before
-        if subscribed { after.insert(central) } else { after.remove(central) }
-        state.subscribers[characteristic] = after.isEmpty ? nil : after
-        guard before.isEmpty != after.isEmpty, !state.deviceAway else { return }
+    /// Follows the mirror's subscriptions to `characteristic` after `central`'s changed (or its link went): the
+    /// device is subscribed when the first central subscribes and unsubscribed when the last one leaves.
+    private func follow(_ characteristic: String, central: BluetoothAddress, in runtime: isolated Emulator) async {
+        let subscribed = !runtime.centrals.subscribers(of: characteristic).isEmpty
+        guard subscribed != state.deviceSubscribed.contains(characteristic), !state.deviceAway else { return }
+        if subscribed { state.deviceSubscribed.insert(characteristic) } else { state.deviceSubscribed.remove(characteristic) }
         subscriptionsUnderWay += 1
         defer { subscriptionSettled() }
         do {

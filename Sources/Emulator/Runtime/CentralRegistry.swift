@@ -2,13 +2,16 @@ import BlueZ
 import Bluetooth
 
 /// What the runtime knows about each central, one value per central: whether it is connected (and in which order
-/// they connected: the latest stands in for events no central caused), and the ATT MTU of its link as bluetoothd
-/// last reported it with a request. Fed by the central watcher (``connect(_:)``, ``disconnect(_:)``) and by request
-/// options (``note(mtu:of:)``); an entry goes when its central disconnects.
+/// they connected: the latest stands in for events no central caused), the ATT MTU of its link as bluetoothd last
+/// reported it with a request, and the characteristics it is subscribed to. Fed by the central watcher
+/// (``connect(_:)``, ``disconnect(_:)``), by request options (``note(mtu:of:)``) and by bluetoothd's subscription
+/// calls (``note(subscribed:to:by:)``); an entry goes when its central disconnects.
 struct CentralRegistry: Sendable {
     struct Entry: Sendable, Equatable {
         var connected = false
         var mtu: ATTMTU?
+        /// The characteristics (ids) it is subscribed to, by StartNotify or AcquireNotify.
+        var subscriptions: Set<String> = []
     }
 
     private var entries: [BluetoothAddress: Entry] = [:]
@@ -54,10 +57,32 @@ struct CentralRegistry: Sendable {
     /// Keeps the MTU a request reported; true when it is new or changed.
     mutating func note(mtu: ATTMTU, of address: BluetoothAddress) -> Bool {
         guard entries[address]?.mtu != mtu else { return false }
+        makeRoom(for: address)
+        entries[address, default: Entry()].mtu = mtu
+        return true
+    }
+
+    /// Keeps a subscription starting or ending. An end for a central already gone changes nothing (bluetoothd ends
+    /// the subscriptions of a link after it reported the link down, and that link's entry went with it).
+    mutating func note(subscribed: Bool, to characteristic: String, by address: BluetoothAddress) {
+        if subscribed {
+            makeRoom(for: address)
+            entries[address, default: Entry()].subscriptions.insert(characteristic)
+        } else {
+            entries[address]?.subscriptions.remove(characteristic)
+        }
+    }
+
+    /// The centrals subscribed to `characteristic`, in address order.
+    func subscribers(of characteristic: String) -> [BluetoothAddress] {
+        entries.filter { $0.value.subscriptions.contains(characteristic) }.keys.sorted()
+    }
+
+    /// Before a central known only from requests gets an entry: past ``maximumUnconnected`` such entries, those of
+    /// centrals not connected are forgotten.
+    private mutating func makeRoom(for address: BluetoothAddress) {
         if entries[address] == nil, entries.count - connected.count >= Self.maximumUnconnected {
             entries = entries.filter { $0.value.connected }
         }
-        entries[address, default: Entry()].mtu = mtu
-        return true
     }
 }

@@ -47,6 +47,7 @@ extension Emulator: GattRequestHandler {
         recordOperation(
             subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
             detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
+        centrals.note(subscribed: subscribed, to: change.characteristic, by: central.address)
         change.context.begin()
         await pipeline.inbound.subscription(
             SubscriptionOperation(characteristic: change.characteristic, central: central, subscribed: subscribed), in: self)
