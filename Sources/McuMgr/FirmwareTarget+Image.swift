@@ -131,14 +131,17 @@ extension FirmwareTarget {
         if let matches { answer.append(CBOR.Entry(.text("match"), .bool(matches))) }
         let image: Image?
         let problem: String?
+        var notes: [String] = []
         do {
             let parsed = try McuBootImage(upload.bytes)
             // A wrong hash (a fault): what a device reports when its flash holds other bytes than it was sent.
             let hash = wrongHash ? parsed.hash.enumerated().map { $0.offset == 0 ? $0.element ^ 0xFF : $0.element } : parsed.hash
-            image =
-                parsed.hashMatches
-                ? Image(version: parsed.version, hash: hash, bootable: parsed.flags & 0x10 == 0, size: upload.length) : nil
-            problem = parsed.hashMatches ? nil : "the image's SHA-256 is not the one its TLV states"
+            // An encrypted image's hash is of the plain image: MCUboot checks it while decrypting with the device's
+            // key, which gattemu has not; the TLV's hash stands, as the image manager reports it.
+            let valid = parsed.hashMatches || parsed.isEncrypted
+            if parsed.isEncrypted { notes.append("encrypted: its SHA-256 is taken as its TLV states") }
+            image = valid ? Image(version: parsed.version, hash: hash, bootable: parsed.flags & 0x10 == 0, size: upload.length) : nil
+            problem = valid ? nil : "the image's SHA-256 is not the one its TLV states"
         } catch {
             image = nil
             problem = error.description
@@ -146,16 +149,25 @@ extension FirmwareTarget {
         secondary = image
         pending = false
         permanent = false
+        var events: [Event] = [
+            .uploadProgress(offset: next, length: upload.length), .uploadFinished(image: image, problem: problem, matches: matches),
+        ]
+        // The upload filled the slot and ends in MCUboot's trailer (imgtool --pad, --confirm): the next reset swaps
+        // the image in without a state write, as on the board.
+        if image != nil, upload.length == configuration.slotSize, let mark = McuBootImage.trailerMark(of: upload.bytes) {
+            pending = true
+            permanent = mark == .permanent
+            notes.append("its trailer marks it \(permanent ? "for good (image_ok set)" : "for test")")
+            events.append(.marked(slot: 1, permanent: permanent))
+        }
         let what =
             image.map { "slot 1 now \($0.version)" + (wrongHash ? " (kept with a wrong hash: a fault)" : "") }
             ?? "no valid image: \(problem ?? "")"
         return Result(
             answer: .map(answer),
             summary: "upload \(offset)+\(data.count): complete, \(upload.length) bytes; \(what)"
-                + (matches.map { $0 ? "" : "; sha does not match" } ?? ""),
-            events: [
-                .uploadProgress(offset: next, length: upload.length), .uploadFinished(image: image, problem: problem, matches: matches),
-            ])
+                + notes.map { "; \($0)" }.joined() + (matches.map { $0 ? "" : "; sha does not match" } ?? ""),
+            events: events)
     }
 
     mutating func erase(_ body: CBOR) -> Result {

@@ -10,6 +10,33 @@ public struct McuBootImage: Sendable, Equatable {
     static let protectedTLVInfoMagic: UInt16 = 0x6908
     /// The TLV holding the image's SHA-256.
     public static let sha256TLV: UInt16 = 0x10
+    /// Header flags `IMAGE_F_ENCRYPTED_AES128` and `IMAGE_F_ENCRYPTED_AES256`: the image is stored encrypted, and its
+    /// hash (and signature) are of the plain image, which only a device holding the key can check.
+    public static let encryptedFlags: UInt32 = 0x04 | 0x08
+    /// The 16 bytes MCUboot finds at the end of a slot whose image is to be swapped in (`boot_img_magic`; imgtool
+    /// writes them with `--pad`).
+    public static let trailerMagic: [UInt8] = [
+        0x77, 0xC2, 0x95, 0xF3, 0x60, 0xD2, 0xEF, 0x7F, 0x35, 0x52, 0x50, 0x0F, 0x2C, 0xB6, 0x79, 0x80,
+    ]
+
+    /// What the trailer at the end of a slot's bytes asks of MCUboot at the next reset.
+    public enum TrailerMark: Sendable, Equatable {
+        /// Swap it in for test (the magic, `image_ok` unset): imgtool `--pad`.
+        case test
+        /// Swap it in for good (`image_ok` = 1 too): imgtool `--confirm`.
+        case permanent
+    }
+
+    /// The mark of a slot holding `slot` (the slot's whole size): the magic in its last 16 bytes and, with the
+    /// default 8-byte write alignment imgtool pads for, `image_ok` 8 bytes before the magic's aligned start; nil
+    /// without the magic (an erased trailer).
+    public static func trailerMark(of slot: [UInt8]) -> TrailerMark? {
+        guard slot.count >= trailerMagic.count + 8, slot.suffix(trailerMagic.count).elementsEqual(trailerMagic) else { return nil }
+        return slot[slot.count - trailerMagic.count - 8] == 0x01 ? .permanent : .test
+    }
+
+    /// Stored encrypted (``encryptedFlags``).
+    public var isEncrypted: Bool { flags & Self.encryptedFlags != 0 }
 
     public struct Version: Sendable, Equatable, Comparable, CustomStringConvertible {
         public var major: UInt8

@@ -155,6 +155,43 @@ import Testing
         #expect(target.handle(SMPPacket(header: header.answer(length: 0), body: [])).answer == nil, "a response is not answered")
     }
 
+    /// An image imgtool padded to the slot (`--pad`) ends in MCUboot's trailer: once uploaded it is pending without a
+    /// state write, and the next reset swaps it in for test; with `--confirm` for good. The same image in a larger slot
+    /// has its trailer mid-slot, where MCUboot does not look: nothing pending.
+    @Test mutating func aPaddedImagesTrailerMarksItPending() throws {
+        var configuration = FirmwareTarget.Configuration()
+        configuration.slotSize = 0x2000
+        for (name, permanent) in [("app-1.3.0-padded.bin", false), ("app-1.3.1-confirmed.bin", true)] {
+            var target = FirmwareTarget(running: Self.running, configuration: configuration)
+            let bytes = try McuBootImageTests.fixture(name)
+            #expect(try upload(&target, bytes, chunk: 1000)["match"] == .bool(true))
+            let slots = try #require(try ask(&target, group: 1, command: 0, read: true)["images"]?.array)
+            #expect(slots.count == 2 && slots[1]["pending"] == .bool(true) && slots[1]["permanent"] == .bool(permanent), "\(name)")
+            let image = try #require(target.secondary)
+            #expect(target.boot() == .swapped(to: image, permanent: permanent), "\(name)")
+            #expect(target.confirmed == permanent)
+            var larger = FirmwareTarget(running: Self.running)
+            _ = try upload(&larger, bytes, chunk: 1000)
+            #expect(larger.secondary != nil && !larger.pending, "\(name) in a 384 KiB slot")
+        }
+    }
+
+    /// An encrypted image's SHA-256 TLV is of the plain image: the device (which would hold the key) keeps it and
+    /// reports that hash, and marking it for test by that hash works. A signed image is read like any other.
+    @Test mutating func encryptedAndSignedImagesAreKept() throws {
+        for (name, version) in [("app-1.4.0-encrypted.bin", "1.4.0"), ("app-1.5.0-ecdsa.bin", "1.5.0")] {
+            var target = FirmwareTarget(running: Self.running)
+            let bytes = try McuBootImageTests.fixture(name)
+            let parsed = try McuBootImage(bytes)
+            #expect(parsed.isEncrypted == name.contains("encrypted") && parsed.hashMatches != parsed.isEncrypted, "\(name)")
+            _ = try upload(&target, bytes, chunk: 1000)
+            let image = try #require(target.secondary, "\(name)")
+            #expect(image.version.description == version && image.hash == parsed.hash)
+            let marked = try ask(&target, group: 1, command: 0, .map(["hash": .bytes(parsed.hash)]))
+            #expect(marked["images"]?.array?[1]["pending"] == .bool(true), "\(name)")
+        }
+    }
+
     @Test mutating func anImageWhoseHashIsWrongLeavesSlotOneEmpty() throws {
         var target = FirmwareTarget(running: Self.running)
         var bytes = try Self.image()

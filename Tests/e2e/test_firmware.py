@@ -60,13 +60,14 @@ def smp_adapter(env):
     return adapter
 
 
-def image(tmp_path: Path, version: str, size: int) -> Path:
-    """An MCUboot image as imgtool makes it: a 0x200-byte header, `size` bytes of application, the SHA-256 TLV."""
+def image(tmp_path: Path, version: str, size: int, *options: str) -> Path:
+    """An MCUboot image as imgtool makes it: a 0x200-byte header, `size` bytes of application, the SHA-256 TLV (and
+    what more imgtool `options` ask for: `--confirm`, `--encrypt KEY`…)."""
     raw = tmp_path / f"app-{version}.raw"
     raw.write_bytes(bytes((i * 7 + len(version)) & 0xFF for i in range(size)))
     signed = tmp_path / f"app-{version}.bin"
     done = subprocess.run([str(SMP_VENV / "bin" / "imgtool"), "sign", "--version", version, "--header-size", "0x200",
-                           "--pad-header", "--align", "4", "--slot-size", hex(SLOT_SIZE), str(raw), str(signed)],
+                           "--pad-header", "--align", "4", "--slot-size", hex(SLOT_SIZE), *options, str(raw), str(signed)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return signed
@@ -310,6 +311,58 @@ async def test_each_update_fault_is_what_smpclient_sees(bluez_582, exchange_mtu,
     seen.append("losePending: back on 1.5.0, slot 1 empty")
     report("firmware faults seen by smpclient 7.3.0 | " + " | ".join(seen)
            + f" | client runs made again after a missed scan: {len(RECONNECTS)}")
+
+
+@pytest.mark.parametrize("exchange_mtu", [247], indirect=True)
+async def test_padded_and_encrypted_images_are_taken_as_a_board_takes_them(bluez_582, exchange_mtu, smp_adapter,
+                                                                          start_gattemu, env, tmp_path):
+    """Images made with other imgtool options than the upgrade test's. One signed with `--confirm` (padded to the
+    slot, MCUboot's trailer at its end with image_ok set): once uploaded it is pending for good without a state write,
+    and a reset swaps it in confirmed. One encrypted with `--encrypt` (an RSA key imgtool made): its SHA-256 TLV is of
+    the plain image, which only a board with the key can check; the device keeps it, reports that hash, and it is
+    tested and booted by it."""
+    address = env["GATTEMU_PERIPH_ADDRESS"]
+    p = start_gattemu("mcuboot-sensor.json")
+    await p.wait_ready()
+    confirmed = image(tmp_path, "1.1.0", 6_000, "--confirm")
+    assert confirmed.stat().st_size == SLOT_SIZE
+    assert (await upload(smp_adapter, address, confirmed))["outcome"] == "complete"
+    pending = slots(await state(smp_adapter, address))[1]
+    assert (pending["version"], pending["pending"], pending["permanent"]) == ("1.1.0", True, True), pending
+    await request(smp_adapter, address, "reset")
+    assert await boots(p, 1) == "firmware: booted 1.1.0, swapped in for good"
+    running = slots(await state(smp_adapter, address))[0]
+    assert (running["version"], running["confirmed"]) == ("1.1.0", True), running
+
+    key = tmp_path / "encryption.pem"
+    made = subprocess.run([str(SMP_VENV / "bin" / "imgtool"), "keygen", "-k", str(key), "-t", "rsa-2048"],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    encrypted = image(tmp_path, "1.2.0", 6_000, "--encrypt", str(key))
+    stated = tlv_hash(encrypted)
+    assert stated != image_hash(encrypted)  # the plain image's hash: not of the bytes uploaded
+    assert (await upload(smp_adapter, address, encrypted))["outcome"] == "complete"
+    kept = slots(await state(smp_adapter, address))[1]
+    assert (kept["version"], kept["hash"], kept["pending"]) == ("1.2.0", stated, False), kept
+    assert (await request(smp_adapter, address, "test", stated))["outcome"] == "ok"
+    await request(smp_adapter, address, "reset")
+    assert await boots(p, 2) == "firmware: booted 1.2.0, swapped in for test (not confirmed)"
+    report("imgtool 2.5.0 images beyond the plain one, through smpclient 7.3.0: --confirm (padded to the 384 KiB slot) "
+           "pending for good at once and booted confirmed; --encrypt (RSA-2048) kept with its stated hash, tested, booted")
+
+
+def tlv_hash(path: Path) -> str:
+    """The SHA-256 an image's TLV states (hex): of the plain image, for an encrypted one."""
+    data = path.read_bytes()
+    header_size, protected_size = int.from_bytes(data[8:10], "little"), int.from_bytes(data[10:12], "little")
+    at = header_size + int.from_bytes(data[12:16], "little") + protected_size
+    end, at = at + int.from_bytes(data[at + 2:at + 4], "little"), at + 4
+    while at < end:
+        kind, length = int.from_bytes(data[at:at + 2], "little"), int.from_bytes(data[at + 2:at + 4], "little")
+        if kind == 0x10:
+            return data[at + 4:at + 4 + length].hex()
+        at += 4 + length
+    raise AssertionError(f"{path}: no SHA-256 TLV")
 
 
 def image_hash(path: Path) -> str:
