@@ -12,8 +12,7 @@ public struct RelaySession: Sendable {
     public var recording: CentralRecording
     /// The device as a replica, with no conversation (the relay records its own).
     public var replica: DeviceReplica
-    /// The mirror's profile, as JSON text, and loaded.
-    public var profileText: String
+    /// The mirror's profile, loaded from the replica's document (no profile text is written or parsed).
     public var profile: DeviceProfile
     /// The recording's value handle of each remote characteristic.
     public var handles: [DBusObjectPath: AttributeHandle]
@@ -32,11 +31,11 @@ public struct RelaySession: Sendable {
         for (remote, recorded) in zip(recording.table.characteristics, replica.characteristics.map(\.characteristic)) {
             if let handle = recorded.valueHandle { handles[remote.path] = handle }
         }
-        let text = ReplicaProfile(replica).build().text
+        let file = "relay of \(device.label).json"
+        let document = JSONNode(document: ReplicaProfile(replica).build().json, file: file)
         do {
-            let profile = try ProfileLoader.load(json: text, file: "relay of \(device.label).json")
-            return RelaySession(
-                device: device, recording: recording, replica: replica, profileText: text, profile: profile, handles: handles)
+            let profile = try ProfileLoader.load(document: document, file: file)
+            return RelaySession(device: device, recording: recording, replica: replica, profile: profile, handles: handles)
         } catch {
             await DeviceRecorder.release(device, &recording, options: options)
             throw .profile(error.description)

@@ -31,6 +31,17 @@ public enum ProfileLoader {
         return profile
     }
 
+    /// Loads and validates a profile that is already a document in memory (the relay's mirror, made from the device
+    /// at run time): no text is written or parsed, and nothing is extended or overridden. `file` names it in
+    /// diagnostics, which locate by JSON path.
+    public static func load(document root: JSONNode, file: String) throws(ProfileError) -> DeviceProfile {
+        let (profile, diagnostics) = analyze(root: root, file: file)
+        guard let profile, !diagnostics.contains(where: { $0.severity == .error }) else {
+            throw ProfileError(diagnostics: diagnostics)
+        }
+        return profile
+    }
+
     static func analyze(
         path: String, overrides: [(path: String, value: String)], allowExtendsOutside: Bool = false
     ) -> (DeviceProfile?, [Diagnostic]) {
@@ -55,7 +66,12 @@ public enum ProfileLoader {
         let (overridden, overrideDiagnostics) = ProfileOverrides.apply(overrides, to: root)
         diagnostics += overrideDiagnostics
         root = overridden
+        return analyze(root: root, file: file, diagnostics: diagnostics)
+    }
 
+    /// Decodes and checks a document (parsed, extended and overridden already); `diagnostics` are those so far.
+    static func analyze(root: JSONNode, file: String, diagnostics: [Diagnostic] = []) -> (DeviceProfile?, [Diagnostic]) {
+        var diagnostics = diagnostics
         var decoder = ProfileDecoder(file: file)
         guard var profile = decoder.profile(root) else { return (nil, diagnostics + decoder.diagnostics) }
         profile.sourceTree = root
