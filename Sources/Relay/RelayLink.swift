@@ -43,7 +43,8 @@ public actor RelayLink: RelayUpstream {
         public init() {}
     }
 
-    public let recording: RelayRecording
+    /// What went through the relay so far (``recordedConversation()``).
+    private var recording: RelayRecording
     private let stack: BlueZStack
     private let adapterName: String
     private let address: BluetoothAddress
@@ -87,7 +88,7 @@ public actor RelayLink: RelayUpstream {
     /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
     public init(
         device: RemoteDevice, table: RemoteGattTable, handles: [DBusObjectPath: AttributeHandle], profile: DeviceProfile, stack: BlueZStack,
-        recording: RelayRecording, options: Options = Options()
+        recording: RelayRecording = RelayRecording(), options: Options = Options()
     ) {
         self.stack = stack
         self.adapterName = device.adapter.name
@@ -111,6 +112,9 @@ public actor RelayLink: RelayUpstream {
     /// A notification from the device: queued, and handed to the emulator as many at a time as have arrived. Called
     /// by the subscription's handler on the loop thread, which is this actor's executor: no hop, no lock.
     private func arrived(_ notification: RelayedNotification) {
+        if let handle = targets.characteristics[notification.characteristic]?.handle {
+            recording.record(.notification(handle: handle, value: notification.value, indication: notification.indicate))
+        }
         guard pending.count < options.notificationQueue else {
             dropped += 1
             return
@@ -147,6 +151,9 @@ public actor RelayLink: RelayUpstream {
             Task { await self.arrived(notification) }
         }
     }
+
+    /// What went through the relay so far: the recorded profile's and the capture's conversation.
+    public func recordedConversation() -> RelayRecording.Conversation { recording.conversation }
 
     /// Unsubscribes, disconnects from the device (forgetting it unless it was paired) and stops.
     public func stop(forget: Bool) async {
@@ -283,12 +290,10 @@ public actor RelayLink: RelayUpstream {
             return
         }
         guard subscriptions[characteristic] == nil else { return }
-        let recording = self.recording
         let handle = target.handle
         let subscription: RemoteSubscription
         do {
             subscription = try await RemoteSubscription.start(target.path, connection: stack.connection) { [weak self] value in
-                if let handle { recording.record(.notification(handle: handle, value: value, indication: indicate)) }
                 self?.received(RelayedNotification(characteristic: characteristic, value: value, indicate: indicate))
             }
         } catch {

@@ -1,77 +1,78 @@
 import Bluetooth
 import Replica
-import Synchronization
 
 /// What went through the relay, as the conversation of a ``DeviceReplica`` (value handles, times since the
 /// relay attached), kept for the recorded profile and the capture. Bounded: past ``maximumEvents`` only counted.
-public final class RelayRecording: Sendable {
+///
+/// A value the ``RelayLink`` owns, in its isolation on the D-Bus loop: recorded as the link forwards, read with
+/// ``RelayLink/recordedConversation()``.
+public struct RelayRecording: Sendable {
     /// Events kept at most (a week-long rig must not grow without end).
     public static let maximumEvents = 200_000
 
     private let start: ContinuousClock.Instant
-    private let state = Mutex(State())
-
-    private struct State {
-        var events: [DeviceReplica.Event] = []
-        /// Each event's ticket (``record(_:)``), in step with `events`.
-        var tickets: [Int] = []
-        var nextTicket = 0
-        var dropped = 0
-        var connection = 0
-        var connectedCentrals = 0
-    }
+    private var events: [DeviceReplica.Event] = []
+    /// Each event's ticket (``record(_:)``), in step with `events`.
+    private var tickets: [Int] = []
+    private var nextTicket = 0
+    private var dropped = 0
+    private var connection = 0
+    private var connectedCentrals = 0
 
     public init(start: ContinuousClock.Instant = .now) { self.start = start }
 
     /// The conversation so far, and how many events did not fit.
-    public var conversation: (events: [DeviceReplica.Event], dropped: Int) {
-        state.withLock { ($0.events, $0.dropped) }
-    }
+    public var conversation: Conversation { Conversation(events: events, dropped: dropped) }
 
     /// A central connected to the mirror (a new connection of the recording when none was connected).
-    func connected(_ central: BluetoothAddress) {
-        state.withLock { state in
-            state.connectedCentrals += 1
-            if state.connectedCentrals == 1 { state.connection += 1 }
-            append(&state, .connected(central))
-        }
+    mutating func connected(_ central: BluetoothAddress) {
+        connectedCentrals += 1
+        if connectedCentrals == 1 { connection += 1 }
+        append(.connected(central))
     }
 
-    func disconnected() {
-        state.withLock { state in
-            guard state.connectedCentrals > 0 else { return }
-            state.connectedCentrals -= 1
-            if state.connectedCentrals == 0 { append(&state, .disconnected) }
-        }
+    mutating func disconnected() {
+        guard connectedCentrals > 0 else { return }
+        connectedCentrals -= 1
+        if connectedCentrals == 0 { append(.disconnected) }
     }
 
     /// Appends `kind`; the ticket takes it back (``retract(_:)``) while it is still unanswered.
     @discardableResult
-    func record(_ kind: DeviceReplica.Event.Kind) -> Int? {
-        state.withLock { append(&$0, kind) }
-    }
+    mutating func record(_ kind: DeviceReplica.Event.Kind) -> Int? { append(kind) }
 
     /// Takes back the event of `ticket` (a write recorded before it was sent, then refused for security: the
     /// phone writes again once paired). Looks from the end, where it is.
-    func retract(_ ticket: Int) {
-        state.withLock { state in
-            guard let index = state.tickets.lastIndex(of: ticket) else { return }
-            state.events.remove(at: index)
-            state.tickets.remove(at: index)
-        }
+    mutating func retract(_ ticket: Int) {
+        guard let index = tickets.lastIndex(of: ticket) else { return }
+        events.remove(at: index)
+        tickets.remove(at: index)
     }
 
     @discardableResult
-    private func append(_ state: inout State, _ kind: DeviceReplica.Event.Kind) -> Int? {
-        guard state.events.count < Self.maximumEvents else {
-            state.dropped += 1
+    private mutating func append(_ kind: DeviceReplica.Event.Kind) -> Int? {
+        guard events.count < Self.maximumEvents else {
+            dropped += 1
             return nil
         }
         let elapsed = (ContinuousClock.now - start).components
         let time = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        state.events.append(DeviceReplica.Event(kind, time: time, connection: max(1, state.connection)))
-        state.nextTicket += 1
-        state.tickets.append(state.nextTicket)
-        return state.nextTicket
+        events.append(DeviceReplica.Event(kind, time: time, connection: max(1, connection)))
+        nextTicket += 1
+        tickets.append(nextTicket)
+        return nextTicket
+    }
+}
+
+extension RelayRecording {
+    /// The recording so far: its events, and how many more did not fit.
+    public struct Conversation: Sendable {
+        public var events: [DeviceReplica.Event]
+        public var dropped: Int
+
+        public init(events: [DeviceReplica.Event] = [], dropped: Int = 0) {
+            self.events = events
+            self.dropped = dropped
+        }
     }
 }

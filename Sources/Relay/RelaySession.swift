@@ -53,9 +53,9 @@ public struct RelaySession: Sendable {
     }
 
     /// The device as recorded through the relay: its table and values, and the conversation as replay rules.
-    public func recordedReplica(_ conversation: RelayRecording) -> DeviceReplica {
+    public func recordedReplica(_ conversation: RelayRecording.Conversation) -> DeviceReplica {
         var replica = self.replica
-        let (events, dropped) = conversation.conversation
+        let (events, dropped) = (conversation.events, conversation.dropped)
         replica.conversation = events
         // As `gattemu import` does: a characteristic nothing was read from keeps the value it last notified.
         var notified: [AttributeHandle: (value: [UInt8], time: Double?)] = [:]

@@ -1,5 +1,6 @@
 import Bluetooth
 import CaptureExport
+import Dispatch
 import Emulator
 import FoundationEssentials
 import PrivateFiles
@@ -26,30 +27,43 @@ final class RelayOutputs: Sendable {
     let profile: String?
     let capture: String?
     private let session: RelaySession
-    private let recording: RelayRecording
     /// The relay's start, in microseconds since 1970 (the capture's clock).
     private let startedAt: Int64
     private let writing = Mutex(())
 
-    init(profile: String?, capture: String?, session: RelaySession, recording: RelayRecording, startedAt: Int64) {
+    init(profile: String?, capture: String?, session: RelaySession, startedAt: Int64) {
         self.profile = profile
         self.capture = capture
         self.session = session
-        self.recording = recording
         self.startedAt = startedAt
     }
 
     var writesAnything: Bool { profile != nil || capture != nil }
 
-    /// The session so far, written to both paths given. `rescuing` (at exit, the session's last chance): a path that
-    /// cannot take its file gets it in a new private folder instead (``PrivateFile/rescueFolder(environment:)``),
-    /// said in ``Written/rescued``.
-    func write(rescuing: Bool = false) throws(ControlFailure) -> Written {
+    /// ``write(_:rescuing:)`` on a Dispatch thread of its own: off the D-Bus loop and off Swift's cooperative pool (a
+    /// long session makes a large profile).
+    func writeOffTheLoop(_ conversation: RelayRecording.Conversation) async throws(ControlFailure) -> Written {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Written, ControlFailure>, Never>) in
+            DispatchQueue.global(qos: .utility).async {
+                do throws(ControlFailure) {
+                    continuation.resume(returning: .success(try self.write(conversation)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// The session so far (`conversation`, the link's recording), written to both paths given. `rescuing` (at exit,
+    /// the session's last chance): a path that cannot take its file gets it in a new private folder instead
+    /// (``PrivateFile/rescueFolder(environment:)``), said in ``Written/rescued``.
+    func write(_ conversation: RelayRecording.Conversation, rescuing: Bool = false) throws(ControlFailure) -> Written {
         try writing.withLock { _ throws(ControlFailure) -> Written in
-            let replica = session.recordedReplica(recording)
+            let replica = session.recordedReplica(conversation)
             var rescue: String?
             var written = Written(
-                snapshot: RelaySnapshot(operations: replica.conversation.count, notRecorded: recording.conversation.dropped))
+                snapshot: RelaySnapshot(operations: replica.conversation.count, notRecorded: conversation.dropped))
             if let profile {
                 let result = ReplicaProfile(replica).build()
                 do {

@@ -91,18 +91,17 @@ struct RelaySettings: Sendable {
             await stack.close()
             throw error
         }
-        let recording = RelayRecording()
         let startedAt = Int64(Date().timeIntervalSince1970 * 1_000_000)
         var linkOptions = RelayLink.Options()
         linkOptions.pairing = pairing
         linkOptions.reconnectWhenPhonesLeave = reconnectWhenPhonesLeave
         let link = RelayLink(
             device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
-            recording: recording, options: linkOptions)
+            options: linkOptions)
         if !link.unmatched.isEmpty { say("no device counterpart for \(link.unmatched.joined(separator: ", "))") }
         return RelayedDevice(
             settings: self, stack: stack, session: session, link: link, mirror: mirror, channelNote: channelNote,
-            outputs: RelayOutputs(profile: output, capture: capture, session: session, recording: recording, startedAt: startedAt))
+            outputs: RelayOutputs(profile: output, capture: capture, session: session, startedAt: startedAt))
     }
 }
 
@@ -127,8 +126,8 @@ struct RelayedDevice: Sendable {
         let outputs = self.outputs
         let snapshot: RelaySnapshotWriter? =
             outputs.writesAnything
-            ? { @Sendable () throws(ControlFailure) -> RelaySnapshot in
-                let written = try outputs.write()
+            ? { @Sendable [link] () async throws(ControlFailure) -> RelaySnapshot in
+                let written = try await outputs.writeOffTheLoop(await link.recordedConversation())
                 for problem in written.problems {
                     log.record(.error, detail: "relay: the recorded profile does not load (a gattemu bug): \(problem)")
                 }
@@ -168,7 +167,7 @@ struct RelayedDevice: Sendable {
         guard !failed, outputs.writesAnything else { return }
         let written: RelayOutputs.Written
         do {
-            written = try outputs.write(rescuing: true)
+            written = try outputs.write(await link.recordedConversation(), rescuing: true)
         } catch {
             throw Failure.runtime(error.message)
         }

@@ -27,16 +27,15 @@ import Testing
         return (rig, stack, session)
     }
 
-    /// A link to the attached device with a recording of its own, and the mirror's characteristic ids by UUID.
+    /// A link to the attached device (with a recording of its own), and the mirror's characteristic ids by UUID.
     func link(_ session: RelaySession, _ stack: BlueZStack, options: RelayLink.Options = RelayLink.Options()) -> (
-        RelayLink, RelayRecording, [String: String]
+        RelayLink, [String: String]
     ) {
-        let recording = RelayRecording()
         let link = RelayLink(
             device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
-            recording: recording, options: options)
+            options: options)
         let ids = Dictionary(uniqueKeysWithValues: session.profile.services.flatMap(\.characteristics).map { ($0.uuid.description, $0.id) })
-        return (link, recording, ids)
+        return (link, ids)
     }
 
     @Test(.timeLimit(.minutes(5))) func duplicateUUIDsEachMatchTheirOwnCharacteristic() async throws {
@@ -60,7 +59,7 @@ import Testing
     @Test(.timeLimit(.minutes(5))) func theLinkCheckReadsAClientCharacteristicConfigurationDescriptor() async throws {
         let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
         defer { Task { await stack.close() } }
-        let (relay, _, _) = link(session, stack)
+        let (relay, _) = link(session, stack)
         let device0 = try #require(rig.adapter.device(Lock.address))
         let readsBefore = device0.reads.count  // the recorder read the device's table when it attached
         let asked = try #require(await relay.checkLink())
@@ -78,7 +77,7 @@ import Testing
         ]
         let (rig2, stack2, session2) = try await attach(plain, "Plain")
         defer { Task { await stack2.close() } }
-        let (link2, _, _) = link(session2, stack2)
+        let (link2, _) = link(session2, stack2)
         #expect(await link2.checkLink() == nil)
         await link2.stop(forget: true)
         withExtendedLifetime((rig, rig2)) {}
@@ -87,7 +86,7 @@ import Testing
     @Test(.timeLimit(.minutes(5))) func readsPassTheDevicesBytesAndErrorsAndNotificationsAreRecorded() async throws {
         let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
         defer { Task { await stack.close() } }
-        let (link, recording, ids) = link(session, stack)
+        let (link, ids) = link(session, stack)
         let session4 = try #require(ids[Lock.session])
         let read = try await link.read(GattAttributeID(characteristic: session4), offset: 0)
         #expect(read == Lock.sessionValue)
@@ -100,8 +99,8 @@ import Testing
         }
         await #expect(throws: ATTError.failed) { try await link.read(GattAttributeID(characteristic: "no such id"), offset: 0) }
         try await link.setSubscribed(try #require(ids[Lock.tx]), true)
-        try await eventually { recording.conversation.events.filter(\.isNotification).count >= 2 }
-        let events = recording.conversation.events.map(\.kind)
+        try await eventually { await link.recordedConversation().events.filter(\.isNotification).count >= 2 }
+        let events = await link.recordedConversation().events.map(\.kind)
         #expect(events.first == .read(handle: 0x0017, offset: 0, value: Lock.sessionValue))
         #expect(events.contains(.error(handle: 0x001F, request: .readRequest, code: ATTErrorCode(rawValue: 0x80))))
         #expect(events.contains(.subscribe(handle: 0x0014, notify: true, indicate: false)))
@@ -120,7 +119,7 @@ import Testing
     @Test(.timeLimit(.minutes(5))) func aBurstOfNotificationsReachesTheEmulatorInOrder() async throws {
         let (rig, stack, session) = try await attach(Lock.peripheral(), Lock.name)
         defer { Task { await stack.close() } }
-        let (link, _, ids) = link(session, stack)
+        let (link, ids) = link(session, stack)
         let log = try EventLog(format: .text, console: open("/dev/null", O_WRONLY))
         let emulator = try Emulator(profile: session.profile, options: EmulatorOptions(), log: log, loop: stack.connection.loop)
         await emulator.relay(to: link)
@@ -150,7 +149,7 @@ import Testing
         var options = RelayLink.Options()
         options.reconnectWhenPhonesLeave = true
         options.relinkWait = .seconds(50)  // the default 15 s, stretched for a loaded machine
-        let (link, _, ids) = link(session, stack, options: options)
+        let (link, ids) = link(session, stack, options: options)
         let phone = try #require(BluetoothAddress("AA:BB:CC:DD:EE:01"))
         await link.central(phone, connected: true)
         await link.central(phone, connected: false)  // the last phone left: the device's link is dropped and made again
@@ -170,7 +169,7 @@ import Testing
         var options = RelayLink.Options()
         options.reconnectWhenPhonesLeave = true
         options.minimumRelinkInterval = .seconds(600)
-        let (link, _, ids) = link(session, stack, options: options)
+        let (link, ids) = link(session, stack, options: options)
         let phone = try #require(BluetoothAddress("AA:BB:CC:DD:EE:01"))
         for _ in 0..<20 {
             await link.central(phone, connected: true)
@@ -200,12 +199,12 @@ import Testing
         lock.services[0].characteristics[0].pairsAfterFailingWrite = true
         let (rig, stack, session) = try await attach(lock, Lock.name)
         defer { Task { await stack.close() } }
-        let (link, recording, ids) = link(session, stack)
+        let (link, ids) = link(session, stack)
         try await link.write(GattAttributeID(characteristic: try #require(ids[Lock.rx])), value: [0x42], offset: 0, withResponse: true)
         let device = try #require(rig.adapter.device(Lock.address))
         #expect(device.failedWrites.count == 1)
         #expect(device.written.values.contains([0x42]))
-        #expect(recording.conversation.events.map(\.kind) == [.write(handle: 0x0012, value: [0x42], withResponse: true)])
+        #expect(await link.recordedConversation().events.map(\.kind) == [.write(handle: 0x0012, value: [0x42], withResponse: true)])
         // Paired now: a failure is the device's answer, not made again.
         await link.stop(forget: false)
         withExtendedLifetime(rig) {}
@@ -219,13 +218,13 @@ import Testing
         lock.services[0].characteristics[0].answersWrites = (handle: 0x0013, prefix: [0xA0], replyAfter: .milliseconds(200))
         let (rig, stack, session) = try await attach(lock, Lock.name)
         defer { Task { await stack.close() } }
-        let (link, recording, ids) = link(session, stack)
+        let (link, ids) = link(session, stack)
         try await link.setSubscribed(try #require(ids[Lock.tx]), true)
         for value: UInt8 in 1...3 {
             try await link.write(GattAttributeID(characteristic: try #require(ids[Lock.rx])), value: [value], offset: 0, withResponse: true)
         }
-        try await eventually { recording.conversation.events.filter(\.isNotification).count >= 5 }
-        let conversation = recording.conversation.events.map(\.kind).filter {
+        try await eventually { await link.recordedConversation().events.filter(\.isNotification).count >= 5 }
+        let conversation = await link.recordedConversation().events.map(\.kind).filter {
             switch $0 {
             case .write: true
             case .notification(handle: 0x0014, let value, _): value.first == 0xA0

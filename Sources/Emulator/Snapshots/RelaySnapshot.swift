@@ -19,7 +19,7 @@ public struct RelaySnapshot: Sendable, Equatable {
     }
 }
 
-/// Writes the relayed session so far: synchronous work (building the profile and the capture, writing files) that
-/// ``Emulator/relaySnapshot()`` runs on a Dispatch thread of its own, off the D-Bus loop and off Swift's cooperative
-/// pool, one at a time.
-public typealias RelaySnapshotWriter = @Sendable () throws(ControlFailure) -> RelaySnapshot
+/// Writes the relayed session so far, one at a time (``Emulator/relaySnapshot()`` refuses a second meanwhile). The
+/// writer takes the recording from the relay's link and does the synchronous work (building the profile and the
+/// capture, writing files) on a Dispatch thread of its own, off the D-Bus loop and off Swift's cooperative pool.
+public typealias RelaySnapshotWriter = @Sendable () async throws(ControlFailure) -> RelaySnapshot
