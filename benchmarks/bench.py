@@ -256,9 +256,10 @@ class Impl:
         if self.key.startswith("gattemu"):
             prof = (HERE / "profiles" / "noke-burst.json" if profile == "noke"
                     else ROOT / "profiles" / "bleproof.json")
-            path = "acquire" if self.key == "gattemu" else "properties"
+            path = "properties" if self.key == "gattemu-props" else "acquire"
+            binary = env["GATTEMU_BASELINE_BIN"] if self.key == BASELINE_KEY else env["GATTEMU_BIN"]
             # noke-burst.json extends ../../profiles/noke-lock.json, outside its own folder.
-            return [str(env["GATTEMU_BIN"]), "run", str(prof), "--allow-extends-outside", "--adapter", adapter, "--notify-path", path]
+            return [str(binary), "run", str(prof), "--allow-extends-outside", "--adapter", adapter, "--notify-path", path]
         if self.key == "bless":
             return [py, str(HERE / "peers" / "bless_peer.py"), "--profile", profile, "--adapter", adapter,
                     "--address", env["GATTEMU_PERIPH_ADDRESS"]]
@@ -299,6 +300,10 @@ def link_model(env: dict) -> tuple[int, int] | None:
     said = re.search(r"BTVIRT_LINK: a connection event every (\d+) ms, at most (\d+) ACL packets each way", text)
     return (int(said[1]), int(said[2])) if said else None
 
+
+# `--baseline BIN`: another build of gattemu (scripts/bench --baseline REV builds one) run beside this one, the same
+# way, in the same VM and minute: the before/after of a change, as a ratio.
+BASELINE_KEY = "gattemu-base"
 
 IMPLS = [
     Impl("gattemu", "gattemu (AcquireNotify)", "AcquireNotify"),
@@ -938,6 +943,7 @@ def report(runs: list[Run], meta: dict) -> tuple[dict, str]:
         table[label] = {i.key: value(i.key, spec) for i in impls}
 
     peers = [i for i in impls if not i.key.startswith("gattemu")]
+    peers += [i for i in impls if i.key == BASELINE_KEY]  # this build against the baseline: the change's ratio
     head = ["figure"] + [i.label for i in impls] + [f"gattemu/{p.label}" for p in peers]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, vals in table.items():
@@ -1133,10 +1139,16 @@ async def main() -> int:
                     help="sequence-numbered operations through the relay (default 10000, quick 1000; 0 = off)")
     ap.add_argument("--profiles", default="noke,bleproof")
     ap.add_argument("--gattemu", default=str(ROOT / ".build" / "release" / "gattemu"))
+    ap.add_argument("--baseline", metavar="BIN", help="another gattemu build, run beside this one as `gattemu-base`")
+    ap.add_argument("--baseline-label", default="baseline", help="what the baseline is (its revision), in the tables")
     ap.add_argument("--link-of", metavar="BENCH_JSON",
                     help="the paced-link pass (scripts/bench's second VM, GATTEMU_LINK set): run the relay section "
                          "only and write the report of BENCH_JSON's run with this section added")
     a = ap.parse_args()
+    if a.baseline:
+        IMPLS.append(Impl(BASELINE_KEY, f"gattemu {a.baseline_label} (AcquireNotify)", "AcquireNotify"))
+        if BASELINE_KEY not in a.impls.split(","):
+            a.impls += "," + BASELINE_KEY
     a.ops = a.ops or (15 if a.quick else 1000)
     # The paced pass's throughput is judged (≥ 0.90): 8 bursts a link even in a quick run, where one would do to
     # see that the figures come out.
@@ -1144,6 +1156,8 @@ async def main() -> int:
     soak = a.soak if a.soak is not None else ("200,600" if a.quick else "10000,100000")
     a.soak = [int(x) for x in soak.split(",") if int(x) > 0]
     a.soak_impls = a.soak_impls.split(",")
+    if a.baseline and "gattemu" in a.soak_impls:
+        a.soak_impls.append(BASELINE_KEY)
     a.relay_soak = a.relay_soak if a.relay_soak is not None else (1000 if a.quick else 10000)
     env = {k: v for k, v in os.environ.items() if k.startswith("GATTEMU_")}
     for v in ("GATTEMU_PERIPH", "GATTEMU_CENTRAL", "GATTEMU_PERIPH_ADDRESS"):
@@ -1159,6 +1173,11 @@ async def main() -> int:
         local = LOGDIR / "gattemu"
         shutil.copy2(a.gattemu, local)
         env["GATTEMU_BIN"] = str(local)
+    if a.baseline:
+        LOGDIR.mkdir(parents=True, exist_ok=True)
+        local = LOGDIR / "gattemu-baseline"
+        shutil.copy2(a.baseline, local)  # on the tmpfs too, as the build measured
+        env["GATTEMU_BASELINE_BIN"] = str(local)
     keys = a.impls.split(",")
     link = link_model(env)
     if a.link_of:

@@ -43,7 +43,8 @@ SKIPPED = {"/properties/faults", "/$defs/fault"}  # test_fault_parity's
 # The base profiles, by name in profiles/ (leaf-reader-brvo extends leaf-reader: it is copied next to the cases) or
 # of this file. A place is mutated in the first base that has it: the shipped ones first, but noke-lock last, whose
 # fifteen rules make it the slowest for schema.json to judge (it gets its own unknown keys).
-BASES = ["leaf-reader-brvo", "bleproof", "leaf-reader", "COMPACT_RULES", "COMPACT", "noke-lock", "mcuboot-sensor"]
+BASES = ["leaf-reader-brvo", "bleproof", "leaf-reader", "COMPACT_RULES", "COMPACT", "noke-lock", "mcuboot-sensor",
+         "UPDATABLE"]
 
 # Every object, property and value form of the format outside rules, in one valid profile.
 COMPACT = {
@@ -547,8 +548,17 @@ class Corpus:
             self.walk(base, document, items[0], items[1], child, path + [index], context)
 
 
+def updatable() -> dict:
+    """mcuboot-sensor with a service only firmware 1.1.0 and later have (`firmware.services`)."""
+    profile = json.loads((ROOT / "profiles" / "mcuboot-sensor.json").read_text())
+    profile["services"].append({"id": "battery", "uuid": "180f", "characteristics": [
+        {"id": "batteryLevel", "uuid": "2a19", "flags": ["read"], "value": {"hex": "5a"}}]})
+    profile["firmware"]["services"] = [{"service": "battery", "from": "1.1.0"}]
+    return profile
+
+
 def base_profiles():
-    compact = {"COMPACT": COMPACT, "COMPACT_RULES": COMPACT_RULES}
+    compact = {"COMPACT": COMPACT, "COMPACT_RULES": COMPACT_RULES, "UPDATABLE": updatable()}
     return [(name.lower().replace("_", "-"), compact[name]) if name in compact
             else (name, json.loads((ROOT / "profiles" / f"{name}.json").read_text())) for name in BASES]
 
