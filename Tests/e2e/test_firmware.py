@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 SMP_VENV = Path(os.environ.get("GATTEMU_SMP_VENV", "/var/cache/gattemu/smp-venv"))
 CLIENT = HERE / "fixtures" / "smp_client.py"
 SLOT_SIZE = 0x60000  # profiles/mcuboot-sensor.json firmware.slotSize
+SMALL_SLOT = 0x10000  # the padded-image test's profile: a whole slot uploaded
 TIMEOUT = 30  # each SMP request's, the clients' own option: TCG is slow, the device is not
 
 
@@ -60,14 +61,14 @@ def smp_adapter(env):
     return adapter
 
 
-def image(tmp_path: Path, version: str, size: int, *options: str) -> Path:
+def image(tmp_path: Path, version: str, size: int, *options: str, slot_size: int = SLOT_SIZE) -> Path:
     """An MCUboot image as imgtool makes it: a 0x200-byte header, `size` bytes of application, the SHA-256 TLV (and
-    what more imgtool `options` ask for: `--confirm`, `--encrypt KEY`…)."""
+    what more imgtool `options` ask for: `--confirm`, `--encrypt KEY`…), for a slot of `slot_size` bytes."""
     raw = tmp_path / f"app-{version}.raw"
     raw.write_bytes(bytes((i * 7 + len(version)) & 0xFF for i in range(size)))
     signed = tmp_path / f"app-{version}.bin"
     done = subprocess.run([str(SMP_VENV / "bin" / "imgtool"), "sign", "--version", version, "--header-size", "0x200",
-                           "--pad-header", "--align", "4", "--slot-size", hex(SLOT_SIZE), *options, str(raw), str(signed)],
+                           "--pad-header", "--align", "4", "--slot-size", hex(slot_size), *options, str(raw), str(signed)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return signed
@@ -319,10 +320,16 @@ async def test_padded_and_encrypted_images_are_taken_as_a_board_takes_them(bluez
     the plain image, which only a board with the key can check; the device keeps it, reports that hash, and it is
     tested and booted by it."""
     address = env["GATTEMU_PERIPH_ADDRESS"]
-    p = start_gattemu("mcuboot-sensor.json")
+    # A 64 KiB slot: a padded image is the whole slot, uploaded in full.
+    profile = json.loads((HERE.parents[1] / "profiles" / "mcuboot-sensor.json").read_text())
+    profile.pop("$schema", None)
+    profile["firmware"]["slotSize"] = SMALL_SLOT
+    path = tmp_path / "sensor.json"
+    path.write_text(json.dumps(profile))
+    p = start_gattemu(str(path))
     await p.wait_ready()
-    confirmed = image(tmp_path, "1.1.0", 6_000, "--confirm")
-    assert confirmed.stat().st_size == SLOT_SIZE
+    confirmed = image(tmp_path, "1.1.0", 6_000, "--confirm", slot_size=SMALL_SLOT)
+    assert confirmed.stat().st_size == SMALL_SLOT
     assert (await upload(smp_adapter, address, confirmed))["outcome"] == "complete"
     pending = slots(await state(smp_adapter, address))[1]
     assert (pending["version"], pending["pending"], pending["permanent"]) == ("1.1.0", True, True), pending
@@ -335,7 +342,7 @@ async def test_padded_and_encrypted_images_are_taken_as_a_board_takes_them(bluez
     made = subprocess.run([str(SMP_VENV / "bin" / "imgtool"), "keygen", "-k", str(key), "-t", "rsa-2048"],
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, made.stderr
-    encrypted = image(tmp_path, "1.2.0", 6_000, "--encrypt", str(key))
+    encrypted = image(tmp_path, "1.2.0", 6_000, "--encrypt", str(key), slot_size=SMALL_SLOT)
     stated = tlv_hash(encrypted)
     assert stated != image_hash(encrypted)  # the plain image's hash: not of the bytes uploaded
     assert (await upload(smp_adapter, address, encrypted))["outcome"] == "complete"
@@ -344,7 +351,7 @@ async def test_padded_and_encrypted_images_are_taken_as_a_board_takes_them(bluez
     assert (await request(smp_adapter, address, "test", stated))["outcome"] == "ok"
     await request(smp_adapter, address, "reset")
     assert await boots(p, 2) == "firmware: booted 1.2.0, swapped in for test (not confirmed)"
-    report("imgtool 2.5.0 images beyond the plain one, through smpclient 7.3.0: --confirm (padded to the 384 KiB slot) "
+    report("imgtool 2.5.0 images beyond the plain one, through smpclient 7.3.0: --confirm (padded to the 64 KiB slot) "
            "pending for good at once and booted confirmed; --encrypt (RSA-2048) kept with its stated hash, tested, booted")
 
 
