@@ -40,21 +40,6 @@ final class RelayOutputs: Sendable {
 
     var writesAnything: Bool { profile != nil || capture != nil }
 
-    /// ``write(_:rescuing:)`` on a Dispatch thread of its own: off the D-Bus loop and off Swift's cooperative pool (a
-    /// long session makes a large profile).
-    func writeOffTheLoop(_ conversation: RelayRecording.Conversation) async throws(ControlFailure) -> Written {
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Written, ControlFailure>, Never>) in
-            DispatchQueue.global(qos: .utility).async {
-                do throws(ControlFailure) {
-                    continuation.resume(returning: .success(try self.write(conversation)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try outcome.get()
-    }
-
     /// The session so far (`conversation`, the link's recording), written to both paths given. `rescuing` (at exit,
     /// the session's last chance): a path that cannot take its file gets it in a new private folder instead
     /// (``PrivateFile/rescueFolder(environment:)``), said in ``Written/rescued``.

@@ -126,12 +126,15 @@ struct RelayedDevice: Sendable {
         let outputs = self.outputs
         let snapshot: RelaySnapshotWriter? =
             outputs.writesAnything
-            ? { @Sendable [link] () async throws(ControlFailure) -> RelaySnapshot in
-                let written = try await outputs.writeOffTheLoop(await link.recordedConversation())
-                for problem in written.problems {
-                    log.record(.error, detail: "relay: the recorded profile does not load (a gattemu bug): \(problem)")
+            ? { @Sendable [link] () async -> RelaySnapshotWork in
+                let conversation = await link.recordedConversation()
+                return { @Sendable () throws(ControlFailure) -> RelaySnapshot in
+                    let written = try outputs.write(conversation)
+                    for problem in written.problems {
+                        log.record(.error, detail: "relay: the recorded profile does not load (a gattemu bug): \(problem)")
+                    }
+                    return written.snapshot
                 }
-                return written.snapshot
             } : nil
         await emulator.relay(to: link, snapshot: snapshot)
         await link.start(emulator: emulator)

@@ -149,9 +149,11 @@ import Testing
         await emulator.relay(
             to: RelayPairingTests.Upstream(DevicePairing()),
             snapshot: {
-                entered.append(1)
-                release.wait()
-                return RelaySnapshot(operations: 7, notRecorded: 0)
+                {
+                    entered.append(1)
+                    release.wait()
+                    return RelaySnapshot(operations: 7, notRecorded: 0)
+                }
             })
         try await emulator.start()
         let first = Task { try await emulator.relaySnapshot() }

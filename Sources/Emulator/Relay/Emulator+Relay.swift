@@ -52,10 +52,10 @@ extension Emulator {
     /// What the relay keeps about its device (a copy, for tests); empty when this is no relay.
     var relayState: RelayState { relayResponder?.state ?? RelayState() }
 
-    /// `POST /v1/relay/snapshot`: the recording so far written where the relay writes it on exit. The writer runs the
-    /// writing on a Dispatch thread, off the D-Bus loop and the cooperative pool (a long session makes a large profile;
-    /// two requests holding both cooperative threads of a 2-core machine stalled every relayed operation); 409 when
-    /// this is no relay, it writes nothing, or a snapshot is being written.
+    /// `POST /v1/relay/snapshot`: the recording so far written where the relay writes it on exit. The writing runs on
+    /// a Dispatch thread, off the D-Bus loop and the cooperative pool (a long session makes a large profile; two
+    /// requests holding both cooperative threads of a 2-core machine stalled every relayed operation); 409 when this is
+    /// no relay, it writes nothing, or a snapshot is being written.
     public func relaySnapshot() async throws(ControlFailure) -> RelaySnapshot {
         guard let relay = relayResponder else {
             throw ControlFailure(.conflict, "not a relay: only `gattemu relay` records a session to snapshot")
@@ -67,11 +67,15 @@ extension Emulator {
             throw ControlFailure(.conflict, "a snapshot is being written: ask again once it is done")
         }
         relay.state.snapshotting = true
-        let outcome: Result<RelaySnapshot, ControlFailure>
-        do throws(ControlFailure) {
-            outcome = .success(try await writer())
-        } catch {
-            outcome = .failure(error)
+        let work = await writer()
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RelaySnapshot, ControlFailure>, Never>) in
+            DispatchQueue.global(qos: .utility).async {
+                do throws(ControlFailure) {
+                    continuation.resume(returning: .success(try work()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
         }
         relay.state.snapshotting = false
         switch outcome {

@@ -19,7 +19,11 @@ public struct RelaySnapshot: Sendable, Equatable {
     }
 }
 
-/// Writes the relayed session so far, one at a time (``Emulator/relaySnapshot()`` refuses a second meanwhile). The
-/// writer takes the recording from the relay's link and does the synchronous work (building the profile and the
-/// capture, writing files) on a Dispatch thread of its own, off the D-Bus loop and off Swift's cooperative pool.
-public typealias RelaySnapshotWriter = @Sendable () async throws(ControlFailure) -> RelaySnapshot
+/// Writes the relayed session so far, one at a time (``Emulator/relaySnapshot()`` refuses a second meanwhile), in two
+/// steps: the writer gathers what to write (it may ask the relay's link for its recording, on the loop) and returns
+/// the synchronous work (building the profile and the capture, writing files), which ``Emulator/relaySnapshot()``
+/// runs on a Dispatch thread of its own, off the D-Bus loop and off Swift's cooperative pool.
+public typealias RelaySnapshotWriter = @Sendable () async -> RelaySnapshotWork
+
+/// The synchronous part of a ``RelaySnapshotWriter``: may block, never on the loop.
+public typealias RelaySnapshotWork = @Sendable () throws(ControlFailure) -> RelaySnapshot
