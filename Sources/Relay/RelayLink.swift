@@ -44,7 +44,7 @@ public actor RelayLink: RelayUpstream {
     }
 
     /// What went through the relay so far (``recordedConversation()``).
-    private var recording: RelayRecording
+    private var recording = RelayRecording()
     private let stack: BlueZStack
     private let adapterName: String
     private let address: BluetoothAddress
@@ -88,14 +88,13 @@ public actor RelayLink: RelayUpstream {
     /// A link to `device` (connected, its table read) on `stack`'s adapter `adapterName`, for the mirror running `profile`.
     public init(
         device: RemoteDevice, table: RemoteGattTable, handles: [DBusObjectPath: AttributeHandle], profile: DeviceProfile, stack: BlueZStack,
-        recording: RelayRecording = RelayRecording(), options: Options = Options()
+        options: Options = Options()
     ) {
         self.stack = stack
         self.adapterName = device.adapter.name
         self.address = device.properties.address ?? .zero
         self.profile = profile
         self.options = options
-        self.recording = recording
         self.device = device
         let targets = RelayTargets(profile: profile, table: table, handles: handles)
         self.targets = targets

@@ -1,6 +1,5 @@
 import Bluetooth
 import CaptureExport
-import Dispatch
 import Emulator
 import FoundationEssentials
 import PrivateFiles

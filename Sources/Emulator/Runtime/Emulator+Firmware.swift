@@ -62,8 +62,7 @@ extension Emulator {
         let definition = firmware.definition
         guard !definition.services.isEmpty else { return }
         let version = firmware.target.primary.version
-        let absent = absentServices.subtracting(definition.services.map(\.service))
-            .union(definition.absentServices(running: version))
+        let absent = definition.absentServices(running: version, besides: absentServices)
         guard absent != absentServices else { return }
         let added = absentServices.subtracting(absent).sorted()
         let removed = absent.subtracting(absentServices).sorted()

@@ -84,8 +84,8 @@ public actor Emulator {
         self.engine = BehaviourEngine(
             profile: profile, environment: EngineEnvironment(adapterAddress: .zero, seed: options.seed))
         self.faultState = FaultState(seed: options.seed)
-        self.absentServices = Set(profile.services.filter { !$0.present }.map(\.id)).union(
-            profile.firmware.map { $0.absentServices(running: $0.version) } ?? [])
+        let declared = Set(profile.services.filter { !$0.present }.map(\.id))
+        self.absentServices = profile.firmware.map { $0.absentServices(running: $0.version, besides: declared) } ?? declared
         (terminations, terminationRequests) = AsyncStream.makeStream(of: String.self)
         if let firmware = profile.firmware {
             // The SMP characteristic is the firmware target's; everything else the rules'.

@@ -31,9 +31,10 @@ public struct FirmwareDefinition: Sendable, Equatable {
         self.version = version
     }
 
-    /// The services of ``services`` that running `version` has not: absent from the GATT table.
-    public func absentServices(running version: McuBootImage.Version) -> Set<String> {
-        Set(services.filter { !$0.isPresent(running: version) }.map(\.service))
+    /// The services absent from the GATT table while `version` runs: those of ``services`` it has not, and of the
+    /// others the ones in `absent` (what the version does not decide stays as it was).
+    public func absentServices(running version: McuBootImage.Version, besides absent: Set<String>) -> Set<String> {
+        absent.subtracting(services.map(\.service)).union(services.filter { !$0.isPresent(running: version) }.map(\.service))
     }
 
     public static let bufferSizes = 64...65_535
