@@ -1145,6 +1145,9 @@ async def main() -> int:
                     help="the paced-link pass (scripts/bench's second VM, GATTEMU_LINK set): run the relay section "
                          "only and write the report of BENCH_JSON's run with this section added")
     a = ap.parse_args()
+    if a.baseline and not Path(a.baseline).is_file():
+        print(f"bench: no baseline build at {a.baseline}", file=sys.stderr)
+        return 2
     if a.baseline:
         IMPLS.append(Impl(BASELINE_KEY, f"gattemu {a.baseline_label} (AcquireNotify)", "AcquireNotify"))
         if BASELINE_KEY not in a.impls.split(","):
@@ -1165,19 +1168,14 @@ async def main() -> int:
             print(f"bench: {v} not set: run inside scripts/sandbox (use scripts/bench)", file=sys.stderr)
             return 2
     env["GATTEMU_BIN"] = a.gattemu
-    if Path(a.gattemu).exists():
-        # The project share is 9p with cache=none: a binary started from it is re-read over virtio on every
-        # page fault, while the peers' Python and modules come from the cached root share. A rig runs it from
-        # a local disk with a page cache; the VM's tmpfs stands in for that.
-        LOGDIR.mkdir(parents=True, exist_ok=True)
-        local = LOGDIR / "gattemu"
-        shutil.copy2(a.gattemu, local)
-        env["GATTEMU_BIN"] = str(local)
-    if a.baseline:
-        LOGDIR.mkdir(parents=True, exist_ok=True)
-        local = LOGDIR / "gattemu-baseline"
-        shutil.copy2(a.baseline, local)  # on the tmpfs too, as the build measured
-        env["GATTEMU_BASELINE_BIN"] = str(local)
+    # The project share is 9p with cache=none: a binary started from it is re-read over virtio on every page fault,
+    # while the peers' Python and modules come from the cached root share. A rig runs it from a local disk with a
+    # page cache; the VM's tmpfs stands in for that (for the baseline build too, so both are measured alike).
+    for variable, binary, name in (("GATTEMU_BIN", a.gattemu, "gattemu"), ("GATTEMU_BASELINE_BIN", a.baseline, "gattemu-baseline")):
+        if binary and Path(binary).exists():
+            LOGDIR.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(binary, LOGDIR / name)
+            env[variable] = str(LOGDIR / name)
     keys = a.impls.split(",")
     link = link_model(env)
     if a.link_of:

@@ -74,6 +74,16 @@ def image(tmp_path: Path, version: str, size: int, *options: str, slot_size: int
     return signed
 
 
+def sensor(tmp_path: Path, edit) -> str:
+    """profiles/mcuboot-sensor.json changed by `edit(profile)`, as a file."""
+    profile = json.loads((HERE.parents[1] / "profiles" / "mcuboot-sensor.json").read_text())
+    profile.pop("$schema", None)
+    edit(profile)
+    path = tmp_path / "sensor.json"
+    path.write_text(json.dumps(profile))
+    return str(path)
+
+
 # Client runs that did not reach the device and were made again: bleak (the clients' BLE layer) now and then does not
 # report the device during its scan although the client's controller receives its advertisements (seen in the HCI
 # capture; about one run in ten on BlueZ 5.82 in the sandbox). Nothing of SMP happened in such a run; the count is
@@ -136,26 +146,25 @@ async def smpmgr(adapter: str, address: str, *args: str) -> str:
     return await client(adapter, "--forget", address, "smpmgr", "--ble", address, "--timeout", str(TIMEOUT), *args)
 
 
+async def firmware_lines(p, text: str, count: int, timeout: float, *, starting: bool = False) -> list[str]:
+    """The device's `firmware` event details that contain `text` (that start with it, when `starting`), once there are
+    `count` of them."""
+    end = time.monotonic() + timeout
+    while len(lines := [line for line in firmware_events(p, text) if not starting or line.startswith(text)]) < count:
+        if time.monotonic() >= end or not p.running:
+            raise AssertionError(f"no '{text}' #{count} within {timeout}s (so far: {lines}):\n{p.tail(40)}")
+        await asyncio.sleep(0.2)
+    return lines
+
+
 async def boots(p, count: int, timeout: float = 120.0) -> str:
     """The device's `count`-th `firmware: booted …` line of its event log (it comes back from a reset)."""
-    end = time.monotonic() + timeout
-    while True:
-        lines = [line for line in firmware_events(p, "firmware: booted") if line.startswith("firmware: booted")]
-        if len(lines) >= count:
-            return lines[count - 1]
-        if time.monotonic() >= end or not p.running:
-            raise AssertionError(f"no boot #{count} within {timeout}s (boots: {lines}):\n{p.tail(40)}")
-        await asyncio.sleep(0.2)
+    return (await firmware_lines(p, "firmware: booted", count, timeout, starting=True))[count - 1]
 
 
 async def table_changes(p, count: int, timeout: float = 60.0) -> list[str]:
     """The device's `… has another GATT table …` events (firmware.services), once there are `count`."""
-    end = time.monotonic() + timeout
-    while len(lines := firmware_events(p, "has another GATT table")) < count:
-        if time.monotonic() >= end or not p.running:
-            raise AssertionError(f"no table change #{count} within {timeout}s (changes: {lines}):\n{p.tail(40)}")
-        await asyncio.sleep(0.2)
-    return lines
+    return await firmware_lines(p, "has another GATT table", count, timeout)
 
 
 def slots(status: dict) -> dict[int, dict]:
@@ -321,12 +330,7 @@ async def test_padded_and_encrypted_images_are_taken_as_a_board_takes_them(bluez
     tested and booted by it."""
     address = env["GATTEMU_PERIPH_ADDRESS"]
     # A 64 KiB slot: a padded image is the whole slot, uploaded in full.
-    profile = json.loads((HERE.parents[1] / "profiles" / "mcuboot-sensor.json").read_text())
-    profile.pop("$schema", None)
-    profile["firmware"]["slotSize"] = SMALL_SLOT
-    path = tmp_path / "sensor.json"
-    path.write_text(json.dumps(profile))
-    p = start_gattemu(str(path))
+    p = start_gattemu(sensor(tmp_path, lambda profile: profile["firmware"].update(slotSize=SMALL_SLOT)))
     await p.wait_ready()
     confirmed = image(tmp_path, "1.1.0", 6_000, "--confirm", slot_size=SMALL_SLOT)
     assert confirmed.stat().st_size == SMALL_SLOT
@@ -358,8 +362,7 @@ async def test_padded_and_encrypted_images_are_taken_as_a_board_takes_them(bluez
 def tlv_hash(path: Path) -> str:
     """The SHA-256 an image's TLV states (hex): of the plain image, for an encrypted one."""
     data = path.read_bytes()
-    header_size, protected_size = int.from_bytes(data[8:10], "little"), int.from_bytes(data[10:12], "little")
-    at = header_size + int.from_bytes(data[12:16], "little") + protected_size
+    at = hashed_length(data)
     end, at = at + int.from_bytes(data[at + 2:at + 4], "little"), at + 4
     while at < end:
         kind, length = int.from_bytes(data[at:at + 2], "little"), int.from_bytes(data[at + 2:at + 4], "little")
@@ -369,12 +372,16 @@ def tlv_hash(path: Path) -> str:
     raise AssertionError(f"{path}: no SHA-256 TLV")
 
 
+def hashed_length(data: bytes) -> int:
+    """How many of an image's bytes its SHA-256 covers (header, image, protected TLVs): where its TLV area starts."""
+    header_size, protected_size = int.from_bytes(data[8:10], "little"), int.from_bytes(data[10:12], "little")
+    return header_size + int.from_bytes(data[12:16], "little") + protected_size
+
+
 def image_hash(path: Path) -> str:
     """The image's SHA-256 as MCUboot states it in its TLV (hex): over the header, the image and the protected TLVs."""
     data = path.read_bytes()
-    header_size, protected_size = int.from_bytes(data[8:10], "little"), int.from_bytes(data[10:12], "little")
-    image_size = int.from_bytes(data[12:16], "little")
-    return hashlib.sha256(data[:header_size + image_size + protected_size]).hexdigest()
+    return hashlib.sha256(data[:hashed_length(data)]).hexdigest()
 
 
 BATTERY = "0000180f-0000-1000-8000-00805f9b34fb"
@@ -402,15 +409,12 @@ async def test_a_bonded_central_is_told_of_the_table_each_booted_version_has(blu
     and finds the Battery Service when it discovers again; a second reset without confirming makes MCUboot revert to
     1.0.0: the central is told again and the service is gone."""
     address = env["GATTEMU_PERIPH_ADDRESS"]
-    profile = json.loads((HERE.parents[1] / "profiles" / "mcuboot-sensor.json").read_text())
-    profile.pop("$schema", None)
-    profile["security"] = {"io": "NoInputNoOutput"}  # just-works bonding, as a sensor without a display has
-    profile["services"].insert(3, {"id": "battery", "uuid": "180f", "characteristics": [
-        {"id": "batteryLevel", "uuid": "2a19", "flags": ["read"], "value": {"hex": "5a"}}]})
-    profile["firmware"]["services"] = [{"service": "battery", "from": "1.1.0"}]
-    path = tmp_path / "sensor.json"
-    path.write_text(json.dumps(profile))
-    p = start_gattemu(str(path), args=["--control", "127.0.0.1:8765"])
+    def edit(profile: dict) -> None:
+        profile["security"] = {"io": "NoInputNoOutput"}  # just-works bonding, as a sensor without a display has
+        profile["services"].insert(3, {"id": "battery", "uuid": "180f", "characteristics": [
+            {"id": "batteryLevel", "uuid": "2a19", "flags": ["read"], "value": {"hex": "5a"}}]})
+        profile["firmware"]["services"] = [{"service": "battery", "from": "1.1.0"}]
+    p = start_gattemu(sensor(tmp_path, edit), args=["--control", "127.0.0.1:8765"])
     await wait_for_api(p)
     conn = await central.connect(name="Sensor-SMP")
     steps = []
