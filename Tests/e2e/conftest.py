@@ -401,12 +401,15 @@ def _leave_out_without_controllers(config, items):
 def pytest_collection_modifyitems(config, items):
     """Tests that switch bluetoothd to another BlueZ version run last: BlueZ 5.82 leaves the
     controller's settings changed for the 5.66 that follows (seen: 5.66 then advertised from a
-    random address), so every other test sees the VM's controller as booted."""
+    random address), so every other test sees the VM's controller as booted. After them come
+    the tests marked `ends_its_vm`: after one of those, the next exit of bluetoothd (a restart, a
+    switch of BlueZ version) oopses the guest's kernel (docs/sandbox.md)."""
     _leave_out_without_controllers(config, items)
     _select_shard(config, items)
     switching = {"bluez", "bluez_582"}
-    items.sort(key=lambda item: bool(item.get_closest_marker("switches_bluez")
-                                      or switching & set(getattr(item, "fixturenames", ()))))
+    items.sort(key=lambda item: (bool(item.get_closest_marker("ends_its_vm")),
+                                 bool(item.get_closest_marker("switches_bluez")
+                                      or switching & set(getattr(item, "fixturenames", ())))))
 
 
 # The sandbox kills COMMAND at GATTEMU_TIMEOUT seconds of the VM's uptime, and pytest's closing summary (the
@@ -468,6 +471,11 @@ def pytest_sessionfinish(session, exitstatus):
     }
     with contextlib.suppress(OSError):
         Path(out, "e2e-durations.json").write_text(json.dumps(record, indent=1) + "\n")
+    if os.path.isdir("/run/gattemu"):
+        # The guest kernel's whole log, each test's start marked in it (test_named_in_the_kernel_log).
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            kernel = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30).stdout
+            Path(out, "kernel.log").write_text(kernel)
 
 
 def _gattemu_template() -> str:
@@ -540,6 +548,16 @@ def bluetoothd_running() -> bool:
     except (OSError, ValueError, IndexError):
         return False
     return True
+
+
+@pytest.fixture(autouse=True)
+def test_named_in_the_kernel_log(request):
+    """Each test's name goes into the guest kernel's log (/dev/kmsg) as it starts, so that a kernel warning or oops
+    in out/.../kernel.log (written at the end of the session) says which test it happened in."""
+    if os.path.isdir("/run/gattemu"):
+        with contextlib.suppress(OSError):
+            Path("/dev/kmsg").write_text(f"gattemu-e2e: {request.node.nodeid}\n")
+    yield
 
 
 @pytest.fixture(autouse=True)
