@@ -401,13 +401,14 @@ def _leave_out_without_controllers(config, items):
 def pytest_collection_modifyitems(config, items):
     """Tests that switch bluetoothd to another BlueZ version run last: BlueZ 5.82 leaves the
     controller's settings changed for the 5.66 that follows (seen: 5.66 then advertised from a
-    random address), so every other test sees the VM's controller as booted. After them come
-    the tests marked `ends_its_vm`: after one of those, the next exit of bluetoothd (a restart, a
-    switch of BlueZ version) oopses the guest's kernel (docs/sandbox.md)."""
+    random address), so every other test sees the VM's controller as booted. Tests marked
+    `before_user_channels` run first: they restart bluetoothd while it holds links on the spare
+    controllers, which oopses the guest's 6.1 kernel once one of those controllers has been an HCI
+    user channel (a Bumble stack's) in that VM (docs/sandbox.md)."""
     _leave_out_without_controllers(config, items)
     _select_shard(config, items)
     switching = {"bluez", "bluez_582"}
-    items.sort(key=lambda item: (bool(item.get_closest_marker("ends_its_vm")),
+    items.sort(key=lambda item: (not item.get_closest_marker("before_user_channels"),
                                  bool(item.get_closest_marker("switches_bluez")
                                       or switching & set(getattr(item, "fixturenames", ())))))
 

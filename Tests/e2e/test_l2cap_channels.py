@@ -207,9 +207,6 @@ async def test_a_central_finds_the_psm_exchanges_sdus_and_gets_a_stream(central,
     await conn.disconnect()
 
 
-# Channels beside a second Bumble central (an HCI user channel on GATTEMU_CENTRAL2, a controller bluetoothd drives
-# otherwise) leave the 6.1 kernel so that bluetoothd's next exit oopses in hci_chan_del (docs/sandbox.md).
-@pytest.mark.ends_its_vm
 async def test_two_centrals_on_two_channels_at_once(central, second_central, start_gattemu, tmp_path):
     p = start(start_gattemu, tmp_path)
     adv = await p.advertising(central, name=NAME)
