@@ -1,5 +1,4 @@
 import DBus
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -12,28 +11,15 @@ import Synchronization
 /// `onClose` runs once when bluetoothd closes its end. Both run on `loop`'s thread (the D-Bus connection's), which
 /// polls the socket with its D-Bus descriptors: a packet costs no thread wake-up of its own, and what its handler
 /// starts on an actor served by that loop starts at once. Sends never block: what the socket's buffer cannot take
-/// is dropped and counted. The descriptor is closed on the loop once it polls it no more, under the same lock
-/// sends hold, so neither a poll nor a send can reach a descriptor number the system has since given to another
-/// file.
+/// is dropped and counted. The descriptor's life on the loop is a ``PolledDescriptor``'s.
 final class AcquiredSocket: Sendable {
-    private let descriptor: Int32
     let mtu: UInt16
-    private let loop: DBusEventLoop
-    private let reader: DBusReader
-    private let state = Locked(State())
+    /// Its extra state: notifications dropped because the socket's buffer was full.
+    private let socket: PolledDescriptor<Int>
 
     /// Packets read at most each time the loop finds the socket readable: others waiting on the loop get their turn
     /// (the loop polls again at once while packets remain).
     static let packetsPerWake = 64
-
-    private struct State: Sendable {
-        /// Set by ``close()``: nothing more is sent or handed on.
-        var closed = false
-        /// Set once the descriptor itself is closed (after the loop stopped polling it).
-        var released = false
-        /// Notifications dropped because the socket's buffer was full.
-        var dropped = 0
-    }
 
     /// What became of one ``send(_:)``.
     enum SendResult: Equatable {
@@ -70,17 +56,16 @@ final class AcquiredSocket: Sendable {
         descriptor: Int32, mtu: UInt16, loop: DBusEventLoop,
         onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void
     ) {
-        self.descriptor = descriptor
         self.mtu = mtu
-        self.loop = loop
-        let state = self.state
-        // The handler holds no reference to the socket: it lives as long as its owner keeps it, and a socket
-        // dropped without close() is closed by deinit.
-        reader = loop.addReader(descriptor) { reader in
+        let socket = PolledDescriptor(descriptor, loop: loop, extra: 0)
+        self.socket = socket
+        // The handler holds the descriptor's state, not the socket: it lives as long as its owner keeps it, and a
+        // socket dropped without close() is closed by deinit.
+        socket.poll { descriptor in
             var buffer = [UInt8](repeating: 0, count: 1024)
             for _ in 0..<Self.packetsPerWake {
                 // close() may come from another thread between two packets: nothing is handed on after it.
-                guard !state.withLock({ $0.closed }) else { return }
+                guard !socket.isMarkedClosed else { return }
                 let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
                 if count > 0 {
                     onPacket(Array(buffer.prefix(count)))
@@ -88,15 +73,9 @@ final class AcquiredSocket: Sendable {
                 }
                 let code = errno
                 if count < 0, code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return }
-                let first = state.withLock { state in
-                    // Not ours to close any more (closed under the loop, which polls it no more): its number
-                    // may be another file's by now.
-                    if count < 0, code == EBADF { state.released = true }
-                    defer { state.closed = true }
-                    return !state.closed
-                }
-                if first {
-                    Self.release(descriptor, reader: reader, loop: loop, state: state)
+                // EBADF: not ours to close any more (closed under the loop, which polls it no more).
+                if socket.markClosed(descriptorGone: count < 0 && code == EBADF) {
+                    socket.release()
                     onClose()
                 }
                 return
@@ -108,46 +87,27 @@ final class AcquiredSocket: Sendable {
 
     /// Sends one notification without blocking.
     func send(_ value: [UInt8]) -> SendResult {
-        state.withLock { state in
-            guard !state.closed, !state.released else { return .closed }
+        socket.whileOpen { descriptor, dropped -> SendResult in
             let sent = value.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             if sent == value.count { return .sent }
             if sent < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS {
-                state.dropped += 1
-                return .full(dropped: state.dropped)
+                dropped += 1
+                return .full(dropped: dropped)
             }
             return .closed
-        }
+        } ?? .closed
     }
 
-    var isClosed: Bool { state.withLock { $0.closed || $0.released } }
+    var isClosed: Bool { socket.isClosed }
 
     /// The bytes sent that bluetoothd has not read yet (`SIOCOUTQ`); 0 once closed.
     var unreadBytes: Int {
-        state.withLock { state in
-            guard !state.closed, !state.released else { return 0 }
+        socket.whileOpen { descriptor, _ -> Int in
             var count: Int32 = 0
             return ioctl(descriptor, UInt(TIOCOUTQ), &count) == 0 ? Int(max(count, 0)) : 0
-        }
+        } ?? 0
     }
 
     /// Sends nothing more, hands nothing more on; the descriptor is closed once the loop polls it no more.
-    func close() {
-        let first = state.withLock { state in
-            defer { state.closed = true }
-            return !state.closed
-        }
-        if first { Self.release(descriptor, reader: reader, loop: loop, state: state) }
-    }
-
-    /// Takes the descriptor out of the loop's poll set, then closes it.
-    private static func release(_ descriptor: Int32, reader: DBusReader, loop: DBusEventLoop, state: Locked<State>) {
-        loop.removeReader(reader) {
-            state.withLock { state in
-                guard !state.released else { return }
-                state.released = true
-                Glibc.close(descriptor)
-            }
-        }
-    }
+    func close() { socket.close() }
 }
