@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -449,12 +450,46 @@ class Bench:
         return out, lost
 
     async def phase(self, run: Run, name: str, pid: int, coro):
+        perf = self.start_perf(run, name, pid)
         c0, b0, t0 = cpu_seconds(pid), cpu_seconds(self.bluetoothd) if self.bluetoothd else None, now()
         res = await coro
         c1, b1, t1 = cpu_seconds(pid), cpu_seconds(self.bluetoothd) if self.bluetoothd else None, now()
+        self.stop_perf(perf)
         return res, {"cpu_s": (c1 - c0) if c0 is not None and c1 is not None else None,
                      "bluetoothd_cpu_s": (b1 - b0) if b0 is not None and b1 is not None else None,
                      "wall_s": t1 - t0, "mem_kib": mem_kib(pid)}
+
+    def start_perf(self, run: Run, name: str, pid: int):
+        """--perf PHASE: a sampled call graph of the implementation's process during that phase (perf record,
+        cpu-clock: TCG has no hardware counters), reported by symbol into perf-IMPL-PROFILE-PHASE.txt. The phase's
+        own figures are disturbed by it: profile in a run of its own."""
+        if name not in (self.args.perf or "").split(","):
+            return None
+        if not shutil.which("perf"):
+            log("  --perf: no perf here (install linux-perf)")
+            return None
+        base = self.out / f"perf-{run.impl.key}-{run.profile}-{name}"
+        proc = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "999", "-g", "-p", str(pid),
+                                 "-o", f"{base}.data"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return proc, base
+
+    @staticmethod
+    def stop_perf(perf) -> None:
+        if perf is None:
+            return
+        proc, base = perf
+        proc.send_signal(signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(60)
+        report = subprocess.run(["perf", "report", "-i", f"{base}.data", "--stdio", "--no-children", "-g", "none",
+                                 "--percent-limit", "0.5", "--sort", "dso,symbol"],
+                                capture_output=True, text=True, timeout=300).stdout
+        demangle = shutil.which("swift-demangle")
+        if demangle:
+            report = subprocess.run([demangle, "--simplified"], input=report, capture_output=True, text=True,
+                                    timeout=60).stdout or report
+        Path(f"{base}.txt").write_text(report)
+        log(f"  --perf: {base}.txt")
 
     def record_rtt(self, run: Run, name: str, ms: list[float], lost: int, cost: dict):
         n = len(ms)
@@ -1138,6 +1173,9 @@ async def main() -> int:
     ap.add_argument("--relay-soak", type=int,
                     help="sequence-numbered operations through the relay (default 10000, quick 1000; 0 = off)")
     ap.add_argument("--profiles", default="noke,bleproof")
+    ap.add_argument("--perf", metavar="PHASE[,PHASE]",
+                    help="perf record each implementation during these phases (rtt_write_req, rtt_write_cmd, "
+                         "rtt_indicate, ...): perf-IMPL-PROFILE-PHASE.txt in the output folder")
     ap.add_argument("--gattemu", default=str(ROOT / ".build" / "release" / "gattemu"))
     ap.add_argument("--baseline", metavar="BIN", help="another gattemu build, run beside this one as `gattemu-base`")
     ap.add_argument("--baseline-label", default="baseline", help="what the baseline is (its revision), in the tables")
@@ -1184,7 +1222,9 @@ async def main() -> int:
                   f"{env.get('GATTEMU_LINK')!r}); btvirt.log does not say it paces the links", file=sys.stderr)
             return 2
         keys = ["relay"]
-    impls = [i for i in IMPLS if i.key in keys]
+    # In the order asked: under TCG the first implementation of a VM can come out slower (compare a before/after
+    # run in both orders, benchmarks/README.md).
+    impls = [i for k in keys for i in IMPLS if i.key == k]
     bench = Bench(a, env, link)
     t0 = now()
     await bench.setup()
