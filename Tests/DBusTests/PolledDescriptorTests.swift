@@ -23,17 +23,19 @@ import Testing
         defer { close(ends[1]) }
         let socket = PolledDescriptor(ends[0], loop: loop, extra: 0)
         let packets = Atomic<Int>(0)
-        #expect(socket.poll { descriptor in
-            var buffer = [UInt8](repeating: 0, count: 8)
-            while recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 { packets.add(1, ordering: .relaxed) }
-        })
+        #expect(
+            socket.poll { descriptor in
+                var buffer = [UInt8](repeating: 0, count: 8)
+                while recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 { packets.add(1, ordering: .relaxed) }
+            })
         #expect(!socket.poll { _ in }, "one input entry per descriptor")
         EventLoopReaderTests.send(ends[1], [1])
         try await eventually { packets.load(ordering: .relaxed) == 1 }
-        #expect(socket.whileOpen { _, count in
-            count += 1
-            return count
-        } == 1)
+        #expect(
+            socket.whileOpen { _, count in
+                count += 1
+                return count
+            } == 1)
 
         let releasedOnLoop = Atomic<Bool>(false)
         #expect(socket.markClosed())
@@ -56,9 +58,10 @@ import Testing
         let packet = [UInt8](repeating: 7, count: 512)
         var full = false
         for _ in 0..<100_000 where !full {
-            full = socket.whileOpen { descriptor, _ in
-                packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) } < 0
-            } ?? true
+            full =
+                socket.whileOpen { descriptor, _ in
+                    packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) } < 0
+                } ?? true
         }
         try #require(full)
         let ran = Mutex<(count: Int, closedThen: Bool)>((0, false))

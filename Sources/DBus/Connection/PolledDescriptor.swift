@@ -1,4 +1,3 @@
-
 #if canImport(Glibc)
     import Glibc
 #endif
