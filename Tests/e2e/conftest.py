@@ -401,14 +401,13 @@ def _leave_out_without_controllers(config, items):
 def pytest_collection_modifyitems(config, items):
     """Tests that switch bluetoothd to another BlueZ version run last: BlueZ 5.82 leaves the
     controller's settings changed for the 5.66 that follows (seen: 5.66 then advertised from a
-    random address), so every other test sees the VM's controller as booted. Tests marked
-    `before_user_channels` run first: they restart bluetoothd while it holds links on the spare
-    controllers, which oopses the guest's 6.1 kernel once one of those controllers has been an HCI
-    user channel (a Bumble stack's) in that VM (docs/sandbox.md)."""
+    random address), so every other test sees the VM's controller as booted. After them come the
+    tests marked `ends_its_vm`, whose bluetoothd restart may leave the guest's kernel unable to
+    run bluetoothd again (docs/sandbox.md): no other test shares that VM after them."""
     _leave_out_without_controllers(config, items)
     _select_shard(config, items)
     switching = {"bluez", "bluez_582"}
-    items.sort(key=lambda item: (not item.get_closest_marker("before_user_channels"),
+    items.sort(key=lambda item: (bool(item.get_closest_marker("ends_its_vm")),
                                  bool(item.get_closest_marker("switches_bluez")
                                       or switching & set(getattr(item, "fixturenames", ())))))
 
@@ -557,7 +556,8 @@ def test_named_in_the_kernel_log(request):
     in out/.../kernel.log (written at the end of the session) says which test it happened in."""
     if os.path.isdir("/run/gattemu"):
         with contextlib.suppress(OSError):
-            Path("/dev/kmsg").write_text(f"gattemu-e2e: {request.node.nodeid}\n")
+            # <7>: debug level, below the console's: in the log (dmesg), not in the VM's console output.
+            Path("/dev/kmsg").write_text(f"<7>gattemu-e2e: {request.node.nodeid}\n")
     yield
 
 
