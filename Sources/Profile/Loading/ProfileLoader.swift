@@ -12,30 +12,26 @@ public enum ProfileLoader {
     public static func load(
         path: String, overrides: [(path: String, value: String)] = [], allowExtendsOutside: Bool = false
     ) throws(ProfileError) -> DeviceProfile {
-        let (profile, diagnostics) = analyze(path: path, overrides: overrides, allowExtendsOutside: allowExtendsOutside)
-        guard let profile, !diagnostics.contains(where: { $0.severity == .error }) else {
-            throw ProfileError(diagnostics: diagnostics)
-        }
-        return profile
+        try validated(analyze(path: path, overrides: overrides, allowExtendsOutside: allowExtendsOutside))
     }
 
     /// Loads and validates a profile given as text; `file` names it in diagnostics and anchors `extends`.
     public static func load(
         json: String, file: String, overrides: [(path: String, value: String)] = [], allowExtendsOutside: Bool = false
     ) throws(ProfileError) -> DeviceProfile {
-        let (profile, diagnostics) = analyze(
-            bytes: Array(json.utf8), file: file, overrides: overrides, allowExtendsOutside: allowExtendsOutside)
-        guard let profile, !diagnostics.contains(where: { $0.severity == .error }) else {
-            throw ProfileError(diagnostics: diagnostics)
-        }
-        return profile
+        try validated(analyze(bytes: Array(json.utf8), file: file, overrides: overrides, allowExtendsOutside: allowExtendsOutside))
     }
 
     /// Loads and validates a profile that is already a document in memory (the relay's mirror, made from the device
     /// at run time): no text is written or parsed, and nothing is extended or overridden. `file` names it in
     /// diagnostics, which locate by JSON path.
     public static func load(document root: JSONNode, file: String) throws(ProfileError) -> DeviceProfile {
-        let (profile, diagnostics) = analyze(root: root, file: file)
+        try validated(analyze(root: root, file: file))
+    }
+
+    /// The profile of an analysis, or every problem found when it has an error.
+    private static func validated(_ analysis: (DeviceProfile?, [Diagnostic])) throws(ProfileError) -> DeviceProfile {
+        let (profile, diagnostics) = analysis
         guard let profile, !diagnostics.contains(where: { $0.severity == .error }) else {
             throw ProfileError(diagnostics: diagnostics)
         }
