@@ -470,9 +470,9 @@ class Bench:
         base = self.out / f"perf-{run.impl.key}-{run.profile}-{name}"
         # --no-buildid: collecting build ids reads every mapped file at the end, gattemu's 90 MB over 9p under TCG
         # (longer than the wait below: the data file was left without its samples).
-        proc = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "999", "-g", "--no-buildid", "-p",
-                                 str(pid), "-o", f"{base}.data"], stdout=subprocess.DEVNULL,
-                                stderr=open(f"{base}.log", "w"))
+        with open(f"{base}.log", "w") as output:  # perf's own messages; the child keeps its copy of the descriptor
+            proc = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "999", "-g", "--no-buildid", "-p",
+                                     str(pid), "-o", f"{base}.data"], stdout=subprocess.DEVNULL, stderr=output)
         return proc, base
 
     @staticmethod
