@@ -126,6 +126,11 @@ public struct RemoteCharacteristic: Sendable {
         /// answer never comes (the caller's call times out, as with a loaded bluetoothd whose pairing outlasted
         /// the call); later reads answer the value.
         case pairsWithoutAnswer
+        /// bluetoothd's ATT bearer to the device goes while the link stays up, on the first `times` connections:
+        /// this read fails with "Operation failed with ATT error: 0x0e" (what att.c gives a request pending on a
+        /// bearer that closed) and every read after it with "Not connected", `Connected` still true, until the link
+        /// is dropped. On later connections the read is answered.
+        case losesTheBearer(times: Int)
     }
 
     public var onRead = ReadEffect.none

@@ -31,6 +31,9 @@ public final class StandInDevice: Sendable {
         var sockets: [DBusObjectPath: Int32] = [:]
         var reads: [DBusObjectPath] = []
         var failedWrites: [DBusObjectPath] = []
+        /// bluetoothd's ATT bearer is gone while the link is up (``RemoteCharacteristic/ReadEffect/losesTheBearer(times:)``).
+        var bearerLost = false
+        var bearerLosses = 0
         var timers: [Task<Void, Never>] = []
     }
 
@@ -176,6 +179,7 @@ public final class StandInDevice: Sendable {
     func drop() async {
         let (paths, sockets) = state.withLock { state in
             defer {
+                state.bearerLost = false
                 state.gattPaths = []
                 state.sockets = [:]
                 state.notifying = []
@@ -281,8 +285,21 @@ public final class StandInDevice: Sendable {
         var methods = [
             DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] call in
                 guard let self else { return [] }
+                try state.withLock { state in
+                    guard state.bearerLost else { return }
+                    state.reads.append(path)
+                    throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
+                }
                 switch characteristic.onRead {
                 case .none: break
+                case .losesTheBearer(let times):
+                    try state.withLock { state in
+                        guard state.bearerLosses < times else { return }
+                        state.bearerLosses += 1
+                        state.bearerLost = true
+                        state.reads.append(path)
+                        throw DBusError.named("org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x0e")
+                    }
                 case .disconnects: await drop()
                 case .vanishes: await remove()
                 case .pairsWithoutAnswer:
@@ -375,6 +392,11 @@ public final class StandInDevice: Sendable {
             methods: [
                 DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] call in
                     guard let self else { return [] }
+                    try state.withLock { state in
+                        guard state.bearerLost else { return }
+                        state.reads.append(path)
+                        throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
+                    }
                     return [.bytes(try await read(path, error: descriptor.readError, pairs: false, interface: Names.gattDescriptor))]
                 }
             ], properties: properties)

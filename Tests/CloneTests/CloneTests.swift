@@ -127,6 +127,46 @@ import Testing
         #expect(profile.characteristics[2].flags.contains { $0.rawValue.hasPrefix("encrypt") && $0.rawValue.hasSuffix("read") })
     }
 
+    /// bluetoothd's ATT bearer goes while the link stays up (seen in the sandbox after BlueZ paired mid-walk: one
+    /// read failed with ATT 0x0e, every later one "Not connected", `Connected` still true). Those reads are not the
+    /// device's answers: the table is walked and read again on a new connection, and the recording has every value.
+    /// A read that made BlueZ pair on the first connection still says the device asked for encryption.
+    @Test(.timeLimit(.minutes(5))) func readsBluetoothdCouldNotSendAreMadeAgainOnANewConnection() async throws {
+        var lock = Lock.peripheral()
+        lock.services[0].characteristics[2].pairsOnRead = true  // session: BlueZ pairs on the first connection
+        lock.services[0].characteristics[4].onRead = .losesTheBearer(times: 1)  // status, read after it
+        let rig = try await Rig([lock])
+        let recording = try await rig.record(Lock.name)
+        let device = try #require(rig.adapter.device(Lock.address))
+        #expect(device.connectCalls == 2)
+        let outcomes = Dictionary(recording.reads.map { ($0.read.path.rawValue.suffix(17), $0.read.outcome) }) { $1 }
+        #expect(recording.reads.count == 7, "every readable characteristic and every descriptor once: \(recording.reads)")
+        #expect(outcomes["char0016/desc0018"] == .value(Array("Session".utf8), truncated: false))
+        let session = try #require(recording.reads.first { $0.read.path.rawValue.hasSuffix("char0016") })
+        #expect(session.read.outcome == .value(Lock.sessionValue, truncated: false))
+        let failures = recording.reads.compactMap { read -> String? in
+            if case .failed(let error) = read.read.outcome { return error.description } else { return nil }
+        }
+        #expect(failures.allSatisfy { !$0.contains("Not connected") && !$0.contains("0x0e") }, "\(failures)")
+        #expect(recording.notes.contains { $0.contains("walked and read again") }, "\(recording.notes)")
+        #expect(session.read.pairedDuringRead)
+        let profile = try validated(ReplicaProfile(CloneReplica.make(recording)).build().text)
+        #expect(profile.characteristics[2].flags.contains { $0.rawValue.hasPrefix("encrypt") && $0.rawValue.hasSuffix("read") })
+        #expect(profile.characteristics[4].flags.contains(.read), "status was read on the second connection")
+    }
+
+    /// The same on every connection: an error naming what happened, not a clone missing the values.
+    @Test(.timeLimit(.minutes(5))) func readsBluetoothdNeverSendsAreAnErrorNotAPartialClone() async throws {
+        var lock = Lock.peripheral()
+        lock.services[0].characteristics[2].onRead = .losesTheBearer(times: 5)
+        let rig = try await Rig([lock])
+        await #expect { try await rig.record(Lock.name) } throws: { error in
+            "\(error)".hasPrefix("lost \(Lock.address) before the clone was complete: ")
+                && "\(error)".contains("no answer from the device on 2 connections") && "\(error)".contains("Not connected")
+        }
+        #expect(rig.adapter.device(Lock.address)?.connectCalls == 2)
+    }
+
     @Test(.timeLimit(.minutes(5)), arguments: [RemoteCharacteristic.ReadEffect.disconnects, .vanishes])
     func aDeviceLostMidWalkIsAnErrorNotAPartialClone(_ effect: RemoteCharacteristic.ReadEffect) async throws {
         var lock = Lock.peripheral()

@@ -101,44 +101,60 @@ public enum DeviceRecorder {
         return (recording, device)
     }
 
+    /// How many connections a walk may take: reads bluetoothd could not have the device answer (see
+    /// ``RemoteGattError/mayNotBeTheDevicesAnswer``) are made again, table and all, on a new connection.
+    static let walkConnections = 2
+
     private static func walk(
         _ device: RemoteDevice, into recording: inout CentralRecording, options: Options, progress: Progress
     ) async throws(CentralError) {
-        progress("connecting to \(device.label)")
-        recording.connectAttempt = try await device.connect(timeout: options.connectTimeout, attempts: options.connectAttempts) {
-            attempt, reason in
-            progress("connection attempt \(attempt) (the last one failed: \(reason))")
-        }
-        recording.connectedAt = .now
-        recording.connectedProperties = device.properties
-        let table = try await RemoteGattTable.read(device: device.path, stack: device.adapter.stack)
-        try checkConnected(device, "before its GATT table was read")
-        recording.table = table
-        recording.notes += table.notes
-        let characteristics = table.characteristics
-        progress(
-            "\(table.services.count) services, \(characteristics.count) characteristics, "
-                + "\(characteristics.reduce(0) { $0 + $1.descriptors.count }) descriptors (handles from \(table.handleSource.rawValue))")
-
-        for (index, characteristic) in characteristics.enumerated() {
-            try checkConnected(device, "after \(index) of \(characteristics.count) characteristics were read")
-            if characteristic.properties.contains(.read) {
-                recording.reads.append(
-                    .init(
-                        target: .characteristic,
-                        read: await RemoteRead.read(
-                            characteristic.path, interface: BlueZNames.gattCharacteristic, device: device, timeout: options.readTimeout)))
+        var characteristics: [RemoteGattTable.Characteristic] = []
+        // Reads that made BlueZ pair on an earlier connection: the device asked for encryption there, though on the
+        // next connection (encrypted from the start) it does not ask again.
+        var pairedFor: Set<DBusObjectPath> = []
+        for connection in 1...walkConnections {
+            progress("connecting to \(device.label)" + (connection > 1 ? " again" : ""))
+            recording.connectAttempt = try await device.connect(timeout: options.connectTimeout, attempts: options.connectAttempts) {
+                attempt, reason in
+                progress("connection attempt \(attempt) (the last one failed: \(reason))")
             }
-            for descriptor in characteristic.descriptors {
-                recording.reads.append(
-                    .init(
-                        target: .descriptor,
-                        read: await RemoteRead.read(
-                            descriptor.path, interface: BlueZNames.gattDescriptor, device: device, timeout: options.readTimeout)))
+            if connection == 1 {
+                recording.connectedAt = .now
+                recording.connectedProperties = device.properties
+            }
+            let (table, found) = try await readTable(device, options: options, progress: progress)
+            var reads = found
+            for index in reads.indices {
+                if reads[index].read.pairedDuringRead { pairedFor.insert(reads[index].read.path) }
+                if pairedFor.contains(reads[index].read.path) { reads[index].read.pairedDuringRead = true }
+            }
+            characteristics = table.characteristics
+            let unanswered = reads.compactMap { read -> RemoteGattError? in
+                guard case .failed(let error) = read.read.outcome, error.mayNotBeTheDevicesAnswer else { return nil }
+                return error
+            }
+            let last = connection == walkConnections
+            if unanswered.isEmpty || last {
+                if let error = unanswered.first(where: \.isNoAnswer) {
+                    let count = unanswered.filter(\.isNoAnswer).count
+                    throw .lost(
+                        address: device.label,
+                        reason: "\(count) of \(reads.count) reads got no answer from the device on \(walkConnections) connections "
+                            + "(the first: \(error)), though BlueZ says it is connected")
+                }
+                recording.table = table
+                recording.notes += table.notes
+                recording.reads = reads
+                break
+            }
+            let reason = "\(unanswered.count) of \(reads.count) reads may not have reached the device (the first: \(unanswered[0]))"
+            progress("\(reason): reading the table again on a new connection")
+            recording.notes.append("\(reason) on the first connection; its table was walked and read again on a new one")
+            await device.disconnect()
+            guard !device.isGone else {
+                throw .lost(address: device.label, reason: "bluetoothd removed it after \(reason)")
             }
         }
-        // A read that failed because the link went down is no answer of the device's.
-        try checkConnected(device, "while its \(characteristics.count) characteristics were read")
         let failed = recording.reads.filter { if case .failed = $0.read.outcome { true } else { false } }.count
         progress("read \(recording.reads.count - failed) values" + (failed > 0 ? ", \(failed) reads refused" : ""))
 
@@ -160,6 +176,39 @@ public enum DeviceRecorder {
                 "kept the first \(NotificationListener.maximumNotifications) notifications; \(listener.dropped) more were dropped")
         }
         progress("\(listener.received.count) notification\(listener.received.count == 1 ? "" : "s") received")
+    }
+
+    /// Walks the connected device's table and reads everything readable, characteristics and their descriptors.
+    private static func readTable(
+        _ device: RemoteDevice, options: Options, progress: Progress
+    ) async throws(CentralError) -> (RemoteGattTable, [CentralRecording.Read]) {
+        let table = try await RemoteGattTable.read(device: device.path, stack: device.adapter.stack)
+        try checkConnected(device, "before its GATT table was read")
+        let characteristics = table.characteristics
+        progress(
+            "\(table.services.count) services, \(characteristics.count) characteristics, "
+                + "\(characteristics.reduce(0) { $0 + $1.descriptors.count }) descriptors (handles from \(table.handleSource.rawValue))")
+        var reads: [CentralRecording.Read] = []
+        for (index, characteristic) in characteristics.enumerated() {
+            try checkConnected(device, "after \(index) of \(characteristics.count) characteristics were read")
+            if characteristic.properties.contains(.read) {
+                reads.append(
+                    .init(
+                        target: .characteristic,
+                        read: await RemoteRead.read(
+                            characteristic.path, interface: BlueZNames.gattCharacteristic, device: device, timeout: options.readTimeout)))
+            }
+            for descriptor in characteristic.descriptors {
+                reads.append(
+                    .init(
+                        target: .descriptor,
+                        read: await RemoteRead.read(
+                            descriptor.path, interface: BlueZNames.gattDescriptor, device: device, timeout: options.readTimeout)))
+            }
+        }
+        // A read that failed because the link went down is no answer of the device's.
+        try checkConnected(device, "while its \(characteristics.count) characteristics were read")
+        return (table, reads)
     }
 
     /// Throws ``CentralError/lost(address:reason:)`` unless the device is still connected: a clone missing

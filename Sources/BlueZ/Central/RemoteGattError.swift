@@ -33,6 +33,16 @@ public struct RemoteGattError: Error, Sendable, Equatable, CustomStringConvertib
     /// Whether the device asked for pairing or encryption first.
     public var asksForSecurity: Bool { attError?.asksForSecurity ?? false }
 
+    /// Whether the request certainly got no answer from the device: no reply in time, or bluetoothd had no ATT
+    /// bearer to send it on ("Not connected", which BlueZ also says when the bearer went while the link stays up).
+    public var isNoAnswer: Bool {
+        name == DBusError.Name.noReply || (name == "org.bluez.Error.Failed" && message.lowercased().hasPrefix("not connected"))
+    }
+
+    /// Whether the error may not be the device's answer: ``isNoAnswer``, or ATT Unlikely Error, which BlueZ makes up
+    /// for a request pending on a bearer that closed (att.c) and some devices answer too.
+    public var mayNotBeTheDevicesAnswer: Bool { isNoAnswer || attError == .unlikelyError }
+
     public var description: String {
         let short = name.split(separator: ".").last.map(String.init) ?? name
         return message.isEmpty ? short : "\(short): \(message)" + (attError.map { " (ATT \($0))" } ?? "")
