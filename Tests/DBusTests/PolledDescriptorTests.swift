@@ -49,6 +49,45 @@ import Testing
         #expect(socket.withExtra { $0 } == 1, "the owner's state outlives the descriptor")
     }
 
+    /// Runs on the loop after everything asked of it before, and after the poll that followed them.
+    static func loopBarrier(_ loop: DBusEventLoop) async {
+        for _ in 0..<2 {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in loop.removeReaders([]) { done.resume() } }
+        }
+    }
+
+    /// Paused, the loop does not read what arrives (it stays in the socket, whose buffer then holds the far end
+    /// back); resumed, it does. A closed one is not watched again.
+    @Test func pausedReadingLeavesInputInTheSocketUntilResumed() async throws {
+        let loop = try DBusEventLoop(name: "polled test")
+        let ends = try EventLoopReaderTests.pair()
+        defer { close(ends[1]) }
+        let socket = PolledDescriptor(ends[0], loop: loop, extra: ())
+        let packets = Atomic<Int>(0)
+        socket.poll { descriptor in
+            var buffer = [UInt8](repeating: 0, count: 8)
+            while recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 { packets.add(1, ordering: .relaxed) }
+        }
+        EventLoopReaderTests.send(ends[1], [1])
+        try await eventually { packets.load(ordering: .relaxed) == 1 }
+        socket.pauseReading()
+        #expect(socket.isReadingPaused)
+        EventLoopReaderTests.send(ends[1], [2])
+        await Self.loopBarrier(loop)
+        #expect(packets.load(ordering: .relaxed) == 1, "read while paused")
+        var peeked: UInt8 = 0
+        #expect(recv(ends[0], &peeked, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1 && peeked == 2, "the input waits in the socket")
+        socket.resumeReading()
+        #expect(!socket.isReadingPaused)
+        try await eventually { packets.load(ordering: .relaxed) == 2 }
+
+        socket.pauseReading()
+        #expect(socket.close())
+        socket.resumeReading()  // closed: nothing to watch again
+        await Self.loopBarrier(loop)
+        #expect(Self.farEndSeesTheClose(ends[1]))
+    }
+
     @Test func aWaitingSenderRunsAfterTheDescriptorClosed() async throws {
         let loop = try DBusEventLoop(name: "polled test")
         let ends = try EventLoopReaderTests.pair()

@@ -339,6 +339,70 @@ async def test_each_channel_fault_is_seen_as_a_real_device_gives_it(central, sta
     await conn.disconnect()
 
 
+HOLD = 20
+
+
+@pytest.mark.needs_kernel(6, 10)
+async def test_a_device_that_stops_reading_starves_the_central_of_credits(central, start_gattemu, tmp_path):
+    """Credit starvation as a device that does not keep up gives it: a fault holds the first SDU back from the rules
+    for 20 s, gattemu stops reading that channel once 32 SDUs wait, the kernel's buffer fills and the central gets no
+    more credits: its sends stall with data queued. The link and the other channel go on meanwhile; once the hold ends
+    every SDU reaches the rules, none lost. Linux 6.10
+    and later: before, the kernel gives credits back as SDUs arrive, whatever is read (docs/channels.md)."""
+    p = start(start_gattemu, tmp_path, args=["--control", f"127.0.0.1:{PORT}"])
+    await wait_for_api(p)
+    conn = await central.connect((await p.advertising(central, name=NAME)).address)
+    psm = int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little")
+    data = await open_channel(conn, psm)
+    ctl = await open_channel(conn, CTL_PSM, mtu=64)
+    await data.received(1, "the greeting")
+    await fault({"on": "sdu", "channel": "data", "delay": f"{HOLD}s", "count": 1})
+    held = time.monotonic()
+
+    # 512 SDUs of 2048 bytes (no rule answers 0x05), all handed to Bumble at once: it sends while it has credits
+    # (about 215 before it starved on 6.12: had gattemu read all, none would have waited).
+    sdus = 512
+    for n in range(sdus):
+        data.channel.write(bytes([0x05, n & 0xFF]) + bytes(2046))
+    channel = data.channel
+
+    # Starved: no credits and PDUs queued, and so still over three round trips on the other channel (each a request
+    # and an answer over the same link, long after credits would have come back had the device read on). Credits
+    # running out for a moment while they come back is ordinary flow control, not this.
+    end = time.monotonic() + 180
+    steady, exchanges = 0, 0
+    while steady < 3:
+        assert time.monotonic() < end, (f"the central never starved: {channel.credits} credits, "
+                                        f"{len(channel.out_queue)} PDUs queued")
+        if not (channel.credits == 0 and channel.out_queue):
+            steady = 0
+            await asyncio.sleep(0.2)
+            continue
+        queued = len(channel.out_queue)
+        exchanges += 1
+        await ctl.send(bytes([0x09, exchanges & 0xFF]))
+        await ctl.received(exchanges, "an answer on the other channel while one starves")
+        steady = steady + 1 if channel.credits == 0 and len(channel.out_queue) == queued else 0
+    assert ctl.sdus[-1] == bytes([0xC0, 0x09, exchanges & 0xFF]), ctl.sdus[-1]
+    read = sum(d.startswith("sdu in data ") for d in channel_events(p))
+    assert read == 1, f"the rules got {read} SDUs; the first is held for {HOLD} s, the others wait behind it"
+    assert conn.is_connected and not data.closed.is_set()
+    starved_after = time.monotonic() - held
+
+    # The hold ends: the device reads again, credits come back, and every SDU reaches the rules once, in order.
+    end = time.monotonic() + 240
+    while channel.out_queue and not data.closed.is_set() and time.monotonic() < end:
+        await asyncio.sleep(0.2)
+    assert not channel.out_queue and not data.closed.is_set(), \
+        f"after the hold: {len(channel.out_queue)} PDUs still queued, the channel closed: {data.closed.is_set()}"
+    details = await wait_for_count(p, "sdu in data ", sdus, timeout=120)
+    assert sum(d.startswith("sdu in data ") and d.endswith(", 2048 bytes") for d in details) == sdus
+    report(f"L2CAP credit starvation: a device whose rules took no SDU after the first left the central with no "
+           f"credits and {queued} of its PDUs queued over {exchanges} exchanges on the other channel "
+           f"({starved_after:.0f} s into the hold); after it all {sdus} SDUs reached the rules")
+    await conn.disconnect()
+
+
 async def test_a_hostile_central_disturbs_nothing_else(central, start_gattemu, tmp_path):
     """A channel whose central gives one credit and never another (the device's stream waits, bounded), a central
     opening and closing channels in a loop, and a request past maximumOpen: gattemu answers the other channel

@@ -20,6 +20,23 @@ public final class L2CAPChannelSocket: Sendable {
     /// SDUs read at most each time the loop finds the socket readable.
     static let sdusPerWake = 32
 
+    /// Whether this kernel gives a central credits only as SDUs are read (Linux 6.10 and later: an LE channel's
+    /// credits follow the room left in the socket's buffer). Before, it gives them back as SDUs arrive, and drops
+    /// those that find the buffer full: a reader that pauses loses SDUs instead of holding the central back.
+    public static let kernelWithholdsCreditsUntilRead: Bool = {
+        var names = utsname()
+        guard uname(&names) == 0 else { return false }
+        let release = withUnsafeBytes(of: &names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return kernel(release, isAtLeast: (6, 10))
+    }()
+
+    /// Whether a kernel release (`6.12.95+deb12-amd64`) is at least `version`.
+    static func kernel(_ release: String, isAtLeast version: (major: Int, minor: Int)) -> Bool {
+        let numbers = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+        guard numbers.count == 2 else { return false }
+        return (numbers[0], numbers[1]) >= version
+    }
+
     /// What became of one ``send(_:)``.
     public enum SendResult: Sendable, Equatable {
         case sent
@@ -39,9 +56,11 @@ public final class L2CAPChannelSocket: Sendable {
 
     deinit { close() }
 
-    /// Answers the central's request with success and starts reading: each SDU goes to `onSDU`, in order; `onClose`
-    /// runs once when the channel closes from the far end (or the link drops). False when the request is gone.
-    public func accept(onSDU: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable () -> Void) -> Bool {
+    /// Answers the central's request with success and starts reading: each SDU goes to `onSDU`, in order, which says
+    /// whether to go on reading (false: reading pauses until ``resumeReading()``, and once the kernel's buffer is full
+    /// the central gets no credits back); `onClose` runs once when the channel closes from the far end (or the link
+    /// drops). False when the request is gone.
+    public func accept(onSDU: @escaping @Sendable ([UInt8]) -> Bool, onClose: @escaping @Sendable () -> Void) -> Bool {
         let socket = self.socket
         let mtu = receiveMTU
         let accepted =
@@ -62,7 +81,10 @@ public final class L2CAPChannelSocket: Sendable {
                 let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
                 let code = errno
                 if count > 0 || (count == 0 && L2CAPSocketAddress.of(descriptor, peer: true) != nil) {
-                    onSDU(Array(buffer.prefix(count)))
+                    guard onSDU(Array(buffer.prefix(count))) else {
+                        socket.pauseReading()
+                        return
+                    }
                     continue
                 }
                 // Nothing to read: still open, unless the channel closed without an error (the kernel's own
@@ -80,6 +102,11 @@ public final class L2CAPChannelSocket: Sendable {
                 return
             }
         }
+    }
+
+    /// Reads again after `onSDU` said to stop (a no-op otherwise).
+    public func resumeReading() {
+        socket.resumeReading()
     }
 
     /// Refuses a request that was not accepted: the central gets result 0x0006 (insufficient authorization), the

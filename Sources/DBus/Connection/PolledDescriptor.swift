@@ -17,8 +17,11 @@ public final class PolledDescriptor<Extra: Sendable>: Sendable {
     private struct State: Sendable {
         var closed = false
         var released = false
-        /// The input entry (``poll(_:)``).
+        /// The input entry (``poll(_:)``); nil while reading is paused.
         var reader: DBusReader?
+        /// The input handler, kept for ``resumeReading()``; dropped on release.
+        var handler: (@Sendable (Int32) -> Void)?
+        var paused = false
         /// A sender waiting for room (``whenWritable(_:)``): its one-shot entry and what to run.
         var waiter: (reader: DBusReader, then: @Sendable () -> Void)?
         var extra: Extra
@@ -57,13 +60,52 @@ public final class PolledDescriptor<Extra: Sendable>: Sendable {
     public func poll(_ handler: @escaping @Sendable (Int32) -> Void) -> Bool {
         let descriptor = self.descriptor
         return state.withLock { state in
-            guard !state.closed, !state.released, state.reader == nil else { return false }
+            guard !state.closed, !state.released, state.reader == nil, state.handler == nil else { return false }
             // Added under the lock: a release asked for after this sees the entry and takes it out (the loop runs
             // both in the order they were asked).
-            state.reader = loop.addReader(descriptor) { _ in handler(descriptor) }
+            state.reader = loop.addReader(descriptor, handler: watching(handler))
+            state.handler = handler
             return true
         }
     }
+
+    /// Stops watching for input until ``resumeReading()``: its owner reads no more for now, so the socket's buffer
+    /// fills and the protocol's flow control holds the far end back (an L2CAP channel's central gets no credits).
+    /// A hang-up is not seen meanwhile (the first read after resuming sees it). The handler is not called from the
+    /// moment this returns; callable from it.
+    public func pauseReading() {
+        let reader = state.withLock { state -> DBusReader? in
+            guard !state.paused, !state.closed, !state.released, let reader = state.reader else { return nil }
+            state.paused = true
+            state.reader = nil
+            return reader
+        }
+        if let reader { loop.removeReader(reader) {} }
+    }
+
+    /// Watches for input again after ``pauseReading()`` (a no-op otherwise, or once closed).
+    public func resumeReading() {
+        let descriptor = self.descriptor
+        state.withLock { state in
+            guard state.paused else { return }
+            state.paused = false
+            guard !state.closed, !state.released, let handler = state.handler else { return }
+            state.reader = loop.addReader(descriptor, handler: watching(handler))
+        }
+    }
+
+    /// The loop's entry for `handler`: not called once reading is paused, though the loop may poll the descriptor
+    /// once more before the pause takes it out of its poll set.
+    private func watching(_ handler: @escaping @Sendable (Int32) -> Void) -> @Sendable (DBusReader) -> Void {
+        let (state, descriptor) = (self.state, self.descriptor)
+        return { _ in
+            guard !state.withLock({ $0.paused }) else { return }
+            handler(descriptor)
+        }
+    }
+
+    /// Whether reading is paused (``pauseReading()``).
+    public var isReadingPaused: Bool { state.withLock { $0.paused } }
 
     /// Runs `then` once on the loop when the socket can be written to again, has hung up or is in error; at once
     /// (on the caller's thread) when it is closed already or another sender waits. Released before then, it runs
@@ -106,6 +148,7 @@ public final class PolledDescriptor<Extra: Sendable>: Sendable {
         let (readers, waiter) = state.withLock { current in
             defer {
                 current.reader = nil
+                current.handler = nil
                 current.waiter = nil
             }
             return ([current.reader, current.waiter?.reader].compactMap { $0 }, current.waiter?.then)

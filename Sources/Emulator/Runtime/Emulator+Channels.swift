@@ -34,8 +34,15 @@ enum ChannelOutgoing: Sendable {
 }
 
 extension Emulator {
-    /// SDUs a channel may have waiting for the engine; past that, the next are dropped and logged (the kernel gives
-    /// the central credits whether or not gattemu reads, so the bound is here).
+    /// SDUs a channel may have read and waiting for the engine (a slow reader's fault holds them): at this many it
+    /// stops reading the socket, and reads again once half have been handled. Meanwhile what the central sends waits
+    /// in the kernel's buffer, and once that is full the kernel gives the central no more credits: the back-pressure
+    /// of a device that does not keep up. Only where the kernel withholds credits until SDUs are read (Linux 6.10 and
+    /// later, ``L2CAPChannelSocket/kernelWithholdsCreditsUntilRead``); before, it gives them back as SDUs arrive and
+    /// drops, unseen, those that find its buffer full, so gattemu reads on and drops past ``channelInboxLimit``, logged.
+    static let channelReadAhead = 32
+    /// SDUs a channel may have waiting for the engine where the kernel gives credits back whatever is read (Linux
+    /// before 6.10); past that, the next are dropped and logged.
     static let channelInboxLimit = 256
     /// SDUs and streams a channel may have waiting to go out; past that, the next are dropped and logged.
     static let channelOutboxLimit = 256
@@ -138,14 +145,22 @@ extension Emulator {
         }
         let link = ChannelLink(id: channels.nextLink, central: central)
         channels.nextLink += 1
-        let (inbox, inboxContinuation) = AsyncStream.makeStream(
-            of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.channelInboxLimit))
-        let dropped = Locked(0)
+        // Bounded by the read-ahead (reading pauses at that many waiting), or by the inbox limit (past it, dropped).
+        let (inbox, inboxContinuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
+        let backPressure = L2CAPChannelSocket.kernelWithholdsCreditsUntilRead
+        let waiting = Locked((count: 0, dropped: 0))
         let accepted = socket.accept(
             onSDU: { sdu in
-                if case .dropped = inboxContinuation.yield(sdu) {
-                    dropped.withLock { $0 += 1 }
+                let (take, more) = waiting.withLock { state -> (Bool, Bool) in
+                    guard backPressure || state.count < Self.channelInboxLimit else {
+                        state.dropped += 1
+                        return (false, true)
+                    }
+                    state.count += 1
+                    return (true, !backPressure || state.count < Self.channelReadAhead)
                 }
+                if take { inboxContinuation.yield(sdu) }
+                return more
             },
             onClose: { inboxContinuation.finish() })
         guard accepted else {
@@ -156,11 +171,16 @@ extension Emulator {
             of: ChannelOutgoing.self, bufferingPolicy: .bufferingOldest(Self.channelOutboxLimit))
         let receiving = Task(executorPreference: loop) { [weak self] in
             for await sdu in inbox {
-                let lost = dropped.withLock { count in
-                    defer { count = 0 }
-                    return count
+                let lost = waiting.withLock { state in
+                    defer { state.dropped = 0 }
+                    return state.dropped
                 }
                 await self?.channelReceived(sdu, on: link, channel: id, dropped: lost)
+                let drained = waiting.withLock { state in
+                    state.count -= 1
+                    return state.count <= Self.channelReadAhead / 2
+                }
+                if backPressure, drained { socket.resumeReading() }
             }
             await self?.channelClosed(link, channel: id, by: "the central or the link")
         }
