@@ -47,7 +47,15 @@ public final class L2CAPChannelSocket: Sendable {
         case closed
     }
 
+    /// Whether the request waits for ``accept(onSDU:onClose:)`` or ``refuse()`` (it came while the listener deferred
+    /// requests); false: the kernel accepted the channel itself, and refusing it closes it.
+    public let isDeferred: Bool
+
     init(descriptor: Int32, peer: L2CAPSocketAddress, receiveMTU: Int, loop: DBusEventLoop) {
+        // Only a connected channel has a send MTU (BT_SNDMTU: ENOTCONN before): a deferred request has none yet.
+        var mtu: UInt16 = 0
+        var length = socklen_t(2)
+        isDeferred = getsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionSendMTU, &mtu, &length) != 0
         socket = PolledDescriptor(descriptor, loop: loop, extra: false)
         self.peer = peer.address
         self.peerIsRandom = peer.addressType == L2CAPKernel.addressTypeLERandom
@@ -63,12 +71,13 @@ public final class L2CAPChannelSocket: Sendable {
     public func accept(onSDU: @escaping @Sendable ([UInt8]) -> Bool, onClose: @escaping @Sendable () -> Void) -> Bool {
         let socket = self.socket
         let mtu = receiveMTU
+        let deferred = isDeferred
         let accepted =
             socket.whileOpen { descriptor, accepted -> Bool in
                 guard !accepted else { return false }
                 // With BT_DEFER_SETUP, the first read of a waiting channel sends the success response and returns 0.
                 var none: UInt8 = 0
-                guard recv(descriptor, &none, 0, Int32(MSG_DONTWAIT)) >= 0 else { return false }
+                guard !deferred || recv(descriptor, &none, 0, Int32(MSG_DONTWAIT)) >= 0 else { return false }
                 accepted = true
                 return true
             } ?? false
@@ -110,7 +119,8 @@ public final class L2CAPChannelSocket: Sendable {
     }
 
     /// Refuses a request that was not accepted: the central gets result 0x0006 (insufficient authorization), the
-    /// kernel's answer to a deferred channel closed before it was accepted.
+    /// kernel's answer to a deferred channel closed before it was accepted. One the kernel accepted itself
+    /// (``isDeferred`` false) is closed instead (an L2CAP disconnection).
     public func refuse() {
         close()
     }

@@ -8,10 +8,14 @@ import DBus
 /// A listening LE credit-based channel server: a kernel L2CAP socket (`SOCK_SEQPACKET`) bound to an adapter's
 /// address and a PSM, beside bluetoothd (the kernel runs L2CAP signalling; bluetoothd has no part in it).
 ///
-/// Every request is deferred (`BT_DEFER_SETUP`): the kernel hands each over at once as an ``L2CAPChannelSocket`` in
-/// `onRequest`, before answering the central, so the owner accepts it (``L2CAPChannelSocket/accept()``), refuses it
-/// (``L2CAPChannelSocket/refuse()``: result 0x0006) or does either later. The listener polls on `loop`, with the D-Bus
-/// connection's descriptors; nothing blocks.
+/// While requests are deferred (`BT_DEFER_SETUP`, ``setDeferred(_:)``) the kernel hands each over at once as an
+/// ``L2CAPChannelSocket`` in `onRequest`, before answering the central, so the owner accepts it
+/// (``L2CAPChannelSocket/accept(onSDU:onClose:)``), refuses it (``L2CAPChannelSocket/refuse()``: result 0x0006) or
+/// does either later. Otherwise the kernel accepts each itself and hands over an open channel. Deferring has a cost:
+/// Linux (6.1 and 6.12 alike) arms a 40 s timer when a request arrives and, for an LE channel accepted after
+/// deferral, never stops it, so the channel is closed 40 s after its request; one the kernel accepted itself lives as
+/// long as the link. So an owner defers only while it may have to refuse or delay. The listener polls on `loop`, with
+/// the D-Bus connection's descriptors; nothing blocks.
 public final class L2CAPListener: Sendable {
     /// The PSM listened on (the kernel's pick when none was asked).
     public let psm: UInt16
@@ -23,10 +27,11 @@ public final class L2CAPListener: Sendable {
     /// Requests taken off the kernel's queue at most each time the socket is readable.
     static let requestsPerWake = 16
 
-    /// Binds and listens. `psm` nil lets the kernel pick a free one of 0x0080–0x00FF; `mtu` is the largest SDU taken.
+    /// Binds and listens. `psm` nil lets the kernel pick a free one of 0x0080–0x00FF; `mtu` is the largest SDU taken;
+    /// `deferred`: whether requests wait for the owner (``setDeferred(_:)``).
     public static func listen(
-        on address: BluetoothAddress, random: Bool, psm: UInt16?, mtu: Int, security: L2CAPSecurityLevel, loop: DBusEventLoop,
-        onRequest: @escaping @Sendable (L2CAPChannelSocket) -> Void
+        on address: BluetoothAddress, random: Bool, psm: UInt16?, mtu: Int, security: L2CAPSecurityLevel, deferred: Bool,
+        loop: DBusEventLoop, onRequest: @escaping @Sendable (L2CAPChannelSocket) -> Void
     ) throws(L2CAPError) -> L2CAPListener {
         let descriptor = socket(
             L2CAPKernel.addressFamily, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
@@ -51,7 +56,7 @@ public final class L2CAPListener: Sendable {
         guard setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionReceiveMTU, &receiveMTU, 2) == 0 else {
             throw fail("setsockopt BT_RCVMTU")
         }
-        var defer32: UInt32 = 1
+        var defer32: UInt32 = deferred ? 1 : 0
         guard setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionDeferSetup, &defer32, 4) == 0 else {
             throw fail("setsockopt BT_DEFER_SETUP")
         }
@@ -115,6 +120,25 @@ public final class L2CAPListener: Sendable {
     }
 
     deinit { close() }
+
+    /// Whether the requests that come from now on wait for the owner; false when the listener is closed, the kernel
+    /// refused the option, or deferral was to end while a deferred request waits to be taken: the kernel hands a
+    /// listener its waiting deferred requests only while it defers, so ending deferral then would leave that request
+    /// unanswered until the kernel refuses it itself 40 s later. The owner asks again once it has taken it (the
+    /// listener is readable meanwhile). A request deferred in the moment between that check and the change is left so.
+    @discardableResult
+    public func setDeferred(_ deferred: Bool) -> Bool {
+        let descriptor = self.descriptor
+        return closed.withLock { closed in
+            guard !closed else { return false }
+            if !deferred {
+                var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&waiting, 1, 0) == 0 else { return false }
+            }
+            var value: UInt32 = deferred ? 1 : 0
+            return setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionDeferSetup, &value, 4) == 0
+        }
+    }
 
     /// Listens no more; the descriptor is closed once the loop polls it no more. Open channels stay open.
     public func close() {

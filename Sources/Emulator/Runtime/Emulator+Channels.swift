@@ -58,7 +58,7 @@ extension Emulator {
             do {
                 listener = try L2CAPListener.listen(
                     on: adapter.address, random: false, psm: fixed, mtu: definition.mtu, security: Self.level(definition.security),
-                    loop: loop
+                    deferred: channelNeedsDeferral(id), loop: loop
                 ) { [weak self] socket in
                     Task(executorPreference: self?.loop) { await self?.channelRequested(id, socket: socket) }
                 }
@@ -79,6 +79,25 @@ extension Emulator {
                     "channel \(id) listening on PSM \(LECreditBasedChannel.text(listener.psm)) (MTU \(definition.mtu), security \(definition.security.rawValue))"
                     + (definition.publish.map { ", published in \($0)" } ?? ""))
         }
+    }
+
+    /// Whether requests for channel `id` must wait for gattemu (deferred setup): while it may have to refuse one or
+    /// accept it late, that is while a fault watches its requests (`on: channel`) or its `maximumOpen` are open.
+    /// Otherwise the kernel accepts each itself: Linux closes an LE channel accepted after deferral 40 s after its
+    /// request (its connection timer is never stopped on that path; 6.1 and 6.12 alike), one it accepted itself lives
+    /// as long as the link.
+    func channelNeedsDeferral(_ id: String) -> Bool {
+        guard let definition = profile.channel(id) else { return true }
+        if channels.open.values.filter({ $0.channel == id }).count >= definition.maximumOpen { return true }
+        return faultState.engine.faults.contains { fault in
+            fault.spec.on == .channel && (fault.spec.scope.channel == nil || fault.spec.scope.channel == id)
+        }
+    }
+
+    /// Sets each listener's deferral as ``channelNeedsDeferral(_:)`` says now (after channels open or close and
+    /// faults come or go).
+    func updateChannelDeferral() {
+        for (id, listener) in channels.listeners { listener.setDeferred(channelNeedsDeferral(id)) }
     }
 
     /// Listens no more and closes every open channel.
@@ -107,6 +126,8 @@ extension Emulator {
     /// delay a fault asks for: the central waits, and the kernel refuses it itself after 40 s).
     func channelRequested(_ id: String, socket: L2CAPChannelSocket) async {
         let central = CentralID(address: socket.peer)
+        // Whatever becomes of it, deferral may end now that it was taken (``L2CAPListener/setDeferred(_:)``).
+        defer { updateChannelDeferral() }
         guard !stopped, let definition = profile.channel(id) else {
             socket.refuse()
             return
@@ -116,10 +137,14 @@ extension Emulator {
         if plan.disconnect { scheduleDisconnect([central.address]) }
         if plan.refuseChannel {
             socket.refuse()
-            log.record(.channel, central: central.address, detail: "refused a request for channel \(id): a fault (result 0x0006)")
+            log.record(
+                .channel, central: central.address,
+                detail: socket.isDeferred
+                    ? "refused a request for channel \(id): a fault (result 0x0006)"
+                    : "closed channel \(id) as a fault asked to refuse it: the kernel had accepted it before the fault came")
             return
         }
-        if plan.delayMilliseconds > 0 {
+        if plan.delayMilliseconds > 0, socket.isDeferred {
             log.record(
                 .channel, central: central.address, detail: "channel \(id): the request waits \(plan.delayMilliseconds) ms (a fault)")
             try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds))
@@ -140,7 +165,10 @@ extension Emulator {
             socket.refuse()
             log.record(
                 .channel, central: central.address,
-                detail: "refused a request for channel \(id): \(openOfChannel) open, its maximumOpen (result 0x0006)")
+                detail: socket.isDeferred
+                    ? "refused a request for channel \(id): \(openOfChannel) open, its maximumOpen (result 0x0006)"
+                    : "closed channel \(id): \(openOfChannel) open, its maximumOpen (the kernel accepted it before gattemu deferred requests)"
+            )
             return
         }
         let link = ChannelLink(id: channels.nextLink, central: central)
@@ -192,9 +220,11 @@ extension Emulator {
         }
         channels.open[link.id] = OpenChannel(
             channel: id, link: link, socket: socket, inbox: inboxContinuation, outbox: outboxContinuation, tasks: [receiving, sending])
+        updateChannelDeferral()  // at once: its maximumOpen may be reached
         log.record(
             .channel, central: central.address,
-            detail: "open \(id) \(link) (the central takes SDUs of \(socket.sendMTU.map(String.init) ?? "?") bytes)")
+            detail: "open \(id) \(link) (the central takes SDUs of \(socket.sendMTU.map(String.init) ?? "?") bytes)"
+                + (socket.isDeferred ? "; accepted after deferral: Linux closes it 40 s after its request" : ""))
         _ = try? await run(engine.handle(.channelOpen(channel: id, link: link)), central: central)
     }
 
@@ -241,6 +271,7 @@ extension Emulator {
     /// A channel closed: `by` says who closed it.
     func channelClosed(_ link: ChannelLink, channel id: String, by: String) async {
         guard let open = channels.open.removeValue(forKey: link.id) else { return }
+        updateChannelDeferral()
         open.socket.close()
         open.inbox.finish()
         open.outbox.finish()

@@ -173,6 +173,7 @@ extension Emulator {
         if let problem = profile.problem(with: spec) { throw problem }
         let fault = try faultState.engine.add(spec)
         log.record(.note, detail: "fault \(fault.id) installed: on \(spec.on.rawValue) \(spec.action.summary)")
+        if spec.on == .channel { updateChannelDeferral() }
         if spec.on == .start {
             let id = fault.id
             faultState.scheduled[id] = Task(executorPreference: loop) { [weak self] in
@@ -197,7 +198,10 @@ extension Emulator {
     public func removeFault(id: String) -> Bool {
         faultState.scheduled.removeValue(forKey: id)?.cancel()
         let removed = faultState.engine.remove(id: id)
-        if removed { log.record(.note, detail: "fault \(id) removed") }
+        if removed {
+            log.record(.note, detail: "fault \(id) removed")
+            updateChannelDeferral()
+        }
         return removed
     }
 
@@ -210,6 +214,7 @@ extension Emulator {
         let count = faultState.engine.faults.count
         let held = faultState.engine.removeAll()
         log.record(.note, detail: "faults cleared (\(count))")
+        updateChannelDeferral()
         await endSilences()
         for (characteristic, value) in held {
             let indicate = profile.characteristic(characteristic).map { !$0.has(.notify) && $0.has(.indicate) } ?? false
