@@ -114,14 +114,18 @@ public enum DeviceRecorder {
         var pairedFor: Set<DBusObjectPath> = []
         for connection in 1...walkConnections {
             progress("connecting to \(device.label)" + (connection > 1 ? " again" : ""))
-            recording.connectAttempt = try await device.connect(timeout: options.connectTimeout, attempts: options.connectAttempts) {
-                attempt, reason in
-                progress("connection attempt \(attempt) (the last one failed: \(reason))")
+            do {
+                recording.connectAttempt = try await device.connect(timeout: options.connectTimeout, attempts: options.connectAttempts) {
+                    attempt, reason in
+                    progress("connection attempt \(attempt) (the last one failed: \(reason))")
+                }
+            } catch {
+                guard connection > 1, let why = recording.notes.last else { throw error }
+                throw .lost(address: device.label, reason: "\(why); connecting again failed: \(error)")
             }
-            if connection == 1 {
-                recording.connectedAt = .now
-                recording.connectedProperties = device.properties
-            }
+            // The connection whose walk is kept owns the times (the conversation is measured from it).
+            recording.connectedAt = .now
+            recording.connectedProperties = device.properties
             let (table, found) = try await readTable(device, options: options, progress: progress)
             var reads = found
             for index in reads.indices {
@@ -153,6 +157,10 @@ public enum DeviceRecorder {
             await device.disconnect()
             guard !device.isGone else {
                 throw .lost(address: device.label, reason: "bluetoothd removed it after \(reason)")
+            }
+            // A link still up would be the same link again, without its ATT bearer.
+            guard device.link.isDown else {
+                throw .lost(address: device.label, reason: "\(reason), and the link would not drop to be made again")
             }
         }
         let failed = recording.reads.filter { if case .failed = $0.read.outcome { true } else { false } }.count

@@ -74,13 +74,13 @@ public final class PolledDescriptor<Extra: Sendable>: Sendable {
     /// A hang-up is not seen meanwhile (the first read after resuming sees it). The handler is not called from the
     /// moment this returns; callable from it.
     public func pauseReading() {
-        let reader = state.withLock { state -> DBusReader? in
-            guard !state.paused, !state.closed, !state.released, let reader = state.reader else { return nil }
+        state.withLock { state in
+            guard !state.paused, !state.closed, !state.released, let reader = state.reader else { return }
             state.paused = true
             state.reader = nil
-            return reader
+            // Under the lock, as ``poll(_:)`` adds it: a release asked for after this is run after it.
+            loop.removeReader(reader) {}
         }
-        if let reader { loop.removeReader(reader) {} }
     }
 
     /// Watches for input again after ``pauseReading()`` (a no-op otherwise, or once closed).

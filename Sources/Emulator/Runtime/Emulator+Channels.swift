@@ -82,15 +82,22 @@ extension Emulator {
     }
 
     /// Whether requests for channel `id` must wait for gattemu (deferred setup): while it may have to refuse one or
-    /// accept it late, that is while a fault watches its requests (`on: channel`) or its `maximumOpen` are open.
+    /// accept it late, that is while a fault that refuses or delays its requests (`on: channel`) can still fire, or
+    /// its `maximumOpen` are open.
     /// Otherwise the kernel accepts each itself: Linux closes an LE channel accepted after deferral 40 s after its
     /// request (its connection timer is never stopped on that path; 6.1 and 6.12 alike), one it accepted itself lives
     /// as long as the link.
     func channelNeedsDeferral(_ id: String) -> Bool {
         guard let definition = profile.channel(id) else { return true }
         if channels.open.values.filter({ $0.channel == id }).count >= definition.maximumOpen { return true }
+        // Only faults that can still refuse or hold a request: a used-up one, or one that only disconnects, needs none.
         return faultState.engine.faults.contains { fault in
-            fault.spec.on == .channel && (fault.spec.scope.channel == nil || fault.spec.scope.channel == id)
+            guard fault.spec.on == .channel, fault.spec.scope.channel == nil || fault.spec.scope.channel == id, !fault.exhausted
+            else { return false }
+            switch fault.spec.action {
+            case .refusePairing, .delay: return true
+            default: return false
+            }
         }
     }
 
@@ -143,6 +150,11 @@ extension Emulator {
                     ? "refused a request for channel \(id): a fault (result 0x0006)"
                     : "closed channel \(id) as a fault asked to refuse it: the kernel had accepted it before the fault came")
             return
+        }
+        if plan.delayMilliseconds > 0, !socket.isDeferred {
+            log.record(
+                .note, central: central.address,
+                detail: "channel \(id): the delay not applied: the kernel accepted the channel before the fault came")
         }
         if plan.delayMilliseconds > 0, socket.isDeferred {
             log.record(
