@@ -285,11 +285,7 @@ public final class StandInDevice: Sendable {
         var methods = [
             DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] call in
                 guard let self else { return [] }
-                try state.withLock { state in
-                    guard state.bearerLost else { return }
-                    state.reads.append(path)
-                    throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
-                }
+                try failIfTheBearerIsLost(path)
                 switch characteristic.onRead {
                 case .none: break
                 case .losesTheBearer(let times):
@@ -392,14 +388,20 @@ public final class StandInDevice: Sendable {
             methods: [
                 DBusMethod("ReadValue", input: "a{sv}", output: "ay") { [weak self] call in
                     guard let self else { return [] }
-                    try state.withLock { state in
-                        guard state.bearerLost else { return }
-                        state.reads.append(path)
-                        throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
-                    }
+                    try failIfTheBearerIsLost(path)
                     return [.bytes(try await read(path, error: descriptor.readError, pairs: false, interface: Names.gattDescriptor))]
                 }
             ], properties: properties)
+    }
+
+    /// A read while bluetoothd's ATT bearer is gone (``RemoteCharacteristic/ReadEffect/losesTheBearer(times:)``): "Not
+    /// connected", as bluetoothd answers it, and recorded.
+    private func failIfTheBearerIsLost(_ path: DBusObjectPath) throws {
+        try state.withLock { state in
+            guard state.bearerLost else { return }
+            state.reads.append(path)
+            throw DBusError.named("org.bluez.Error.Failed", message: "Not connected")
+        }
     }
 
     private func read(_ path: DBusObjectPath, error: DBusError?, pairs: Bool, interface: String) async throws -> [UInt8] {

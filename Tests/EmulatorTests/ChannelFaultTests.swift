@@ -27,6 +27,21 @@ import Testing
         #expect(engine.plan(for: operation(.channel, "data")).isEmpty)
     }
 
+    /// Requests must wait for the runtime (deferred setup) only while a fault can still refuse or delay one: not for a
+    /// used-up fault, one that only disconnects, or one on another channel.
+    @Test func onlyAFaultThatCanStillRefuseOrDelayHoldsRequestsBack() throws {
+        var engine = FaultEngine()
+        #expect(!engine.mayRefuseOrDelayRequests(forChannel: "data"))
+        try engine.add(fault(#"{"on": "channel", "channel": "ctl", "delay": "1s"}"#))
+        try engine.add(fault(#"{"on": "channel", "disconnect": true}"#))
+        #expect(!engine.mayRefuseOrDelayRequests(forChannel: "data"), "another channel's delay, a disconnect")
+        #expect(engine.mayRefuseOrDelayRequests(forChannel: "ctl"))
+        try engine.add(fault(#"{"on": "channel", "refuse": true, "count": 1}"#))
+        #expect(engine.mayRefuseOrDelayRequests(forChannel: "data"), "a refusal scoped to no channel")
+        #expect(engine.plan(for: operation(.channel, "data")).refuseChannel)
+        #expect(!engine.mayRefuseOrDelayRequests(forChannel: "data"), "used up")
+    }
+
     @Test func anSDUsBytesChangeUpToItsChannelsMTU() throws {
         var engine = FaultEngine()
         try engine.add(fault(#"{"on": "sdu", "corrupt": {"at": 300, "hex": "ee"}}"#))

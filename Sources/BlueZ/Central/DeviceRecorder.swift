@@ -108,7 +108,6 @@ public enum DeviceRecorder {
     private static func walk(
         _ device: RemoteDevice, into recording: inout CentralRecording, options: Options, progress: Progress
     ) async throws(CentralError) {
-        var characteristics: [RemoteGattTable.Characteristic] = []
         // Reads that made BlueZ pair on an earlier connection: the device asked for encryption there, though on the
         // next connection (encrypted from the start) it does not ask again.
         var pairedFor: Set<DBusObjectPath> = []
@@ -132,7 +131,6 @@ public enum DeviceRecorder {
                 if reads[index].read.pairedDuringRead { pairedFor.insert(reads[index].read.path) }
                 if pairedFor.contains(reads[index].read.path) { reads[index].read.pairedDuringRead = true }
             }
-            characteristics = table.characteristics
             let unanswered = reads.compactMap { read -> RemoteGattError? in
                 guard case .failed(let error) = read.read.outcome, error.mayNotBeTheDevicesAnswer else { return nil }
                 return error
@@ -168,7 +166,7 @@ public enum DeviceRecorder {
 
         guard options.listen > .zero, device.properties.connected else { return }
         let listener = try await NotificationListener.start(
-            characteristics, device: device.path, stack: device.adapter.stack, preferAcquire: options.preferAcquireNotify)
+            recording.table.characteristics, device: device.path, stack: device.adapter.stack, preferAcquire: options.preferAcquireNotify)
         let subscribed = listener.subscriptions.filter { $0.method != nil }.count
         progress("listening to \(subscribed) characteristic\(subscribed == 1 ? "" : "s") for \(options.listen.wholeSeconds) s")
         let start = ContinuousClock.now

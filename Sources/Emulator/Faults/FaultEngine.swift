@@ -212,6 +212,21 @@ public struct FaultEngine: Sendable, Equatable {
         return held.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
+    /// Whether a fault can still refuse or hold back a request for channel `channel` (`on: channel` with `refuse` or
+    /// `delay`, scoped to that channel or to none, not used up), from any central: the runtime must then see each
+    /// request before the central is answered.
+    public func mayRefuseOrDelayRequests(forChannel channel: String) -> Bool {
+        faults.contains { fault in
+            guard fault.spec.on == .channel, fault.spec.scope.channel.map({ $0 == channel }) ?? true, !fault.exhausted else {
+                return false
+            }
+            switch fault.spec.action {
+            case .refusePairing, .delay: return true
+            default: return false
+            }
+        }
+    }
+
     /// The faults that fire on `operation`, combined.
     public mutating func plan(for operation: FaultOperation) -> FaultPlan {
         var plan = FaultPlan()

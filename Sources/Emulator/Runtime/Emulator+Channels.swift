@@ -89,16 +89,12 @@ extension Emulator {
     /// as long as the link.
     func channelNeedsDeferral(_ id: String) -> Bool {
         guard let definition = profile.channel(id) else { return true }
-        if channels.open.values.filter({ $0.channel == id }).count >= definition.maximumOpen { return true }
-        // Only faults that can still refuse or hold a request: a used-up one, or one that only disconnects, needs none.
-        return faultState.engine.faults.contains { fault in
-            guard fault.spec.on == .channel, fault.spec.scope.channel == nil || fault.spec.scope.channel == id, !fault.exhausted
-            else { return false }
-            switch fault.spec.action {
-            case .refusePairing, .delay: return true
-            default: return false
-            }
-        }
+        return openChannels(id).count >= definition.maximumOpen || faultState.engine.mayRefuseOrDelayRequests(forChannel: id)
+    }
+
+    /// The channels open on profile channel `id`.
+    func openChannels(_ id: String) -> [OpenChannel] {
+        channels.open.values.filter { $0.channel == id }
     }
 
     /// Sets each listener's deferral as ``channelNeedsDeferral(_:)`` says now (after channels open or close and
@@ -165,13 +161,13 @@ extension Emulator {
                 return
             }
         }
-        var openOfChannel = channels.open.values.filter { $0.channel == id }.count
+        var openOfChannel = openChannels(id).count
         if openOfChannel >= definition.maximumOpen {
             // A channel the central closed just before asking again may not have been read as closed yet: close it now.
-            for open in channels.open.values where open.channel == id && !open.socket.isConnected {
+            for open in openChannels(id) where !open.socket.isConnected {
                 await channelClosed(open.link, channel: id, by: "the central or the link")
             }
-            openOfChannel = channels.open.values.filter { $0.channel == id }.count
+            openOfChannel = openChannels(id).count
         }
         guard openOfChannel < definition.maximumOpen else {
             socket.refuse()
@@ -500,7 +496,7 @@ extension Emulator {
         guard profile.channel(id) != nil else {
             throw ControlFailure(.notFound, "unknown channel \"\(id)\"", details: ["known": profile.channels.map(\.id)])
         }
-        let links = channels.open.values.filter { $0.channel == id }.map(\.link.id).sorted()
+        let links = openChannels(id).map(\.link.id).sorted()
         guard !links.isEmpty else { throw ControlFailure(.conflict, "no channel \"\(id)\" is open") }
         log.record(.note, value: Array(value.prefix(Self.loggedSDUBytes)), detail: "control: send on \(id) (\(links.count) open)")
         queue(.sdu(value), channel: id, links: links)
