@@ -13,7 +13,7 @@ extension Fault {
     init(_ fault: ActiveFault) {
         self.init(
             id: fault.id, on: FaultTrigger(rawValue: fault.spec.on.rawValue) ?? .start, action: fault.spec.action.name,
-            summary: fault.spec.action.summary, characteristic: fault.spec.scope.characteristic,
+            summary: fault.spec.action.summary, characteristic: fault.spec.scope.characteristic?.rawValue,
             central: fault.spec.scope.central?.description,
             nth: fault.spec.scope.nth, count: fault.spec.scope.count, probability: fault.spec.scope.probability,
             seed: fault.spec.scope.seed,
@@ -84,7 +84,7 @@ extension FaultRequest {
         self.init(on: FaultTrigger(rawValue: spec.on.rawValue), action: action)
         id = spec.id
         description = spec.description
-        characteristic = spec.scope.characteristic
+        characteristic = spec.scope.characteristic?.rawValue
         central = spec.scope.central?.description
         if spec.scope.nth != 1 { nth = spec.scope.nth }
         if spec.scope.count != (spec.scope.nth != 1 ? 1 : nil) { count = spec.scope.count }
@@ -175,7 +175,8 @@ extension AdvertisingInfo {
 extension CentralInfo {
     init(_ central: EmulatorStatus.Central) {
         self.init(
-            address: central.address.description, mtu: central.mtu.map(Int.init), subscriptions: central.subscriptions, state: central.state
+            address: central.address.description, mtu: central.mtu.map(Int.init), subscriptions: central.subscriptions.map(\.rawValue),
+            state: central.state
         )
     }
 }
@@ -191,7 +192,7 @@ extension ServiceInfo {
 extension CharacteristicInfo {
     init(_ characteristic: EmulatorStatus.Characteristic) {
         self.init(
-            id: characteristic.id, uuid: characteristic.uuid.description, name: characteristic.uuid.name,
+            id: characteristic.id.rawValue, uuid: characteristic.uuid.description, name: characteristic.uuid.name,
             flags: characteristic.flags.map(\.rawValue), handle: characteristic.handle.map { Int($0.rawValue) },
             value: characteristic.value.hexString(uppercase: false), maxLength: characteristic.maxLength,
             descriptors: characteristic.descriptors.map(DescriptorInfo.init))

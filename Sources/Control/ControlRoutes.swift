@@ -160,7 +160,7 @@ struct ControlRoutes: Sendable {
         let id = try context.parameter("id")
         let value = try await valueBody(request)
         do {
-            try await target.notify(characteristic: id, value: value, indicate: indicate)
+            try await target.notify(characteristic: CharacteristicID(id), value: value, indicate: indicate)
         } catch {
             throw ControlError(error)
         }
@@ -171,7 +171,7 @@ struct ControlRoutes: Sendable {
         let id = try context.parameter("id")
         let value = try await valueBody(request)
         do {
-            try await target.setValue(characteristic: id, value: value)
+            try await target.setValue(characteristic: CharacteristicID(id), value: value)
         } catch {
             throw ControlError(error)
         }

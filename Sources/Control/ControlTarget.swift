@@ -11,8 +11,8 @@ import Profile
 public protocol ControlTarget: Sendable {
     var events: EventLog { get }
     func status() async -> EmulatorStatus
-    func notify(characteristic: String, value: [UInt8], indicate: Bool) async throws(ControlFailure)
-    func setValue(characteristic: String, value: [UInt8]) async throws(ControlFailure)
+    func notify(characteristic: CharacteristicID, value: [UInt8], indicate: Bool) async throws(ControlFailure)
+    func setValue(characteristic: CharacteristicID, value: [UInt8]) async throws(ControlFailure)
     func fireTrigger(_ name: String, arguments: [String: String]) async throws(ControlFailure)
     func setVariable(_ name: String, to value: VariableValue) async throws(ControlFailure) -> String
     func addFault(_ spec: FaultSpec) async throws(FaultSpecError) -> ActiveFault

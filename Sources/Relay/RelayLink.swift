@@ -52,7 +52,7 @@ public actor RelayLink: RelayUpstream {
     public nonisolated var deviceAdapter: String { adapterName }
     public nonisolated var devicePairing: DevicePairing { options.pairing }
     /// Mirror characteristics the device had no counterpart for when the link was made.
-    public nonisolated let unmatched: [String]
+    public nonisolated let unmatched: [CharacteristicID]
     private let profile: DeviceProfile
     private let options: Options
     /// The device's notifications not yet handed to the emulator, oldest first (at most
@@ -64,7 +64,7 @@ public actor RelayLink: RelayUpstream {
 
     private var device: RemoteDevice?
     private var targets: RelayTargets
-    private var subscriptions: [String: RemoteSubscription] = [:]
+    private var subscriptions: [CharacteristicID: RemoteSubscription] = [:]
     private var attached = true
     /// The last whole value read of each attribute, for the Read Blobs that follow (see ``read(_:offset:)``).
     private var wholeValues: [GattAttributeID: [UInt8]] = [:]
@@ -278,7 +278,7 @@ public actor RelayLink: RelayUpstream {
         }
     }
 
-    public func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {
+    public func setSubscribed(_ characteristic: CharacteristicID, _ subscribed: Bool) async throws(ATTError) {
         await relinked()  // the device's objects, as the link being made again finds them
         guard let target = targets.characteristics[characteristic] else { throw .notSupported }
         let indicate = target.properties.contains(.indicate) && !target.properties.contains(.notify)

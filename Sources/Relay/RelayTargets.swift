@@ -20,11 +20,11 @@ public struct RelayTargets: Sendable {
         public var descriptors: [String: DBusObjectPath]
     }
 
-    public internal(set) var characteristics: [String: Characteristic] = [:]
+    public internal(set) var characteristics: [CharacteristicID: Characteristic] = [:]
     /// The profile's characteristic id for each remote characteristic path.
-    public private(set) var ids: [DBusObjectPath: String] = [:]
+    public private(set) var ids: [DBusObjectPath: CharacteristicID] = [:]
     /// Mirror characteristics the device's table has no counterpart for (it changed since the profile was made).
-    public private(set) var unmatched: [String] = []
+    public private(set) var unmatched: [CharacteristicID] = []
     /// The device's first Client Characteristic Configuration descriptor (and its handle): reading it is the relay's
     /// link check (``RelayUpstream/checkLink()``). A read of it changes nothing on any device; nil when it has none.
     public private(set) var linkCheck: (path: DBusObjectPath, handle: AttributeHandle?)?

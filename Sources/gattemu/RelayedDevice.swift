@@ -98,7 +98,7 @@ struct RelaySettings: Sendable {
         let link = RelayLink(
             device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,
             options: linkOptions)
-        if !link.unmatched.isEmpty { say("no device counterpart for \(link.unmatched.joined(separator: ", "))") }
+        if !link.unmatched.isEmpty { say("no device counterpart for \(link.unmatched.map(\.rawValue).joined(separator: ", "))") }
         return RelayedDevice(
             settings: self, stack: stack, session: session, link: link, mirror: mirror, channelNote: channelNote,
             outputs: RelayOutputs(profile: output, capture: capture, session: session, startedAt: startedAt))

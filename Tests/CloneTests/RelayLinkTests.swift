@@ -29,7 +29,7 @@ import Testing
 
     /// A link to the attached device (with a recording of its own), and the mirror's characteristic ids by UUID.
     func link(_ session: RelaySession, _ stack: BlueZStack, options: RelayLink.Options = RelayLink.Options()) -> (
-        RelayLink, [String: String]
+        RelayLink, [String: CharacteristicID]
     ) {
         let link = RelayLink(
             device: session.device, table: session.recording.table, handles: session.handles, profile: session.profile, stack: stack,

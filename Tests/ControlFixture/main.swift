@@ -92,7 +92,7 @@ for path in also {
 }
 
 let central = BluetoothAddress("AA:BB:CC:DD:EE:01")
-let kinds: [(EmulatorEvent.Kind, String?, [UInt8]?, String?)] = [
+let kinds: [(EmulatorEvent.Kind, CharacteristicID?, [UInt8]?, String?)] = [
     (.write, "rx", [0x51, 0x60, 0x01, 0x02], "request"),
     (.answer, "rx", nil, "success"),
     (.notify, "tx", [0x51, 0x60, 0x01, 0x00], "sent to 1"),

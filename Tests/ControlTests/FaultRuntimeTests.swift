@@ -10,13 +10,13 @@ import Testing
 
 let testCentral = "AA:BB:CC:DD:EE:01"
 
-func gattRead(_ characteristic: String) -> GattReadRequest {
+func gattRead(_ characteristic: CharacteristicID) -> GattReadRequest {
     GattReadRequest(
         attribute: GattAttributeID(characteristic: characteristic), offset: 0,
         context: GattRequestContext(central: BluetoothAddress("AA:BB:CC:DD:EE:01"), mtu: ATTMTU(rawValue: 185)))
 }
 
-func gattWrite(_ characteristic: String, _ value: [UInt8], acknowledged: Bool = false) -> GattWriteRequest {
+func gattWrite(_ characteristic: CharacteristicID, _ value: [UInt8], acknowledged: Bool = false) -> GattWriteRequest {
     GattWriteRequest(
         attribute: GattAttributeID(characteristic: characteristic), value: value, offset: 0, kind: .request,
         bluetoothdAnswered: acknowledged, prepareAuthorize: false,

@@ -9,11 +9,11 @@ func fault(_ json: String) throws -> FaultSpec {
     try FaultSpecDecoder.spec(try JSONParser.parse(json, file: "test"))
 }
 
-func write(_ characteristic: String = "config", central: String = "AA:BB:CC:DD:EE:01") -> FaultOperation {
+func write(_ characteristic: CharacteristicID = "config", central: String = "AA:BB:CC:DD:EE:01") -> FaultOperation {
     FaultOperation(.write, characteristic: characteristic, centrals: [BluetoothAddress(central)!])
 }
 
-func notify(_ characteristic: String = "tx", centrals: [String] = ["AA:BB:CC:DD:EE:01"]) -> FaultOperation {
+func notify(_ characteristic: CharacteristicID = "tx", centrals: [String] = ["AA:BB:CC:DD:EE:01"]) -> FaultOperation {
     FaultOperation(.notify, characteristic: characteristic, centrals: centrals.map { BluetoothAddress($0)! })
 }
 

@@ -29,7 +29,7 @@ import Testing
             received.withLock { $0.append(value) }
             if withResponse { await calls.hold() }
         }
-        func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {}
+        func setSubscribed(_ characteristic: CharacteristicID, _ subscribed: Bool) async throws(ATTError) {}
         func central(_ central: BluetoothAddress, connected: Bool) async {}
         func checkLink() async -> String? {
             guard let check else { return nil }

@@ -24,7 +24,7 @@ import Testing
         func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {
             operations.withLock { $0.append("write") }
         }
-        func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {
+        func setSubscribed(_ characteristic: CharacteristicID, _ subscribed: Bool) async throws(ATTError) {
             operations.withLock { $0.append("subscribe begins") }
             await calls.hold()
             operations.withLock { $0.append("subscribed") }

@@ -25,7 +25,7 @@ import Testing
         init(_ pairing: DevicePairing) { devicePairing = pairing }
         func read(_ attribute: GattAttributeID, offset: Int) async throws(ATTError) -> [UInt8] { [] }
         func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError) {}
-        func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError) {}
+        func setSubscribed(_ characteristic: CharacteristicID, _ subscribed: Bool) async throws(ATTError) {}
         func central(_ central: BluetoothAddress, connected: Bool) async {}
         func checkLink() async -> String? { "a read" }
     }

@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 @testable import Profile
@@ -18,7 +19,7 @@ import Testing
         return BehaviourEngine(profile: try loadProfile(json), environment: adapter)
     }
 
-    func write(_ engine: inout BehaviourEngine, _ value: [UInt8], to id: String = "rx") -> EngineOutcome {
+    func write(_ engine: inout BehaviourEngine, _ value: [UInt8], to id: CharacteristicID = "rx") -> EngineOutcome {
         engine.handle(.write(characteristic: id, central: phone, value: value, withResponse: true))
     }
 

@@ -229,7 +229,7 @@ enum Recordings {
     @Test func refusedReadsAreReplayedAsRefusals() throws {
         let connected = DeviceReplica.Event(.connected(BluetoothAddress("F0:E0:D0:00:00:01")), time: 1.0)
         let central = CentralID(address: BluetoothAddress("F0:E0:D0:00:00:01")!)
-        func engine(_ events: [DeviceReplica.Event]) throws -> (BehaviourEngine, String) {
+        func engine(_ events: [DeviceReplica.Event]) throws -> (BehaviourEngine, CharacteristicID) {
             var replica = Recordings.lock()
             replica.conversation = [connected] + events
             let profile = try Self.load(ReplicaProfile(replica).build())

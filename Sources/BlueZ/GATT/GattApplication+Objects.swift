@@ -169,7 +169,9 @@ extension GattApplication {
         return DBusInterface(name: BlueZNames.gattCharacteristic, methods: methods, properties: properties)
     }
 
-    func descriptorInterface(_ descriptor: GattDescriptorDefinition, characteristic: String, parent: DBusObjectPath) -> DBusInterface {
+    func descriptorInterface(_ descriptor: GattDescriptorDefinition, characteristic: CharacteristicID, parent: DBusObjectPath)
+        -> DBusInterface
+    {
         let handler = self.handler
         let attribute = GattAttributeID(characteristic: characteristic, descriptor: descriptor.id)
         let value = Locked(descriptor.initialValue)

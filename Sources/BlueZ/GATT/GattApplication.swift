@@ -12,7 +12,7 @@ public final class GattApplication: Sendable {
     public let adapterPath: DBusObjectPath
     let stack: BlueZStack
     let handler: any GattRequestHandler
-    let characteristics: [String: CharacteristicObject]
+    let characteristics: [CharacteristicID: CharacteristicObject]
     /// The ATT handle of each service, by id (the one the profile asks for, else 0 until bluetoothd assigns one).
     let serviceHandles: [String: Locked<AttributeHandle>]
     let exportedPaths: [DBusObjectPath]
@@ -39,7 +39,7 @@ public final class GattApplication: Sendable {
         self.adapterPath = adapterPath
         self.stack = stack
         self.handler = handler
-        var characteristics: [String: CharacteristicObject] = [:]
+        var characteristics: [CharacteristicID: CharacteristicObject] = [:]
         var paths: [DBusObjectPath] = []
         for (serviceIndex, service) in services.enumerated() {
             let servicePath = path.appending("service\(serviceIndex)")
@@ -135,7 +135,7 @@ public final class GattApplication: Sendable {
     /// value, and nobody when it has no socket; otherwise every subscribed central does (older BlueZ offers no
     /// other way).
     @discardableResult
-    public func notify(_ characteristic: String, value: [UInt8], central: BluetoothAddress? = nil) async throws(ATTError)
+    public func notify(_ characteristic: CharacteristicID, value: [UInt8], central: BluetoothAddress? = nil) async throws(ATTError)
         -> NotificationDelivery
     {
         if let delivery = try notifyOnSockets(characteristic, value: value, central: central) { return delivery }
@@ -152,7 +152,7 @@ public final class GattApplication: Sendable {
     /// Stores `value` and writes it to the acquired notification sockets at once, without suspending;
     /// nil when no socket is open (then ``notify(_:value:central:)`` sends `PropertiesChanged`).
     public func notifyOnSockets(
-        _ characteristic: String, value: [UInt8], central: BluetoothAddress? = nil
+        _ characteristic: CharacteristicID, value: [UInt8], central: BluetoothAddress? = nil
     ) throws(ATTError) -> NotificationDelivery? {
         guard let object = characteristics[characteristic] else { throw .notSupported }
         object.value.withLock { $0 = value }
@@ -162,18 +162,18 @@ public final class GattApplication: Sendable {
     /// The bytes written to `characteristic`'s acquired notification sockets that bluetoothd has not read yet.
     /// bluetoothd serves each socket on its own: a notification on another characteristic keeps its place after
     /// these only once this is 0 (then they are in bluetoothd's ATT queue, which keeps order).
-    public func unreadNotificationBytes(_ characteristic: String) -> Int {
+    public func unreadNotificationBytes(_ characteristic: CharacteristicID) -> Int {
         characteristics[characteristic]?.unreadBytes ?? 0
     }
 
     /// Stores `value` as the characteristic's `Value` without notifying anyone.
-    public func setValue(_ characteristic: String, value: [UInt8]) {
+    public func setValue(_ characteristic: CharacteristicID, value: [UInt8]) {
         characteristics[characteristic]?.value.withLock { $0 = value }
     }
 
     /// The ATT handle of a characteristic's value: the one the profile asked for, or the one bluetoothd assigned;
     /// nil while neither is known (BlueZ 5.66 assigns none).
-    public func handle(_ characteristic: String) -> AttributeHandle? {
+    public func handle(_ characteristic: CharacteristicID) -> AttributeHandle? {
         characteristics[characteristic].map(\.handle.value).flatMap { $0 == 0 ? nil : $0 }
     }
 
@@ -183,7 +183,7 @@ public final class GattApplication: Sendable {
     }
 
     /// The owners of the open acquired notification sockets of `characteristic`.
-    public func acquiredNotificationCentrals(_ characteristic: String) -> [NotificationSocketOwner] {
+    public func acquiredNotificationCentrals(_ characteristic: CharacteristicID) -> [NotificationSocketOwner] {
         characteristics[characteristic]?.sockets.withLock { $0.filter { !$0.value.isClosed }.keys.sorted() } ?? []
     }
 

@@ -55,7 +55,7 @@ public enum GattNotifyPath: String, Sendable, Equatable {
 
 /// A GATT characteristic to export.
 public struct GattCharacteristicDefinition: Sendable, Equatable {
-    public var id: String
+    public var id: CharacteristicID
     public var uuid: BluetoothUUID
     public var flags: CharacteristicFlags
     /// The value `Value` reports before any read or write.
@@ -66,7 +66,7 @@ public struct GattCharacteristicDefinition: Sendable, Equatable {
     public var handle: AttributeHandle?
 
     public init(
-        id: String, uuid: BluetoothUUID, flags: CharacteristicFlags, initialValue: [UInt8] = [],
+        id: CharacteristicID, uuid: BluetoothUUID, flags: CharacteristicFlags, initialValue: [UInt8] = [],
         notifyPath: GattNotifyPath = .propertiesChanged,
         descriptors: [GattDescriptorDefinition] = [], handle: AttributeHandle? = nil
     ) {
@@ -109,5 +109,5 @@ public protocol GattRequestHandler: Sendable {
     func write(_ request: GattWriteRequest) async throws(ATTError)
     func subscriptionChanged(_ change: GattSubscriptionChange) async
     /// A central confirmed an indication of `characteristic`.
-    func indicationConfirmed(characteristic: String) async
+    func indicationConfirmed(characteristic: CharacteristicID) async
 }

@@ -146,15 +146,15 @@ public struct GattRequestOptions: Sendable, Equatable {
 
 /// Which GATT attribute a request is for: a characteristic, or one of its descriptors.
 public struct GattAttributeID: Sendable, Hashable, CustomStringConvertible {
-    public var characteristic: String
+    public var characteristic: CharacteristicID
     public var descriptor: String?
 
-    public init(characteristic: String, descriptor: String? = nil) {
+    public init(characteristic: CharacteristicID, descriptor: String? = nil) {
         self.characteristic = characteristic
         self.descriptor = descriptor
     }
 
-    public var description: String { descriptor.map { "\(characteristic)/\($0)" } ?? characteristic }
+    public var description: String { descriptor.map { "\(characteristic)/\($0)" } ?? characteristic.rawValue }
 }
 
 /// A read from a central (`ReadValue`).
@@ -216,7 +216,7 @@ public struct GattSubscriptionChange: Sendable, Equatable {
         case released
     }
 
-    public var characteristic: String
+    public var characteristic: CharacteristicID
     public var kind: Kind
     public var context: GattRequestContext
 }

@@ -1,3 +1,4 @@
+import BlueZ
 import Bluetooth
 
 /// One device's view of the process's ``EventLog``: what the device records carries its id (`device` in the
@@ -15,9 +16,10 @@ public struct DeviceEventLog: Sendable {
 
     /// Records an event of `central` (nil: of no central), tagged with the device.
     public func record(
-        _ kind: EmulatorEvent.Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-        detail: String? = nil, mtu: Int? = nil, progress: EmulatorEvent.Progress? = nil
+        _ kind: EmulatorEvent.Kind, central: BluetoothAddress? = nil, characteristic: CharacteristicID? = nil, descriptor: String? = nil,
+        value: [UInt8]? = nil, detail: String? = nil, mtu: Int? = nil, progress: EmulatorEvent.Progress? = nil
     ) {
+        let characteristic = characteristic.map { GattAttributeID(characteristic: $0, descriptor: descriptor).description }
         shared.record(
             EmulatorEvent(
                 time: shared.now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu,

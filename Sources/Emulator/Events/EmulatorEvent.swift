@@ -14,6 +14,8 @@ public struct EmulatorEvent: Sendable, Equatable {
     public var time: Double
     public var kind: Kind
     public var central: BluetoothAddress?
+    /// The attribute as the log names it: a ``CharacteristicID``'s text, or `characteristic/descriptor` for one of
+    /// its descriptors (``GattAttributeID/description``).
     public var characteristic: String?
     public var value: [UInt8]?
     public var detail: String?

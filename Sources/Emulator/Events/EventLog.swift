@@ -1,3 +1,4 @@
+import BlueZ
 import Bluetooth
 import DequeModule
 import Dispatch
@@ -121,9 +122,10 @@ public final class EventLog: Sendable {
 
     /// Records an event of `central`, named in the log by its address (nil: of no central).
     public func record(
-        _ kind: EmulatorEvent.Kind, central: BluetoothAddress? = nil, characteristic: String? = nil, value: [UInt8]? = nil,
-        detail: String? = nil, mtu: Int? = nil, progress: EmulatorEvent.Progress? = nil
+        _ kind: EmulatorEvent.Kind, central: BluetoothAddress? = nil, characteristic: CharacteristicID? = nil, descriptor: String? = nil,
+        value: [UInt8]? = nil, detail: String? = nil, mtu: Int? = nil, progress: EmulatorEvent.Progress? = nil
     ) {
+        let characteristic = characteristic.map { GattAttributeID(characteristic: $0, descriptor: descriptor).description }
         record(
             EmulatorEvent(
                 time: now, kind: kind, central: central, characteristic: characteristic, value: value, detail: detail, mtu: mtu,

@@ -5,7 +5,7 @@ import Profile
 /// One operation the runtime asks the fault engine about.
 public struct FaultOperation: Sendable, Equatable {
     public var kind: FaultOperationKind
-    public var characteristic: String?
+    public var characteristic: CharacteristicID?
     /// The central(s) concerned: the requester, or a notification's recipients.
     public var centrals: [BluetoothAddress]
     /// An upload chunk's: the share of the image (0–100) the upload reaches with it.
@@ -14,7 +14,7 @@ public struct FaultOperation: Sendable, Equatable {
     public var channel: String?
 
     public init(
-        _ kind: FaultOperationKind, characteristic: String? = nil, centrals: [BluetoothAddress] = [], percent: Int? = nil,
+        _ kind: FaultOperationKind, characteristic: CharacteristicID? = nil, centrals: [BluetoothAddress] = [], percent: Int? = nil,
         channel: String? = nil
     ) {
         self.kind = kind
@@ -167,7 +167,7 @@ public struct FaultEngine: Sendable, Equatable {
     let seed: UInt64
     var nextNumber = 1
     /// Notifications held back by `reorder`, by characteristic.
-    var held: [String: [UInt8]] = [:]
+    var held: [CharacteristicID: [UInt8]] = [:]
 
     public init(seed: UInt64 = 0) {
         self.seed = seed
@@ -206,7 +206,7 @@ public struct FaultEngine: Sendable, Equatable {
     }
 
     /// Removes every fault; returns the held-back notifications so the runtime can still send them.
-    public mutating func removeAll() -> [(characteristic: String, value: [UInt8])] {
+    public mutating func removeAll() -> [(characteristic: CharacteristicID, value: [UInt8])] {
         faults = []
         defer { held = [:] }
         return held.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -257,7 +257,7 @@ public struct FaultEngine: Sendable, Equatable {
 
     /// The values to send now for a notification given its plan: mutated, duplicated, and reordered with
     /// any value held back earlier for the same characteristic. Empty when dropped or held back.
-    public mutating func notificationValues(_ value: [UInt8], characteristic: String, plan: FaultPlan) -> [[UInt8]] {
+    public mutating func notificationValues(_ value: [UInt8], characteristic: CharacteristicID, plan: FaultPlan) -> [[UInt8]] {
         if plan.drop { return [] }
         let mutated = plan.mutate(value)
         if plan.reorder {
@@ -272,7 +272,7 @@ public struct FaultEngine: Sendable, Equatable {
     }
 
     /// Characteristics with a notification held back by `reorder`.
-    public var heldCharacteristics: [String] { held.keys.sorted() }
+    public var heldCharacteristics: [CharacteristicID] { held.keys.sorted() }
 
     // MARK: Internals
 

@@ -12,14 +12,16 @@ final class FaultStage: GattMiddleware {
         let plan = try await runtime.applyFaults(.read, operation.attribute, operation.central)
         let bytes = try await next.read(operation, in: runtime)
         return runtime.mutated(
-            bytes, by: plan, central: operation.central.address, characteristic: operation.attribute.description)
+            bytes, by: plan, central: operation.central.address, characteristic: operation.attribute.characteristic,
+            descriptor: operation.attribute.descriptor)
     }
 
     func write(_ operation: WriteOperation, in runtime: isolated Emulator, next: any GattResponder) async throws(ATTError) {
         let plan = try await runtime.applyFaults(.write, operation.attribute, operation.central, answerable: !operation.acknowledged)
         var changed = operation
         changed.value = runtime.mutatedWrite(
-            operation.value, by: plan, central: operation.central.address, characteristic: operation.attribute.description)
+            operation.value, by: plan, central: operation.central.address, characteristic: operation.attribute.characteristic,
+            descriptor: operation.attribute.descriptor)
         try await next.write(changed, in: runtime)
     }
 

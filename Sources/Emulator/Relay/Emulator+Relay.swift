@@ -8,7 +8,7 @@ import Profile
 struct RelayState: Sendable {
     /// The characteristics the device is subscribed to for the mirror's centrals: each while any central is
     /// subscribed to it (who is, the central registry knows).
-    var deviceSubscribed: Set<String> = []
+    var deviceSubscribed: Set<CharacteristicID> = []
     /// The link to the device is down: the mirror does not advertise and refuses what arrives.
     var deviceAway = false
     /// Writes the recording so far (`POST /v1/relay/snapshot`); nil when the relay has nowhere to write it.
@@ -98,7 +98,7 @@ extension Emulator {
 
     /// A notification or indication the device sent: logged as the relayed leg, then sent to the mirror's
     /// subscribers through the fault engine as any notification.
-    public func relayNotification(_ characteristic: String, value: [UInt8], indicate: Bool) async {
+    public func relayNotification(_ characteristic: CharacteristicID, value: [UInt8], indicate: Bool) async {
         log.record(.relayed, characteristic: characteristic, value: value, detail: "device \(indicate ? "indicated" : "notified")")
         guard !stopped, profile.characteristic(characteristic) != nil else { return }
         engine.store(value, for: characteristic)

@@ -37,13 +37,13 @@ final class RelayResponder: GattResponder {
             // the whole value read first, and proves nothing).
             if operation.offset == 0 { state.commandsGone(upTo: before) }
             runtime.log.record(
-                .relayed, central: central.logged, characteristic: id.description, value: bytes,
+                .relayed, central: central.logged, characteristic: id.characteristic, descriptor: id.descriptor, value: bytes,
                 detail: "device answered the read" + (operation.offset > 0 ? " at offset \(operation.offset)" : "")
                     + " in \(Emulator.milliseconds(since: start))")
             return bytes
         } catch {
             runtime.log.record(
-                .relayed, central: central.logged, characteristic: id.description,
+                .relayed, central: central.logged, characteristic: id.characteristic, descriptor: id.descriptor,
                 detail: "device answered the read with error \(error) in \(Emulator.milliseconds(since: start))")
             throw error
         }
@@ -72,7 +72,7 @@ final class RelayResponder: GattResponder {
             state.writesDropped += 1
             if state.writesDropped == 1 {
                 log.record(
-                    .relayed, central: central.logged, characteristic: id.description, value: value,
+                    .relayed, central: central.logged, characteristic: id.characteristic, descriptor: id.descriptor, value: value,
                     detail: "write command dropped: \(state.commandsWaiting) write commands may still wait for the device's link "
                         + "(the phone writes faster than the device's link carries them); the next drops are counted")
             }
@@ -80,7 +80,7 @@ final class RelayResponder: GattResponder {
         }
         if state.writesDropped > 0 {
             log.record(
-                .relayed, central: central.logged, characteristic: id.description,
+                .relayed, central: central.logged, characteristic: id.characteristic, descriptor: id.descriptor,
                 detail: "\(state.writesDropped) write commands dropped while the device's link was busy")
             state.writesDropped = 0
         }
@@ -94,13 +94,13 @@ final class RelayResponder: GattResponder {
             try await upstream.write(id, value: value, offset: operation.offset, withResponse: withResponse)
             if withResponse { state.commandsGone(upTo: before) }
             log.record(
-                .relayed, central: central.logged, characteristic: id.description, value: value,
+                .relayed, central: central.logged, characteristic: id.characteristic, descriptor: id.descriptor, value: value,
                 detail: withResponse
                     ? "device answered the write in \(Emulator.milliseconds(since: start))"
                     : "write command sent to the device in \(Emulator.milliseconds(since: start))")
         } catch {
             log.record(
-                .relayed, central: central.logged, characteristic: id.description, value: value,
+                .relayed, central: central.logged, characteristic: id.characteristic, descriptor: id.descriptor, value: value,
                 detail: "device answered the \(what) with error \(error) in \(Emulator.milliseconds(since: start))")
             throw error
         }
@@ -163,7 +163,7 @@ final class RelayResponder: GattResponder {
 
     /// Follows the mirror's subscriptions to `characteristic` after `central`'s changed (or its link went): the
     /// device is subscribed when the first central subscribes and unsubscribed when the last one leaves.
-    private func follow(_ characteristic: String, central: BluetoothAddress, in runtime: isolated Emulator) async {
+    private func follow(_ characteristic: CharacteristicID, central: BluetoothAddress, in runtime: isolated Emulator) async {
         let subscribed = !runtime.centrals.subscribers(of: characteristic).isEmpty
         guard subscribed != state.deviceSubscribed.contains(characteristic), !state.deviceAway else { return }
         if subscribed { state.deviceSubscribed.insert(characteristic) } else { state.deviceSubscribed.remove(characteristic) }

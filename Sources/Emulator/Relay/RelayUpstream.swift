@@ -21,7 +21,7 @@ public protocol RelayUpstream: AnyObject, Sendable {
     /// Writes `value` at `offset`; `withResponse` false for a Write Command.
     func write(_ attribute: GattAttributeID, value: [UInt8], offset: Int, withResponse: Bool) async throws(ATTError)
     /// Subscribes to the device's characteristic (the first central subscribed) or unsubscribes (the last one left).
-    func setSubscribed(_ characteristic: String, _ subscribed: Bool) async throws(ATTError)
+    func setSubscribed(_ characteristic: CharacteristicID, _ subscribed: Bool) async throws(ATTError)
     /// A central connected to or disconnected from the mirror.
     func central(_ central: BluetoothAddress, connected: Bool) async
     /// Returns once the Write Commands sent to the device before the call have left the device side's bluetoothd
@@ -76,11 +76,11 @@ public struct DevicePairing: Sendable, Equatable {
 
 /// One notification or indication from the device, as the relay hands it to the emulator.
 public struct RelayedNotification: Sendable, Equatable {
-    public var characteristic: String
+    public var characteristic: CharacteristicID
     public var value: [UInt8]
     public var indicate: Bool
 
-    public init(characteristic: String, value: [UInt8], indicate: Bool) {
+    public init(characteristic: CharacteristicID, value: [UInt8], indicate: Bool) {
         self.characteristic = characteristic
         self.value = value
         self.indicate = indicate

@@ -82,7 +82,7 @@ struct WriteOperation: Sendable, Equatable {
 
 /// A central's subscription starting or ending.
 struct SubscriptionOperation: Sendable, Equatable {
-    var characteristic: String
+    var characteristic: CharacteristicID
     var central: CentralID
     var subscribed: Bool
 }
@@ -101,7 +101,7 @@ enum LinkEvent: Sendable, Equatable {
 
 /// A notification or indication on its way out: to every subscriber of `characteristic`, or to one central.
 struct OutgoingNotification: Sendable, Equatable {
-    var characteristic: String
+    var characteristic: CharacteristicID
     var value: [UInt8]
     var target: NotificationTarget
     var indicate: Bool

@@ -44,7 +44,7 @@ final class ProfileResponder: GattResponder {
         guard case .error(let error)? = try await runtime.run(outcome, central: central) else { return }
         if operation.acknowledged {
             runtime.log.record(
-                .note, central: central.address, characteristic: id.description,
+                .note, central: central.address, characteristic: id.characteristic, descriptor: id.descriptor,
                 detail: "error \(error) not delivered: bluetoothd already acknowledged this write")
             throw error
         }

@@ -4,10 +4,10 @@ import Bluetooth
 /// Sends each characteristic's operations to the responder that owns it (the firmware target's SMP characteristic),
 /// everything else to `fallback` (the profile's rules). Every responder sees every link event.
 final class RoutingResponder: GattResponder {
-    let routes: [String: any GattResponder]
+    let routes: [CharacteristicID: any GattResponder]
     let fallback: any GattResponder
 
-    init(routes: [String: any GattResponder], fallback: any GattResponder) {
+    init(routes: [CharacteristicID: any GattResponder], fallback: any GattResponder) {
         self.routes = routes
         self.fallback = fallback
     }

@@ -11,7 +11,7 @@ struct CentralRegistry: Sendable {
         var connected = false
         var mtu: ATTMTU?
         /// The characteristics (ids) it is subscribed to, by StartNotify or AcquireNotify.
-        var subscriptions: Set<String> = []
+        var subscriptions: Set<CharacteristicID> = []
     }
 
     private var entries: [BluetoothAddress: Entry] = [:]
@@ -64,7 +64,7 @@ struct CentralRegistry: Sendable {
 
     /// Keeps a subscription starting or ending. An end for a central already gone changes nothing (bluetoothd ends
     /// the subscriptions of a link after it reported the link down, and that link's entry went with it).
-    mutating func note(subscribed: Bool, to characteristic: String, by address: BluetoothAddress) {
+    mutating func note(subscribed: Bool, to characteristic: CharacteristicID, by address: BluetoothAddress) {
         if subscribed {
             makeRoom(for: address)
             entries[address, default: Entry()].subscriptions.insert(characteristic)
@@ -74,7 +74,7 @@ struct CentralRegistry: Sendable {
     }
 
     /// The centrals subscribed to `characteristic`, in address order.
-    func subscribers(of characteristic: String) -> [BluetoothAddress] {
+    func subscribers(of characteristic: CharacteristicID) -> [BluetoothAddress] {
         entries.filter { $0.value.subscriptions.contains(characteristic) }.keys.sorted()
     }
 

@@ -138,7 +138,7 @@ extension Emulator {
     }
 
     /// Sends a notification or indication of `value` to every subscriber, through the fault engine.
-    public func notify(characteristic id: String, value: [UInt8], indicate: Bool) async throws(ControlFailure) {
+    public func notify(characteristic id: CharacteristicID, value: [UInt8], indicate: Bool) async throws(ControlFailure) {
         let definition = try characteristic(id)
         let flag: CharacteristicFlag = indicate ? .indicate : .notify
         guard definition.has(flag) else {
@@ -152,7 +152,7 @@ extension Emulator {
     }
 
     /// Replaces a characteristic's stored value without notifying.
-    public func setValue(characteristic id: String, value: [UInt8]) throws(ControlFailure) {
+    public func setValue(characteristic id: CharacteristicID, value: [UInt8]) throws(ControlFailure) {
         _ = try characteristic(id)
         engine.store(value, for: id)
         application?.setValue(id, value: value)
@@ -265,11 +265,11 @@ extension Emulator {
         await refreshAdvertisements()
     }
 
-    private func characteristic(_ id: String) throws(ControlFailure) -> CharacteristicDefinition {
+    private func characteristic(_ id: CharacteristicID) throws(ControlFailure) -> CharacteristicDefinition {
         guard let definition = profile.characteristic(id) else {
-            let hint = profile.idHint(forUUID: id).map { " (\($0))" } ?? ""
+            let hint = profile.idHint(forUUID: id.rawValue).map { " (\($0))" } ?? ""
             throw ControlFailure(
-                .notFound, "unknown characteristic \"\(id)\"\(hint)", details: ["known": profile.characteristics.map(\.id)])
+                .notFound, "unknown characteristic \"\(id)\"\(hint)", details: ["known": profile.characteristics.map(\.id.rawValue)])
         }
         return definition
     }

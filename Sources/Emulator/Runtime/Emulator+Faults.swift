@@ -46,10 +46,14 @@ extension Emulator {
         if plan.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
         if plan.drop {
             guard answerable else {
-                log.record(.note, central: central.address, characteristic: id.description, detail: "write dropped: not handled")
+                log.record(
+                    .note, central: central.address, characteristic: id.characteristic, descriptor: id.descriptor,
+                    detail: "write dropped: not handled")
                 throw .failed  // bluetoothd ignores it; the caller stops here.
             }
-            log.record(.note, central: central.address, characteristic: id.description, detail: "\(kind.rawValue) dropped: no answer")
+            log.record(
+                .note, central: central.address, characteristic: id.characteristic, descriptor: id.descriptor,
+                detail: "\(kind.rawValue) dropped: no answer")
             try? await Task.sleep(for: droppedAnswerHold)
             throw .failed
         }
@@ -57,10 +61,10 @@ extension Emulator {
             let gattError = error
             if !answerable {
                 log.record(
-                    .note, central: central.address, characteristic: id.description,
+                    .note, central: central.address, characteristic: id.characteristic, descriptor: id.descriptor,
                     detail: "error \(gattError) not delivered: bluetoothd already acknowledged this write")
             } else {
-                recordOperation(.answer, central: central.address, characteristic: id.description, detail: "error \(gattError)")
+                recordOperation(.answer, central: central.address, attribute: id, detail: "error \(gattError)")
             }
             throw gattError
         }
@@ -69,12 +73,14 @@ extension Emulator {
 
     /// `value` as the plan's byte faults (corrupt, truncate, rewrite) change it; a result cut to the ATT value limit
     /// is logged.
-    func mutated(_ value: [UInt8], by plan: FaultPlan, central: BluetoothAddress?, characteristic: String) -> [UInt8] {
+    func mutated(
+        _ value: [UInt8], by plan: FaultPlan, central: BluetoothAddress?, characteristic: CharacteristicID, descriptor: String? = nil
+    ) -> [UInt8] {
         guard !plan.mutations.isEmpty else { return value }
         let (bytes, cut) = plan.mutated(value)
         if cut > 0 {
             log.record(
-                .note, central: central, characteristic: characteristic,
+                .note, central: central, characteristic: characteristic, descriptor: descriptor,
                 detail: "faults made a value of \(bytes.count + cut) bytes: cut to \(bytes.count), the ATT value limit")
         }
         return bytes
@@ -82,11 +88,13 @@ extension Emulator {
 
     /// A written value as the plan's byte faults change it before the behaviour engine sees it. A change is logged
     /// with the value the engine gets (the `write` event before it has the central's).
-    func mutatedWrite(_ value: [UInt8], by plan: FaultPlan, central: BluetoothAddress, characteristic: String) -> [UInt8] {
-        let bytes = mutated(value, by: plan, central: central, characteristic: characteristic)
+    func mutatedWrite(
+        _ value: [UInt8], by plan: FaultPlan, central: BluetoothAddress, characteristic: CharacteristicID, descriptor: String? = nil
+    ) -> [UInt8] {
+        let bytes = mutated(value, by: plan, central: central, characteristic: characteristic, descriptor: descriptor)
         if bytes != value {
             log.record(
-                .note, central: central, characteristic: characteristic, value: bytes,
+                .note, central: central, characteristic: characteristic, descriptor: descriptor, value: bytes,
                 detail: "written value changed by faults (\(value.count) → \(bytes.count) bytes): the behaviour engine gets this one")
         }
         return bytes
@@ -101,9 +109,9 @@ extension Emulator {
     }
 
     /// Logs each fired fault and starts its adapter-level actions.
-    func record(_ plan: FaultPlan, central: BluetoothAddress?, characteristic: String?) {
+    func record(_ plan: FaultPlan, central: BluetoothAddress?, characteristic: CharacteristicID?, descriptor: String? = nil) {
         for fired in plan.fired {
-            log.record(.fault, central: central, characteristic: characteristic, detail: fired.detail)
+            log.record(.fault, central: central, characteristic: characteristic, descriptor: descriptor, detail: fired.detail)
         }
         for action in plan.adapterActions { startAdapterAction(action) }
     }

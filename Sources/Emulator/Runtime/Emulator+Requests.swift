@@ -8,10 +8,10 @@ extension Emulator: GattRequestHandler {
         noteMTU(request.context, central)
         let id = request.attribute
         recordOperation(
-            .read, central: central.address, characteristic: id.description, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
+            .read, central: central.address, attribute: id, detail: request.offset > 0 ? "offset \(request.offset)" : nil)
         request.context.begin()
         let bytes = try await pipeline.inbound.read(ReadOperation(attribute: id, offset: request.offset, central: central), in: self)
-        recordOperation(.answer, central: central.address, characteristic: id.description, value: bytes)
+        recordOperation(.answer, central: central.address, attribute: id, value: bytes)
         return bytes
     }
 
@@ -20,7 +20,7 @@ extension Emulator: GattRequestHandler {
         noteMTU(request.context, central)
         let id = request.attribute
         recordOperation(
-            .write, central: central.address, characteristic: id.description, value: request.value,
+            .write, central: central.address, attribute: id, value: request.value,
             detail: (request.kind?.rawValue ?? "write") + (request.bluetoothdAnswered ? " (acknowledged by bluetoothd)" : "")
                 + (request.offset > 0 ? " offset \(request.offset)" : ""))
         request.context.begin()
@@ -36,7 +36,7 @@ extension Emulator: GattRequestHandler {
             throw error
         }
         if !request.bluetoothdAnswered {
-            recordOperation(.answer, central: central.address, characteristic: id.description, detail: "success")
+            recordOperation(.answer, central: central.address, attribute: id, detail: "success")
         }
     }
 
@@ -45,7 +45,8 @@ extension Emulator: GattRequestHandler {
         let subscribed = change.kind == .started || change.kind == .acquired
         if subscribed { noteMTU(change.context, central) }
         recordOperation(
-            subscribed ? .subscribed : .unsubscribed, central: central.address, characteristic: change.characteristic,
+            subscribed ? .subscribed : .unsubscribed, central: central.address,
+            attribute: GattAttributeID(characteristic: change.characteristic),
             detail: change.kind == .acquired || change.kind == .released ? "AcquireNotify" : "StartNotify")
         centrals.note(subscribed: subscribed, to: change.characteristic, by: central.address)
         change.context.begin()
@@ -53,27 +54,28 @@ extension Emulator: GattRequestHandler {
             SubscriptionOperation(characteristic: change.characteristic, central: central, subscribed: subscribed), in: self)
     }
 
-    public func indicationConfirmed(characteristic: String) async {
+    public func indicationConfirmed(characteristic: CharacteristicID) async {
         log.record(.confirmed, characteristic: characteristic)
     }
 
     /// Logs the ATT error about to be returned and hands it back for throwing.
     func answer(_ error: ATTError, _ central: CentralID, _ id: GattAttributeID) -> ATTError {
-        recordOperation(.answer, central: central.address, characteristic: id.description, detail: "error \(error)")
+        recordOperation(.answer, central: central.address, attribute: id, detail: "error \(error)")
         return error
     }
 
-    func descriptorValue(characteristic: String, descriptor: String) -> [UInt8] {
+    func descriptorValue(characteristic: CharacteristicID, descriptor: String) -> [UInt8] {
         guard let definition = profile.characteristic(characteristic)?.descriptors.first(where: { $0.id == descriptor }) else { return [] }
         return profile.descriptorValue(definition, environment: engine.environment)
     }
 
     /// Logs a GATT operation of `central` with the ATT MTU of its link (when bluetoothd has told it).
     func recordOperation(
-        _ kind: EmulatorEvent.Kind, central: BluetoothAddress?, characteristic: String, value: [UInt8]? = nil, detail: String? = nil
+        _ kind: EmulatorEvent.Kind, central: BluetoothAddress?, attribute: GattAttributeID, value: [UInt8]? = nil, detail: String? = nil
     ) {
         log.record(
-            kind, central: central, characteristic: characteristic, value: value, detail: detail,
+            kind, central: central, characteristic: attribute.characteristic, descriptor: attribute.descriptor, value: value,
+            detail: detail,
             mtu: central.flatMap { centrals.mtu(of: $0) }.map { Int($0.rawValue) })
     }
 

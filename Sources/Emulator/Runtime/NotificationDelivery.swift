@@ -7,7 +7,7 @@ import Profile
 /// logged as it left.
 final class NotificationDelivery: NotificationSender {
     /// The characteristic whose sockets took the latest notification (see ``keepOrderAcrossSockets(before:in:)``).
-    var lastSocketCharacteristic: String?
+    var lastSocketCharacteristic: CharacteristicID?
     /// How long a notification waits for bluetoothd to read another characteristic's socket.
     let orderWait: Duration
 
@@ -64,7 +64,8 @@ final class NotificationDelivery: NotificationSender {
     /// log keeps them in order with the events around them (a disconnection the notification preceded); only a
     /// switch of characteristic mid-burst may first wait for bluetoothd (``keepOrderAcrossSockets(before:in:)``).
     func deliver(
-        _ characteristic: String, value: [UInt8], central address: BluetoothAddress?, indicate: Bool, in runtime: isolated Emulator
+        _ characteristic: CharacteristicID, value: [UInt8], central address: BluetoothAddress?, indicate: Bool,
+        in runtime: isolated Emulator
     ) async {
         await keepOrderAcrossSockets(before: characteristic, in: runtime)
         let log = runtime.log
@@ -98,7 +99,8 @@ final class NotificationDelivery: NotificationSender {
                 case nil: "not sent (no GATT application)"
                 }
             runtime.recordOperation(
-                indicate ? .indicate : .notify, central: address, characteristic: characteristic, value: value, detail: how)
+                indicate ? .indicate : .notify, central: address, attribute: GattAttributeID(characteristic: characteristic), value: value,
+                detail: how)
         } catch {
             log.record(.error, characteristic: characteristic, detail: "notification failed: \(error)")
         }
@@ -111,7 +113,7 @@ final class NotificationDelivery: NotificationSender {
     /// A burst on one characteristic costs nothing here. bluetoothd reads a socket whether or not the central reads
     /// its notifications, so only a bluetoothd that is not running soon enough makes this wait long; when it gives
     /// up, the log says so (the central may then get the two out of order).
-    func keepOrderAcrossSockets(before characteristic: String, in runtime: isolated Emulator) async {
+    func keepOrderAcrossSockets(before characteristic: CharacteristicID, in runtime: isolated Emulator) async {
         guard let last = lastSocketCharacteristic, last != characteristic, let application = runtime.application,
             application.unreadNotificationBytes(last) > 0
         else { return }
@@ -143,7 +145,7 @@ extension Emulator {
     }
 
     /// Sends a notification or indication down the pipeline's way out: the faults, then the delivery.
-    func sendNotification(_ characteristic: String, value: [UInt8], target: NotificationTarget, indicate: Bool) async {
+    func sendNotification(_ characteristic: CharacteristicID, value: [UInt8], target: NotificationTarget, indicate: Bool) async {
         await pipeline.outbound.send(
             OutgoingNotification(characteristic: characteristic, value: value, target: target, indicate: indicate), in: self)
     }

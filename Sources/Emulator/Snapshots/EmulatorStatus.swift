@@ -37,7 +37,7 @@ public struct EmulatorStatus: Sendable, Equatable {
         /// The ATT MTU of its link, once bluetoothd told it.
         public var mtu: UInt16?
         /// The characteristics it subscribed to, sorted.
-        public var subscriptions: [String]
+        public var subscriptions: [CharacteristicID]
         /// Its own `connectionState` values as text; nil when the profile has none.
         public var state: [String: String]?
     }
@@ -53,7 +53,7 @@ public struct EmulatorStatus: Sendable, Equatable {
     }
 
     public struct Characteristic: Sendable, Equatable {
-        public var id: String
+        public var id: CharacteristicID
         public var uuid: Bluetooth.BluetoothUUID
         /// The profile's flags, in its order (BlueZ's: more than the ATT properties, e.g. `encrypt-read`).
         public var flags: [CharacteristicFlag]

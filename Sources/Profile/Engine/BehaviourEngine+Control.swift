@@ -1,6 +1,8 @@
+import Bluetooth
+
 extension BehaviourEngine {
     /// Stores a value set from outside the rules (control API notify / set value).
-    public mutating func store(_ value: [UInt8], for characteristic: String) {
+    public mutating func store(_ value: [UInt8], for characteristic: CharacteristicID) {
         values[characteristic] = value
     }
 

@@ -1,10 +1,12 @@
+import Bluetooth
+
 extension BehaviourEngine {
     /// A write to a characteristic with `frames`: joined to what the central wrote before, cut into whole frames,
     /// each handled as a write of its own (in order, their outcomes one after the other); the start of a frame
     /// is held for the next write. Bytes that cannot start a frame are handled as written. A write with
     /// response gets the first reply its frames produced (none: success).
     mutating func handleFrames(
-        _ format: FrameFormat, characteristic id: String, central: CentralID, value: [UInt8], withResponse: Bool, limit: Int
+        _ format: FrameFormat, characteristic id: CharacteristicID, central: CentralID, value: [UInt8], withResponse: Bool, limit: Int
     ) -> EngineOutcome {
         var rest = (heldFrames[central]?[id] ?? []) + value
         var pieces: [[UInt8]] = []

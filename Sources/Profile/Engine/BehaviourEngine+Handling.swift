@@ -1,3 +1,5 @@
+import Bluetooth
+
 extension BehaviourEngine {
     /// Handles one event: updates state and returns the rules that fired and the effects to execute. A write to
     /// a characteristic with `frames` is handled as the whole frames it completes (``handleFrames``).
@@ -211,7 +213,7 @@ extension BehaviourEngine {
     /// A rendered attribute value cut to the characteristic's `maxLength` (else 512), with a `.log` effect when
     /// it was longer or a template value was cut on the way.
     mutating func fit(
-        _ rendered: (bytes: [UInt8], capped: Bool), to characteristic: String, what: String, into effects: inout [Effect]
+        _ rendered: (bytes: [UInt8], capped: Bool), to characteristic: CharacteristicID, what: String, into effects: inout [Effect]
     ) -> [UInt8] {
         if rendered.capped {
             effects.append(

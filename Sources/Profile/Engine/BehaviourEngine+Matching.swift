@@ -7,12 +7,13 @@ extension BehaviourEngine {
             return true
         case (.read(let id), .read(let target, _, _)),
             (.subscribe(let id), .subscribe(let target, _)),
-            (.unsubscribe(let id), .unsubscribe(let target, _)),
-            (.timer(let id), .timer(let target)),
-            (.trigger(let id), .trigger(let target, _)):
+            (.unsubscribe(let id), .unsubscribe(let target, _)):
             return id == target
-        case (.write(let id, let matcher), .write(let target, _, let value, _)),
-            (.sdu(let id, let matcher), .sdu(let target, _, let value)):
+        case (.timer(let id), .timer(let target)), (.trigger(let id), .trigger(let target, _)):
+            return id == target
+        case (.write(let id, let matcher), .write(let target, _, let value, _)):
+            return id == target && matches(matcher, value, event: event)
+        case (.sdu(let id, let matcher), .sdu(let target, _, let value)):
             return id == target && matches(matcher, value, event: event)
         case (.channelOpen(let id), .channelOpen(let target, _)), (.channelClose(let id), .channelClose(let target, _)):
             return id == target

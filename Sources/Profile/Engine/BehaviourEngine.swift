@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Runs a profile's behaviour: feed it events, execute the effects it returns, in order.
 ///
 /// A value type with no I/O: the runtime keeps one inside an actor. All state, variable and value
@@ -18,7 +20,7 @@ public struct BehaviourEngine: Sendable {
     /// Connected centrals, in connection order.
     public internal(set) var centrals: [CentralID] = []
     /// Subscribed centrals per characteristic id.
-    public internal(set) var subscribers: [String: [CentralID]] = [:]
+    public internal(set) var subscribers: [CharacteristicID: [CentralID]] = [:]
     /// Open L2CAP channels per channel id, in opening order.
     public internal(set) var openChannels: [String: [ChannelLink]] = [:]
     /// Timers scheduled and not yet fired or cancelled.
@@ -27,10 +29,10 @@ public struct BehaviourEngine: Sendable {
     /// The `connectionState` values of each central that has had events since it connected.
     public internal(set) var connectionStates: [CentralID: [String: ProfileValue]] = [:]
 
-    var values: [String: [UInt8]] = [:]
+    var values: [CharacteristicID: [UInt8]] = [:]
     /// The start of a frame each central has written so far, by characteristic (`frames`); less than a frame
     /// (so at most the characteristic's `maxLength`), dropped when the central disconnects.
-    var heldFrames: [CentralID: [String: [UInt8]]] = [:]
+    var heldFrames: [CentralID: [CharacteristicID: [UInt8]]] = [:]
     var generator: SeededGenerator
     var publishedAdvertisements: [AdvertisementSpec] = []
     /// What `publishedAdvertisements` were rendered from.
@@ -41,7 +43,7 @@ public struct BehaviourEngine: Sendable {
     var clampedDurations: Set<String> = []
     /// Each characteristic's longest value (`maxLength`, else 512), and the smallest of them, so that the
     /// common short value needs no lookup.
-    let valueLimits: [String: Int]
+    let valueLimits: [CharacteristicID: Int]
     let smallestValueLimit: Int
 
     public init(profile: DeviceProfile, environment: EngineEnvironment) {
@@ -52,7 +54,7 @@ public struct BehaviourEngine: Sendable {
         var initialConnectionState: [String: ProfileValue] = [:]
         for name in profile.connectionState { initialConnectionState[name] = initialState[name] }
         self.initialConnectionState = initialConnectionState
-        var limits: [String: Int] = [:]
+        var limits: [CharacteristicID: Int] = [:]
         for characteristic in profile.characteristics where limits[characteristic.id] == nil {
             limits[characteristic.id] = characteristic.maxLength ?? ProfileLimits.attributeValueLength
         }
@@ -86,7 +88,7 @@ public struct BehaviourEngine: Sendable {
     }
 
     /// The stored value of a characteristic; empty for unknown ids.
-    public func value(of characteristic: String) -> [UInt8] {
+    public func value(of characteristic: CharacteristicID) -> [UInt8] {
         values[characteristic] ?? []
     }
 

@@ -20,8 +20,8 @@ public enum NotificationTarget: Sendable, Equatable {
 /// `.notify` also updates the stored value; `.setValue` is emitted whenever a stored value changes otherwise.
 public enum Effect: Sendable, Equatable {
     case reply(Reply)
-    case notify(characteristic: String, value: [UInt8], target: NotificationTarget, indicate: Bool)
-    case setValue(characteristic: String, value: [UInt8])
+    case notify(characteristic: CharacteristicID, value: [UInt8], target: NotificationTarget, indicate: Bool)
+    case setValue(characteristic: CharacteristicID, value: [UInt8])
     case delay(Duration)
     /// Re-register the advertisements for this variant (nil = base); resolve them with
     /// `BehaviourEngine.advertisements()`, which also reflects state used by their templates.
@@ -63,7 +63,7 @@ public struct EngineOutcome: Sendable, Equatable {
     }
 
     /// The notifications and indications, in order.
-    public var notifications: [(characteristic: String, value: [UInt8], target: NotificationTarget, indicate: Bool)] {
+    public var notifications: [(characteristic: CharacteristicID, value: [UInt8], target: NotificationTarget, indicate: Bool)] {
         effects.compactMap {
             if case .notify(let c, let v, let t, let i) = $0 { return (c, v, t, i) }
             return nil

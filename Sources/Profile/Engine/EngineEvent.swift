@@ -16,10 +16,10 @@ public enum EngineEvent: Sendable, Equatable {
     case connect(CentralID)
     case disconnect(CentralID)
     /// `characteristic` is the characteristic id from the profile.
-    case read(characteristic: String, central: CentralID, offset: Int)
-    case write(characteristic: String, central: CentralID, value: [UInt8], withResponse: Bool)
-    case subscribe(characteristic: String, central: CentralID)
-    case unsubscribe(characteristic: String, central: CentralID)
+    case read(characteristic: CharacteristicID, central: CentralID, offset: Int)
+    case write(characteristic: CharacteristicID, central: CentralID, value: [UInt8], withResponse: Bool)
+    case subscribe(characteristic: CharacteristicID, central: CentralID)
+    case unsubscribe(characteristic: CharacteristicID, central: CentralID)
     /// A timer the engine scheduled with `.scheduleTimer` fired.
     case timer(String)
     /// A named trigger from the control API.

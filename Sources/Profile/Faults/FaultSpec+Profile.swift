@@ -4,7 +4,10 @@ extension DeviceProfile {
     public func problem(with spec: FaultSpec) -> FaultSpecError? {
         if let id = spec.scope.characteristic {
             guard let characteristic = characteristic(id) else {
-                let hint = (idHint(forUUID: id) ?? Suggestions.hint(for: id, in: characteristics.map(\.id))).map { " (\($0))" } ?? ""
+                let hint =
+                    (idHint(forUUID: id.rawValue) ?? Suggestions.hint(for: id.rawValue, in: characteristics.map(\.id.rawValue))).map {
+                        " (\($0))"
+                    } ?? ""
                 return FaultSpecError(path: "characteristic", message: "unknown characteristic \"\(id)\"\(hint)", kind: .notFound)
             }
             let needed: [CharacteristicFlag] =

@@ -39,7 +39,7 @@ extension FaultOperation {
 /// eligible from the `nth` one on, then fires with `probability` (drawn from its seeded generator),
 /// at most `count` times (unlimited when nil).
 public struct FaultScope: Sendable, Equatable {
-    public var characteristic: String?
+    public var characteristic: CharacteristicID?
     /// The one central it applies to; nil: any.
     public var central: BluetoothAddress?
     public var nth: Int
@@ -55,7 +55,7 @@ public struct FaultScope: Sendable, Equatable {
     public var channel: String?
 
     public init(
-        characteristic: String? = nil, central: BluetoothAddress? = nil, nth: Int = 1, count: Int? = nil,
+        characteristic: CharacteristicID? = nil, central: BluetoothAddress? = nil, nth: Int = 1, count: Int? = nil,
         probability: Double = 1, seed: UInt64? = nil, afterMilliseconds: Int = 0, percent: Int? = nil
     ) {
         self.characteristic = characteristic

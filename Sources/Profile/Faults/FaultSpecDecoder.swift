@@ -94,7 +94,7 @@ public enum FaultSpecDecoder {
         var scope = FaultScope()
         if let value = node["characteristic"] {
             guard let text = value.stringValue, !text.isEmpty else { throw fail(value, "characteristic", "expected a characteristic id") }
-            scope.characteristic = text
+            scope.characteristic = CharacteristicID(text)
         }
         if let value = node["central"] {
             guard let text = value.stringValue, isAddress(text), let address = BluetoothAddress(text) else {

@@ -27,7 +27,7 @@ public struct ChannelDefinition: Sendable, Equatable {
     }
 
     /// The id of the PSM characteristic `publish` adds.
-    public var psmCharacteristic: String { "\(id)-psm" }
+    public var psmCharacteristic: CharacteristicID { CharacteristicID("\(id)-psm") }
 
     /// The PSM: one given, or any free one of the LE dynamic range, which the kernel picks at start.
     public enum PSM: Sendable, Equatable, CustomStringConvertible {

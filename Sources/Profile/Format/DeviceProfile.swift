@@ -66,7 +66,7 @@ public struct DeviceProfile: Sendable {
     /// Every characteristic, in table order.
     public var characteristics: [CharacteristicDefinition] { services.flatMap(\.characteristics) }
 
-    public func characteristic(_ id: String) -> CharacteristicDefinition? {
+    public func characteristic(_ id: CharacteristicID) -> CharacteristicDefinition? {
         for service in services {
             if let found = service.characteristics.first(where: { $0.id == id }) { return found }
         }
@@ -78,12 +78,12 @@ public struct DeviceProfile: Sendable {
     /// `name` is no characteristic's UUID.
     public func idHint(forUUID name: String) -> String? {
         guard let uuid = BluetoothUUID(name) else { return nil }
-        return Self.idHint(ids: characteristics.filter { $0.uuid == uuid }.map(\.id))
+        return Self.idHint(ids: characteristics.filter { $0.uuid == uuid }.map(\.id.rawValue))
     }
 
     /// Characteristic ids by UUID (several where characteristics share one), for ``idHint(forUUID:in:)``.
     static func characteristicIDsByUUID(_ characteristics: [CharacteristicDefinition]) -> [BluetoothUUID: [String]] {
-        Dictionary(grouping: characteristics, by: \.uuid).mapValues { $0.map(\.id) }
+        Dictionary(grouping: characteristics, by: \.uuid).mapValues { $0.map(\.id.rawValue) }
     }
 
     /// ``idHint(forUUID:)`` with an index built once, for checks that may ask for each of many rules.

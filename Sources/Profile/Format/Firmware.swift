@@ -1,3 +1,4 @@
+import Bluetooth
 import McuMgr
 
 /// `"firmware"`: the device is a firmware-update target. Its SMP characteristic (mcumgr's transport: written
@@ -6,12 +7,12 @@ import McuMgr
 public struct FirmwareDefinition: Sendable, Equatable {
     /// The characteristic carrying SMP (Zephyr's is `DA2E7828-FBCE-4E01-AE9E-261174997C48` in service
     /// `8D53DC1D-1DB7-4CD3-868B-8A527460AA84`).
-    public var characteristic: String
+    public var characteristic: CharacteristicID
     /// The running image's version.
     public var version: McuBootImage.Version
     /// A characteristic whose value is the running version's text (Device Information's Firmware Revision), set
     /// at each boot.
-    public var revision: String?
+    public var revision: CharacteristicID?
     /// How long the device is gone at a reset: from the disconnection to advertising again.
     public var bootTime: DurationSpec = .milliseconds(2000)
     /// `mcumgr params`: the largest SMP packet taken, and the buffer count.
@@ -26,7 +27,7 @@ public struct FirmwareDefinition: Sendable, Equatable {
     /// Where the section is in the file.
     public var path = "firmware"
 
-    public init(characteristic: String, version: McuBootImage.Version) {
+    public init(characteristic: CharacteristicID, version: McuBootImage.Version) {
         self.characteristic = characteristic
         self.version = version
     }

@@ -17,10 +17,10 @@ public struct Rule: Sendable, Equatable {
 /// What a rule reacts to.
 public enum RuleTrigger: Sendable, Equatable {
     case connect, disconnect
-    case read(String)
-    case write(String, WriteMatcher)
-    case subscribe(String)
-    case unsubscribe(String)
+    case read(CharacteristicID)
+    case write(CharacteristicID, WriteMatcher)
+    case subscribe(CharacteristicID)
+    case unsubscribe(CharacteristicID)
     case timer(String)
     case trigger(String)
     /// A central opened an L2CAP channel of this id (`{"open": id}`).
@@ -39,7 +39,7 @@ public enum RuleTrigger: Sendable, Equatable {
     }
 
     /// The characteristic id this trigger names, if any.
-    public var characteristic: String? {
+    public var characteristic: CharacteristicID? {
         switch self {
         case .read(let id), .write(let id, _), .subscribe(let id), .unsubscribe(let id): id
         default: nil
@@ -141,8 +141,8 @@ public struct Action: Sendable, Equatable {
         case reply(Template)
         case succeed
         case fail(ATTError)
-        case notify(characteristic: String, value: Template, toAll: Bool, indicate: Bool)
-        case setValue(characteristic: String, value: Template)
+        case notify(characteristic: CharacteristicID, value: Template, toAll: Bool, indicate: Bool)
+        case setValue(characteristic: CharacteristicID, value: Template)
         case set(name: String, value: Assignment)
         case delay(DurationSpec)
         /// nil = the base advertisement.

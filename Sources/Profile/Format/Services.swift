@@ -19,7 +19,7 @@ public struct ServiceDefinition: Sendable, Equatable {
 
 /// A GATT characteristic. Its `id` is the name rules and engine events use.
 public struct CharacteristicDefinition: Sendable, Equatable {
-    public var id: String
+    public var id: CharacteristicID
     public var uuid: BluetoothUUID
     public var flags: [CharacteristicFlag]
     /// The initial value; `regenerate` says when the engine renders it again.

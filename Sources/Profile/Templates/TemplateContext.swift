@@ -13,7 +13,7 @@ public struct TemplateContext: Sendable {
     /// The written value being handled; empty otherwise.
     public var request: [UInt8]
     /// Current characteristic values by id, for `value(id)`.
-    public var characteristicValues: [String: [UInt8]]
+    public var characteristicValues: [CharacteristicID: [UInt8]]
     /// Arguments of a named trigger, for `arg("name")`.
     public var arguments: [String: String]
     public var counters: [String: Int]
@@ -24,7 +24,7 @@ public struct TemplateContext: Sendable {
     public init(
         variables: [String: ProfileValue] = [:], state: [String: ProfileValue] = [:],
         adapterAddress: BluetoothAddress = .zero, centralAddress: BluetoothAddress? = nil, request: [UInt8] = [],
-        characteristicValues: [String: [UInt8]] = [:], arguments: [String: String] = [:],
+        characteristicValues: [CharacteristicID: [UInt8]] = [:], arguments: [String: String] = [:],
         counters: [String: Int] = [:], generator: SeededGenerator = SeededGenerator(seed: 0)
     ) {
         self.variables = variables

@@ -214,7 +214,7 @@ extension Template {
         case "fill":
             let byte = UInt8(truncatingIfNeeded: argument(0).int)
             return .bytes([UInt8](repeating: byte, count: Self.count(argument(1).int, capped: &context.capped)))
-        case "value": return .bytes(context.characteristicValues[nameArgument()] ?? [])
+        case "value": return .bytes(context.characteristicValues[CharacteristicID(nameArgument())] ?? [])
         case "arg": return .text(context.arguments[nameArgument()] ?? "")
         default: return .bytes([])  // pad() inside an expression and unknown functions render nothing.
         }

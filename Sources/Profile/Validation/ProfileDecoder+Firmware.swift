@@ -8,12 +8,12 @@ extension ProfileDecoder {
         ]
         guard members(node, path, allowed: allowed) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
-        let characteristic = required(node, "characteristic", path).flatMap { identifier($0, sub("characteristic")) }
+        let characteristic = required(node, "characteristic", path).flatMap { characteristicID($0, sub("characteristic")) }
         let version = required(node, "version", path).flatMap { imageVersion($0, sub("version")) }
         guard let characteristic, let version else { return nil }
         var firmware = FirmwareDefinition(characteristic: characteristic, version: version)
         firmware.path = path
-        if let revision = node["revision"] { firmware.revision = identifier(revision, sub("revision")) }
+        if let revision = node["revision"] { firmware.revision = characteristicID(revision, sub("revision")) }
         if let bootTime = node["bootTime"], let duration = duration(bootTime, sub("bootTime")) { firmware.bootTime = duration }
         if let size = node["bufferSize"], let value = integer(size, sub("bufferSize"), in: FirmwareDefinition.bufferSizes) {
             firmware.bufferSize = value

@@ -105,15 +105,12 @@ extension ProfileDecoder {
         case "close":
             return identifier(kind.value, kindPath).map { .channelClose($0) }
         default:
-            let namesCharacteristic = ["read", "subscribe", "unsubscribe"].contains(kind.key)
-            guard let name = namesCharacteristic ? characteristicID(kind.value, kindPath) : identifier(kind.value, kindPath)
-            else { return nil }
             switch kind.key {
-            case "read": return .read(name)
-            case "subscribe": return .subscribe(name)
-            case "unsubscribe": return .unsubscribe(name)
-            case "timer": return .timer(name)
-            default: return .trigger(name)
+            case "read": return characteristicID(kind.value, kindPath).map { .read($0) }
+            case "subscribe": return characteristicID(kind.value, kindPath).map { .subscribe($0) }
+            case "unsubscribe": return characteristicID(kind.value, kindPath).map { .unsubscribe($0) }
+            case "timer": return identifier(kind.value, kindPath).map { .timer($0) }
+            default: return identifier(kind.value, kindPath).map { .trigger($0) }
             }
         }
     }

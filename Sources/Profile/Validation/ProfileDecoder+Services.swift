@@ -59,7 +59,8 @@ extension ProfileDecoder {
             }
         }
         var definition = CharacteristicDefinition(
-            id: id ?? "", uuid: uuidValue ?? BluetoothUUID(0), flags: flags, value: .empty, maxLength: nil, storeWrites: nil,
+            id: CharacteristicID(id ?? ""), uuid: uuidValue ?? BluetoothUUID(0), flags: flags, value: .empty, maxLength: nil,
+            storeWrites: nil,
             descriptors: [], description: nil, handle: nil, path: path)
         if let value = node["value"] {
             definition.value = valueSource(value, sub("value"), usage: .initialValue) ?? .empty

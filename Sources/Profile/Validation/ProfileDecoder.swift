@@ -163,13 +163,13 @@ struct ProfileDecoder {
     }
 
     /// A characteristic's id; one written as a UUID (`"2a4d"`) is refused with the ids that have it.
-    mutating func characteristicID(_ node: JSONNode, _ path: String) -> String? {
+    mutating func characteristicID(_ node: JSONNode, _ path: String) -> CharacteristicID? {
         guard let text = string(node, path) else { return nil }
         if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: characteristicIDsByUUID) {
             error(node, path, "unknown characteristic \"\(text)\"", hint: hint)
             return nil
         }
-        return identifier(node, path)
+        return identifier(node, path).map { CharacteristicID($0) }
     }
 
     /// An ASCII letter or `_`, then ASCII letters, digits, `_` or `-` (checked byte-wise, as in ``JSONPath``).

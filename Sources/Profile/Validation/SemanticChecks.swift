@@ -9,7 +9,7 @@ struct SemanticChecks {
     var diagnostics: [Diagnostic] = []
     let suggestions: SuggestionBudget
     /// The first characteristic with each id.
-    let characteristicsByID: [String: CharacteristicDefinition]
+    let characteristicsByID: [CharacteristicID: CharacteristicDefinition]
     /// Characteristic ids by UUID, for the hint when a rule names a characteristic by UUID.
     let characteristicIDsByUUID: [BluetoothUUID: [String]]
     let variablesByName: [String: NamedValue]
@@ -23,7 +23,7 @@ struct SemanticChecks {
     init(profile: DeviceProfile, suggestions: SuggestionBudget = SuggestionBudget()) {
         self.profile = profile
         self.suggestions = suggestions
-        var characteristics: [String: CharacteristicDefinition] = [:]
+        var characteristics: [CharacteristicID: CharacteristicDefinition] = [:]
         for characteristic in profile.characteristics where characteristics[characteristic.id] == nil {
             characteristics[characteristic.id] = characteristic
         }
@@ -63,7 +63,7 @@ struct SemanticChecks {
         // Ids must be unique; UUIDs need not be (GATT allows services, and characteristics of a service, to share one:
         // HID Reports, several Battery services), since everything names a characteristic or a service by its id.
         var serviceIDs: [String: String] = [:]
-        var characteristicIDs: [String: String] = [:]
+        var characteristicIDs: [CharacteristicID: String] = [:]
         for service in profile.services {
             if let first = serviceIDs[service.id] {
                 report(
@@ -288,8 +288,9 @@ struct SemanticChecks {
 
     // MARK: Rules
 
-    private func characteristicHint(_ id: String) -> String? {
-        DeviceProfile.idHint(forUUID: id, in: characteristicIDsByUUID) ?? hint(for: id, in: { profile.characteristics.map(\.id) })
+    private func characteristicHint(_ id: CharacteristicID) -> String? {
+        DeviceProfile.idHint(forUUID: id.rawValue, in: characteristicIDsByUUID)
+            ?? hint(for: id.rawValue, in: { profile.characteristics.map(\.id.rawValue) })
     }
 
     private mutating func check(_ rule: Rule) {
@@ -356,7 +357,7 @@ struct SemanticChecks {
     }
 
     private mutating func requireCharacteristic(
-        _ id: String, at path: String, flags: [CharacteristicFlag], purpose: String, flagName: String
+        _ id: CharacteristicID, at path: String, flags: [CharacteristicFlag], purpose: String, flagName: String
     ) {
         guard let characteristic = characteristicsByID[id] else {
             report(path, "unknown characteristic \"\(id)\"", hint: characteristicHint(id))
@@ -546,7 +547,7 @@ struct SemanticChecks {
     private mutating func checkTemplates(_ templates: [ProfileDecoder.PendingTemplate]) {
         let variables = Set(profile.variables.map(\.name))
         let state = Set(profile.state.map(\.name))
-        let characteristics = Set(characteristicsByID.keys)
+        let characteristics = Set(characteristicsByID.keys.map(\.rawValue))
         for pending in templates {
             let checker = TemplateChecker(
                 variables: variables, state: state, characteristics: characteristics, usage: pending.usage,

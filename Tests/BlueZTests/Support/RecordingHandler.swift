@@ -30,5 +30,5 @@ final class RecordingHandler: GattRequestHandler {
         subscriptions.withLock { $0.append(change) }
     }
 
-    func indicationConfirmed(characteristic: String) async {}
+    func indicationConfirmed(characteristic: CharacteristicID) async {}
 }
