@@ -39,6 +39,32 @@ public struct ATTChannelSetting: Sendable, Equatable {
             + "that offers Enhanced ATT out of order (docs/relay.md, \"EATT\")"
     }
 
+    /// What to add to the reason the relay (or a clone) could not read the device, when Enhanced ATT may be why: the
+    /// connection or the reads of the table failed (with a device that runs BlueZ too, on Linux 6.2 or later, both
+    /// ends open enhanced bearers at once and their requests can cross), and bluetoothd may open more than one ATT
+    /// channel per link. Nil otherwise.
+    public static func hint(after error: RelayError, setting: ATTChannelSetting?) -> String? {
+        guard case .device(let central) = error else { return nil }
+        return hint(after: central, setting: setting)
+    }
+
+    /// ``hint(after:setting:)`` for a central's error.
+    public static func hint(after error: CentralError, setting: ATTChannelSetting?) -> String? {
+        guard setting?.mayReorder ?? true else { return nil }
+        switch error {
+        case .connectFailed, .lost: break
+        default: return nil
+        }
+        let opens =
+            switch (setting, setting?.channels) {
+            case (let setting?, let channels?): "opens up to \(channels) ATT channels per link ([GATT] Channels in \(setting.file))"
+            case (let setting?, nil): "may open up to 3 ATT channels per link (\(setting.file) sets no [GATT] Channels)"
+            default: "may open several ATT channels per link (its main.conf could not be read)"
+            }
+        return "; bluetoothd here \(opens): Enhanced ATT, which with a device that runs BlueZ too can stall discovery; set "
+            + "[GATT] Channels = 1 in its main.conf and restart it (docs/relay.md, \"EATT\")"
+    }
+
     /// The event log's line about it.
     public var note: String {
         switch channels {

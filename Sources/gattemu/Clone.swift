@@ -5,6 +5,7 @@ import DeviceClone
 import Emulator
 import FoundationEssentials
 import Profile
+import Relay
 import Replica
 
 #if canImport(Glibc)
@@ -88,9 +89,13 @@ struct Clone: AsyncParsableCommand {
         } catch let error as BlueZError {
             await stack.close()
             throw Failure.runtime(error.description)
+        } catch let error as CentralError {
+            let hint = ATTChannelSetting.hint(after: error, setting: await ATTChannelSetting.of(stack))
+            await stack.close()
+            throw Failure.runtime(error.description + (hint ?? ""))
         } catch {
             await stack.close()
-            throw Failure.runtime((error as? CentralError)?.description ?? "\(error)")
+            throw Failure.runtime("\(error)")
         }
         await stack.close()
 

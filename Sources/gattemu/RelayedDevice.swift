@@ -49,7 +49,8 @@ struct RelaySettings: Sendable {
             throw Failure.runtime(error.description)
         }
         // bluetoothd's EATT setting decides whether write commands can reach the device out of order: said once.
-        let channelNote = ATTChannelSetting.note(await ATTChannelSetting.of(stack))
+        let channelSetting = await ATTChannelSetting.of(stack)
+        let channelNote = ATTChannelSetting.note(channelSetting)
         var mirror: MirrorAddress
         do {
             mirror = try await MirrorAddress.prepare(address, adapter: adapter, stack: stack)
@@ -81,7 +82,7 @@ struct RelaySettings: Sendable {
         } catch {
             await attachAgent.unregister()
             await stack.close()
-            throw Failure.runtime(error.description)
+            throw Failure.runtime(error.description + (ATTChannelSetting.hint(after: error, setting: channelSetting) ?? ""))
         }
         await attachAgent.unregister()
         do {

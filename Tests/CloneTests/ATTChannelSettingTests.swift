@@ -51,4 +51,21 @@ import Testing
         #expect(ATTChannelSetting.note(unset) == unset.note)
         #expect(ATTChannelSetting.note(nil).contains("could not read bluetoothd's main.conf"))
     }
+
+    /// A relay that could not read the device's table says Enhanced ATT may be why, where bluetoothd may open it; not
+    /// for a device that was not found, nor where bluetoothd opens one ATT channel.
+    @Test func aFailedAttachNamesEnhancedATTWhereItMayBeWhy() {
+        let lost = RelayError.device(.lost(address: "A", reason: "3 of 7 reads got no answer"))
+        let failed = RelayError.device(.connectFailed(address: "A", reason: "services not resolved within 15 s"))
+        let three = ATTChannelSetting(channels: 3, file: "/etc/bluetooth/main.conf")
+        #expect(ATTChannelSetting.hint(after: lost, setting: three)?.contains("opens up to 3 ATT channels per link") == true)
+        #expect(ATTChannelSetting.hint(after: failed, setting: three)?.contains("Channels = 1") == true)
+        #expect(ATTChannelSetting.hint(after: failed, setting: ATTChannelSetting(channels: nil, file: "f"))?.contains("f sets no") == true)
+        #expect(ATTChannelSetting.hint(after: lost, setting: nil)?.contains("could not be read") == true)
+        #expect(ATTChannelSetting.hint(after: lost, setting: ATTChannelSetting(channels: 1, file: "f")) == nil)
+        let notFound = RelayError.device(
+            .deviceNotFound(DeviceQuery(parsing: "AA:BB:CC:DD:EE:FF")!, adapter: "hci0", scanned: .seconds(20), seen: 0))
+        #expect(ATTChannelSetting.hint(after: notFound, setting: three) == nil)
+        #expect(ATTChannelSetting.hint(after: .profile("x"), setting: three) == nil)
+    }
 }

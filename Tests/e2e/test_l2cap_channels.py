@@ -19,7 +19,7 @@ import pytest
 from bumble import l2cap
 
 from central import open_central
-from conftest import report
+from conftest import ECRED, report
 from controlapi import PORT, api, wait_for_api
 from test_pairing import forget_everywhere
 
@@ -524,8 +524,6 @@ async def test_a_capture_of_a_channel_imports_into_a_profile_that_replays_it(cen
     report(f"L2CAP import: a capture of a channel on PSM {psm:#06x} imported; the profile replayed its greeting and answers")
     await conn.disconnect()
 
-
-ECRED = "/sys/module/bluetooth/parameters/enable_ecred"
 
 
 @pytest.fixture

@@ -66,6 +66,7 @@ def relay_adapters(env):
     return upstream, mirror, env["GATTEMU_CENTRAL3_ADDRESS"]
 
 
+@pytest.mark.usefixtures("relay_single_att_channel")
 @pytest.mark.parametrize("device", ["noke", "bleproof", "leaf"])
 async def test_flow_through_the_relay_is_byte_identical(device, central, start_gattemu, start_peripheral, gattemu_bin,
                                                         relay_adapters, needs_separate_stack, env, tmp_path):
@@ -146,6 +147,7 @@ async def wait_event(relay, kind: str, after: int = 0, timeout: float = 60.0) ->
 
 # Its bluetoothd restart oopses the guest's 6.1 kernel in about half the runs, and now and then bluetoothd cannot
 # start again after it: it runs last in its VM, where that takes no other test down (docs/sandbox.md).
+@pytest.mark.usefixtures("relay_single_att_channel")
 @pytest.mark.ends_its_vm
 async def test_relay_follows_the_device_away_and_back(central, start_gattemu, start_peripheral, gattemu_bin,
                                                       relay_adapters, needs_separate_stack, tmp_path):
@@ -365,6 +367,7 @@ async def test_a_central_with_the_devices_address_gets_the_mirrors_pairing_not_t
 RELAY_PORT = 8771
 
 
+@pytest.mark.usefixtures("relay_single_att_channel")
 async def test_a_snapshot_writes_the_session_so_far(central, start_gattemu, start_peripheral, gattemu_bin,
                                                     relay_adapters, needs_separate_stack, tmp_path):
     """`POST /v1/relay/snapshot` (and `gattemu ctl snapshot`) writes the profile and capture while the relay runs:
@@ -403,6 +406,7 @@ async def test_a_snapshot_writes_the_session_so_far(central, start_gattemu, star
            f"{body['captureRecords']} capture records written while running")
 
 
+@pytest.mark.usefixtures("relay_single_att_channel")
 async def test_the_device_link_is_made_again_for_each_phone_session(central, start_gattemu, start_peripheral, gattemu_bin,
                                                                    relay_adapters, needs_separate_stack, tmp_path):
     """`--on-phone-disconnect reconnect`: when the phone leaves the mirror, the relay drops the device's link and

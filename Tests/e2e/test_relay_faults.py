@@ -32,6 +32,7 @@ def answer(tag: int) -> bytes:
     return bytes([0x51, 0x60, tag]) + bytes(17)
 
 
+@pytest.mark.usefixtures("relay_single_att_channel")
 async def test_each_fault_kind_acts_on_relayed_traffic_in_both_directions(
         central, start_gattemu, start_peripheral, gattemu_bin, relay_adapters, needs_separate_stack, tmp_path):
     _, _, mirror_address = relay_adapters

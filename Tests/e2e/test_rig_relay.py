@@ -27,6 +27,7 @@ from test_rig import lock_drops_while_reader_answers, settled
 pytestmark = pytest.mark.needs_controllers(7)
 
 
+@pytest.mark.usefixtures("relay_single_att_channel")
 async def test_a_rig_serves_a_relayed_device_beside_an_emulated_one(central, start_gattemu, start_peripheral, gattemu_bin,
                                                                    tmp_path, needs_separate_stack):
     names = ("GATTEMU_CENTRAL2", "GATTEMU_CENTRAL3", "GATTEMU_CENTRAL4", "GATTEMU_CENTRAL5")
