@@ -42,8 +42,11 @@ let package = Package(
         // The one writer of private outputs (recordings, profiles made from a device, the report, the control token):
         // mode 0600, a new file renamed into place, never through a link; no dependencies.
         .target(name: "PrivateFiles"),
+        // The one JSON tree (JSONNode: every node located in its file, or generated): the strict parser that reads
+        // profiles, request bodies and the command line's files, and the two printers of replica profiles and the OpenAPI document.
+        .target(name: "JSON", dependencies: ["Bluetooth", "TextEscaping"]),
         // A device as recorded from outside (capture or live clone) and the profile that replays it.
-        .target(name: "Replica", dependencies: ["Bluetooth"]),
+        .target(name: "Replica", dependencies: ["Bluetooth", "JSON"]),
         // Reads HCI captures (btsnoop, pcap, pcapng) and decodes them into a trace: advertising,
         // connections, ATT, SMP. Depends on Bluetooth only; no Foundation.
         // SMP (mcumgr) and MCUboot images: what a firmware-update target speaks; pure, no I/O.
@@ -67,9 +70,9 @@ let package = Package(
         // The control API's contract: its operations and the Codable types they take and answer, each with its
         // JSON Schema; the OpenAPI document is built from them (docs/control.md, "Contract"). Its patterns are Lexical's,
         // its fault kinds the catalog's.
-        .target(name: "ControlContract", dependencies: ["Bluetooth", "FaultCatalog", "Lexical", "TextEscaping"]),
+        .target(name: "ControlContract", dependencies: ["Bluetooth", "FaultCatalog", "JSON", "Lexical"]),
         // Profile format, validation, byte templates and the behaviour engine; pure Swift.
-        .target(name: "Profile", dependencies: ["Bluetooth", "FaultCatalog", "Lexical", "TextEscaping", "McuMgr"]),
+        .target(name: "Profile", dependencies: ["Bluetooth", "FaultCatalog", "JSON", "Lexical", "TextEscaping", "McuMgr"]),
         // Runs a profile on BlueZ: behaviour, faults, event log.
         .target(
             name: "Emulator",
@@ -136,7 +139,7 @@ let package = Package(
         .testTarget(name: "LayeringTests"),
         .testTarget(name: "TextEscapingTests", dependencies: ["TextEscaping"]),
         .testTarget(name: "PrivateFilesTests", dependencies: ["PrivateFiles"]),
-        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "Profile"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Bluetooth", "JSON", "Profile"]),
         // Builds synthetic captures (btsnoop, pcap, pcapng; HCI events, ACL fragments, ATT) for tests, fuzz seeds, the benchmark.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "CaptureExport", "Bluetooth"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "Bluetooth"]),
@@ -145,7 +148,7 @@ let package = Package(
         // The btsnoop writer judged by CaptureImport (the same profile back) and by tshark.
         .testTarget(
             name: "CaptureExportTests",
-            dependencies: ["CaptureExport", "CaptureImport", "Capture", "CaptureTestSupport", "Replica", "Profile", "Bluetooth"]),
+            dependencies: ["CaptureExport", "CaptureImport", "Capture", "CaptureTestSupport", "JSON", "Replica", "Profile", "Bluetooth"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "Bluetooth"]),
         .testTarget(

@@ -45,6 +45,9 @@ public enum Hex {
     /// Four digits, most significant first.
     public static func word(_ value: UInt16) -> String { HexDigits.lowercase([UInt8(value >> 8), UInt8(value & 0xFF)]) }
 
+    /// The value of one ASCII hex digit, either case; nil for anything else.
+    public static func digitValue(_ byte: UInt8) -> UInt8? { HexDigits.value(byte) }
+
     /// The bytes' digits, `separator` between bytes.
     public static func string<Bytes: Sequence>(_ bytes: Bytes, separator: String = "") -> String where Bytes.Element == UInt8 {
         separator.isEmpty ? HexDigits.lowercase(bytes) : bytes.map(byte).joined(separator: separator)

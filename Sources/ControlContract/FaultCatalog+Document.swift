@@ -1,11 +1,12 @@
 import FaultCatalog
+import JSON
 
 extension ControlContract {
     /// ``FaultCatalog`` as JSON, the OpenAPI document's `x-fault-catalog`: for each kind its action key,
     /// the operations it watches, the one a spec without `on` watches (`implicitOn`) and the one forms choose
     /// (`suggestedOn`), whether it takes a characteristic, its summary, its value in words, an example spec and its value's schema.
     /// The docs' table is made from it.
-    static var faultCatalogDocument: DocumentValue {
+    static var faultCatalogDocument: JSONNode {
         .array(
             FaultCatalog.kinds.map { kind in
                 .object([

@@ -1,6 +1,8 @@
+import JSON
+
 /// The OpenAPI 3.0 document, built from ``ControlContract/operations`` and the contract types' schemas.
 ///
-/// `Sources/Control/openapi.json` is this text, committed for readers and tools (`scripts/embed-openapi`
+/// `Sources/Control/openapi.json` is this text, committed for readers and tools (`scripts/embed-assets`
 /// writes it; a test fails when it differs); the server answers `GET /v1/openapi.json` with it.
 extension ControlContract {
     public static let title = "gattemu control API"
@@ -43,21 +45,21 @@ extension ControlContract {
     ]
 
     /// The whole document as a JSON value.
-    public static var documentValue: DocumentValue {
-        var paths: [(String, DocumentValue)] = []
+    public static var documentValue: JSONNode {
+        var paths: [(String, JSONNode)] = []
         for operation in operations {
             let entry = (operation.method.rawValue.lowercased(), describe(operation))
-            if let index = paths.firstIndex(where: { $0.0 == operation.path }), case .object(var members) = paths[index].1 {
-                members.append(entry)
-                paths[index].1 = .object(members)
+            if let index = paths.firstIndex(where: { $0.0 == operation.path }), case .object(var members) = paths[index].1.value {
+                members.append(JSONMember(key: entry.0, value: entry.1))
+                paths[index].1.value = .object(members)
             } else {
                 paths.append((operation.path, .object([entry])))
             }
         }
-        let responses: [(String, DocumentValue)] = errorResponses.map { _, name, description in
+        let responses: [(String, JSONNode)] = errorResponses.map { _, name, description in
             (name, .object([("description", .string(description)), ("content", jsonContent(ErrorBody.reference))]))
         }
-        let schemas: [(String, DocumentValue)] = types.map { ($0.schemaName, $0.schema.document) }
+        let schemas: [(String, JSONNode)] = types.map { ($0.schemaName, $0.schema.document) }
         return .object([
             ("openapi", .string("3.0.3")),
             ("info", .object([("title", .string(title)), ("version", .string("1")), ("description", .string(overview))])),
@@ -77,7 +79,7 @@ extension ControlContract {
     }
 
     /// The document's text (what `/v1/openapi.json` answers and `openapi.json` holds, with a final newline).
-    public static var documentText: String { documentValue.text + "\n" }
+    public static var documentText: String { documentValue.documentText + "\n" }
 
     /// One message of the event stream (`: keep-alive` comments are not messages).
     static var eventStreamMessage: Schema {
@@ -90,12 +92,12 @@ extension ControlContract {
             ]))
     }
 
-    static func jsonContent(_ schema: Schema) -> DocumentValue {
+    static func jsonContent(_ schema: Schema) -> JSONNode {
         .object([("application/json", .object([("schema", schema.document)]))])
     }
 
-    static func describe(_ operation: Operation) -> DocumentValue {
-        var members: [(String, DocumentValue)] = [("operationId", .string(operation.id)), ("summary", .string(operation.summary))]
+    static func describe(_ operation: Operation) -> JSONNode {
+        var members: [(String, JSONNode)] = [("operationId", .string(operation.id)), ("summary", .string(operation.summary))]
         if operation.isPublic { members.append(("security", .array([.object([])]))) }
         if !operation.parameters.isEmpty {
             members.append(
@@ -103,7 +105,7 @@ extension ControlContract {
                     "parameters",
                     .array(
                         operation.parameters.map { parameter in
-                            var fields: [(String, DocumentValue)] = [
+                            var fields: [(String, JSONNode)] = [
                                 ("name", .string(parameter.name)), ("in", .string(parameter.location.rawValue)),
                             ]
                             if parameter.location == .path { fields.append(("required", .bool(true))) }
@@ -116,7 +118,7 @@ extension ControlContract {
         if let body = operation.body {
             members.append(("requestBody", .object([("required", .bool(body.required)), ("content", jsonContent(body.schema))])))
         }
-        let success: DocumentValue =
+        let success: JSONNode =
             switch operation.content {
             case .json(let schema): .object([("description", .string(operation.successDescription)), ("content", jsonContent(schema))])
             case .eventStream:
@@ -130,7 +132,7 @@ extension ControlContract {
                     ("content", .object([(type, .object([("schema", .object([("type", .string("string"))]))]))])),
                 ])
             }
-        var responses: [(String, DocumentValue)] = [(String(operation.successStatus), success)]
+        var responses: [(String, JSONNode)] = [(String(operation.successStatus), success)]
         for status in operation.allErrors {
             guard let name = errorResponses.first(where: { $0.0 == status })?.1 else { continue }
             responses.append((String(status), .object([("$ref", .string("#/components/responses/\(name)"))])))

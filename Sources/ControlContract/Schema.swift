@@ -1,3 +1,5 @@
+import JSON
+
 /// A JSON Schema in OpenAPI 3.0's dialect, written next to the contract type it describes.
 ///
 /// The OpenAPI document (``ControlContract/document``) is built from these; tests check that each type's
@@ -76,25 +78,25 @@ public func optional(_ name: String, _ schema: Schema) -> Schema.Property { .ini
 
 extension Schema {
     /// The schema as an OpenAPI 3.0 JSON value.
-    public var document: DocumentValue {
+    public var document: JSONNode {
         switch self {
         case .ref(let name):
             return .object([("$ref", .string("#/components/schemas/\(name)"))])
         case .string(let rules):
-            var members: [(String, DocumentValue)] = [("type", .string("string"))]
+            var members: [(String, JSONNode)] = [("type", .string("string"))]
             if let format = rules.format { members.append(("format", .string(format))) }
             if let pattern = rules.pattern { members.append(("pattern", .string(pattern))) }
-            if let values = rules.enumeration { members.append(("enum", .array(values.map(DocumentValue.string)))) }
-            if let minLength = rules.minLength { members.append(("minLength", .integer(Int64(minLength)))) }
-            if let maxLength = rules.maxLength { members.append(("maxLength", .integer(Int64(maxLength)))) }
+            if let values = rules.enumeration { members.append(("enum", .array(values.map(JSONNode.string)))) }
+            if let minLength = rules.minLength { members.append(("minLength", .int(minLength))) }
+            if let maxLength = rules.maxLength { members.append(("maxLength", .int(maxLength))) }
             return .object(members)
         case .integer(let minimum, let maximum):
-            var members: [(String, DocumentValue)] = [("type", .string("integer"))]
-            if let minimum { members.append(("minimum", .integer(minimum))) }
-            if let maximum { members.append(("maximum", .unsigned(maximum))) }
+            var members: [(String, JSONNode)] = [("type", .string("integer"))]
+            if let minimum { members.append(("minimum", .int(minimum))) }
+            if let maximum { members.append(("maximum", .int(maximum))) }
             return .object(members)
         case .number(let minimum, let maximum):
-            var members: [(String, DocumentValue)] = [("type", .string("number"))]
+            var members: [(String, JSONNode)] = [("type", .string("number"))]
             if let minimum { members.append(("minimum", .number(minimum))) }
             if let maximum { members.append(("maximum", .number(maximum))) }
             return .object(members)
@@ -103,8 +105,8 @@ extension Schema {
         case .trueFlag:
             return .object([("type", .string("boolean")), ("enum", .array([.bool(true)]))])
         case .array(let items, let maxItems):
-            var members: [(String, DocumentValue)] = [("type", .string("array")), ("items", items.document)]
-            if let maxItems { members.append(("maxItems", .integer(Int64(maxItems)))) }
+            var members: [(String, JSONNode)] = [("type", .string("array")), ("items", items.document)]
+            if let maxItems { members.append(("maxItems", .int(maxItems))) }
             return .object(members)
         case .object(let properties):
             return Self.objectDocument(properties, additional: .bool(false))
@@ -115,9 +117,11 @@ extension Schema {
         case .oneOf(let schemas):
             return .object([("oneOf", .array(schemas.map(\.document)))])
         case .nullable(let schema):
-            if case .object(var members) = schema.document, members.first?.0 == "type" {
-                members.append(("nullable", .bool(true)))
-                return .object(members)
+            var document = schema.document
+            if case .object(var members) = document.value, members.first?.key == "type" {
+                members.append(JSONMember(key: "nullable", value: .bool(true)))
+                document.value = .object(members)
+                return document
             }
             return .object([("nullable", .bool(true)), ("allOf", .array([schema.document]))])
         case .anyObject:
@@ -125,16 +129,18 @@ extension Schema {
         case .described(let text, let schema):
             // A `$ref` ignores siblings in OpenAPI 3.0: wrap it.
             if case .ref = schema { return .object([("description", .string(text)), ("allOf", .array([schema.document]))]) }
-            guard case .object(var members) = schema.document else { return schema.document }
-            members.append(("description", .string(text)))
-            return .object(members)
+            var document = schema.document
+            guard case .object(var members) = document.value else { return document }
+            members.append(JSONMember(key: "description", value: .string(text)))
+            document.value = .object(members)
+            return document
         }
     }
 
-    private static func objectDocument(_ properties: [Property], additional: DocumentValue) -> DocumentValue {
-        var members: [(String, DocumentValue)] = [("type", .string("object"))]
+    private static func objectDocument(_ properties: [Property], additional: JSONNode) -> JSONNode {
+        var members: [(String, JSONNode)] = [("type", .string("object"))]
         let required = properties.filter(\.required).map(\.name)
-        if !required.isEmpty { members.append(("required", .array(required.map(DocumentValue.string)))) }
+        if !required.isEmpty { members.append(("required", .array(required.map(JSONNode.string)))) }
         members.append(("properties", .object(properties.map { ($0.name, $0.schema.document) })))
         members.append(("additionalProperties", additional))
         return .object(members)

@@ -32,7 +32,7 @@ public struct RelaySession: Sendable {
             if let handle = recorded.valueHandle { handles[remote.path] = handle }
         }
         let file = "relay of \(device.label).json"
-        let document = JSONNode(document: ReplicaProfile(replica).build().json, file: file)
+        let document = ReplicaProfile(replica).build().json.located(at: file)
         do {
             let profile = try ProfileLoader.load(document: document, file: file)
             return RelaySession(device: device, recording: recording, replica: replica, profile: profile, handles: handles)

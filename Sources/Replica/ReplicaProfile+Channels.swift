@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 
 extension Builder {
     /// The most SDUs one rule sends back; a longer answer (a transfer) is cut there, and the report says so.
@@ -8,8 +9,8 @@ extension Builder {
     /// channel opened (an `open` rule), and for each SDU of the central, the device's SDUs until the next one (an
     /// `sdu` rule matching those bytes; the first recording of the same bytes wins). SDUs over the profile's value
     /// limit are left out, with a line in the report.
-    mutating func buildChannels() -> [OrderedJSON] {
-        var entries: [OrderedJSON] = []
+    mutating func buildChannels() -> [JSONNode] {
+        var entries: [JSONNode] = []
         for recording in replica.channels {
             guard LECreditBasedChannel.psms.contains(recording.psm), recording.psm != LECreditBasedChannel.eattPSM else {
                 report.append(
@@ -71,7 +72,7 @@ extension Builder {
                     guard !actions.isEmpty else { continue }
                     addRule(
                         id: "\(id)-sdu",
-                        on: .object([("sdu", .string(id)), ("equals", .object([("hex", .string(Hex.string(request.value)))]))]),
+                        on: .object([("sdu", .string(id)), ("equals", .hex(request.value))]),
                         when: nil, actions: actions,
                         description: "SDU of the central" + Self.frames([request]) + " → \(answers.count) SDUs" + Self.frames(answers))
                 }
@@ -94,11 +95,11 @@ extension Builder {
 
     /// `send` actions for `sdus`, at most ``maximumSDUsPerRule``, none over a profile value's limit; how many were too
     /// large and how many were cut.
-    private func sendActions(_ id: String, _ sdus: [DeviceReplica.ChannelRecording.SDU]) -> ([OrderedJSON], Int, Int) {
+    private func sendActions(_ id: String, _ sdus: [DeviceReplica.ChannelRecording.SDU]) -> ([JSONNode], Int, Int) {
         let fitting = sdus.filter { $0.value.count <= options.maximumSDUBytes }
         let kept = fitting.prefix(Self.maximumSDUsPerRule)
         let actions = kept.map { sdu in
-            OrderedJSON.object([("send", .string(id)), ("value", .object([("hex", .string(Hex.string(sdu.value)))]))])
+            JSONNode.object([("send", .string(id)), ("value", .hex(sdu.value))])
         }
         return (actions, sdus.count - fitting.count, fitting.count - kept.count)
     }

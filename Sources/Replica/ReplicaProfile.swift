@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 
 /// Turns a ``DeviceReplica`` into an ordinary gattemu profile (JSON text) that replays what the device did.
 ///
@@ -47,11 +48,11 @@ public struct ReplicaProfile: Sendable {
 
     /// The profile text and the report.
     public struct Result: Sendable {
-        public var json: OrderedJSON
+        public var json: JSONNode
         /// One line each: what was reconstructed, what was missing, what replay cannot do.
         public var report: [String]
 
-        public var text: String { json.text() + "\n" }
+        public var text: String { json.profileText() + "\n" }
     }
 
     public let replica: DeviceReplica
@@ -77,9 +78,9 @@ struct Builder {
     /// Profile id of the characteristic at each value handle.
     var characteristicIDs: [AttributeHandle: String] = [:]
     var properties: [AttributeHandle: CharacteristicProperties] = [:]
-    var state: [(String, OrderedJSON)] = []
-    var triggers: [(String, OrderedJSON)] = []
-    var rules: [OrderedJSON] = []
+    var state: [(String, JSONNode)] = []
+    var triggers: [(String, JSONNode)] = []
+    var rules: [JSONNode] = []
     var droppedRules = 0
     /// Profile text still available for notifications (``ReplicaProfile/Options/maximumNotificationText``).
     var notificationText: Int
@@ -110,7 +111,7 @@ struct Builder {
     }
 
     mutating func build() -> ReplicaProfile.Result {
-        var top: [(String, OrderedJSON)] = [("format", .int(1))]
+        var top: [(String, JSONNode)] = [("format", .int(1))]
         top.append(
             (
                 "description",
@@ -121,7 +122,7 @@ struct Builder {
             ))
         let services = buildServices()
         let advertisement = buildAdvertisement()
-        var device: [(String, OrderedJSON)] = []
+        var device: [(String, JSONNode)] = []
         if let name = replica.name { device.append(("name", .string(Self.textTemplate(name)))) }
         if let appearance = gapAppearance ?? replica.advertisingData?.appearance ?? replica.scanResponse?.appearance {
             let text = "0x" + Hex.string([UInt8(appearance >> 8), UInt8(appearance & 0xFF)]).uppercased()
@@ -165,10 +166,10 @@ struct Builder {
 
     /// The `security` section for what was seen: the device's IO capability from its pairing response, and
     /// `pairing: refuse` when it answered pairing with Pairing Failed. Nil when no pairing was seen.
-    func buildSecurity() -> [(String, OrderedJSON)]? {
+    func buildSecurity() -> [(String, JSONNode)]? {
         let seen = replica.security
         guard seen.pairingSeen || seen.refusedWith != nil else { return nil }
-        var section: [(String, OrderedJSON)] = []
+        var section: [(String, JSONNode)] = []
         var said: [String] = []
         if let raw = seen.ioCapability, let name = IOCapability(rawValue: raw).name {
             section.append(("io", .string(name)))
@@ -224,8 +225,8 @@ struct Builder {
         return nil
     }
 
-    mutating func buildServices() -> [OrderedJSON] {
-        var services: [OrderedJSON] = []
+    mutating func buildServices() -> [JSONNode] {
+        var services: [JSONNode] = []
         let unpinnable = options.pinHandles ? unpinnableReason : nil
         let pinned = options.pinHandles && unpinnable == nil
         if let unpinnable, replica.services.contains(where: { $0.handle != nil }) {
@@ -241,11 +242,11 @@ struct Builder {
             }
             let id = ids.unique(Self.readableName(service.uuid) ?? "service_" + service.uuid.shortDescription.prefix(8))
             if let handle = service.handle { serviceIDs[handle] = id }
-            var object: [(String, OrderedJSON)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(service.uuid)))]
+            var object: [(String, JSONNode)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(service.uuid)))]
             if !service.isPrimary { object.append(("primary", .bool(false))) }
             if pinned, let handle = service.handle { object.append(("handle", .int(Int(handle.rawValue)))) }
             if let provenance = service.provenance { object.append(("description", .string(provenance))) }
-            var characteristics: [OrderedJSON] = []
+            var characteristics: [JSONNode] = []
             for characteristic in service.characteristics {
                 characteristics.append(buildCharacteristic(characteristic, pinned: pinned))
             }
@@ -261,14 +262,14 @@ struct Builder {
                     "the \(id) service's include of itself (handle \(start)) left out: a profile cannot say it")
             }
             let included = includedStarts(of: service, among: known).compactMap { serviceIDs[$0] }
-            guard !included.isEmpty, case .object(var members) = services[index] else { continue }
-            members.insert(("includes", .array(included.map(OrderedJSON.string))), at: members.count - 1)
-            services[index] = .object(members)
+            guard !included.isEmpty, case .object(var members) = services[index].value else { continue }
+            members.insert(JSONMember(key: "includes", value: .array(included.map(JSONNode.string))), at: members.count - 1)
+            services[index].value = .object(members)
         }
         return services
     }
 
-    mutating func buildCharacteristic(_ characteristic: DeviceReplica.Characteristic, pinned: Bool) -> OrderedJSON {
+    mutating func buildCharacteristic(_ characteristic: DeviceReplica.Characteristic, pinned: Bool) -> JSONNode {
         let id = ids.unique(Self.readableName(characteristic.uuid) ?? "char_" + characteristic.uuid.shortDescription.prefix(8))
         // What the device did counts as much as what it declared: it notified or indicated, so the emulation must.
         let declared = characteristic.properties.union(characteristic.valueHandle.flatMap { observed[$0] } ?? [])
@@ -276,7 +277,7 @@ struct Builder {
             characteristicIDs[handle] = id
             properties[handle] = declared
         }
-        var object: [(String, OrderedJSON)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(characteristic.uuid)))]
+        var object: [(String, JSONNode)] = [("id", .string(id)), ("uuid", .string(Self.uuidText(characteristic.uuid)))]
         var flags = declared.subtracting(.extendedProperties).bluezFlags
         if let extended = characteristic.descriptors.first(where: { $0.uuid == .extendedProperties })?.value, let bits = extended.first {
             if bits & 0x01 != 0 { flags.append("reliable-write") }
@@ -289,7 +290,7 @@ struct Builder {
             flags = ["broadcast"]
             report.append("\(id): declared with no properties; BlueZ needs one, so it is declared as broadcast (still no access)")
         }
-        object.append(("flags", .array(flags.map(OrderedJSON.string))))
+        object.append(("flags", .array(flags.map(JSONNode.string))))
         if pinned, let handle = characteristic.valueHandle { object.append(("handle", .int(Int(handle.rawValue)))) }
         if let value = characteristic.value {
             object.append(("value", .hex(Array(value.prefix(ATTMTU.maximumValueLength)))))
@@ -303,11 +304,11 @@ struct Builder {
         if !description.isEmpty { object.append(("description", .string(description))) }
         // Writes to this characteristic are replayed by rules; its value must not change with each write.
         if hasWrites(to: characteristic.valueHandle) { object.append(("storeWrites", .bool(false))) }
-        var descriptors: [OrderedJSON] = []
+        var descriptors: [JSONNode] = []
         for descriptor in characteristic.descriptors {
             // BlueZ adds these itself: the client configuration (subscriptions) and the extended properties.
             if descriptor.uuid == .clientCharacteristicConfiguration || descriptor.uuid == .extendedProperties { continue }
-            var item: [(String, OrderedJSON)] = []
+            var item: [(String, JSONNode)] = []
             if descriptor.uuid == .userDescription, let value = descriptor.value, let text = String(validating: value, as: UTF8.self) {
                 item = [("type", .string("user-description")), ("text", .string(text))]
             } else {
@@ -404,14 +405,14 @@ struct Builder {
 
     // MARK: Advertisement
 
-    mutating func buildAdvertisement() -> OrderedJSON? {
+    mutating func buildAdvertisement() -> JSONNode? {
         let parts = [replica.advertisingData, replica.scanResponse].compactMap { $0 }
         guard !parts.isEmpty else {
             report.append("no advertisement recorded (the phone was not scanning): the profile advertises its name and first service only")
             advertisesAppearance = true  // nothing recorded says otherwise: the device's appearance is advertised
             return fallbackAdvertisement()
         }
-        var fields: [(String, OrderedJSON)] = []
+        var fields: [(String, JSONNode)] = []
         var budget = AdvertisementPlacement()
         // Extended advertising as recorded: up to 251 bytes, and a connectable set carries its name in the advertising
         // data (it has no scan response); legacy: 31, the name alone in the scan response.
@@ -430,7 +431,7 @@ struct Builder {
                 "advertisement: extended advertising on the \(channel.rawValue) secondary PHY, as recorded: gattemu runs it on a Bluetooth 5 adapter "
                     + "(one without extended advertising refuses it, naming its limit)")
         }
-        func add(_ key: String, _ value: OrderedJSON, bytes: Int, what: String) {
+        func add(_ key: String, _ value: JSONNode, bytes: Int, what: String) {
             guard budget.advertisingData + bytes <= limit else {
                 report.append("advertisement: \(what) left out: it does not fit the \(limit) bytes BlueZ places in the advertising data")
                 return
@@ -452,7 +453,7 @@ struct Builder {
                 "solicitUUIDs", .array(solicited.map { .string(Self.uuidText($0)) }),
                 bytes: solicited.reduce(2 * sizes) { $0 + $1.advertisedSize }, what: "solicited UUIDs")
         }
-        var manufacturer: [(String, OrderedJSON)] = []
+        var manufacturer: [(String, JSONNode)] = []
         var manufacturerBytes = 0
         for (company, data) in parts.flatMap(\.manufacturerData) where !manufacturer.contains(where: { $0.0 == Self.company(company) }) {
             // bluetoothd refuses the whole advertisement with an empty value (an empty byte array it cannot parse).
@@ -466,7 +467,7 @@ struct Builder {
             manufacturerBytes += 4 + data.count
         }
         if !manufacturer.isEmpty { add("manufacturerData", .object(manufacturer), bytes: manufacturerBytes, what: "manufacturer data") }
-        var serviceData: [(String, OrderedJSON)] = []
+        var serviceData: [(String, JSONNode)] = []
         var serviceDataBytes = 0
         for (uuid, data) in parts.flatMap(\.serviceData) where !serviceData.contains(where: { $0.0 == Self.uuidText(uuid) }) {
             // bluetoothd refuses the whole advertisement with an empty value: the UUID alone is what it said.
@@ -490,7 +491,7 @@ struct Builder {
                 "advertisement: the TX power level field is included; its value is the adapter's, not the recorded \(parts.lazy.compactMap(\.txPower).first ?? 0) dBm"
             )
         }
-        var other: [(String, OrderedJSON)] = []
+        var other: [(String, JSONNode)] = []
         for structure in parts.flatMap(\.otherStructures) where structure.type != .flags {
             // AD type 0 is reserved: no advertisement may carry it.
             guard structure.type.rawValue != 0 else {
@@ -513,8 +514,8 @@ struct Builder {
             add(
                 "data", .object(other),
                 bytes: other.reduce(0) { total, item in
-                    if case .object(let hex) = item.1, case .string(let text) = hex.first?.1 { return total + 2 + text.count / 2 }
-                    return total
+                    guard let text = item.1["hex"]?.stringValue else { return total }
+                    return total + 2 + text.count / 2
                 }, what: "other AD structures (\(other.map(\.0).joined(separator: ", ")))")
         }
         if let flags = parts.lazy.compactMap(\.flags).first, flags & 0x03 == 0 {
@@ -524,8 +525,8 @@ struct Builder {
         return .object(fields)
     }
 
-    mutating func fallbackAdvertisement() -> OrderedJSON? {
-        var fields: [(String, OrderedJSON)] = []
+    mutating func fallbackAdvertisement() -> JSONNode? {
+        var fields: [(String, JSONNode)] = []
         if let name = replica.name.map({ advertisedName($0) }), !name.isEmpty {
             fields.append(("localName", .string(Self.textTemplate(name))))
         }
@@ -673,7 +674,7 @@ struct Builder {
             let first = occurrences[0]
             guard let characteristic = characteristicIDs[first.handle] else { continue }
             let sameEveryTime = occurrences.allSatisfy { $0.answers == first.answers && $0.error == first.error }
-            let on: OrderedJSON = .object([("write", .string(characteristic)), ("equals", .hex(first.value))])
+            let on: JSONNode = .object([("write", .string(characteristic)), ("equals", .hex(first.value))])
             if sameEveryTime {
                 addRule(
                     id: "\(characteristic)-write", on: on, when: nil, actions: actions(for: first),
@@ -687,7 +688,7 @@ struct Builder {
             state.append((counter, .int(0)))
             for (index, occurrence) in occurrences.enumerated() {
                 let last = index == occurrences.count - 1
-                let when: OrderedJSON = .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))])
+                let when: JSONNode = .object([("state", .string(counter)), (last ? "greaterOrEqual" : "equals", .int(index))])
                 var actions = actions(for: occurrence)
                 if !last { actions.append(.object([("set", .object([(counter, .object([("increment", .int(1))]))]))])) }
                 addRule(
@@ -702,8 +703,8 @@ struct Builder {
         }
     }
 
-    mutating func actions(for exchange: Exchange) -> [OrderedJSON] {
-        var actions: [OrderedJSON] = []
+    mutating func actions(for exchange: Exchange) -> [JSONNode] {
+        var actions: [JSONNode] = []
         if let error = exchange.error, exchange.withResponse, let name = Self.failName(error) {
             actions.append(.object([("fail", .string(name))]))
         }
@@ -711,8 +712,8 @@ struct Builder {
         return actions
     }
 
-    mutating func notifyActions(_ answers: [Answer]) -> [OrderedJSON] {
-        var actions: [OrderedJSON] = []
+    mutating func notifyActions(_ answers: [Answer]) -> [JSONNode] {
+        var actions: [JSONNode] = []
         for answer in answers.prefix(options.maximumNotificationsPerRule) {
             guard let target = characteristicIDs[answer.handle] else { continue }
             // Hex, the characteristic's id and the JSON around them (indented), with a delay.
@@ -750,7 +751,7 @@ struct Builder {
         case value([UInt8])
         case error(ATTErrorCode)
 
-        var action: OrderedJSON {
+        var action: JSONNode {
             switch self {
             case .value(let bytes): .object([("reply", .hex(bytes))])
             case .error(let code): .object([("fail", .string(Builder.failName(code) ?? "failed"))])
@@ -776,7 +777,7 @@ struct Builder {
             state.append((counter, .int(0)))
             for (index, (event, outcome)) in occurrences.enumerated() {
                 let last = index == occurrences.count - 1
-                var actions: [OrderedJSON] = [outcome.action]
+                var actions: [JSONNode] = [outcome.action]
                 if !last { actions.append(.object([("set", .object([(counter, .object([("increment", .int(1))]))]))])) }
                 addRule(
                     id: "\(characteristic)-read", on: .object([("read", .string(characteristic))]),
@@ -809,7 +810,7 @@ struct Builder {
         let written = exchanges.map(\.handle).uniqued()
         for handle in written {
             guard let characteristic = characteristicIDs[handle] else { continue }
-            let on: OrderedJSON = .object([("write", .string(characteristic))])
+            let on: JSONNode = .object([("write", .string(characteristic))])
             switch options.otherwise {
             case .ignore:
                 addRule(
@@ -849,13 +850,13 @@ struct Builder {
     }
 
     mutating func addRule(
-        id: String, on: OrderedJSON, when: OrderedJSON?, otherwise: Bool = false, actions: [OrderedJSON], description: String
+        id: String, on: JSONNode, when: JSONNode?, otherwise: Bool = false, actions: [JSONNode], description: String
     ) {
         guard rules.count < options.maximumRules else {
             droppedRules += 1
             return
         }
-        var rule: [(String, OrderedJSON)] = [("id", .string(ids.unique(id))), ("description", .string(description)), ("on", on)]
+        var rule: [(String, JSONNode)] = [("id", .string(ids.unique(id))), ("description", .string(description)), ("on", on)]
         if let when { rule.append(("when", when)) }
         if otherwise { rule.append(("otherwise", .bool(true))) }
         rule.append(("do", .array(actions)))

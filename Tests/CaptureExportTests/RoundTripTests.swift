@@ -19,8 +19,8 @@ import Testing
         let (imported, trace) = try Judge.imported(output.bytes)
         #expect(trace.problems.isEmpty)
         #expect(trace.statistics.firstTimestamp == RelaySession.start)
-        let expected = Judge.withoutDescriptions(ReplicaProfile(original).build().json).text()
-        let actual = Judge.withoutDescriptions(ReplicaProfile(imported).build().json).text()
+        let expected = Judge.withoutDescriptions(ReplicaProfile(original).build().json).profileText()
+        let actual = Judge.withoutDescriptions(ReplicaProfile(imported).build().json).profileText()
         #expect(actual == expected)
         // The profile holds what is compared: pinned handles, the long value, replay rules, security.
         #expect(expected.contains("\"handle\": 17"))
@@ -108,8 +108,8 @@ import Testing
             replica.services.flatMap(\.characteristics).map { "\($0.uuid) \($0.security)" }
         }
         #expect(security(imported) == security(original))
-        let expected = Judge.withoutDescriptions(ReplicaProfile(original).build().json).text()
-        let actual = Judge.withoutDescriptions(ReplicaProfile(imported).build().json).text()
+        let expected = Judge.withoutDescriptions(ReplicaProfile(original).build().json).profileText()
+        let actual = Judge.withoutDescriptions(ReplicaProfile(imported).build().json).profileText()
         #expect(actual == expected)
         #expect(expected.contains("encrypt-authenticated-read") && expected.contains("encrypt-indicate"))
     }

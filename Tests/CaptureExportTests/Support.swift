@@ -1,6 +1,7 @@
 import Capture
 import CaptureImport
 import Foundation
+import JSON
 import Replica
 import Testing
 
@@ -8,10 +9,10 @@ import Testing
 enum Judge {
     /// The profile JSON without the `description` members (where each element came from, which differs by
     /// design between a relay's recording and an import of its capture).
-    static func withoutDescriptions(_ json: OrderedJSON) -> OrderedJSON {
-        switch json {
+    static func withoutDescriptions(_ json: JSONNode) -> JSONNode {
+        switch json.value {
         case .array(let items): .array(items.map(withoutDescriptions))
-        case .object(let members): .object(members.filter { $0.0 != "description" }.map { ($0.0, withoutDescriptions($0.1)) })
+        case .object(let members): .object(members.filter { $0.key != "description" }.map { ($0.key, withoutDescriptions($0.value)) })
         default: json
         }
     }

@@ -4,8 +4,6 @@ import Profile
 import Replica
 import Testing
 
-@testable import Relay
-
 /// The relay's mirror is loaded from the replica's document in memory, not from text written and parsed back: the
 /// document the decoder reads is the one the text would have given, and the profile loads the same.
 @Suite struct MirrorDocumentTests {
@@ -25,7 +23,7 @@ import Testing
         let rig = try await Rig([Lock.peripheral()])
         let recording = try await rig.record(Lock.name)
         let built = ReplicaProfile(CloneReplica.make(recording)).build()
-        let document = JSONNode(document: built.json, file: "relay of Lock-1.json")
+        let document = built.json.located(at: "relay of Lock-1.json")
         let parsed = try JSONParser.parse(Array(built.text.utf8), file: "relay of Lock-1.json")
         #expect(Self.shape(document) == Self.shape(parsed))
         let fromDocument = try ProfileLoader.load(document: document, file: "relay of Lock-1.json")
@@ -35,15 +33,15 @@ import Testing
         #expect(fromDocument.characteristics.map(\.handle) == Lock.valueHandles.map(Optional.some))
     }
 
-    /// A document the decoder refuses says where by JSON path.
+    /// A document the decoder refuses says where by its file and JSON path.
     @Test func aRefusedDocumentSaysTheJSONPath() {
-        let document = JSONNode(
-            document: .object([("format", .int(1)), ("services", .array([.object([("id", .string("1bad"))])]))]), file: "mirror.json")
+        let document = JSONNode.object([("format", .int(1)), ("services", .array([.object([("id", .string("1bad"))])]))])
+            .located(at: "mirror.json")
         do {
             _ = try ProfileLoader.load(document: document, file: "mirror.json")
             Issue.record("a bad document loaded")
         } catch {
-            #expect("\(error)".contains("services[0].id"), "\(error)")
+            #expect("\(error)".contains("mirror.json:1:1 services[0].id"), "\(error)")
         }
     }
 }

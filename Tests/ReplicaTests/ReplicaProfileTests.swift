@@ -138,8 +138,7 @@ enum Recordings {
             replica.services.append(service)
         }
         let result = ReplicaProfile(replica).build()
-        guard case .object(let members) = result.json, case .array(let services)? = members.first(where: { $0.0 == "services" })?.1
-        else {
+        guard let services = result.json["services"]?.arrayItems else {
             Issue.record("no services in \(result.text.prefix(300))")
             return
         }

@@ -1,3 +1,4 @@
+import JSON
 import TextEscaping
 
 /// One problem found in a profile, located in its file and by JSON path.

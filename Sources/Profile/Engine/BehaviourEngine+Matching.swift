@@ -1,4 +1,5 @@
 import FoundationEssentials
+import JSON
 
 extension BehaviourEngine {
     mutating func matches(_ trigger: RuleTrigger, _ event: EngineEvent, arguments: [String: String]) -> Bool {

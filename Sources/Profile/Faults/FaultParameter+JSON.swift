@@ -1,5 +1,6 @@
 import Bluetooth
 import FaultCatalog
+import JSON
 
 /// A fault kind's value grammar (``FaultCatalog``) applied to JSON: what the profile's fault decoder accepts.
 extension FaultParameter {

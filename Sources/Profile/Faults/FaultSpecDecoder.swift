@@ -1,5 +1,6 @@
 import Bluetooth
 import FaultCatalog
+import JSON
 import Lexical
 
 /// A problem with a fault spec: where (JSON path and source location) and what.

@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 
 /// A validated device profile: GATT table, advertisements, variables, state, timers and rules.
 ///

@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 
 /// A behaviour rule: when `trigger` happens and every condition holds, run `actions` in order.
 public struct Rule: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import JSON
 
 /// Loads profiles from files: JSON parsing, `extends`, `--set` overrides, validation.
 ///

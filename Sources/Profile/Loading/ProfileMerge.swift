@@ -1,3 +1,5 @@
+import JSON
+
 /// Merges an `extends` base with the profile that extends it.
 ///
 /// Objects merge key by key, recursively. Arrays whose items are all objects with a string `id`

@@ -1,3 +1,5 @@
+import JSON
+
 /// Applies command-line overrides (`--set path=value`) to a JSON tree.
 ///
 /// Path steps name object keys; on arrays a step selects the item whose `id` equals it, or an index

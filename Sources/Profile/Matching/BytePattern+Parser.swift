@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// A parsed pattern, before compilation.
 indirect enum PatternNode: Equatable {
     case empty
@@ -294,7 +296,7 @@ struct BytePatternParser {
         var value: UInt32 = 0
         var digits = 0
         func digit(_ scalar: Unicode.Scalar?) -> UInt32? {
-            guard let scalar, scalar.isASCII, let value = hexDigitValue(UInt8(scalar.value)) else { return nil }
+            guard let scalar, scalar.isASCII, let value = Hex.digitValue(UInt8(scalar.value)) else { return nil }
             return UInt32(value)
         }
         if current == "{" {

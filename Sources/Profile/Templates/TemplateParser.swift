@@ -1,3 +1,5 @@
+import Bluetooth
+
 extension Template {
     /// The deepest nesting of calls and parentheses accepted in an expression.
     static let maximumDepth = 32
@@ -106,7 +108,7 @@ private struct TemplateParser {
         }
         var nibbles: [UInt8] = []
         while let character = current, !Self.isSpace(character), character != "{" {
-            guard let ascii = character.asciiValue, let digit = hexDigitValue(ascii) else {
+            guard let ascii = character.asciiValue, let digit = Hex.digitValue(ascii) else {
                 throw error(
                     "'\(character)' is not a hex digit",
                     hint: character.isLetter

@@ -1,3 +1,5 @@
+import JSON
+
 extension ProfileDecoder {
     /// One action object; `set` with several names gives several actions.
     mutating func action(_ node: JSONNode, _ path: String) -> [Action] {

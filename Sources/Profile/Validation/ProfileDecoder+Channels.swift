@@ -1,3 +1,5 @@
+import JSON
+
 extension ProfileDecoder {
     static let channelKeys = ["id", "psm", "mtu", "security", "publish", "maximumOpen", "description"]
 

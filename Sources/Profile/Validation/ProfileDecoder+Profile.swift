@@ -1,3 +1,5 @@
+import JSON
+
 extension ProfileDecoder {
     static let topLevelKeys = [
         "$schema", "format", "description", "extends", "device", "advertisements", "services", "variables", "state",

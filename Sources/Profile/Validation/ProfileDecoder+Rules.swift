@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 
 extension ProfileDecoder {
     static let triggerKinds = [

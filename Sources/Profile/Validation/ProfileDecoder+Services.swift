@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 
 extension ProfileDecoder {
     mutating func service(_ node: JSONNode, _ path: String) -> ServiceDefinition? {

@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 import Lexical
 
 extension ProfileDecoder {

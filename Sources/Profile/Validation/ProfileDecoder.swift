@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 import Lexical
 
 /// Turns a merged JSON tree into a `DeviceProfile`, collecting every problem as a `Diagnostic`.

@@ -1,4 +1,5 @@
 import Bluetooth
+import JSON
 
 /// Cross-reference checks over a decoded profile: ids, names, flags, lengths and templates.
 ///

@@ -1,6 +1,8 @@
-/// A parsed JSON value whose every node remembers where it came from.
+/// A JSON value whose every node remembers where it came from: the one JSON tree of gattemu.
 ///
-/// Objects keep their members in file order, including duplicate keys (validation reports those).
+/// Parsed (``JSONParser``), each node is located in its file; built by code (``JSONNode/object(_:)`` and the
+/// other constructors), each is ``SourceLocation/generated``. Objects keep their members in order, including
+/// duplicate keys (validation reports those).
 public struct JSONNode: Sendable, Equatable {
     public var value: JSONValue
     public var location: SourceLocation
@@ -17,7 +19,8 @@ public struct JSONMember: Sendable, Equatable {
     public var keyLocation: SourceLocation
     public var value: JSONNode
 
-    public init(key: String, keyLocation: SourceLocation, value: JSONNode) {
+    /// A member; one a program writes has its key nowhere in a file (``SourceLocation/generated``).
+    public init(key: String, keyLocation: SourceLocation = .generated, value: JSONNode) {
         self.key = key
         self.keyLocation = keyLocation
         self.value = value
@@ -59,9 +62,10 @@ public struct JSONNumber: Sendable, Equatable {
         self.double = Double(text) ?? .nan
     }
 
-    public init(_ int: Int) {
-        self.text = String(int)
-        self.double = Double(int)
+    /// An integer written in decimal.
+    public init(_ integer: some BinaryInteger) {
+        self.text = String(integer)
+        self.double = Double(integer)
     }
 
     /// The value as an `Int` when it is integral and in range; nil otherwise.

@@ -1,35 +1,10 @@
-import Bluetooth
-
-/// A JSON value whose object members keep the order they were given, printed the way people write profiles.
-public indirect enum OrderedJSON: Sendable, Equatable {
-    case null
-    case bool(Bool)
-    case int(Int)
-    case string(String)
-    case array([OrderedJSON])
-    case object([(String, OrderedJSON)])
-
-    public static func == (lhs: OrderedJSON, rhs: OrderedJSON) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): true
-        case (.bool(let a), .bool(let b)): a == b
-        case (.int(let a), .int(let b)): a == b
-        case (.string(let a), .string(let b)): a == b
-        case (.array(let a), .array(let b)): a == b
-        case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
-        default: false
-        }
-    }
-
-    /// `{"hex": "…"}`: bytes as profiles write them.
-    public static func hex(_ bytes: [UInt8]) -> OrderedJSON {
-        .object([("hex", .string(Hex.string(bytes)))])
-    }
-
-    /// Pretty-printed with two-space indentation; short arrays of scalars stay on one line.
+extension JSONNode {
+    /// Printed the way people write profiles (`gattemu import`, `clone`, the relay's mirror): two-space indentation,
+    /// an array of scalars or an object of scalars and small objects on one line when it fits in 100 columns, and
+    /// plain ASCII (everything else as `\u` escapes). Members in their order; no final newline.
     ///
     /// One pass: whether a value fits on one line is measured (stopping at the line's width), not rendered.
-    public func text(indent: Int = 0) -> String {
+    public func profileText(indent: Int = 0) -> String {
         var out: [UInt8] = []
         write(into: &out, indent: indent)
         return String(decoding: out, as: UTF8.self)
@@ -39,8 +14,8 @@ public indirect enum OrderedJSON: Sendable, Equatable {
     private static let lineWidth = 100
 
     private func write(into out: inout [UInt8], indent: Int) {
-        switch self {
-        case .null, .bool, .int, .string:
+        switch value {
+        case .null, .bool, .number, .string:
             writeFlat(into: &out)
         case .array(let items):
             if items.isEmpty { return out.append(contentsOf: "[]".utf8) }
@@ -58,16 +33,16 @@ public indirect enum OrderedJSON: Sendable, Equatable {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             if members.isEmpty { return out.append(contentsOf: "{}".utf8) }
-            if members.allSatisfy({ $0.1.isScalar || $0.1.isSmallObject }), flatLength(limit: Self.lineWidth - indent * 2) != nil {
+            if members.allSatisfy({ $0.value.isScalar || $0.value.isSmallObject }), flatLength(limit: Self.lineWidth - indent * 2) != nil {
                 return writeFlat(into: &out)
             }
             out.append(contentsOf: "{\n".utf8)
             for (index, member) in members.enumerated() {
                 if index > 0 { out.append(contentsOf: ",\n".utf8) }
                 Self.pad(&out, indent + 1)
-                Self.writeQuoted(member.0, into: &out)
+                Self.writeQuoted(member.key, into: &out)
                 out.append(contentsOf: ": ".utf8)
-                member.1.write(into: &out, indent: indent + 1)
+                member.value.write(into: &out, indent: indent + 1)
             }
             out.append(0x0A)
             Self.pad(&out, indent)
@@ -77,10 +52,10 @@ public indirect enum OrderedJSON: Sendable, Equatable {
 
     /// On one line: `[a, b]`, `{ "k": v }`.
     private func writeFlat(into out: inout [UInt8]) {
-        switch self {
+        switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
-        case .int(let value): out.append(contentsOf: String(value).utf8)
+        case .number(let number): out.append(contentsOf: number.text.utf8)
         case .string(let value): Self.writeQuoted(value, into: &out)
         case .array(let items):
             if items.isEmpty { return out.append(contentsOf: "[]".utf8) }
@@ -95,9 +70,9 @@ public indirect enum OrderedJSON: Sendable, Equatable {
             out.append(contentsOf: "{ ".utf8)
             for (index, member) in members.enumerated() {
                 if index > 0 { out.append(contentsOf: ", ".utf8) }
-                Self.writeQuoted(member.0, into: &out)
+                Self.writeQuoted(member.key, into: &out)
                 out.append(contentsOf: ": ".utf8)
-                member.1.writeFlat(into: &out)
+                member.value.writeFlat(into: &out)
             }
             out.append(contentsOf: " }".utf8)
         }
@@ -110,10 +85,10 @@ public indirect enum OrderedJSON: Sendable, Equatable {
     }
 
     private func addFlatLength(to total: inout Int, limit: Int) -> Bool {
-        switch self {
+        switch value {
         case .null: total += 4
         case .bool(let value): total += value ? 4 : 5
-        case .int(let value): total += String(value).utf8.count
+        case .number(let number): total += number.text.utf8.count
         case .string(let value): return Self.addQuotedLength(value, to: &total, limit: limit)
         case .array(let items):
             total += items.isEmpty ? 2 : 2 + 2 * (items.count - 1)
@@ -123,7 +98,7 @@ public indirect enum OrderedJSON: Sendable, Equatable {
         case .object(let members):
             total += members.isEmpty ? 2 : 4 + 4 * members.count - 2
             for member in members {
-                guard Self.addQuotedLength(member.0, to: &total, limit: limit), member.1.addFlatLength(to: &total, limit: limit)
+                guard Self.addQuotedLength(member.key, to: &total, limit: limit), member.value.addFlatLength(to: &total, limit: limit)
                 else { return false }
             }
         }
@@ -135,14 +110,14 @@ public indirect enum OrderedJSON: Sendable, Equatable {
     }
 
     private var isScalar: Bool {
-        switch self {
+        switch value {
         case .array, .object: false
         default: true
         }
     }
 
     private var isSmallObject: Bool {
-        if case .object(let members) = self { return members.count <= 2 && members.allSatisfy(\.1.isScalar) }
+        if case .object(let members) = value { return members.count <= 2 && members.allSatisfy(\.value.isScalar) }
         return false
     }
 

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// A strict JSON parser (RFC 8259) that records the line and column of every value and key.
 ///
 /// It never traps: malformed input, invalid UTF-8, deep nesting (beyond `maximumDepth`) and
@@ -256,7 +258,7 @@ public struct JSONParser {
     private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = current, let digit = hexDigitValue(byte) else {
+            guard let byte = current, let digit = Hex.digitValue(byte) else {
                 throw error("expected four hex digits in a \\u escape")
             }
             value = value << 4 | UInt32(digit)
@@ -297,14 +299,4 @@ public struct JSONParser {
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
-}
-
-/// The value of an ASCII hex digit, or nil.
-func hexDigitValue(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - 0x30
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - 0x61 + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - 0x41 + 10
-    default: nil
-    }
 }

@@ -1,36 +1,38 @@
+import JSON
 import Replica
 import Testing
 
-@Suite struct OrderedJSONTests {
+/// ``JSONNode/profileText(indent:)``: how replica profiles are printed.
+@Suite struct ProfileTextTests {
     @Test func keepsOrderAndEscapesToASCII() {
-        let json: OrderedJSON = .object([("z", .int(1)), ("a", .string("é \"q\" \u{1B}"))])
-        #expect(json.text() == #"{ "z": 1, "a": "\u00e9 \"q\" \u001b" }"#)
-        let nested: OrderedJSON = .object([
+        let json: JSONNode = .object([("z", .int(1)), ("a", .string("é \"q\" \u{1B}"))])
+        #expect(json.profileText() == #"{ "z": 1, "a": "\u00e9 \"q\" \u001b" }"#)
+        let nested: JSONNode = .object([
             ("list", .array([.int(1), .bool(true)])), ("more", .object([("a", .int(1)), ("b", .int(2)), ("c", .int(3))])),
         ])
-        #expect(nested.text() == "{\n  \"list\": [1, true],\n  \"more\": { \"a\": 1, \"b\": 2, \"c\": 3 }\n}")
-        #expect(OrderedJSON.hex([0xAB, 0x01]) == .object([("hex", .string("ab01"))]))
+        #expect(nested.profileText() == "{\n  \"list\": [1, true],\n  \"more\": { \"a\": 1, \"b\": 2, \"c\": 3 }\n}")
+        #expect(JSONNode.hex([0xAB, 0x01]) == .object([("hex", .string("ab01"))]))
     }
 }
 
 /// The first implementation (rendered every object twice per level, ~10 s for a 12 MiB profile in a debug
 /// build): the oracle for the one-pass printer.
-private func reference(_ json: OrderedJSON, indent: Int = 0) -> String {
-    func scalar(_ json: OrderedJSON) -> Bool {
-        if case .array = json { return false }
-        if case .object = json { return false }
+private func reference(_ json: JSONNode, indent: Int = 0) -> String {
+    func scalar(_ json: JSONNode) -> Bool {
+        if case .array = json.value { return false }
+        if case .object = json.value { return false }
         return true
     }
-    func small(_ json: OrderedJSON) -> Bool {
-        if case .object(let m) = json { return m.count <= 2 && m.allSatisfy { scalar($0.1) } }
+    func small(_ json: JSONNode) -> Bool {
+        if case .object(let m) = json.value { return m.count <= 2 && m.allSatisfy { scalar($0.value) } }
         return false
     }
     let pad = String(repeating: "  ", count: indent)
     let inner = String(repeating: "  ", count: indent + 1)
-    switch json {
+    switch json.value {
     case .null: return "null"
     case .bool(let value): return value ? "true" : "false"
-    case .int(let value): return String(value)
+    case .number(let value): return value.text
     case .string(let value): return referenceQuoted(value)
     case .array(let items):
         if items.isEmpty { return "[]" }
@@ -39,18 +41,19 @@ private func reference(_ json: OrderedJSON, indent: Int = 0) -> String {
         return "[\n" + items.map { inner + reference($0, indent: indent + 1) }.joined(separator: ",\n") + "\n" + pad + "]"
     case .object(let members):
         if members.isEmpty { return "{}" }
-        let flat = "{ " + members.map { referenceQuoted($0.0) + ": " + reference($0.1) }.joined(separator: ", ") + " }"
-        if members.allSatisfy({ scalar($0.1) || small($0.1) }), flat.count + indent * 2 <= 100, !flat.contains("\n") { return flat }
-        return "{\n" + members.map { inner + referenceQuoted($0.0) + ": " + reference($0.1, indent: indent + 1) }.joined(separator: ",\n")
+        let flat = "{ " + members.map { referenceQuoted($0.key) + ": " + reference($0.value) }.joined(separator: ", ") + " }"
+        if members.allSatisfy({ scalar($0.value) || small($0.value) }), flat.count + indent * 2 <= 100, !flat.contains("\n") { return flat }
+        return "{\n"
+            + members.map { inner + referenceQuoted($0.key) + ": " + reference($0.value, indent: indent + 1) }.joined(separator: ",\n")
             + "\n" + pad + "}"
     }
 }
 
-extension OrderedJSONTests {
+extension ProfileTextTests {
     @Test func printsAsTheFirstPrinterDidOnRandomTrees() {
         var generator = SplitMix(seed: 7)
         let strings = ["", "a", "rx", "é\u{1F600}\"\\\n\t\u{7F}", String(repeating: "ab", count: 60), "0x1A", "{name}"]
-        func tree(_ depth: Int) -> OrderedJSON {
+        func tree(_ depth: Int) -> JSONNode {
             switch generator.next() % (depth > 3 ? 4 : 7) {
             case 0: return .null
             case 1: return .bool(generator.next() % 2 == 0)
@@ -63,8 +66,8 @@ extension OrderedJSONTests {
         }
         for _ in 0..<3_000 {
             let json = tree(0)
-            #expect(json.text() == reference(json))
-            #expect(json.text(indent: 3) == reference(json, indent: 3))
+            #expect(json.profileText() == reference(json))
+            #expect(json.profileText(indent: 3) == reference(json, indent: 3))
         }
     }
 }
