@@ -50,11 +50,7 @@ public struct ATTChannelSetting: Sendable, Equatable {
 
     /// ``hint(after:setting:)`` for a central's error.
     public static func hint(after error: CentralError, setting: ATTChannelSetting?) -> String? {
-        guard setting?.mayReorder ?? true else { return nil }
-        switch error {
-        case .connectFailed, .lost: break
-        default: return nil
-        }
+        guard mayConcern(error), setting?.mayReorder ?? true else { return nil }
         let opens =
             switch (setting, setting?.channels) {
             case (let setting?, let channels?): "opens up to \(channels) ATT channels per link ([GATT] Channels in \(setting.file))"
@@ -63,6 +59,15 @@ public struct ATTChannelSetting: Sendable, Equatable {
             }
         return "; bluetoothd here \(opens): Enhanced ATT, which with a device that runs BlueZ too can stall discovery; set "
             + "[GATT] Channels = 1 in its main.conf and restart it (docs/relay.md, \"EATT\")"
+    }
+
+    /// Whether Enhanced ATT may be why a central failed so: the connection or the reads of the table failed (not a
+    /// device that was not found, nor bluetoothd refusing a call). Asked before bluetoothd's setting is looked up.
+    public static func mayConcern(_ error: CentralError) -> Bool {
+        switch error {
+        case .connectFailed, .lost: true
+        default: false
+        }
     }
 
     /// The event log's line about it.

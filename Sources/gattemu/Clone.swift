@@ -90,7 +90,8 @@ struct Clone: AsyncParsableCommand {
             await stack.close()
             throw Failure.runtime(error.description)
         } catch let error as CentralError {
-            let hint = ATTChannelSetting.hint(after: error, setting: await ATTChannelSetting.of(stack))
+            let hint =
+                ATTChannelSetting.mayConcern(error) ? ATTChannelSetting.hint(after: error, setting: await ATTChannelSetting.of(stack)) : nil
             await stack.close()
             throw Failure.runtime(error.description + (hint ?? ""))
         } catch {

@@ -109,9 +109,9 @@ extension Emulator {
     }
 
     /// Logs each fired fault and starts its adapter-level actions.
-    func record(_ plan: FaultPlan, central: BluetoothAddress?, characteristic: CharacteristicID?, descriptor: String? = nil) {
+    func record(_ plan: FaultPlan, central: BluetoothAddress?, characteristic: CharacteristicID?) {
         for fired in plan.fired {
-            log.record(.fault, central: central, characteristic: characteristic, descriptor: descriptor, detail: fired.detail)
+            log.record(.fault, central: central, characteristic: characteristic, detail: fired.detail)
         }
         for action in plan.adapterActions { startAdapterAction(action) }
     }
