@@ -68,6 +68,22 @@ import Testing
             ])
     }
 
+    /// `firmware.characteristic` and `firmware.revision` name characteristics too: mcumgr's SMP UUID there is
+    /// refused with the id that has it, like a rule's.
+    @Test func aFirmwareCharacteristicGivenByItsUUIDIsRefusedWithTheID() {
+        let json = """
+            { "format": 1, "services": [ { "id": "smp", "uuid": "8d53dc1d-1db7-4cd3-868b-8a527460aa84", "characteristics": [
+                { "id": "smpData", "uuid": "da2e7828-fbce-4e01-ae9e-261174997c48", "flags": ["write-without-response", "notify"] },
+                { "id": "revision", "uuid": "2a26", "flags": ["read"] } ] } ],
+              "firmware": { "characteristic": "DA2E7828-FBCE-4E01-AE9E-261174997C48", "version": "1.0.0", "revision": "2a26" } }
+            """
+        #expect(
+            problems(json) == [
+                "test.json:4:35 firmware.characteristic: unknown characteristic \"DA2E7828-FBCE-4E01-AE9E-261174997C48\" (characteristics are named by id: this UUID's is \"smpData\")",
+                "test.json:4:107 firmware.revision: unknown characteristic \"2a26\" (characteristics are named by id: this UUID's is \"revision\")",
+            ])
+    }
+
     /// A hostile profile: a thousand characteristics with one UUID and a rule naming the UUID for each: each hint
     /// names five ids, not all of them (the ids by UUID are indexed once, not searched per rule).
     @Test func manySharedUUIDsKeepTheHintShort() {

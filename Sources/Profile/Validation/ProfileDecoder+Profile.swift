@@ -21,7 +21,6 @@ extension ProfileDecoder {
         if let schema = root["$schema"] { _ = string(schema, "$schema") }
         if let device = root["device"] { profile.device = self.device(device, "device") }
         if let security = root["security"] { profile.security = self.security(security, "security") }
-        if let firmware = root["firmware"] { profile.firmware = self.firmware(firmware, "firmware") }
         if let services = root["services"], let items = array(services, "services") {
             profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
         }
@@ -31,6 +30,8 @@ extension ProfileDecoder {
         }
         for service in profile.services { serviceUUIDsByID[service.id] = service.uuid }
         characteristicIDsByUUID = DeviceProfile.characteristicIDsByUUID(profile.characteristics)
+        // Firmware names characteristics, so it is read once their ids are known (a UUID there gets their ids as a hint).
+        if let firmware = root["firmware"] { profile.firmware = self.firmware(firmware, "firmware") }
         if let advertisements = root["advertisements"], let items = array(advertisements, "advertisements") {
             profile.advertisements = items.enumerated().compactMap {
                 advertisement($1, JSONPath.appending($0, to: "advertisements"))
