@@ -53,16 +53,27 @@ extension ProfileTextTests {
     @Test func printsAsTheFirstPrinterDidOnRandomTrees() {
         var generator = SplitMix(seed: 7)
         let strings = ["", "a", "rx", "é\u{1F600}\"\\\n\t\u{7F}", String(repeating: "ab", count: 60), "0x1A", "{name}"]
+        let numbers: [Double] = [
+            0, -0.0, 0.5, -2.25, 5, 1e15 - 1, 1e15, -1e15, 1e16, 3.0e-7, 123_456.789, .ulpOfOne, .greatestFiniteMagnitude,
+        ]
         func tree(_ depth: Int) -> JSONNode {
-            switch generator.next() % (depth > 3 ? 4 : 7) {
+            switch generator.next() % (depth > 3 ? 5 : 8) {
             case 0: return .null
             case 1: return .bool(generator.next() % 2 == 0)
             case 2: return .int(Int(truncatingIfNeeded: generator.next() % 2_000_000) - 1_000_000)
             case 3: return .string(strings[Int(generator.next() % UInt64(strings.count))])
-            case 4, 5:
+            case 4: return .number(numbers[Int(generator.next() % UInt64(numbers.count))])
+            case 5, 6:
                 return .object((0..<Int(generator.next() % 5)).map { ("k\($0)" + strings[Int(generator.next() % 3)], tree(depth + 1)) })
             default: return .array((0..<Int(generator.next() % 6)).map { _ in tree(depth + 1) })
             }
+        }
+        // Every number is printed as JSON that reads back as the same value, integral ones without a fraction.
+        for number in numbers {
+            let text = JSONNode.number(number).profileText()
+            let read = try? JSONParser.parse(text, file: "n")
+            if case .number(let parsed)? = read?.value { #expect(parsed.double == number, "\(text)") } else { Issue.record("\(text)") }
+            #expect(!text.contains(".") || number.rounded() != number || abs(number) >= 1e15, "\(text)")
         }
         for _ in 0..<3_000 {
             let json = tree(0)

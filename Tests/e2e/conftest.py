@@ -644,7 +644,7 @@ def kernel_has_enhanced_channels() -> bool:
     unless a test turns them on). bluetoothd's EATT bearers use them where they are on, plain LE credit-based channels
     where not."""
     try:
-        return open(ECRED).read().strip() == "Y"
+        return Path(ECRED).read_text().strip() == "Y"
     except OSError:
         return False
 

@@ -525,7 +525,6 @@ async def test_a_capture_of_a_channel_imports_into_a_profile_that_replays_it(cen
     await conn.disconnect()
 
 
-
 @pytest.fixture
 def enhanced_credit_based():
     """The kernel's enhanced credit-based channels (Linux 6.1: the bluetooth module's `enable_ecred`, off by default),
