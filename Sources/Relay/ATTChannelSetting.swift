@@ -40,17 +40,18 @@ public struct ATTChannelSetting: Sendable, Equatable {
     }
 
     /// What to add to the reason the relay (or a clone) could not read the device, when Enhanced ATT may be why: the
-    /// connection or the reads of the table failed (with a device that runs BlueZ too, on Linux 6.2 or later, both
-    /// ends open enhanced bearers at once and their requests can cross), and bluetoothd may open more than one ATT
-    /// channel per link. Nil otherwise.
-    public static func hint(after error: RelayError, setting: ATTChannelSetting?) -> String? {
+    /// connection or the reads of the table failed, bluetoothd may open more than one ATT channel per link, and this
+    /// machine's kernel opens them as enhanced credit-based channels (`enhancedCredits`: Linux 6.2 and later by
+    /// default; nil when that cannot be told). With a device that runs BlueZ too, both ends then open enhanced bearers
+    /// at once and their requests can cross; plain LE credit-based bearers (Linux 6.1) work. Nil otherwise.
+    public static func hint(after error: RelayError, setting: ATTChannelSetting?, enhancedCredits: Bool?) -> String? {
         guard case .device(let central) = error else { return nil }
-        return hint(after: central, setting: setting)
+        return hint(after: central, setting: setting, enhancedCredits: enhancedCredits)
     }
 
-    /// ``hint(after:setting:)`` for a central's error.
-    public static func hint(after error: CentralError, setting: ATTChannelSetting?) -> String? {
-        guard mayConcern(error), setting?.mayReorder ?? true else { return nil }
+    /// ``hint(after:setting:enhancedCredits:)`` for a central's error.
+    public static func hint(after error: CentralError, setting: ATTChannelSetting?, enhancedCredits: Bool?) -> String? {
+        guard mayConcern(error), setting?.mayReorder ?? true, enhancedCredits != false else { return nil }
         let opens =
             switch (setting, setting?.channels) {
             case (let setting?, let channels?): "opens up to \(channels) ATT channels per link ([GATT] Channels in \(setting.file))"

@@ -91,7 +91,10 @@ struct Clone: AsyncParsableCommand {
             throw Failure.runtime(error.description)
         } catch let error as CentralError {
             let hint =
-                ATTChannelSetting.mayConcern(error) ? ATTChannelSetting.hint(after: error, setting: await ATTChannelSetting.of(stack)) : nil
+                ATTChannelSetting.mayConcern(error)
+                ? ATTChannelSetting.hint(
+                    after: error, setting: await ATTChannelSetting.of(stack), enhancedCredits: KernelBluetoothParameters.enhancedCredits())
+                : nil
             await stack.close()
             throw Failure.runtime(error.description + (hint ?? ""))
         } catch {

@@ -82,7 +82,10 @@ struct RelaySettings: Sendable {
         } catch {
             await attachAgent.unregister()
             await stack.close()
-            throw Failure.runtime(error.description + (ATTChannelSetting.hint(after: error, setting: channelSetting) ?? ""))
+            throw Failure.runtime(
+                error.description
+                    + (ATTChannelSetting.hint(
+                        after: error, setting: channelSetting, enhancedCredits: KernelBluetoothParameters.enhancedCredits()) ?? ""))
         }
         await attachAgent.unregister()
         do {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import BlueZ
@@ -58,14 +59,35 @@ import Testing
         let lost = RelayError.device(.lost(address: "A", reason: "3 of 7 reads got no answer"))
         let failed = RelayError.device(.connectFailed(address: "A", reason: "services not resolved within 15 s"))
         let three = ATTChannelSetting(channels: 3, file: "/etc/bluetooth/main.conf")
-        #expect(ATTChannelSetting.hint(after: lost, setting: three)?.contains("opens up to 3 ATT channels per link") == true)
-        #expect(ATTChannelSetting.hint(after: failed, setting: three)?.contains("Channels = 1") == true)
-        #expect(ATTChannelSetting.hint(after: failed, setting: ATTChannelSetting(channels: nil, file: "f"))?.contains("f sets no") == true)
-        #expect(ATTChannelSetting.hint(after: lost, setting: nil)?.contains("could not be read") == true)
-        #expect(ATTChannelSetting.hint(after: lost, setting: ATTChannelSetting(channels: 1, file: "f")) == nil)
+        #expect(
+            ATTChannelSetting.hint(after: lost, setting: three, enhancedCredits: true)?.contains("opens up to 3 ATT channels per link")
+                == true)
+        #expect(ATTChannelSetting.hint(after: failed, setting: three, enhancedCredits: true)?.contains("Channels = 1") == true)
+        #expect(
+            ATTChannelSetting.hint(after: failed, setting: ATTChannelSetting(channels: nil, file: "f"), enhancedCredits: true)?.contains(
+                "f sets no") == true)
+        #expect(ATTChannelSetting.hint(after: lost, setting: nil, enhancedCredits: true)?.contains("could not be read") == true)
+        #expect(ATTChannelSetting.hint(after: lost, setting: ATTChannelSetting(channels: 1, file: "f"), enhancedCredits: true) == nil)
         let notFound = RelayError.device(
             .deviceNotFound(DeviceQuery(parsing: "AA:BB:CC:DD:EE:FF")!, adapter: "hci0", scanned: .seconds(20), seen: 0))
-        #expect(ATTChannelSetting.hint(after: notFound, setting: three) == nil)
-        #expect(ATTChannelSetting.hint(after: .profile("x"), setting: three) == nil)
+        #expect(ATTChannelSetting.hint(after: notFound, setting: three, enhancedCredits: true) == nil)
+        #expect(ATTChannelSetting.hint(after: .profile("x"), setting: three, enhancedCredits: true) == nil)
+        // Plain LE credit-based bearers (Linux 6.1, or `enable_ecred` off) do not cross: no hint; unknown: the hint.
+        #expect(ATTChannelSetting.hint(after: lost, setting: three, enhancedCredits: false) == nil)
+        #expect(ATTChannelSetting.hint(after: failed, setting: nil, enhancedCredits: false) == nil)
+        #expect(ATTChannelSetting.hint(after: failed, setting: three, enhancedCredits: nil)?.contains("Channels = 1") == true)
+    }
+
+    /// `enable_ecred` as the kernel writes it (`Y`/`N` and a newline); anything else, or no file, is not known.
+    @Test func theKernelsEnhancedCreditsAreReadFromTheModuleParameter() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ecred-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("enable_ecred")
+        #expect(KernelBluetoothParameters.enhancedCredits(directory: directory.path) == nil)
+        for (text, expected) in [("Y\n", true), ("N\n", false), ("maybe\n", nil), ("", nil)] as [(String, Bool?)] {
+            try Data(text.utf8).write(to: file)
+            #expect(KernelBluetoothParameters.enhancedCredits(directory: directory.path) == expected, "\(text)")
+        }
     }
 }
