@@ -6,11 +6,11 @@ import PrivateFiles
 import Profile
 import Relay
 import Replica
-import Synchronization
 
 /// Where `gattemu relay` writes the session: the profile (`-o`) and the btsnoop capture (`--capture`), on exit
 /// and for each `POST /v1/relay/snapshot`. Writes are atomic (a reader sees the old file or the new one), private
-/// (``PrivateFile``) and one at a time.
+/// (``PrivateFile``) and one at a time without a lock: the emulator writes one snapshot at a time, and the exit's write
+/// comes after the last (``RelayedDevice/detach(from:)`` ends them first, ``Emulator/endRelaySnapshots()``).
 final class RelayOutputs: Sendable {
     /// What one write did: the snapshot the API answers, report lines for the terminal, and the problems of a
     /// profile that does not load (a gattemu bug: it is written all the same).
@@ -28,7 +28,6 @@ final class RelayOutputs: Sendable {
     private let session: RelaySession
     /// The relay's start, in microseconds since 1970 (the capture's clock).
     private let startedAt: Int64
-    private let writing = Mutex(())
 
     init(profile: String?, capture: String?, session: RelaySession, startedAt: Int64) {
         self.profile = profile
@@ -43,37 +42,35 @@ final class RelayOutputs: Sendable {
     /// the session's last chance): a path that cannot take its file gets it in a new private folder instead
     /// (``PrivateFile/rescueFolder(environment:)``), said in ``Written/rescued``.
     func write(_ conversation: RelayRecording.Conversation, rescuing: Bool = false) throws(ControlFailure) -> Written {
-        try writing.withLock { _ throws(ControlFailure) -> Written in
-            let replica = session.recordedReplica(conversation)
-            var rescue: String?
-            var written = Written(
-                snapshot: RelaySnapshot(operations: replica.conversation.count, notRecorded: conversation.dropped))
-            if let profile {
-                let result = ReplicaProfile(replica).build()
-                do {
-                    _ = try ProfileLoader.load(json: result.text, file: profile)
-                } catch {
-                    written.problems.append("\(error)")
-                }
-                let path = try place(Array(result.text.utf8), at: profile, rescuing: rescuing, into: &rescue, &written.rescued)
-                written.snapshot.profile = path
-                written.profileReport =
-                    ["relayed \(session.device.label): \(replica.conversation.count) operations recorded", "profile written to \(path)"]
-                    + result.report.map { "- " + $0 }
+        let replica = session.recordedReplica(conversation)
+        var rescue: String?
+        var written = Written(
+            snapshot: RelaySnapshot(operations: replica.conversation.count, notRecorded: conversation.dropped))
+        if let profile {
+            let result = ReplicaProfile(replica).build()
+            do {
+                _ = try ProfileLoader.load(json: result.text, file: profile)
+            } catch {
+                written.problems.append("\(error)")
             }
-            if let capture {
-                let central =
-                    replica.conversation.lazy.compactMap { event -> BluetoothAddress? in
-                        if case .connected(let address?) = event.kind { address } else { nil }
-                    }.first ?? .zero
-                let export = BTSnoopExport.write(replica, central: central, start: startedAt)
-                let path = try place(export.bytes, at: capture, rescuing: rescuing, into: &rescue, &written.rescued)
-                written.snapshot.capture = path
-                written.snapshot.captureRecords = export.frames
-                written.captureReport = ["capture of \(export.frames) records written to \(path)"] + export.notes.map { "- " + $0 }
-            }
-            return written
+            let path = try place(Array(result.text.utf8), at: profile, rescuing: rescuing, into: &rescue, &written.rescued)
+            written.snapshot.profile = path
+            written.profileReport =
+                ["relayed \(session.device.label): \(replica.conversation.count) operations recorded", "profile written to \(path)"]
+                + result.report.map { "- " + $0 }
         }
+        if let capture {
+            let central =
+                replica.conversation.lazy.compactMap { event -> BluetoothAddress? in
+                    if case .connected(let address?) = event.kind { address } else { nil }
+                }.first ?? .zero
+            let export = BTSnoopExport.write(replica, central: central, start: startedAt)
+            let path = try place(export.bytes, at: capture, rescuing: rescuing, into: &rescue, &written.rescued)
+            written.snapshot.capture = path
+            written.snapshot.captureRecords = export.frames
+            written.captureReport = ["capture of \(export.frames) records written to \(path)"] + export.notes.map { "- " + $0 }
+        }
+        return written
     }
 
     /// Writes privately (0600: a recording holds the device's conversation, a lock's unlock exchange) to `path`, or

@@ -151,8 +151,10 @@ struct RelayedDevice: Sendable {
         )
     }
 
-    /// The mirror stopped: the device's link goes.
+    /// The mirror stopped: the device's link goes, and the control API's snapshots end (``finish(failed:)`` writes
+    /// the whole session after the last of them).
     func detach(from emulator: Emulator) async {
+        await emulator.endRelaySnapshots()
         await link.stop(forget: true)
         let dropped = await link.droppedNotifications
         if dropped > 0 { await emulator.relayNote("relay: \(dropped) notifications dropped (the mirror could not keep up)") }

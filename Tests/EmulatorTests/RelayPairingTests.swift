@@ -173,4 +173,48 @@ import Testing
         await emulator.stop()
         _ = (bus, bluetoothd)
     }
+
+    /// At exit the relay writes the whole session once more: ending the snapshots waits for the one being written
+    /// (so that an older recording cannot land after the exit's), and refuses any asked after it.
+    @Test(.timeLimit(.minutes(5))) func endingSnapshotsWaitsForTheOneBeingWrittenAndRefusesMore() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        let emulator = try Emulator(profile: PairingAgentTests.profile(security: nil), options: options, log: try EventLog(format: .text))
+        let release = DispatchSemaphore(value: 0)
+        let order = AsyncCollector<String>()
+        await emulator.relay(
+            to: RelayPairingTests.Upstream(DevicePairing()),
+            snapshot: {
+                {
+                    order.append("writing")
+                    release.wait()
+                    order.append("written")
+                    return RelaySnapshot(operations: 3, notRecorded: 0)
+                }
+            })
+        try await emulator.start()
+        let first = Task { try await emulator.relaySnapshot() }
+        try #require(try await eventually { order.values == ["writing"] })
+        let ended = Task {
+            await emulator.endRelaySnapshots()
+            order.append("ended")
+        }
+        try #require(try await eventually { await emulator.relayState.snapshotsEnded })
+        do {
+            _ = try await emulator.relaySnapshot()
+            Issue.record("a snapshot was taken after the snapshots ended")
+        } catch {
+            #expect(error.kind == .conflict && error.message.contains("the relay is stopping"), "\(error)")
+        }
+        #expect(order.values == ["writing"], "ending waits while the snapshot is written")
+        release.signal()
+        await ended.value
+        #expect(order.values == ["writing", "written", "ended"])
+        #expect(try await first.value.operations == 3)
+        await emulator.endRelaySnapshots()  // again, and with none under way: at once
+        await emulator.stop()
+        _ = (bus, bluetoothd)
+    }
 }

@@ -15,6 +15,8 @@ struct RelayState: Sendable {
     var snapshotWriter: RelaySnapshotWriter?
     /// A snapshot is being written: another request meanwhile is refused (409), not queued.
     var snapshotting = false
+    /// The relay is stopping (``Emulator/endRelaySnapshots()``): it writes the session itself, and refuses snapshots.
+    var snapshotsEnded = false
     /// Write Commands handed to the device side's bluetoothd since the relay started, and how many of them a later
     /// request's answer showed gone to the device's link (``RelayUpstream/checkLink()``): the rest may still wait in
     /// that bluetoothd, which takes every command at once and queues what the link cannot carry yet.
@@ -63,6 +65,9 @@ extension Emulator {
         guard let writer = relay.state.snapshotWriter else {
             throw ControlFailure(.conflict, "the relay was started without -o PROFILE or --capture FILE: there is nowhere to write")
         }
+        guard !relay.state.snapshotsEnded else {
+            throw ControlFailure(.conflict, "the relay is stopping: it writes the whole session as it exits")
+        }
         guard !relay.state.snapshotting else {
             throw ControlFailure(.conflict, "a snapshot is being written: ask again once it is done")
         }
@@ -78,6 +83,7 @@ extension Emulator {
             }
         }
         relay.state.snapshotting = false
+        relay.snapshotWritten()
         switch outcome {
         case .success(let snapshot):
             let written = [snapshot.profile.map { "profile \($0)" }, snapshot.capture.map { "capture \($0)" }].compactMap { $0 }
@@ -89,6 +95,16 @@ extension Emulator {
             log.record(.error, detail: "relay: snapshot not written: \(failure.message)")
             throw failure
         }
+    }
+
+    /// The relay is stopping and will write the session itself: snapshots asked from now on are refused, and this
+    /// returns once the one being written, if any, is written (so that its older recording cannot replace the exit's:
+    /// the files are written one at a time without a lock). Nothing to do for an emulator that is no relay.
+    public func endRelaySnapshots() async {
+        guard let relay = relayResponder else { return }
+        relay.state.snapshotsEnded = true
+        guard relay.state.snapshotting else { return }
+        await withCheckedContinuation { relay.waitingForSnapshot.append($0) }
     }
 
     /// The relay's device answered a link check (``RelayResponder/checkLinkIfBusy(in:)``).

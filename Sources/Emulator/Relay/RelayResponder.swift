@@ -18,10 +18,19 @@ final class RelayResponder: GattResponder {
     /// that answers a write by indicating would otherwise indicate to nobody).
     private var subscriptionsUnderWay = 0
     private var waitingForSubscriptions: [CheckedContinuation<Void, Never>] = []
+    /// ``Emulator/endRelaySnapshots()`` waiting for the snapshot being written.
+    var waitingForSnapshot: [CheckedContinuation<Void, Never>] = []
 
     init(upstream: any RelayUpstream, snapshot: RelaySnapshotWriter?) {
         self.upstream = upstream
         state.snapshotWriter = snapshot
+    }
+
+    /// A snapshot was written (or failed): whoever waits to end the snapshots goes on.
+    func snapshotWritten() {
+        let waiting = waitingForSnapshot
+        waitingForSnapshot = []
+        for continuation in waiting { continuation.resume() }
     }
 
     func read(_ operation: ReadOperation, in runtime: isolated Emulator) async throws(ATTError) -> [UInt8] {
