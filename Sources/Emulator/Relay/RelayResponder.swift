@@ -170,6 +170,35 @@ final class RelayResponder: GattResponder {
         await local.link(event, in: runtime)
     }
 
+    /// A relay's agent is always there and answers for both legs, with ``DevicePairing/agentCapability``.
+    func agentSecurity(profile: SecurityDefinition?) -> SecurityDefinition? {
+        var security = profile ?? .standard
+        security.io = DevicePairing.agentCapability
+        return security
+    }
+
+    /// What bluetoothd asks while it pairs with the real device (the relay is the central there): a question naming
+    /// the device on the adapter the relay reaches it on, answered as ``RelayUpstream/devicePairing`` says and logged
+    /// with the device's address and "device:" first. Any other question is a central's.
+    func ownPairing(_ request: PairingRequest, on adapterName: String, in runtime: isolated Emulator) async -> PairingAnswer? {
+        let device = request.central
+        guard adapterName == upstream.deviceAdapter, device == upstream.deviceAddress else { return nil }
+        switch upstream.devicePairing.decide(request) {
+        case .answer(let answer, let why):
+            if !why.isEmpty { runtime.log.record(.pairing, central: device, detail: "device: \(request): \(why)") }
+            return answer
+        case .askForPasskey:
+            return await runtime.ask(request, .passkeyEntry, device: true)
+        case .display(let passkey):
+            runtime.pairing.displayed = PairingSnapshot.Displayed(central: device, passkey: passkey, device: true)
+            runtime.log.record(.pairing, central: device, detail: "device: \(request): type it on the device")
+            return .accept
+        }
+    }
+
+    /// The mirror does not advertise while the device is away.
+    var mayAdvertise: Bool { !state.deviceAway }
+
     /// Follows the mirror's subscriptions to `characteristic` after `central`'s changed (or its link went): the
     /// device is subscribed when the first central subscribes and unsubscribed when the last one leaves.
     private func follow(_ characteristic: CharacteristicID, central: BluetoothAddress, in runtime: isolated Emulator) async {

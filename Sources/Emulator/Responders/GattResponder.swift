@@ -20,6 +20,19 @@ protocol GattResponder: AnyObject {
     func subscription(_ operation: SubscriptionOperation, in runtime: isolated Emulator) async
     /// A central's link came up or went down (after the runtime has noted it).
     func link(_ event: LinkEvent, in runtime: isolated Emulator) async
+    /// The pairing agent's settings, given the profile's (nil: no agent).
+    func agentSecurity(profile: SecurityDefinition?) -> SecurityDefinition?
+    /// Answers a pairing question that is the responder's own (the relay's pairing with its device); nil: a
+    /// central's question, which the runtime answers from the profile.
+    func ownPairing(_ request: PairingRequest, on adapterName: String, in runtime: isolated Emulator) async -> PairingAnswer?
+    /// Whether the device may advertise now (not while the relay's device is away).
+    var mayAdvertise: Bool { get }
+}
+
+extension GattResponder {
+    func agentSecurity(profile: SecurityDefinition?) -> SecurityDefinition? { profile }
+    func ownPairing(_ request: PairingRequest, on adapterName: String, in runtime: isolated Emulator) async -> PairingAnswer? { nil }
+    var mayAdvertise: Bool { true }
 }
 
 /// A stage around a responder (Hummingbird's middleware shape): sees each operation on its way in and each answer on

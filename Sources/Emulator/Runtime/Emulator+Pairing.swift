@@ -32,14 +32,8 @@ struct PendingPairingPrompt {
 }
 
 extension Emulator: PairingHandler {
-    /// The agent's settings: the profile's; a relay's agent is always there and answers for both legs, with
-    /// ``DevicePairing/agentCapability``.
-    var agentSecurity: SecurityDefinition? {
-        guard relayResponder != nil else { return profile.pairingSecurity }
-        var security = profile.pairingSecurity ?? .standard
-        security.io = DevicePairing.agentCapability
-        return security
-    }
+    /// The agent's settings: the profile's, unless the responder has its own (a relay's agent answers both legs).
+    var agentSecurity: SecurityDefinition? { pipeline.responder.agentSecurity(profile: profile.pairingSecurity) }
 
     /// Registers the pairing agent when the profile needs one, or gattemu relays (bluetoothd's default agent).
     func registerAgent(stack: BlueZStack) async throws(BlueZError) {
@@ -94,14 +88,12 @@ extension Emulator: PairingHandler {
         await agent?.unregister()
     }
 
-    /// bluetoothd's question about a central on `adapterName`: the relay's device leg when it names the device on the
-    /// adapter the relay reaches it on; the profile's rules for a central on gattemu's own adapter; refused for any
-    /// other (bluetoothd asks its one default agent about every adapter: another program's, another gattemu's).
+    /// bluetoothd's question about a central on `adapterName`: the responder's own when it claims it (the relay's
+    /// device leg); the profile's rules for a central on gattemu's own adapter; refused for any other (bluetoothd asks
+    /// its one default agent about every adapter: another program's, another gattemu's).
     public func answer(_ request: PairingRequest, on adapterName: String) async -> PairingAnswer {
         let central = request.central
-        if let upstream = relayResponder?.upstream, adapterName == upstream.deviceAdapter, central == upstream.deviceAddress {
-            return await answerForDevice(request, upstream.devicePairing)
-        }
+        if let answer = await pipeline.responder.ownPairing(request, on: adapterName, in: self) { return answer }
         guard let adapter, adapterName == adapter.name else {
             log.record(
                 .pairing, central: central,
@@ -173,25 +165,8 @@ extension Emulator: PairingHandler {
         }
     }
 
-    /// `gattemu relay`: what bluetoothd asks while it pairs with the real device (the relay is the central there).
-    /// Logged with the device's address and "device:" first.
-    private func answerForDevice(_ request: PairingRequest, _ settings: DevicePairing) async -> PairingAnswer {
-        let device = request.central
-        switch settings.decide(request) {
-        case .answer(let answer, let why):
-            if !why.isEmpty { log.record(.pairing, central: device, detail: "device: \(request): \(why)") }
-            return answer
-        case .askForPasskey:
-            return await ask(request, .passkeyEntry, device: true)
-        case .display(let passkey):
-            pairing.displayed = PairingSnapshot.Displayed(central: device, passkey: passkey, device: true)
-            log.record(.pairing, central: device, detail: "device: \(request): type it on the device")
-            return .accept
-        }
-    }
-
     /// Waits for `POST /v1/pairing`, at most ``SecurityDefinition/promptSeconds``; a newer question replaces (cancels) an older one.
-    private func ask(_ request: PairingRequest, _ kind: PairingSnapshot.PromptKind, device: Bool = false) async -> PairingAnswer {
+    func ask(_ request: PairingRequest, _ kind: PairingSnapshot.PromptKind, device: Bool = false) async -> PairingAnswer {
         resolvePrompt(with: .cancel)
         pairing.nextPrompt += 1
         let id = pairing.nextPrompt

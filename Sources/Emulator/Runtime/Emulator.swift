@@ -257,7 +257,7 @@ public actor Emulator {
     func startAdvertising() async throws(BlueZError) {
         // One start at a time: a power-on signal and gattemu's own power cycle both start advertising, and the
         // second must not export the objects the first is registering.
-        guard let adapter, let stack, advertisements.isEmpty, !startingAdvertising, relayResponder?.state.deviceAway != true else { return }
+        guard let adapter, let stack, advertisements.isEmpty, !startingAdvertising, pipeline.responder.mayAdvertise else { return }
         startingAdvertising = true
         defer { startingAdvertising = false }
         for (index, spec) in engine.advertisements().enumerated() {
