@@ -1,6 +1,5 @@
 import Bluetooth
 import Capture
-import CaptureTestSupport
 
 /// A phone's session with a Bluetooth LE keyboard (HID over GATT), written as HCI: the table a HOGP keyboard has —
 /// three Report characteristics sharing the UUID 2A4D in the HID service, each with its Report Reference (2908), and

@@ -181,7 +181,7 @@ import Testing
                 var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
                 var copy = address
                 inet_ntop(AF_INET, &copy, &text, socklen_t(text.count))
-                return String(cString: text)
+                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
         }
         return nil

@@ -74,9 +74,8 @@ public enum ProfileMapping {
                     hint: "advertise fewer sets on this adapter, or free instances other programs hold"))
         }
         for definition in definitions {
-            for (variant, fields) in [(String?.none, definition.fields)]
-                + definition.variants.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }
-            {
+            let variants = definition.variants.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }
+            for (variant, fields) in [(String?.none, definition.fields)] + variants {
                 let prefix = variant.map { "variant \"\($0)\": " } ?? ""
                 let path =
                     variant.map { JSONPath.appending($0, to: JSONPath.appending("variants", to: definition.path)) } ?? definition.path
