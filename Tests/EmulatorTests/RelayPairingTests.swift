@@ -176,6 +176,36 @@ import Testing
 
     /// At exit the relay writes the whole session once more: ending the snapshots waits for the one being written
     /// (so that an older recording cannot land after the exit's), and refuses any asked after it.
+    /// While the relay's device is away the mirror does not advertise, whatever asks it to (a power-on signal, a
+    /// recovery): the responder says so (``GattResponder/mayAdvertise``); back, it advertises again.
+    @Test func theMirrorDoesNotAdvertiseWhileTheDeviceIsAway() async throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
+        var options = EmulatorOptions()
+        options.bus = .address(bus.address)
+        let log = try EventLog(format: .text)
+        let profile = try ProfileLoader.load(
+            json: #"""
+                {"format": 1, "device": {"name": "Lock"}, "advertisements": [{"type": "peripheral", "localName": "Lock"}],
+                 "services": [{"id": "s", "uuid": "180f", "characteristics": [
+                   {"id": "level", "uuid": "2a19", "flags": ["read"], "value": {"hex": "64"}}]}]}
+                """#, file: "mirror.json")
+        let emulator = try Emulator(profile: profile, options: options, log: log)
+        await emulator.relay(to: RelayPairingTests.Upstream(DevicePairing()))
+        try await emulator.start()
+        #expect(bluetoothd.advertisements.count == 1)
+        await emulator.deviceLost("the link dropped")
+        try #require(try await eventually { bluetoothd.advertisements.isEmpty })
+        try await emulator.startAdvertising()
+        #expect(bluetoothd.advertisements.isEmpty, "advertised while the device is away")
+        await emulator.deviceBack()
+        #expect(bluetoothd.advertisements.count == 1)
+        let kinds: [EmulatorEventKind] = log.events(since: 0).map(\.kind).filter { $0 == .deviceLost || $0 == .deviceBack }
+        #expect(kinds == [.deviceLost, .deviceBack])
+        await emulator.stop()
+        _ = bus
+    }
+
     @Test(.timeLimit(.minutes(5))) func endingSnapshotsWaitsForTheOneBeingWrittenAndRefusesMore() async throws {
         let bus = try PrivateBus()
         let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
@@ -195,6 +225,8 @@ import Testing
                 }
             })
         try await emulator.start()
+        var released = false
+        defer { if !released { release.signal() } }  // a failed #require must not leave the writer blocked
         let first = Task { try await emulator.relaySnapshot() }
         try #require(try await eventually { order.values == ["writing"] })
         let ended = Task {
@@ -210,9 +242,17 @@ import Testing
         }
         #expect(order.values == ["writing"], "ending waits while the snapshot is written")
         release.signal()
+        released = true
         await ended.value
         #expect(order.values == ["writing", "written", "ended"])
         #expect(try await first.value.operations == 3)
+        do {
+            _ = try await emulator.relaySnapshot()
+            Issue.record("a snapshot was taken after the one being written when the snapshots ended")
+        } catch {
+            #expect(error.kind == .conflict && error.message.contains("the relay is stopping"), "\(error)")
+        }
+        #expect(order.values == ["writing", "written", "ended"], "no snapshot was written after the end")
         await emulator.endRelaySnapshots()  // again, and with none under way: at once
         await emulator.stop()
         _ = (bus, bluetoothd)

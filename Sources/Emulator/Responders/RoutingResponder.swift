@@ -1,5 +1,6 @@
 import BlueZ
 import Bluetooth
+import Profile
 
 /// Sends each characteristic's operations to the responder that owns it (the firmware target's SMP characteristic),
 /// everything else to `fallback` (the profile's rules). Every responder sees every link event.
@@ -28,4 +29,11 @@ final class RoutingResponder: GattResponder {
         await fallback.link(event, in: runtime)
         for responder in routes.values { await responder.link(event, in: runtime) }
     }
+
+    // What the lifecycle asks is the device's: the fallback's (the routes answer characteristics only).
+    func agentSecurity(profile: SecurityDefinition?) -> SecurityDefinition? { fallback.agentSecurity(profile: profile) }
+    func ownPairing(_ request: PairingRequest, on adapterName: String, in runtime: isolated Emulator) async -> PairingAnswer? {
+        await fallback.ownPairing(request, on: adapterName, in: runtime)
+    }
+    var mayAdvertise: Bool { fallback.mayAdvertise }
 }
