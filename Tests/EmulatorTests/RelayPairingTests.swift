@@ -30,15 +30,17 @@ import Testing
         func checkLink() async -> String? { "a read" }
     }
 
+    /// A relay of `profile` (default: an open device's, no advertisement) started.
     static func started(
-        _ pairing: DevicePairing, security: String? = nil, flags: String = #"["read"]"#
+        _ pairing: DevicePairing, security: String? = nil, flags: String = #"["read"]"#, profile: DeviceProfile? = nil
     ) async throws -> (PrivateBus, StandInBluetoothd, Emulator, EventLog) {
         let bus = try PrivateBus()
         let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         var options = EmulatorOptions()
         options.bus = .address(bus.address)
         let log = try EventLog(format: .text)
-        let emulator = try Emulator(profile: PairingAgentTests.profile(security: security, flags: flags), options: options, log: log)
+        let profile = try profile ?? PairingAgentTests.profile(security: security, flags: flags)
+        let emulator = try Emulator(profile: profile, options: options, log: log)
         await emulator.relay(to: Upstream(pairing))
         try await emulator.start()
         return (bus, bluetoothd, emulator, log)
@@ -133,29 +135,54 @@ import Testing
         await emulator.stop()
         _ = bus
     }
+
+    /// While the relay's device is away the mirror does not advertise, whatever asks it to (a power-on signal, a
+    /// recovery): the responder says so (``GattResponder/mayAdvertise``); back, it advertises again.
+    @Test func theMirrorDoesNotAdvertiseWhileTheDeviceIsAway() async throws {
+        let profile = try ProfileLoader.load(
+            json: #"""
+                {"format": 1, "device": {"name": "Lock"}, "advertisements": [{"type": "peripheral", "localName": "Lock"}],
+                 "services": [{"id": "s", "uuid": "180f", "characteristics": [
+                   {"id": "level", "uuid": "2a19", "flags": ["read"], "value": {"hex": "64"}}]}]}
+                """#, file: "mirror.json")
+        let (bus, bluetoothd, emulator, log) = try await Self.started(DevicePairing(), profile: profile)
+        #expect(bluetoothd.advertisements.count == 1)
+        await emulator.deviceLost("the link dropped")
+        try #require(try await eventually { bluetoothd.advertisements.isEmpty })
+        try await emulator.startAdvertising()
+        #expect(bluetoothd.advertisements.isEmpty, "advertised while the device is away")
+        await emulator.deviceBack()
+        #expect(bluetoothd.advertisements.count == 1)
+        let kinds: [EmulatorEventKind] = log.events(since: 0).map(\.kind).filter { $0 == .deviceLost || $0 == .deviceBack }
+        #expect(kinds == [.deviceLost, .deviceBack])
+        await emulator.stop()
+        _ = bus
+    }
 }
 
 /// `POST /v1/relay/snapshot` while another is being written: refused (409) at once, not queued on a thread; and the
 /// emulator keeps answering meanwhile (the writing holds no cooperative thread, nor the D-Bus loop).
 @Suite struct RelaySnapshotTests {
-    @Test(.timeLimit(.minutes(5))) func aSecondSnapshotWhileOneIsWrittenIsRefused() async throws {
+    /// A relay of an open device whose snapshots are written by `work`, started.
+    static func started(writing work: @escaping RelaySnapshotWork) async throws -> (PrivateBus, StandInBluetoothd, Emulator) {
         let bus = try PrivateBus()
         let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
         var options = EmulatorOptions()
         options.bus = .address(bus.address)
         let emulator = try Emulator(profile: PairingAgentTests.profile(security: nil), options: options, log: try EventLog(format: .text))
+        await emulator.relay(to: RelayPairingTests.Upstream(DevicePairing()), snapshot: { work })
+        try await emulator.start()
+        return (bus, bluetoothd, emulator)
+    }
+
+    @Test(.timeLimit(.minutes(5))) func aSecondSnapshotWhileOneIsWrittenIsRefused() async throws {
         let release = DispatchSemaphore(value: 0)
         let entered = AsyncCollector<Int>()
-        await emulator.relay(
-            to: RelayPairingTests.Upstream(DevicePairing()),
-            snapshot: {
-                {
-                    entered.append(1)
-                    release.wait()
-                    return RelaySnapshot(operations: 7, notRecorded: 0)
-                }
-            })
-        try await emulator.start()
+        let (bus, bluetoothd, emulator) = try await Self.started {
+            entered.append(1)
+            release.wait()
+            return RelaySnapshot(operations: 7, notRecorded: 0)
+        }
         let first = Task { try await emulator.relaySnapshot() }
         let writing = try await eventually { !entered.values.isEmpty }
         try #require(writing)
@@ -176,55 +203,15 @@ import Testing
 
     /// At exit the relay writes the whole session once more: ending the snapshots waits for the one being written
     /// (so that an older recording cannot land after the exit's), and refuses any asked after it.
-    /// While the relay's device is away the mirror does not advertise, whatever asks it to (a power-on signal, a
-    /// recovery): the responder says so (``GattResponder/mayAdvertise``); back, it advertises again.
-    @Test func theMirrorDoesNotAdvertiseWhileTheDeviceIsAway() async throws {
-        let bus = try PrivateBus()
-        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
-        var options = EmulatorOptions()
-        options.bus = .address(bus.address)
-        let log = try EventLog(format: .text)
-        let profile = try ProfileLoader.load(
-            json: #"""
-                {"format": 1, "device": {"name": "Lock"}, "advertisements": [{"type": "peripheral", "localName": "Lock"}],
-                 "services": [{"id": "s", "uuid": "180f", "characteristics": [
-                   {"id": "level", "uuid": "2a19", "flags": ["read"], "value": {"hex": "64"}}]}]}
-                """#, file: "mirror.json")
-        let emulator = try Emulator(profile: profile, options: options, log: log)
-        await emulator.relay(to: RelayPairingTests.Upstream(DevicePairing()))
-        try await emulator.start()
-        #expect(bluetoothd.advertisements.count == 1)
-        await emulator.deviceLost("the link dropped")
-        try #require(try await eventually { bluetoothd.advertisements.isEmpty })
-        try await emulator.startAdvertising()
-        #expect(bluetoothd.advertisements.isEmpty, "advertised while the device is away")
-        await emulator.deviceBack()
-        #expect(bluetoothd.advertisements.count == 1)
-        let kinds: [EmulatorEventKind] = log.events(since: 0).map(\.kind).filter { $0 == .deviceLost || $0 == .deviceBack }
-        #expect(kinds == [.deviceLost, .deviceBack])
-        await emulator.stop()
-        _ = bus
-    }
-
     @Test(.timeLimit(.minutes(5))) func endingSnapshotsWaitsForTheOneBeingWrittenAndRefusesMore() async throws {
-        let bus = try PrivateBus()
-        let bluetoothd = try await StandInBluetoothd.withAdapter(bus)
-        var options = EmulatorOptions()
-        options.bus = .address(bus.address)
-        let emulator = try Emulator(profile: PairingAgentTests.profile(security: nil), options: options, log: try EventLog(format: .text))
         let release = DispatchSemaphore(value: 0)
         let order = AsyncCollector<String>()
-        await emulator.relay(
-            to: RelayPairingTests.Upstream(DevicePairing()),
-            snapshot: {
-                {
-                    order.append("writing")
-                    release.wait()
-                    order.append("written")
-                    return RelaySnapshot(operations: 3, notRecorded: 0)
-                }
-            })
-        try await emulator.start()
+        let (bus, bluetoothd, emulator) = try await Self.started {
+            order.append("writing")
+            release.wait()
+            order.append("written")
+            return RelaySnapshot(operations: 3, notRecorded: 0)
+        }
         var released = false
         defer { if !released { release.signal() } }  // a failed #require must not leave the writer blocked
         let first = Task { try await emulator.relaySnapshot() }
