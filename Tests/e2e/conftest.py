@@ -399,6 +399,19 @@ def _leave_out_without_controllers(config, items):
                f"{', '.join(item.nodeid for item in left_out)}")
 
 
+def _leave_out_unless_long(config, items):
+    """Tests marked long (a fixed wait of their own: a kernel timer run out) run only with GATTEMU_LONG=1
+    (scripts/test --long and --full); otherwise they are left out of the run and named in the summary, as the tests
+    a VM cannot run are: scripts/test's default tier stays inside its time budget."""
+    if LONG or not os.path.isdir("/run/gattemu"):
+        return
+    left_out = [item for item in items if item.get_closest_marker("long") is not None]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
+        report(f"not run, a long test (GATTEMU_LONG=1, scripts/test --long): {', '.join(item.nodeid for item in left_out)}")
+
+
 def kernel_version(release: str) -> tuple[int, int]:
     """(major, minor) of a kernel release such as 6.12.95+deb12-amd64; (0, 0) when it says none."""
     numbers = re.findall(r"\d+", release)[:2]
@@ -430,6 +443,7 @@ def pytest_collection_modifyitems(config, items):
     run bluetoothd again (docs/sandbox.md): no other test shares that VM after them."""
     _leave_out_without_controllers(config, items)
     _leave_out_on_older_kernels(config, items)
+    _leave_out_unless_long(config, items)
     _select_shard(config, items)
     switching = {"bluez", "bluez_582"}
     items.sort(key=lambda item: (bool(item.get_closest_marker("ends_its_vm")),
