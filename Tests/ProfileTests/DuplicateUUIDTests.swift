@@ -84,6 +84,25 @@ import Testing
             ])
     }
 
+    /// Services are named by id too: a UUID where a service's id belongs (an include, a channel's `publish`, a
+    /// firmware version's service) is refused with the id that has it, as for characteristics.
+    @Test func aServiceGivenByItsUUIDIsRefusedWithTheID() {
+        let json = """
+            { "format": 1, "services": [
+                { "id": "battery", "uuid": "180f", "characteristics": [ { "id": "level", "uuid": "2a19", "flags": ["read"] } ] },
+                { "id": "app", "uuid": "1bc50001-0200-d29e-e511-446c609db825", "includes": ["180f"], "characteristics": [
+                  { "id": "smpData", "uuid": "da2e7828-fbce-4e01-ae9e-261174997c48", "flags": ["write-without-response", "notify"] } ] } ],
+              "channels": [ { "id": "data", "psm": 128, "publish": "1BC50001-0200-D29E-E511-446C609DB825" } ],
+              "firmware": { "characteristic": "smpData", "version": "1.0.0", "services": [ { "service": "180F", "from": "1.1.0" } ] } }
+            """
+        #expect(
+            problems(json) == [
+                "test.json:3:81 services[1].includes[0]: unknown service \"180f\" (services are named by id: this UUID's is \"battery\")",
+                "test.json:5:56 channels[0].publish: unknown service \"1BC50001-0200-D29E-E511-446C609DB825\" (services are named by id: this UUID's is \"app\")",
+                "test.json:6:93 firmware.services[0].service: unknown service \"180F\" (services are named by id: this UUID's is \"battery\")",
+            ])
+    }
+
     /// A hostile profile: a thousand characteristics with one UUID and a rule naming the UUID for each: each hint
     /// names five ids, not all of them (the ids by UUID are indexed once, not searched per rule).
     @Test func manySharedUUIDsKeepTheHintShort() {

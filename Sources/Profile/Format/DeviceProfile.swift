@@ -87,18 +87,19 @@ public struct DeviceProfile: Sendable {
         Dictionary(grouping: characteristics, by: \.uuid).mapValues { $0.map(\.id.rawValue) }
     }
 
-    /// ``idHint(forUUID:)`` with an index built once, for checks that may ask for each of many rules.
-    static func idHint(forUUID name: String, in idsByUUID: [BluetoothUUID: [String]]) -> String? {
-        BluetoothUUID(name).flatMap { idsByUUID[$0] }.flatMap(idHint(ids:))
+    /// ``idHint(forUUID:)`` with an index built once, for checks that may ask for each of many rules; `kind` names
+    /// what the ids are ids of (`characteristics`, `services`).
+    static func idHint(forUUID name: String, in idsByUUID: [BluetoothUUID: [String]], kind: String = "characteristics") -> String? {
+        BluetoothUUID(name).flatMap { idsByUUID[$0] }.flatMap { idHint(ids: $0, kind: kind) }
     }
 
     /// The hint naming `ids` (the first five of a hostile profile's thousands, so each message stays short).
-    private static func idHint(ids: [String]) -> String? {
+    private static func idHint(ids: [String], kind: String = "characteristics") -> String? {
         let shown = ids.prefix(5).map { "\"\($0)\"" } + (ids.count > 5 ? ["…"] : [])
         switch ids.count {
         case 0: return nil
-        case 1: return "characteristics are named by id: this UUID's is \(shown[0])"
-        default: return "\(ids.count) characteristics have this UUID; name one by its id: \(shown.joined(separator: ", "))"
+        case 1: return "\(kind) are named by id: this UUID's is \(shown[0])"
+        default: return "\(ids.count) \(kind) have this UUID; name one by its id: \(shown.joined(separator: ", "))"
         }
     }
 

@@ -29,7 +29,7 @@ extension ProfileDecoder {
                     hint: Suggestions.hint(for: text, in: names) ?? "use " + names.map { "\"\($0)\"" }.joined(separator: ", "))
             }
         }
-        if let publish = node["publish"] { channel.publish = identifier(publish, sub("publish")) }
+        if let publish = node["publish"] { channel.publish = serviceID(publish, sub("publish")) }
         if let open = node["maximumOpen"], let value = integer(open, sub("maximumOpen"), in: ChannelDefinition.maximumOpenRange) {
             channel.maximumOpen = value
         }

@@ -45,7 +45,7 @@ extension ProfileDecoder {
     private mutating func versionedService(_ node: JSONNode, _ path: String) -> VersionedService? {
         guard members(node, path, allowed: ["$comment", "service", "from", "before"]) != nil else { return nil }
         func sub(_ key: String) -> String { JSONPath.appending(key, to: path) }
-        guard let service = required(node, "service", path).flatMap({ identifier($0, sub("service")) }) else { return nil }
+        guard let service = required(node, "service", path).flatMap({ serviceID($0, sub("service")) }) else { return nil }
         var entry = VersionedService(service: service, path: path)
         if let from = node["from"] { entry.from = imageVersion(from, sub("from")) }
         if let before = node["before"] { entry.before = imageVersion(before, sub("before")) }

@@ -22,6 +22,7 @@ extension ProfileDecoder {
         if let device = root["device"] { profile.device = self.device(device, "device") }
         if let security = root["security"] { profile.security = self.security(security, "security") }
         if let services = root["services"], let items = array(services, "services") {
+            serviceIDsByUUID = Self.serviceIDsByUUID(items)
             profile.services = items.enumerated().compactMap { service($1, JSONPath.appending($0, to: "services")) }
         }
         if let channels = root["channels"], let items = array(channels, "channels") {

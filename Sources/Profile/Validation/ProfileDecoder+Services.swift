@@ -17,7 +17,7 @@ extension ProfileDecoder {
         if let present = node["present"] { service.present = bool(present, sub("present")) ?? true }
         if let handle = node["handle"] { service.handle = attributeHandle(handle, sub("handle")) }
         if let includes = node["includes"], let items = array(includes, sub("includes")) {
-            service.includes = items.enumerated().compactMap { identifier($1, JSONPath.appending($0, to: sub("includes"))) }
+            service.includes = items.enumerated().compactMap { serviceID($1, JSONPath.appending($0, to: sub("includes"))) }
         }
         if let characteristics = node["characteristics"], let items = array(characteristics, sub("characteristics")) {
             service.characteristics = items.enumerated().compactMap {

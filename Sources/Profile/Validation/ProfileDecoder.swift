@@ -23,6 +23,9 @@ struct ProfileDecoder {
     var serviceUUIDsByID: [String: BluetoothUUID] = [:]
     /// The ids of the characteristics decoded so far by UUID, for the hint when a rule names one by UUID.
     var characteristicIDsByUUID: [BluetoothUUID: [String]] = [:]
+    /// Service ids by UUID, from the document's `services` before they are decoded (includes name services while
+    /// they are), for the hint of ``serviceID(_:_:)``.
+    var serviceIDsByUUID: [BluetoothUUID: [String]] = [:]
     let file: String
     /// Bounds the work of "did you mean" hints for the whole profile (shared with ``SemanticChecks``).
     let suggestions = SuggestionBudget()
@@ -171,6 +174,27 @@ struct ProfileDecoder {
             return nil
         }
         return identifier(node, path).map { CharacteristicID($0) }
+    }
+
+    /// A service's id; one written as a UUID (`"180f"`) is refused with the ids that have it.
+    mutating func serviceID(_ node: JSONNode, _ path: String) -> String? {
+        guard let text = string(node, path) else { return nil }
+        if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: serviceIDsByUUID, kind: "services") {
+            error(node, path, "unknown service \"\(text)\"", hint: hint)
+            return nil
+        }
+        return identifier(node, path)
+    }
+
+    /// The ids of `services` (the document's, not yet decoded) by UUID; entries without both are left out.
+    static func serviceIDsByUUID(_ services: [JSONNode]) -> [BluetoothUUID: [String]] {
+        var ids: [BluetoothUUID: [String]] = [:]
+        for service in services {
+            guard let id = service["id"]?.stringValue, isIdentifier(id), let uuid = service["uuid"]?.stringValue.flatMap(BluetoothUUID.init)
+            else { continue }
+            ids[uuid, default: []].append(id)
+        }
+        return ids
     }
 
     /// An ASCII letter or `_`, then ASCII letters, digits, `_` or `-` (checked byte-wise, as in ``JSONPath``).
