@@ -93,8 +93,13 @@ ATTEMPTS = 3
 
 
 def not_connected(returncode: int, text: str) -> bool:
-    """smp_client's exit 3 (state, upload, request), or smpmgr's connection timeout before any request."""
-    return returncode == 3 or (returncode != 0 and "Transport error: connection timeout" in text and "... OK" not in text)
+    """smp_client's exit 3 (state, upload, request), or smpmgr failing to connect before any request: its connection
+    timeout, or an exception out of its connect step (seen: bleak's "failed to discover services, device
+    disconnected" when the sandbox's one bluetoothd dropped the new link, docs/firmware.md)."""
+    if returncode == 3:
+        return True
+    connecting = "Transport error: connection timeout" in text or "in connect_with_spinner" in text
+    return returncode != 0 and connecting and "... OK" not in text
 
 
 async def client(adapter: str, *args: str, timeout: float = 600) -> str:
