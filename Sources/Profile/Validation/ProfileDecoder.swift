@@ -168,19 +168,20 @@ struct ProfileDecoder {
 
     /// A characteristic's id; one written as a UUID (`"2a4d"`) is refused with the ids that have it.
     mutating func characteristicID(_ node: JSONNode, _ path: String) -> CharacteristicID? {
-        guard let text = string(node, path) else { return nil }
-        if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: characteristicIDsByUUID) {
-            error(node, path, "unknown characteristic \"\(text)\"", hint: hint)
-            return nil
-        }
-        return identifier(node, path).map { CharacteristicID($0) }
+        reference(node, path, to: "characteristic", idsByUUID: characteristicIDsByUUID).map { CharacteristicID($0) }
     }
 
     /// A service's id; one written as a UUID (`"180f"`) is refused with the ids that have it.
     mutating func serviceID(_ node: JSONNode, _ path: String) -> String? {
+        reference(node, path, to: "service", idsByUUID: serviceIDsByUUID)
+    }
+
+    /// The id of a `kind` (`characteristic`, `service`) named elsewhere in the profile: an identifier, and a UUID
+    /// that `idsByUUID` knows is refused with the ids that have it.
+    private mutating func reference(_ node: JSONNode, _ path: String, to kind: String, idsByUUID: [BluetoothUUID: [String]]) -> String? {
         guard let text = string(node, path) else { return nil }
-        if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: serviceIDsByUUID, kind: "services") {
-            error(node, path, "unknown service \"\(text)\"", hint: hint)
+        if !Self.isIdentifier(text), let hint = DeviceProfile.idHint(forUUID: text, in: idsByUUID, kind: kind + "s") {
+            error(node, path, "unknown \(kind) \"\(text)\"", hint: hint)
             return nil
         }
         return identifier(node, path)
