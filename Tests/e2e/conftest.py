@@ -392,11 +392,7 @@ def _leave_out_without_controllers(config, items):
         names = ["GATTEMU_PERIPH", "GATTEMU_CENTRAL"] + [f"GATTEMU_CENTRAL{n}" for n in range(2, wanted - 1)]
         if not all(os.environ.get(name) for name in names):
             left_out.append(item)
-    if left_out:
-        config.hook.pytest_deselected(items=left_out)
-        items[:] = [item for item in items if item not in left_out]
-        report(f"not run, this VM has too few controllers (GATTEMU_CONTROLLERS=7, scripts/test --long): "
-               f"{', '.join(item.nodeid for item in left_out)}")
+    _leave_out(config, items, left_out, "this VM has too few controllers (GATTEMU_CONTROLLERS=7, scripts/test --long)")
 
 
 def _leave_out_unless_long(config, items):
@@ -406,10 +402,15 @@ def _leave_out_unless_long(config, items):
     if LONG or not os.path.isdir("/run/gattemu"):
         return
     left_out = [item for item in items if item.get_closest_marker("long") is not None]
+    _leave_out(config, items, left_out, "a long test (GATTEMU_LONG=1, scripts/test --long)")
+
+
+def _leave_out(config, items, left_out, why: str) -> None:
+    """Takes `left_out` out of the run as deselected and names them in the summary with `why`."""
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = [item for item in items if item not in left_out]
-        report(f"not run, a long test (GATTEMU_LONG=1, scripts/test --long): {', '.join(item.nodeid for item in left_out)}")
+        report(f"not run, {why}: {', '.join(item.nodeid for item in left_out)}")
 
 
 def kernel_version(release: str) -> tuple[int, int]:
@@ -428,11 +429,8 @@ def _leave_out_on_older_kernels(config, items):
     release = os.uname().release
     left_out = [item for item in items if (marker := item.get_closest_marker("needs_kernel")) is not None
                 and kernel_version(release) < (int(marker.args[0]), int(marker.args[1]))]
-    if left_out:
-        config.hook.pytest_deselected(items=left_out)
-        items[:] = [item for item in items if item not in left_out]
-        report(f"not run, this VM's kernel {release} is older than they need (GATTEMU_KVER=newest, scripts/test "
-               f"--long): {', '.join(item.nodeid for item in left_out)}")
+    _leave_out(config, items, left_out,
+               f"this VM's kernel {release} is older than they need (GATTEMU_KVER=newest, scripts/test --long)")
 
 
 def pytest_collection_modifyitems(config, items):
