@@ -73,7 +73,7 @@ extension FaultRequest {
             case .silence(let milliseconds): .silence(.milliseconds(milliseconds))
             case .advertise(let variant): .advertise(variant)
             case .powerCycle(let milliseconds): .powerCycle(.milliseconds(milliseconds))
-            case .refusePairing: .refuse
+            case .refuse(let refusal): .refuse(refusal?.rawValue)
             case .wrongPasskey: .wrongPasskey
             case .forgetBonds: .forgetBonds
             case .smpError(let code): .smpError(code)

@@ -33,6 +33,7 @@ extension FaultParameter {
                     ]),
                 ]))
         case .boolean: .boolean
+        case .name(let names): .string(enumeration: names)
         case .variant: .described("a variant name, or null for the base advertisement", .nullable(.string(minLength: 1)))
         case .object(let fields): .object(fields.map { Schema.Property($0.name, $0.parameter.schema, required: $0.required) })
         case .oneOf(let forms): .oneOf(forms.map(\.schema))

@@ -65,11 +65,11 @@ public struct FaultRequest: ContractType, Equatable {
                         ]))
             }
             if allowed.contains(.pair) {
-                // `on` may be left out only where it defaults to pair.
+                // `on` may be left out only where it defaults to pair. A pairing is refused with true, not a result.
                 branches.append(
                     .object(
                         scope(on: [.pair], onRequired: action.kind.implicitOperation != .pair, characteristic: false, after: false)
-                            + [required(action.rawValue, action.schema)]))
+                            + [required(action.rawValue, action == .refuse ? .trueFlag : action.schema)]))
             }
             if allowed.contains(.upload) {
                 branches.append(
@@ -79,7 +79,22 @@ public struct FaultRequest: ContractType, Equatable {
                         ]))
             }
             let channels = FaultTrigger.allCases.filter { $0.isAboutChannel && allowed.contains($0) }
-            if !channels.isEmpty {
+            if action == .refuse {
+                // A result the kernel gives holds for every request while installed: no filter of requests.
+                let refusals = LECreditBasedChannel.Refusal.allCases
+                branches.append(
+                    .object(
+                        scope(on: channels, onRequired: true, characteristic: false, after: false, channel: true) + [
+                            required(
+                                action.rawValue,
+                                .oneOf([.trueFlag, .string(enumeration: refusals.filter(\.isPerRequest).map(\.rawValue))]))
+                        ]))
+                branches.append(
+                    .object(
+                        scope(on: channels, onRequired: true, characteristic: false, after: false, channel: true, requests: false) + [
+                            required(action.rawValue, .string(enumeration: refusals.filter { !$0.isPerRequest }.map(\.rawValue)))
+                        ]))
+            } else if !channels.isEmpty {
                 branches.append(
                     .object(
                         scope(on: channels, onRequired: true, characteristic: false, after: false, channel: true) + [
@@ -105,8 +120,11 @@ public struct FaultRequest: ContractType, Equatable {
         return .described("Scope keys plus exactly one action (docs/control.md, \"Faults\")", .oneOf(branches))
     }
 
+    /// The scope keys of a branch; `requests` false leaves out those that choose requests (`central`, `nth`, `count`,
+    /// `probability`).
     static func scope(
-        on: [FaultTrigger], onRequired: Bool, characteristic: Bool, after: Bool, percent: Bool = false, channel: Bool = false
+        on: [FaultTrigger], onRequired: Bool, characteristic: Bool, after: Bool, percent: Bool = false, channel: Bool = false,
+        requests: Bool = true
     ) -> [Schema.Property] {
         var properties: [Schema.Property] = [
             optional("id", .string(pattern: Patterns.identifier)),
@@ -119,17 +137,19 @@ public struct FaultRequest: ContractType, Equatable {
             properties.append(
                 optional("channel", .described("The L2CAP channel's id (the profile's channels)", .string(pattern: Patterns.identifier))))
         }
-        properties += [
-            optional("central", .string(pattern: Patterns.address)),
-            optional(
-                "nth",
-                .described(
-                    "Fire from the nth matching operation; implies count 1 unless count is given",
-                    .integer(minimum: 1, maximum: UInt64(FaultCatalog.maximumCount)))),
-            optional("count", .integer(minimum: 1, maximum: UInt64(FaultCatalog.maximumCount))),
-            optional("probability", .number(minimum: 0, maximum: 1)),
-            optional("seed", .integer(minimum: 0, maximum: UInt64.max)),
-        ]
+        if requests {
+            properties += [
+                optional("central", .string(pattern: Patterns.address)),
+                optional(
+                    "nth",
+                    .described(
+                        "Fire from the nth matching operation; implies count 1 unless count is given",
+                        .integer(minimum: 1, maximum: UInt64(FaultCatalog.maximumCount)))),
+                optional("count", .integer(minimum: 1, maximum: UInt64(FaultCatalog.maximumCount))),
+                optional("probability", .number(minimum: 0, maximum: 1)),
+            ]
+        }
+        properties.append(optional("seed", .integer(minimum: 0, maximum: UInt64.max)))
         if after { properties.append(optional("after", DurationValue.schema)) }
         if percent {
             properties.append(
@@ -232,8 +252,8 @@ public enum FaultActionBody: Sendable, Equatable {
     case advertise(String?)
     /// Nil: `true` (one second).
     case powerCycle(DurationValue?)
-    /// Refuse the pairing (`on: pair`).
-    case refuse
+    /// Refuse the pairing (`on: pair`) or the L2CAP channel (`on: channel`); a channel with this result by name (nil: `true`).
+    case refuse(String?)
     /// Type a wrong passkey, or say the numbers differ (`on: pair`).
     case wrongPasskey
     /// bluetoothd forgets every paired central (`on: start`).
@@ -299,7 +319,7 @@ public enum FaultActionBody: Sendable, Equatable {
         case .drop: self = .drop
         case .reorder: self = .reorder
         case .disconnect: self = .disconnect
-        case .refuse: self = .refuse
+        case .refuse: self = .refuse((try? single.decode(Bool.self)) == true ? nil : try single.decode(String.self))
         case .wrongPasskey: self = .wrongPasskey
         case .forgetBonds: self = .forgetBonds
         case .wrongHash: self = .wrongHash
@@ -327,8 +347,9 @@ public enum FaultActionBody: Sendable, Equatable {
         switch self {
         case .delay(.fixed(let duration)): try single.encode(duration)
         case .delay(.range(let min, let max)): try single.encode(["min": min, "max": max])
-        case .drop, .reorder, .disconnect, .refuse, .wrongPasskey, .forgetBonds, .wrongHash, .losePending, .closeChannel:
+        case .drop, .reorder, .disconnect, .refuse(nil), .wrongPasskey, .forgetBonds, .wrongHash, .losePending, .closeChannel:
             try single.encode(true)
+        case .refuse(let result?): try single.encode(result)
         case .smpError(let code): try single.encode(code)
         case .error(.name(let name)): try single.encode(name)
         case .error(.code(let code)): try single.encode(code)

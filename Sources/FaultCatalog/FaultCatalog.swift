@@ -110,10 +110,14 @@ public enum FaultCatalog {
                 summary: "Power the adapter off for that long (1 s for true), then on, and advertise again.",
                 example: #"{"powerCycle": "3s"}"#),
             FaultKind(
-                name: "refuse", parameter: .flag, operations: [.pair, .channel], suggestedOperation: .pair,
+                name: "refuse", parameter: .oneOf([.flag, .name(LECreditBasedChannel.Refusal.allCases.map(\.rawValue))]),
+                operations: [.pair, .channel], suggestedOperation: .pair,
                 summary:
                     "Refuse the pairing, whatever the profile's security section says; on channel, refuse the L2CAP channel"
-                    + " (result 0x0006, as the kernel refuses a deferred channel).",
+                    + " (true: result 0x0006, as the kernel refuses a deferred channel, or that result by name). psm-not-supported"
+                    + " (0x0002), insufficient-authentication (0x0005) and insufficient-encryption (0x0008, on a link not"
+                    + " encrypted) are the kernel's answer to every request while the fault is installed: no nth, count,"
+                    + " central or probability.",
                 example: #"{"refuse": true, "count": 1}"#),
             FaultKind(
                 name: "wrongPasskey", parameter: .flag, operations: [.pair], suggestedOperation: .pair,

@@ -21,6 +21,8 @@ public indirect enum FaultParameter: Sendable, Equatable {
     case value(nonEmpty: Bool)
     /// `true` or `false`.
     case boolean
+    /// One of these names.
+    case name([String])
     /// An advertisement variant's name, or `null` for the base advertisement.
     case variant
     /// An object with exactly these members (the optional ones may be left out).
@@ -57,6 +59,7 @@ extension FaultParameter {
                 + (nonEmpty
                     ? "1 to \(FaultCatalog.maximumValueBytes) bytes" : "at most \(FaultCatalog.maximumValueBytes) bytes (may be empty)")
         case .boolean: "true or false"
+        case .name(let names): "one of " + names.map { "\"\($0)\"" }.joined(separator: ", ")
         case .variant: "an advertisement variant's name, or null for the base advertisement"
         case .object(let fields):
             "{"

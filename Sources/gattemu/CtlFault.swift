@@ -75,6 +75,8 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: CtlFaultAdd.help("advertise", "('base' for the base one.)")) var advertise: String?
     @Option(help: CtlFaultAdd.help("powerCycle", "E.g. 2s.")) var powerCycle: String?
     @Flag(help: CtlFaultAdd.help("refuse")) var refusePairing = false
+    @Option(help: CtlFaultAdd.help("refuse", "On channel: the result, e.g. insufficient-encryption.", valueName: "result"))
+    var refuseChannel: String?
     @Flag(help: CtlFaultAdd.help("wrongPasskey")) var wrongPasskey = false
     @Flag(help: CtlFaultAdd.help("forgetBonds")) var forgetBonds = false
     @Option(help: CtlFaultAdd.help("smpError", "E.g. 12 (flash write failed).")) var smpError: Int?
@@ -123,7 +125,8 @@ struct CtlFaultAdd: AsyncParsableCommand {
         if let silence { actions.append(.silence(duration(silence))) }
         if let advertise { actions.append(.advertise(advertise == "base" ? nil : advertise)) }
         if let powerCycle { actions.append(.powerCycle(duration(powerCycle))) }
-        if refusePairing { actions.append(.refuse) }
+        if refusePairing { actions.append(.refuse(nil)) }
+        if let refuseChannel { actions.append(.refuse(refuseChannel)) }
         if wrongPasskey { actions.append(.wrongPasskey) }
         if forgetBonds { actions.append(.forgetBonds) }
         if let smpError { actions.append(.smpError(smpError)) }

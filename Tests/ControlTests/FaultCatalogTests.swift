@@ -74,7 +74,7 @@ import Testing
     @Test func commandLineDefaultsComeFromTheCatalog() {
         #expect(FaultRequest.defaultTrigger(for: .error(.name("failed")), characteristic: false, nth: false) == .write)
         #expect(FaultRequest.defaultTrigger(for: .truncate(1), characteristic: false, nth: false) == .notify)
-        #expect(FaultRequest.defaultTrigger(for: .refuse, characteristic: false, nth: false) == .pair)
+        #expect(FaultRequest.defaultTrigger(for: .refuse(nil), characteristic: false, nth: false) == .pair)
         #expect(FaultRequest.defaultTrigger(for: .silence(.text("1s")), characteristic: false, nth: false) == nil)
         #expect(FaultRequest.defaultTrigger(for: .disconnect, characteristic: true, nth: false) == .write)
         #expect(FaultRequest.defaultTrigger(for: .forgetBonds, characteristic: false, nth: true) == nil)

@@ -42,6 +42,57 @@ import Testing
         #expect(!engine.mayRefuseOrDelayRequests(forChannel: "data"), "used up")
     }
 
+    /// A result the kernel gives (no listener, a security level) is held while the fault is installed: it never fires
+    /// on a request gattemu sees (such a request came on a link the kernel let through), needs no deferral, and of two
+    /// held at once the one the kernel checks first wins. `insufficient-authorization` is `true` by name.
+    @Test func aKernelsRefusalIsHeldNotFired() throws {
+        var engine = FaultEngine()
+        try engine.add(fault(#"{"id": "enc", "on": "channel", "refuse": "insufficient-encryption"}"#))
+        #expect(engine.heldRefusal(forChannel: "data")?.refusal == .insufficientEncryption)
+        #expect(!engine.mayRefuseOrDelayRequests(forChannel: "data"), "the kernel answers: nothing to defer")
+        #expect(engine.plan(for: operation(.channel, "data")).isEmpty, "a request on an encrypted link is let through")
+        try engine.add(fault(#"{"id": "gone", "on": "channel", "channel": "data", "refuse": "psm-not-supported"}"#))
+        #expect(engine.heldRefusal(forChannel: "data").map { [$0.refusal.rawValue] + $0.faults } == ["psm-not-supported", "gone"])
+        #expect(engine.heldRefusal(forChannel: "ctl")?.refusal == .insufficientEncryption, "the other is scoped to data")
+        engine.noteHeld(["gone"])
+        engine.noteHeld(["gone"])
+        #expect(engine.faults.map(\.fired) == [0, 1], "counted once, when the listener first refuses for it")
+        #expect(engine.remove(id: "gone") && engine.remove(id: "enc") && engine.heldRefusal(forChannel: "data") == nil)
+
+        try engine.add(fault(#"{"on": "channel", "refuse": "insufficient-authorization", "nth": 2}"#))
+        #expect(engine.heldRefusal(forChannel: "data") == nil && engine.mayRefuseOrDelayRequests(forChannel: "data"))
+        #expect([1, 2].map { _ in engine.plan(for: operation(.channel, "data")).refuseChannel } == [false, true])
+    }
+
+    @Test func aHeldRefusalTakesNoRequestFilterAndNoPairing() throws {
+        for key in [#""nth": 2"#, #""count": 1"#, #""central": "AA:BB:CC:DD:EE:01""#, #""probability": 0.5"#] {
+            let error = try #require(throws: FaultSpecError.self) {
+                try fault(#"{"on": "channel", "refuse": "psm-not-supported", \#(key)}"#)
+            }
+            #expect(error.message.contains("the kernel's answer to every request"), "\(error)")
+        }
+        let pairing = try #require(throws: FaultSpecError.self) { try fault(#"{"refuse": "insufficient-encryption"}"#) }
+        #expect(pairing.path == "refuse" && pairing.message.contains("a pairing is refused with true"), "\(pairing)")
+        let unknown = try #require(throws: FaultSpecError.self) { try fault(#"{"on": "channel", "refuse": "no-resources"}"#) }
+        #expect(unknown.message.contains("\"psm-not-supported\""), "the names are listed: \(unknown)")
+        #expect(try fault(#"{"on": "channel", "refuse": "insufficient-authorization", "count": 1}"#).scope.count == 1)
+    }
+
+    /// A channel that asks for authentication is refused by the kernel with 0x0005 whatever the fault: asking it for
+    /// insufficient-encryption is a conflict, named.
+    @Test func insufficientEncryptionIsRefusedWhereTheChannelAsksForMore() throws {
+        let profile = try ProfileLoader.load(
+            json: #"""
+                {"format": 1, "services": [], "security": {"io": "DisplayOnly"},
+                 "channels": [{"id": "data", "psm": "any"}, {"id": "key", "psm": "any", "security": "authenticated"}]}
+                """#, file: "c.json")
+        let scoped = try fault(#"{"on": "channel", "channel": "data", "refuse": "insufficient-encryption"}"#)
+        #expect(profile.problem(with: scoped) == nil)
+        let all = try #require(profile.problem(with: try fault(#"{"on": "channel", "refuse": "insufficient-encryption"}"#)))
+        #expect(all.kind == .conflict && all.message.contains("channel \"key\" asks for authenticated links"), "\(all)")
+        #expect(profile.problem(with: try fault(#"{"on": "channel", "refuse": "insufficient-authentication"}"#)) == nil)
+    }
+
     @Test func anSDUsBytesChangeUpToItsChannelsMTU() throws {
         var engine = FaultEngine()
         try engine.add(fault(#"{"on": "sdu", "corrupt": {"at": 300, "hex": "ee"}}"#))

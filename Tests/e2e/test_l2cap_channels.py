@@ -342,6 +342,41 @@ async def test_each_channel_fault_is_seen_as_a_real_device_gives_it(central, sta
     await conn.disconnect()
 
 
+async def test_a_channel_refused_with_each_result_the_kernel_gives(central, start_gattemu, tmp_path):
+    """`refuse` with a result by name: the kernel answers each while the fault is installed (no listener: 0x0002; a
+    security level the unpaired link falls short of: 0x0005, 0x0008), the other channel is not touched, and once the
+    fault is removed the same request opens the channel."""
+    p = start(start_gattemu, tmp_path, args=["--control", f"127.0.0.1:{PORT}"])
+    await wait_for_api(p)
+    conn = await central.connect((await p.advertising(central, name=NAME)).address)
+    psm = int.from_bytes(await conn.read(PSM_CHARACTERISTIC), "little")
+    seen = {}
+    for result, code in (("psm-not-supported", 0x0002), ("insufficient-authentication", 0x0005),
+                         ("insufficient-encryption", 0x0008)):
+        status, added = await api("POST", "/v1/faults", {"on": "channel", "channel": "ctl", "refuse": result})
+        assert status == 201, (status, added)
+        with pytest.raises(l2cap.L2capError) as refused:
+            await open_channel(conn, CTL_PSM, mtu=64)
+        seen[result] = refused.value.error_code
+        assert refused.value.error_code == code, (result, refused.value)
+        if result == "psm-not-supported":
+            data = await open_channel(conn, psm)
+            assert await data.received(1, "the greeting of the channel not refused") == [b"hello"]
+        _, listed = await api("GET", "/v1/faults")
+        assert [(f["action"], f["fired"]) for f in listed["faults"]] == [("refuse", 1)], listed
+        assert (await api("DELETE", f"/v1/faults/{added['id']}"))[0] == 200
+    ctl = await open_channel(conn, CTL_PSM, mtu=64)
+    await ctl.send(b"\x01")
+    assert await ctl.received(1, "the answer once the faults are gone") == [b"\xc0\x01"]
+    details = await wait_for_count(p, "channel ctl: requests taken again", 3)
+    for code in ("0x0002", "0x0005", "0x0008"):
+        assert any(d.startswith(f"channel ctl: the kernel refuses every request with {code}") for d in details), details
+    assert conn.is_connected
+    report("L2CAP: refused by the kernel while a fault holds it: "
+           + ", ".join(f"{name} {code:#06x}" for name, code in seen.items()) + "; opened once the fault was removed")
+    await conn.disconnect()
+
+
 @pytest.mark.long  # 45 s of waiting on the kernel's timer: --long and --full
 async def test_a_channel_outlives_the_kernels_connection_timer(central, start_gattemu, tmp_path):
     """Linux arms a 40 s timer when a channel request arrives and, for an LE channel accepted after deferred setup,

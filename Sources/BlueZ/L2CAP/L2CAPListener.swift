@@ -140,6 +140,20 @@ public final class L2CAPListener: Sendable {
         }
     }
 
+    /// The security level a link must have for the kernel to take a request from now on (`BT_SECURITY`); short of it
+    /// the kernel refuses the request itself, before the owner sees it: result 0x0008 (insufficient encryption) for
+    /// ``L2CAPSecurityLevel/medium`` where Linux tells the two apart (since 2025; 0x0005 before), 0x0005 (insufficient
+    /// authentication) above. False when the listener is closed or the kernel refused the option.
+    @discardableResult
+    public func setSecurity(_ security: L2CAPSecurityLevel) -> Bool {
+        let descriptor = self.descriptor
+        return closed.withLock { closed in
+            guard !closed else { return false }
+            var level: [UInt8] = [security.rawValue, 0]
+            return setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionSecurity, &level, 2) == 0
+        }
+    }
+
     /// Listens no more; the descriptor is closed once the loop polls it no more. Open channels stay open.
     public func close() {
         let first = closed.withLock { closed in

@@ -91,6 +91,8 @@ public struct L2CAPError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A channel's required link security as the kernel numbers it (`BT_SECURITY_LOW` … `BT_SECURITY_FIPS`).
-public enum L2CAPSecurityLevel: UInt8, Sendable {
+public enum L2CAPSecurityLevel: UInt8, Sendable, Comparable {
     case low = 1, medium = 2, high = 3, fips = 4
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

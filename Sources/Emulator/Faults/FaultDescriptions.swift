@@ -19,7 +19,7 @@ extension FaultAction {
         case .silence(let ms): "stop advertising for \(ms) ms"
         case .advertise(let variant): "advertise \(variant ?? "(base)")"
         case .powerCycle(let ms): "power-cycle the adapter (\(ms) ms off)"
-        case .refusePairing: "refuse"
+        case .refuse(let refusal): refusal.map { "refuse with \($0.text)" } ?? "refuse"
         case .wrongPasskey: "answer the pairing with a wrong passkey"
         case .forgetBonds: "forget every paired central's keys"
         case .smpError(let code): "refuse with SMP error \(code)"

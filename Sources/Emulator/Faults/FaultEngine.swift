@@ -136,7 +136,7 @@ public struct FaultPlan: Sendable, Equatable {
     public var wrongHash = false
     /// A reset: lose the image pending in slot 1.
     public var losePending = false
-    /// An L2CAP channel request: refuse it (the `refuse` kind, as for a pairing).
+    /// An L2CAP channel request: refuse it, result 0x0006 (the `refuse` kind, as for a pairing; a held refusal never fires).
     public var refuseChannel: Bool { refusePairing }
     /// An SDU: close its channel after it.
     public var closeChannel = false
@@ -221,16 +221,40 @@ public struct FaultEngine: Sendable, Equatable {
                 return false
             }
             switch fault.spec.action {
-            case .refusePairing, .delay: return true
+            case .refuse(let refusal): return refusal?.isPerRequest ?? true
+            case .delay: return true
             default: return false
             }
+        }
+    }
+
+    /// The refusal the kernel must give every request for channel `channel` now, the first it checks of those the
+    /// installed faults hold (``FaultAction/heldRefusal``), with the ids of the faults holding it; nil when none.
+    /// Such faults never fire in ``plan(for:)``: the kernel answers before the runtime sees a request.
+    public func heldRefusal(forChannel channel: String) -> (refusal: LECreditBasedChannel.Refusal, faults: [String])? {
+        let holding = faults.filter { fault in
+            fault.spec.on == .channel && fault.spec.scope.channel.map({ $0 == channel }) ?? true && fault.spec.action.heldRefusal != nil
+        }
+        guard let refusal = holding.compactMap(\.spec.action.heldRefusal).max() else { return nil }
+        return (refusal, holding.filter { $0.spec.action.heldRefusal == refusal }.map(\.id))
+    }
+
+    /// Counts faults holding a refusal as fired once, when the listener first refuses for them (their listing's
+    /// `fired`); the kernel does not say how many requests it refused.
+    public mutating func noteHeld(_ ids: [String]) {
+        for index in faults.indices where ids.contains(faults[index].id) && faults[index].fired == 0 {
+            faults[index].matched = 1
+            faults[index].fired = 1
         }
     }
 
     /// The faults that fire on `operation`, combined.
     public mutating func plan(for operation: FaultOperation) -> FaultPlan {
         var plan = FaultPlan()
-        for index in faults.indices where faults[index].spec.on == operation.kind && matches(faults[index].spec.scope, operation) {
+        for index in faults.indices
+        where faults[index].spec.on == operation.kind && faults[index].spec.action.heldRefusal == nil
+            && matches(faults[index].spec.scope, operation)
+        {
             faults[index].matched += 1
             let fault = faults[index]
             guard fault.matched >= fault.spec.scope.nth, !fault.exhausted else { continue }
@@ -321,7 +345,7 @@ public struct FaultEngine: Sendable, Equatable {
             plan.disconnect = true
         case .silence, .advertise, .powerCycle, .forgetBonds:
             plan.adapterActions.append(fault.spec.action)
-        case .refusePairing:
+        case .refuse:
             plan.refusePairing = true
         case .wrongPasskey:
             plan.wrongPasskey = true

@@ -13,6 +13,9 @@ struct ChannelState {
     var psms: [String: UInt16] = [:]
     var open: [UInt64: OpenChannel] = [:]
     var nextLink: UInt64 = 1
+    /// The refusal each channel's listener holds for faults (``FaultEngine/heldRefusal(forChannel:)``); a channel held
+    /// at `psm-not-supported` has no listener.
+    var held: [String: LECreditBasedChannel.Refusal] = [:]
 }
 
 /// One open channel.
@@ -56,12 +59,7 @@ extension Emulator {
             let fixed: UInt16? = if case .fixed(let psm) = definition.psm { psm } else { nil }
             let listener: L2CAPListener
             do {
-                listener = try L2CAPListener.listen(
-                    on: adapter.address, random: false, psm: fixed, mtu: definition.mtu, security: Self.level(definition.security),
-                    deferred: channelNeedsDeferral(id), loop: loop
-                ) { [weak self] socket in
-                    Task(executorPreference: self?.loop) { await self?.channelRequested(id, socket: socket) }
-                }
+                listener = try listen(definition, psm: fixed, on: adapter)
             } catch {
                 throw .channelUnavailable(
                     "channel \"\(id)\" (\(definition.path)) cannot listen on PSM \(definition.psm) on \(adapter.name): \(error)")
@@ -78,6 +76,68 @@ extension Emulator {
                 detail:
                     "channel \(id) listening on PSM \(LECreditBasedChannel.text(listener.psm)) (MTU \(definition.mtu), security \(definition.security.rawValue))"
                     + (definition.publish.map { ", published in \($0)" } ?? ""))
+        }
+        updateHeldRefusals()
+    }
+
+    /// A listener for channel `definition` on `psm` (nil: the kernel picks one), at the profile's security.
+    private func listen(_ definition: ChannelDefinition, psm: UInt16?, on adapter: Adapter) throws(L2CAPError) -> L2CAPListener {
+        let id = definition.id
+        return try L2CAPListener.listen(
+            on: adapter.address, random: false, psm: psm, mtu: definition.mtu, security: Self.level(definition.security),
+            deferred: channelNeedsDeferral(id), loop: loop
+        ) { [weak self] socket in
+            Task(executorPreference: self?.loop) { await self?.channelRequested(id, socket: socket) }
+        }
+    }
+
+    /// Puts each listener in the state the faults holding a refusal ask for now (after faults come or go): no listener
+    /// for `psm-not-supported` (the kernel answers 0x0002), a raised `BT_SECURITY` for the security refusals (the
+    /// kernel answers a link short of it 0x0005 or 0x0008; a link at that level is accepted), the profile's own when
+    /// none is held. The kernel answers such requests before gattemu sees them: they are not in the event log.
+    func updateHeldRefusals() {
+        guard !stopped else { return }
+        for definition in profile.channels {
+            let id = definition.id
+            guard channels.psms[id] != nil else { continue }  // not listening yet: startChannels comes back here
+            let wanted = faultState.engine.heldRefusal(forChannel: id)
+            let current = channels.held[id]
+            guard wanted?.refusal != current else { continue }
+            if current == .psmNotSupported, channels.listeners[id] == nil, let psm = channels.psms[id], let adapter {
+                do {
+                    channels.listeners[id] = try listen(definition, psm: psm, on: adapter)
+                } catch {
+                    // Another socket took the PSM meanwhile: the channel stays refused, and says so.
+                    log.record(.error, detail: "channel \(id) cannot listen on PSM \(LECreditBasedChannel.text(psm)) again: \(error)")
+                    continue
+                }
+            }
+            let profileLevel = Self.level(definition.security)
+            switch wanted?.refusal {
+            case .psmNotSupported:
+                channels.listeners.removeValue(forKey: id)?.close()
+            case .insufficientAuthentication:
+                channels.listeners[id]?.setSecurity(max(profileLevel, .fips))
+            case .insufficientEncryption:
+                channels.listeners[id]?.setSecurity(max(profileLevel, .medium))
+            case .insufficientAuthorization, nil:
+                channels.listeners[id]?.setSecurity(profileLevel)
+            }
+            channels.held[id] = wanted?.refusal
+            if let wanted {
+                faultState.engine.noteHeld(wanted.faults)
+                log.record(
+                    .channel,
+                    detail: "channel \(id): the kernel refuses every request with \(wanted.refusal.text) while fault"
+                        + " \(wanted.faults.joined(separator: ", ")) is installed"
+                        + (wanted.refusal == .psmNotSupported
+                            ? " (no listener on PSM \(channels.psms[id].map(LECreditBasedChannel.text) ?? "?"); open channels stay)"
+                            : " (a link at that security is accepted; open channels stay)"))
+            } else {
+                log.record(
+                    .channel,
+                    detail: "channel \(id): requests taken again on PSM \(channels.psms[id].map(LECreditBasedChannel.text) ?? "?")")
+            }
         }
     }
 
@@ -107,6 +167,7 @@ extension Emulator {
     func stopChannels() {
         for listener in channels.listeners.values { listener.close() }
         channels.listeners = [:]
+        channels.held = [:]
         for open in channels.open.values {
             open.socket.close()
             open.inbox.finish()

@@ -173,7 +173,10 @@ extension Emulator {
         if let problem = profile.problem(with: spec) { throw problem }
         let fault = try faultState.engine.add(spec)
         log.record(.note, detail: "fault \(fault.id) installed: on \(spec.on.rawValue) \(spec.action.summary)")
-        if spec.on == .channel { updateChannelDeferral() }
+        if spec.on == .channel {
+            updateChannelDeferral()
+            updateHeldRefusals()
+        }
         if spec.on == .start {
             let id = fault.id
             faultState.scheduled[id] = Task(executorPreference: loop) { [weak self] in
@@ -201,6 +204,7 @@ extension Emulator {
         if removed {
             log.record(.note, detail: "fault \(id) removed")
             updateChannelDeferral()
+            updateHeldRefusals()
         }
         return removed
     }
@@ -215,6 +219,7 @@ extension Emulator {
         let held = faultState.engine.removeAll()
         log.record(.note, detail: "faults cleared (\(count))")
         updateChannelDeferral()
+        updateHeldRefusals()
         await endSilences()
         for (characteristic, value) in held {
             let indicate = profile.characteristic(characteristic).map { !$0.has(.notify) && $0.has(.indicate) } ?? false

@@ -18,6 +18,7 @@ extension FaultParameter {
         case .hexBytes: fits = FaultSpecDecoder.hexBytes(node) != nil
         case .value(let nonEmpty): fits = FaultSpecDecoder.valueBytes(node).map { !nonEmpty || !$0.isEmpty } ?? false
         case .boolean: fits = node.boolValue != nil
+        case .name(let names): fits = node.stringValue.map(names.contains) ?? false
         case .variant:
             if case .null = node.value { return nil }
             fits = node.stringValue.map { !$0.isEmpty } ?? false

@@ -39,6 +39,18 @@ extension DeviceProfile {
             let hint = Suggestions.hint(for: id, in: channels.map(\.id)).map { " (\($0))" } ?? ""
             return FaultSpecError(path: "channel", message: "unknown channel \"\(id)\"\(hint)", kind: .notFound)
         }
+        if spec.action.heldRefusal == .insufficientEncryption,
+            let strict = channels.first(where: { channel in
+                (spec.scope.channel.map { $0 == channel.id } ?? true) && ![.none, .encrypted].contains(channel.security)
+            })
+        {
+            return FaultSpecError(
+                path: "refuse",
+                message:
+                    "channel \"\(strict.id)\" asks for \(strict.security.rawValue) links: the kernel refuses a link short of it with"
+                    + " insufficient-authentication (0x0005), never insufficient-encryption",
+                kind: .conflict)
+        }
         if spec.on == .pair, pairingSecurity == nil {
             return FaultSpecError(
                 path: "on",

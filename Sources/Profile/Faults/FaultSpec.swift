@@ -96,8 +96,10 @@ public enum FaultAction: Sendable, Equatable {
     case advertise(variant: String?)
     /// Power the adapter off, wait this many milliseconds, power it on and advertise again.
     case powerCycle(offMilliseconds: Int)
-    /// Refuse the pairing (`on: pair`), whatever the profile's `security` says.
-    case refusePairing
+    /// Refuse the pairing (`on: pair`), whatever the profile's `security` says, or an L2CAP channel (`on: channel`) with
+    /// this result (nil: `true`, 0x0006). A result the kernel gives (not ``LECreditBasedChannel/Refusal/isPerRequest``)
+    /// holds for every request on the channel while the fault is installed (``heldRefusal``).
+    case refuse(LECreditBasedChannel.Refusal?)
     /// Answer the pairing wrongly (`on: pair`): type a passkey one off the right one, or say the numbers differ.
     case wrongPasskey
     /// Make bluetoothd forget every paired central's keys without telling them (a factory reset).
@@ -126,7 +128,7 @@ public enum FaultAction: Sendable, Equatable {
         case .silence: "silence"
         case .advertise: "advertise"
         case .powerCycle: "powerCycle"
-        case .refusePairing: "refuse"
+        case .refuse: "refuse"
         case .wrongPasskey: "wrongPasskey"
         case .forgetBonds: "forgetBonds"
         case .smpError: "smpError"
@@ -137,6 +139,11 @@ public enum FaultAction: Sendable, Equatable {
     }
 
     /// Its declaration in ``FaultCatalog``.
+    /// A channel refusal the kernel gives to every request while the fault is installed, not gattemu to one request.
+    public var heldRefusal: LECreditBasedChannel.Refusal? {
+        if case .refuse(let refusal?) = self, !refusal.isPerRequest { refusal } else { nil }
+    }
+
     public var kind: FaultKind {
         guard let kind = FaultCatalog.kind(named: name) else { preconditionFailure("fault action \(name) is not in FaultCatalog") }
         return kind

@@ -148,6 +148,19 @@ public enum FaultSpecDecoder {
         if !on.isAboutCharacteristic, scope.characteristic != nil {
             throw fail(node, "characteristic", "\"\(on.rawValue)\" faults are not about a characteristic")
         }
+        if case .refuse(let refusal?) = action {
+            guard on == .channel else {
+                throw fail(actionMember.value, actionMember.key, "a result is for \"on\": \"channel\"; a pairing is refused with true")
+            }
+            for key in ["nth", "count", "central", "probability"] where !refusal.isPerRequest {
+                if let value = node[key] {
+                    throw fail(
+                        value, key,
+                        "\"refuse\": \"\(refusal.rawValue)\" is the kernel's answer to every request on the channel while the fault is"
+                            + " installed, given before gattemu sees one: \"\(key)\" cannot choose requests (remove the fault to end it)")
+                }
+            }
+        }
         var id: String?
         if let value = node["id"] {
             guard let text = value.stringValue, isIdentifier(text) else {
@@ -199,7 +212,7 @@ public enum FaultSpecDecoder {
         case "reorder": return .reorder
         case "disconnect": return .disconnect
         case "silence": return .silence(milliseconds: ms(node))
-        case "refuse": return .refusePairing
+        case "refuse": return .refuse(node.stringValue.flatMap(LECreditBasedChannel.Refusal.init(rawValue:)))
         case "wrongPasskey": return .wrongPasskey
         case "forgetBonds": return .forgetBonds
         case "smpError": return .smpError(int(node))
