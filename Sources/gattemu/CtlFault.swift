@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bluetooth
 import Control
 import ControlContract
 import FaultCatalog
@@ -75,7 +76,11 @@ struct CtlFaultAdd: AsyncParsableCommand {
     @Option(help: CtlFaultAdd.help("advertise", "('base' for the base one.)")) var advertise: String?
     @Option(help: CtlFaultAdd.help("powerCycle", "E.g. 2s.")) var powerCycle: String?
     @Flag(help: CtlFaultAdd.help("refuse")) var refusePairing = false
-    @Option(help: CtlFaultAdd.help("refuse", "On channel: the result, e.g. insufficient-encryption.", valueName: "result"))
+    @Option(
+        help: ArgumentHelp(
+            "Refuse the L2CAP channel (--on channel, the default with this option) with this result: "
+                + LECreditBasedChannel.Refusal.allCases.map(\.rawValue).joined(separator: ", ") + " (docs/channels.md).",
+            valueName: "result"))
     var refuseChannel: String?
     @Flag(help: CtlFaultAdd.help("wrongPasskey")) var wrongPasskey = false
     @Flag(help: CtlFaultAdd.help("forgetBonds")) var forgetBonds = false
@@ -143,6 +148,8 @@ struct CtlFaultAdd: AsyncParsableCommand {
                 throw Failure.badInput("--on \(on): expected one of " + FaultTrigger.allCases.map(\.rawValue).joined(separator: ", "))
             }
             trigger = given
+        } else if refuseChannel != nil {
+            trigger = .channel
         } else {
             trigger = FaultRequest.defaultTrigger(for: action, characteristic: characteristic != nil, nth: nth != nil)
         }

@@ -405,6 +405,14 @@ def test_ctl_installs_every_kind(binaries, tmp_path):
             assert result.returncode == 0, f"{name}: {result.stderr}"
             added = json.loads(result.stdout)
             assert added["action"] == name and added["on"] == (KINDS[name]["suggestedOn"] or KINDS[name]["implicitOn"]), added
+        # A channel refused with a result by name: `on` is channel without --on.
+        result = subprocess.run([binaries["gattemu"], "ctl", "fault", "add", "--control", server.url, "--json", "--channel", "data",
+                                 "--refuse-channel", "psm-not-supported"], capture_output=True, text=True, timeout=30,
+                                env={**os.environ, "GATTEMU_CONTROL_TOKEN": ""})
+        assert result.returncode == 0, result.stderr
+        added = json.loads(result.stdout)
+        assert (added["on"], added["action"], added.get("channel")) == ("channel", "refuse", "data"), added
+        assert "psm-not-supported" in result.stdout, added
         help_text = subprocess.run([binaries["gattemu"], "ctl", "fault", "add", "--help"], capture_output=True, text=True).stdout
         assert all(f"  {name}: " in help_text for name in KINDS), "ctl's help lists every kind"
     finally:
