@@ -157,7 +157,7 @@ def main() -> int:
         *[f"| {i} | {r['plain_s']:.2f} s, {r['plain_Bps']} B/s | {r['upload_s']:.2f} s, {r['upload_Bps']} B/s | "
           f"{r['ratio']:.2f} |" for i, r in enumerate(rounds, 1)], "",
         f"Median upload / plain: **{ratio:.2f}** (target ≥ {TARGET:.2f}: {'met' if ratio >= TARGET else 'NOT met'}); "
-        f"uploads gattemu logged complete: {len(uploads)} of {len(rounds)}.", "",
+        f"uploads gattemu logged complete: {uploads} of {len(rounds)}.", "",
         f"Each SMP chunk is answered before the client sends the next: of a chunk's round trip, gattemu took a median "
         f"{chunks['gattemu_ms']} ms from its last piece to the answer notified (its event log), the client "
         f"{chunks['client_ms']} ms from that answer to its next chunk's first piece ({chunks['chunks']} chunks); the "

@@ -42,7 +42,7 @@ extension ChannelList.Channel {
     init(_ snapshot: ChannelSnapshot) {
         self.init(
             id: snapshot.id, psm: snapshot.psm.map(Int.init), mtu: snapshot.mtu, security: snapshot.security.rawValue,
-            maximumOpen: snapshot.maximumOpen, publishedIn: snapshot.publishedIn,
+            maximumOpen: snapshot.maximumOpen, publishedIn: snapshot.publishedIn, refusing: snapshot.refusing?.rawValue,
             open: snapshot.open.map {
                 ChannelList.Open(number: Int($0.number), central: $0.central.description, centralMTU: $0.centralMTU)
             })

@@ -1,3 +1,4 @@
+import Bluetooth
 import Lexical
 
 /// `GET /v1/channels`: the profile's L2CAP channels, where each listens and what is open on it (docs/channels.md).
@@ -12,10 +13,14 @@ public struct ChannelList: ContractType, Equatable {
         public var maximumOpen: Int
         /// The service holding Apple's PSM characteristic.
         public var publishedIn: String?
+        /// The result the kernel answers every request with while a `refuse` fault holds the channel
+        /// (`psm-not-supported`, `insufficient-authentication`, `insufficient-encryption`); absent otherwise.
+        public var refusing: String?
         public var open: [Open]
 
         public init(
-            id: String, psm: Int? = nil, mtu: Int, security: String, maximumOpen: Int, publishedIn: String? = nil, open: [Open] = []
+            id: String, psm: Int? = nil, mtu: Int, security: String, maximumOpen: Int, publishedIn: String? = nil,
+            refusing: String? = nil, open: [Open] = []
         ) {
             self.id = id
             self.psm = psm
@@ -23,6 +28,7 @@ public struct ChannelList: ContractType, Equatable {
             self.security = security
             self.maximumOpen = maximumOpen
             self.publishedIn = publishedIn
+            self.refusing = refusing
             self.open = open
         }
     }
@@ -59,6 +65,9 @@ public struct ChannelList: ContractType, Equatable {
             required("mtu", .integer(minimum: 23, maximum: 65_535)),
             required("security", .string(enumeration: ["none", "encrypted", "authenticated", "secure"])),
             required("maximumOpen", .integer(minimum: 1, maximum: 64)), optional("publishedIn", .string(pattern: Patterns.identifier)),
+            optional(
+                "refusing",
+                .string(enumeration: LECreditBasedChannel.Refusal.allCases.filter { !$0.isPerRequest }.map(\.rawValue))),
             required("open", .array(open)),
         ])
         return .object([required("channels", .array(channel))])
@@ -69,7 +78,8 @@ public struct ChannelList: ContractType, Equatable {
                 Channel(
                     id: "data", psm: 0x80, mtu: 2048, security: "none", maximumOpen: 8, publishedIn: "files",
                     open: [Open(number: 3, central: "AA:BB:CC:DD:EE:01", centralMTU: 2048)]),
-                Channel(id: "ctl", mtu: 64, security: "encrypted", maximumOpen: 1),
+                Channel(id: "ctl", psm: 0x85, mtu: 64, security: "encrypted", maximumOpen: 1, refusing: "psm-not-supported"),
+                Channel(id: "log", mtu: 64, security: "none", maximumOpen: 1),
             ])
         ]
     }

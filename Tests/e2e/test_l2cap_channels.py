@@ -364,7 +364,11 @@ async def test_a_channel_refused_with_each_result_the_kernel_gives(central, star
             assert await data.received(1, "the greeting of the channel not refused") == [b"hello"]
         _, listed = await api("GET", "/v1/faults")
         assert [(f["action"], f["fired"]) for f in listed["faults"]] == [("refuse", 1)], listed
+        _, channels = await api("GET", "/v1/channels")
+        assert {c["id"]: c.get("refusing") for c in channels["channels"]} == {"data": None, "ctl": result}, channels
         assert (await api("DELETE", f"/v1/faults/{added['id']}"))[0] == 200
+    _, channels = await api("GET", "/v1/channels")
+    assert all("refusing" not in c for c in channels["channels"]), channels
     ctl = await open_channel(conn, CTL_PSM, mtu=64)
     await ctl.send(b"\x01")
     assert await ctl.received(1, "the answer once the faults are gone") == [b"\xc0\x01"]

@@ -528,6 +528,8 @@ public struct ChannelSnapshot: Sendable, Equatable {
     public var maximumOpen: Int
     /// The service holding the PSM characteristic.
     public var publishedIn: String?
+    /// The refusal the kernel gives every request while a fault holds it (``FaultEngine/heldRefusal(forChannel:)``).
+    public var refusing: LECreditBasedChannel.Refusal?
     public var open: [Open]
 
     public struct Open: Sendable, Equatable {
@@ -546,7 +548,7 @@ extension Emulator {
             let open = channels.open.values.filter { $0.channel == definition.id }.sorted { $0.link.id < $1.link.id }
             return ChannelSnapshot(
                 id: definition.id, psm: channels.psms[definition.id], mtu: definition.mtu, security: definition.security,
-                maximumOpen: definition.maximumOpen, publishedIn: definition.publish,
+                maximumOpen: definition.maximumOpen, publishedIn: definition.publish, refusing: channels.held[definition.id],
                 open: open.map { .init(number: $0.link.id, central: $0.link.central.address, centralMTU: $0.socket.sendMTU) })
         }
     }
