@@ -342,10 +342,13 @@ async def test_each_channel_fault_is_seen_as_a_real_device_gives_it(central, sta
     await conn.disconnect()
 
 
+TOGGLES = 20
+
+
 async def test_a_channel_refused_with_each_result_the_kernel_gives(central, start_gattemu, tmp_path):
     """`refuse` with a result by name: the kernel answers each while the fault is installed (no listener: 0x0002; a
     security level the unpaired link falls short of: 0x0005, 0x0008), the other channel is not touched, and once the
-    fault is removed the same request opens the channel."""
+    fault is removed the same request opens the channel, also after the fault came and went in a loop."""
     p = start(start_gattemu, tmp_path, args=["--control", f"127.0.0.1:{PORT}"])
     await wait_for_api(p)
     conn = await central.connect((await p.advertising(central, name=NAME)).address)
@@ -367,12 +370,28 @@ async def test_a_channel_refused_with_each_result_the_kernel_gives(central, star
         _, channels = await api("GET", "/v1/channels")
         assert {c["id"]: c.get("refusing") for c in channels["channels"]} == {"data": None, "ctl": result}, channels
         assert (await api("DELETE", f"/v1/faults/{added['id']}"))[0] == 200
-    _, channels = await api("GET", "/v1/channels")
-    assert all("refusing" not in c for c in channels["channels"]), channels
+    # All or nothing: a batch whose second fault is refused takes the first back at once, and the channel listens again.
+    status, body = await api("POST", "/v1/faults", [{"on": "channel", "channel": "ctl", "refuse": "psm-not-supported"},
+                                                    {"on": "channel", "channel": "nope", "refuse": True}])
+    assert status == 404, (status, body)
+    assert (await api("GET", "/v1/faults"))[1]["faults"] == []
+    # Toggled in a loop: the listener is closed and made again each time (its old descriptor closes on the loop's next
+    # turn); once the last fault is gone the channel is listening again.
+    for _ in range(TOGGLES):
+        status, added = await api("POST", "/v1/faults", {"on": "channel", "channel": "ctl", "refuse": "psm-not-supported"})
+        assert status == 201, (status, added)
+        assert (await api("DELETE", f"/v1/faults/{added['id']}"))[0] == 200
+    end = time.monotonic() + 30
+    while True:
+        _, channels = await api("GET", "/v1/channels")
+        if all("refusing" not in c for c in channels["channels"]):
+            break
+        assert time.monotonic() < end, channels
+        await asyncio.sleep(0.1)
     ctl = await open_channel(conn, CTL_PSM, mtu=64)
     await ctl.send(b"\x01")
     assert await ctl.received(1, "the answer once the faults are gone") == [b"\xc0\x01"]
-    details = await wait_for_count(p, "channel ctl: requests taken again", 3)
+    details = await wait_for_count(p, "channel ctl: requests taken again", 4 + TOGGLES)
     for code in ("0x0002", "0x0005", "0x0008"):
         assert any(d.startswith(f"channel ctl: the kernel refuses every request with {code}") for d in details), details
     assert conn.is_connected

@@ -16,6 +16,8 @@ struct ChannelState {
     /// The refusal each channel's listener holds for faults (``FaultEngine/heldRefusal(forChannel:)``); a channel held
     /// at `psm-not-supported` has no listener.
     var held: [String: LECreditBasedChannel.Refusal] = [:]
+    /// Failed attempts to listen again on a channel's PSM after its `psm-not-supported` fault went.
+    var relistenAttempts: [String: Int] = [:]
 }
 
 /// One open channel.
@@ -80,6 +82,9 @@ extension Emulator {
         updateHeldRefusals()
     }
 
+    /// How many times (100 ms apart) a channel whose `psm-not-supported` fault went tries to listen on its PSM again.
+    static let relistenAttempts = 50
+
     /// A listener for channel `definition` on `psm` (nil: the kernel picks one), at the profile's security.
     private func listen(_ definition: ChannelDefinition, psm: UInt16?, on adapter: Adapter) throws(L2CAPError) -> L2CAPListener {
         let id = definition.id
@@ -106,9 +111,24 @@ extension Emulator {
             if current == .psmNotSupported, channels.listeners[id] == nil, let psm = channels.psms[id], let adapter {
                 do {
                     channels.listeners[id] = try listen(definition, psm: psm, on: adapter)
+                    if let failed = channels.relistenAttempts.removeValue(forKey: id) {
+                        log.record(.note, detail: "channel \(id): listening on its PSM again took \(failed + 1) attempts")
+                    }
                 } catch {
-                    // Another socket took the PSM meanwhile: the channel stays refused, and says so.
-                    log.record(.error, detail: "channel \(id) cannot listen on PSM \(LECreditBasedChannel.text(psm)) again: \(error)")
+                    // Something still holds the PSM: the closed listener (its descriptor is closed by a job queued on
+                    // the loop) or another program that bound it meanwhile. Tried again every 100 ms for 5 s; then the
+                    // channel stays refused (`refusing` in its listing) and an error says so.
+                    let attempts = channels.relistenAttempts[id, default: 0] + 1
+                    channels.relistenAttempts[id] = attempts
+                    if attempts < Self.relistenAttempts {
+                        Task(executorPreference: loop) { [weak self] in
+                            try? await Task.sleep(for: .milliseconds(100))
+                            await self?.updateHeldRefusals()
+                        }
+                    } else {
+                        log.record(
+                            .error, detail: "channel \(id) cannot listen on PSM \(LECreditBasedChannel.text(psm)) again: \(error)")
+                    }
                     continue
                 }
             }
