@@ -133,15 +133,18 @@ extension Emulator {
                 }
             }
             let profileLevel = Self.level(definition.security)
+            let level: L2CAPSecurityLevel
             switch wanted?.refusal {
             case .psmNotSupported:
                 channels.listeners.removeValue(forKey: id)?.close()
-            case .insufficientAuthentication:
-                channels.listeners[id]?.setSecurity(max(profileLevel, .fips))
-            case .insufficientEncryption:
-                channels.listeners[id]?.setSecurity(max(profileLevel, .medium))
-            case .insufficientAuthorization, nil:
-                channels.listeners[id]?.setSecurity(profileLevel)
+                level = profileLevel
+            case .insufficientAuthentication: level = max(profileLevel, .fips)
+            case .insufficientEncryption: level = max(profileLevel, .medium)
+            case .insufficientAuthorization, nil: level = profileLevel
+            }
+            if let listener = channels.listeners[id], !listener.setSecurity(level) {
+                log.record(.error, detail: "channel \(id): the kernel refused its security level \(level) (BT_SECURITY); left as it was")
+                continue
             }
             channels.held[id] = wanted?.refusal
             if let wanted {
