@@ -306,6 +306,25 @@ def test_a_profile_with_channels_has_a_channels_card(server_factory, browser, tm
     screenshot(browser, "dashboard-channels")
     assert console_errors(browser) == []
 
+    # A channel a `refuse` fault holds says so. The fixture's emulator never listens, so no fault can hold one here
+    # (the sandbox's test_a_channel_refused_with_each_result_the_kernel_gives checks the API's `refusing`): the
+    # listing the page fetches is given that member on its way in.
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        const original = window.fetch;
+        window.fetch = async (input, init) => {
+          const response = await original(input, init);
+          if (!String(input).endsWith("/v1/channels")) return response;
+          const list = await response.json();
+          list.channels[1].refusing = "psm-not-supported";
+          return new Response(JSON.stringify(list), {status: response.status, headers: response.headers});
+        };"""})
+    browser.get(server.url + "/")
+    wait_for(lambda: "refusing" in browser.find_element(By.ID, "channels").text, what="the channel a fault holds")
+    rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#channels tr")]
+    assert rows == ["data — 2048 none 0 of 8 —",
+                    "ctl — 64 encrypted 0 of 1; refusing every request: psm-not-supported (a fault) —"], rows
+    assert console_errors(browser) == []
+
     plain = server_factory("--profile", "profiles/noke-lock.json")
     browser.get(plain.url + "/")
     wait_for(lambda: status_rendered(browser), what="the GATT table")

@@ -174,7 +174,8 @@
       const psm = Number.isSafeInteger(channel.psm) ? "0x" + channel.psm.toString(16).toUpperCase().padStart(4, "0") : "—";
       const row = el("tr");
       row.append(el("td", "mono", channel.id), el("td", "mono", psm), el("td", null, channel.mtu), el("td", null, channel.security),
-        el("td", null, open.length + " of " + channel.maximumOpen),
+        el("td", null, open.length + " of " + channel.maximumOpen
+          + (typeof channel.refusing === "string" ? "; refusing every request: " + channel.refusing + " (a fault)" : "")),
         el("td", "mono", open.map((o) => "#" + o.number + " " + o.central + (o.centralMTU ? " (" + o.centralMTU + ")" : "")).join(", ") || "—"));
       body.append(row);
     }
