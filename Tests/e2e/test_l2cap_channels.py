@@ -4,8 +4,9 @@ gattemu listens on two LE credit-based channels of a profile: "data" on a PSM th
 L2CAP PSM characteristic (the way iOS apps find it), and "ctl" on a fixed PSM that takes one channel at a time. A
 Bumble central reads the PSM over GATT, opens the channel, is greeted, exchanges SDUs by the profile's rules, gets a
 1 MiB stream intact and sees the profile close the channel. Two centrals on two channels at once each get their own
-answers while a stream runs; a request past `maximumOpen` is refused as the kernel refuses one (result 0x0006); SDUs
-larger than the channel's MTU take down only that channel.
+answers while a stream runs; a request past `maximumOpen` is refused as the kernel refuses one (result 0x0006); a
+`refuse` fault gives each result a Linux device can give (0x0002, 0x0005, 0x0006, 0x0008); SDUs larger than the
+channel's MTU take down only that channel.
 """
 from __future__ import annotations
 
