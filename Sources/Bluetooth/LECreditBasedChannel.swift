@@ -37,6 +37,9 @@ extension LECreditBasedChannel {
         /// every request from the listener's state.
         public var isPerRequest: Bool { self == .insufficientAuthorization }
 
+        /// The results the kernel gives every request while a listener is held so (not ``isPerRequest``).
+        public static var held: [Self] { allCases.filter { !$0.isPerRequest } }
+
         /// `0x0006 (insufficient-authorization)`.
         public var text: String { "0x" + Hex.word(result).uppercased() + " (\(rawValue))" }
 

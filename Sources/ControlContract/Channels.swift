@@ -67,7 +67,7 @@ public struct ChannelList: ContractType, Equatable {
             required("maximumOpen", .integer(minimum: 1, maximum: 64)), optional("publishedIn", .string(pattern: Patterns.identifier)),
             optional(
                 "refusing",
-                .string(enumeration: LECreditBasedChannel.Refusal.allCases.filter { !$0.isPerRequest }.map(\.rawValue))),
+                .string(enumeration: LECreditBasedChannel.Refusal.held.map(\.rawValue))),
             required("open", .array(open)),
         ])
         return .object([required("channels", .array(channel))])

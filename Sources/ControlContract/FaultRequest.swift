@@ -81,18 +81,17 @@ public struct FaultRequest: ContractType, Equatable {
             let channels = FaultTrigger.allCases.filter { $0.isAboutChannel && allowed.contains($0) }
             if action == .refuse {
                 // A result the kernel gives holds for every request while installed: no filter of requests.
-                let refusals = LECreditBasedChannel.Refusal.allCases
+                let held = LECreditBasedChannel.Refusal.held
+                let perRequest = LECreditBasedChannel.Refusal.allCases.filter(\.isPerRequest)
                 branches.append(
                     .object(
                         scope(on: channels, onRequired: true, characteristic: false, after: false, channel: true) + [
-                            required(
-                                action.rawValue,
-                                .oneOf([.trueFlag, .string(enumeration: refusals.filter(\.isPerRequest).map(\.rawValue))]))
+                            required(action.rawValue, .oneOf([.trueFlag, .string(enumeration: perRequest.map(\.rawValue))]))
                         ]))
                 branches.append(
                     .object(
                         scope(on: channels, onRequired: true, characteristic: false, after: false, channel: true, requests: false) + [
-                            required(action.rawValue, .string(enumeration: refusals.filter { !$0.isPerRequest }.map(\.rawValue)))
+                            required(action.rawValue, .string(enumeration: held.map(\.rawValue)))
                         ]))
             } else if !channels.isEmpty {
                 branches.append(

@@ -48,10 +48,7 @@ public final class L2CAPListener: Sendable {
             raw.withMemoryRebound(to: sockaddr.self) { bind(descriptor, $0.baseAddress, socklen_t(L2CAPSocketAddress.size)) }
         }
         guard bound == 0 else { throw fail("bind") }
-        var level: [UInt8] = [security.rawValue, 0]
-        guard setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionSecurity, &level, 2) == 0 else {
-            throw fail("setsockopt BT_SECURITY")
-        }
+        guard setSecurity(security, on: descriptor) else { throw fail("setsockopt BT_SECURITY") }
         var receiveMTU = UInt16(clamping: mtu)
         guard setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionReceiveMTU, &receiveMTU, 2) == 0 else {
             throw fail("setsockopt BT_RCVMTU")
@@ -147,11 +144,13 @@ public final class L2CAPListener: Sendable {
     @discardableResult
     public func setSecurity(_ security: L2CAPSecurityLevel) -> Bool {
         let descriptor = self.descriptor
-        return closed.withLock { closed in
-            guard !closed else { return false }
-            var level: [UInt8] = [security.rawValue, 0]
-            return setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionSecurity, &level, 2) == 0
-        }
+        return closed.withLock { closed in !closed && Self.setSecurity(security, on: descriptor) }
+    }
+
+    /// `BT_SECURITY` on `descriptor` (its `struct bt_security`: the level, no key size); false when the kernel refused it.
+    private static func setSecurity(_ security: L2CAPSecurityLevel, on descriptor: Int32) -> Bool {
+        var level: [UInt8] = [security.rawValue, 0]
+        return setsockopt(descriptor, L2CAPKernel.solBluetooth, L2CAPKernel.optionSecurity, &level, 2) == 0
     }
 
     /// Listens no more; the descriptor is closed once the loop polls it no more. Open channels stay open.

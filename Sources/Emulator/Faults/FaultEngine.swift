@@ -217,9 +217,7 @@ public struct FaultEngine: Sendable, Equatable {
     /// request before the central is answered.
     public func mayRefuseOrDelayRequests(forChannel channel: String) -> Bool {
         faults.contains { fault in
-            guard fault.spec.on == .channel, fault.spec.scope.channel.map({ $0 == channel }) ?? true, !fault.exhausted else {
-                return false
-            }
+            guard Self.watchesRequests(fault, of: channel), !fault.exhausted else { return false }
             switch fault.spec.action {
             case .refuse(let refusal): return refusal?.isPerRequest ?? true
             case .delay: return true
@@ -232,11 +230,14 @@ public struct FaultEngine: Sendable, Equatable {
     /// installed faults hold (``FaultAction/heldRefusal``), with the ids of the faults holding it; nil when none.
     /// Such faults never fire in ``plan(for:)``: the kernel answers before the runtime sees a request.
     public func heldRefusal(forChannel channel: String) -> (refusal: LECreditBasedChannel.Refusal, faults: [String])? {
-        let holding = faults.filter { fault in
-            fault.spec.on == .channel && fault.spec.scope.channel.map({ $0 == channel }) ?? true && fault.spec.action.heldRefusal != nil
-        }
+        let holding = faults.filter { Self.watchesRequests($0, of: channel) && $0.spec.action.heldRefusal != nil }
         guard let refusal = holding.compactMap(\.spec.action.heldRefusal).max() else { return nil }
         return (refusal, holding.filter { $0.spec.action.heldRefusal == refusal }.map(\.id))
+    }
+
+    /// Whether `fault` is about requests for channel `channel` (`on: channel`, scoped to it or to none).
+    private static func watchesRequests(_ fault: ActiveFault, of channel: String) -> Bool {
+        fault.spec.on == .channel && (fault.spec.scope.channel.map { $0 == channel } ?? true)
     }
 
     /// Counts faults holding a refusal as fired once, when the listener first refuses for them (their listing's

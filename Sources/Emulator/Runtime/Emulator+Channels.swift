@@ -104,11 +104,11 @@ extension Emulator {
         guard !stopped else { return }
         for definition in profile.channels {
             let id = definition.id
-            guard channels.psms[id] != nil else { continue }  // not listening yet: startChannels comes back here
+            guard let psm = channels.psms[id] else { continue }  // not listening yet: startChannels comes back here
             let wanted = faultState.engine.heldRefusal(forChannel: id)
             let current = channels.held[id]
             guard wanted?.refusal != current else { continue }
-            if current == .psmNotSupported, channels.listeners[id] == nil, let psm = channels.psms[id], let adapter {
+            if current == .psmNotSupported, channels.listeners[id] == nil, let adapter {
                 do {
                     channels.listeners[id] = try listen(definition, psm: psm, on: adapter)
                     if let failed = channels.relistenAttempts.removeValue(forKey: id) {
@@ -154,12 +154,12 @@ extension Emulator {
                     detail: "channel \(id): the kernel refuses every request with \(wanted.refusal.text) while fault"
                         + " \(wanted.faults.joined(separator: ", ")) is installed"
                         + (wanted.refusal == .psmNotSupported
-                            ? " (no listener on PSM \(channels.psms[id].map(LECreditBasedChannel.text) ?? "?"); open channels stay)"
+                            ? " (no listener on PSM \(LECreditBasedChannel.text(psm)); open channels stay)"
                             : " (a link at that security is accepted; open channels stay)"))
             } else {
                 log.record(
                     .channel,
-                    detail: "channel \(id): requests taken again on PSM \(channels.psms[id].map(LECreditBasedChannel.text) ?? "?")")
+                    detail: "channel \(id): requests taken again on PSM \(LECreditBasedChannel.text(psm))")
             }
         }
     }

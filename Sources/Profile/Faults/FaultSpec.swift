@@ -138,12 +138,12 @@ public enum FaultAction: Sendable, Equatable {
         }
     }
 
-    /// Its declaration in ``FaultCatalog``.
     /// A channel refusal the kernel gives to every request while the fault is installed, not gattemu to one request.
     public var heldRefusal: LECreditBasedChannel.Refusal? {
         if case .refuse(let refusal?) = self, !refusal.isPerRequest { refusal } else { nil }
     }
 
+    /// Its declaration in ``FaultCatalog``.
     public var kind: FaultKind {
         guard let kind = FaultCatalog.kind(named: name) else { preconditionFailure("fault action \(name) is not in FaultCatalog") }
         return kind
